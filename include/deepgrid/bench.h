@@ -1,0 +1,40 @@
+// Measurements of this machine and of the in-core engine, shared by `deepgrid bench` and the
+// Google Benchmark programs in bench/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "deepgrid/dtype.h"
+#include "deepgrid/geometry.h"
+#include "deepgrid/stencil.h"
+
+namespace deepgrid {
+
+struct Bandwidth {
+  double copy_gbs = 0;   // GB/s counting read + write bytes of a large a[i] = b[i] copy
+  double triad_gbs = 0;  // a[i] = b[i] + s * c[i], counting 3 streams
+};
+
+// STREAM-style bandwidth with all OpenMP threads over arrays of `bytes` each (>> caches).
+Bandwidth measure_bandwidth(int64_t bytes = int64_t{1} << 30, int repeats = 5);
+
+struct InCoreBench {
+  std::string stencil;
+  std::string shape;
+  std::string dtype;
+  int threads = 0;
+  int64_t steps = 0;
+  double seconds = 0;  // best of the repeats
+  double mlups = 0;
+  double gflops = 0;
+  // MLUP/s that DRAM bandwidth allows with no cache reuse: read + write one value per update.
+  double bandwidth_bound_mlups = 0;
+};
+
+// Times `steps` in-core steps (dirichlet:0, random data) on a grid of `shape`, best of
+// `repeats`. `bandwidth_gbs` feeds the bound (0: leave it 0).
+Result<InCoreBench> bench_incore(const Shape& shape, const Stencil& stencil, DType dtype,
+                                 int64_t steps, int threads, int repeats, double bandwidth_gbs);
+
+}  // namespace deepgrid

@@ -1,0 +1,20 @@
+// Checksums and summary statistics of a stored grid, streamed plane by plane.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "deepgrid/store.h"
+
+namespace deepgrid {
+
+struct GridSummary {
+  std::string sha256;  // of the values as little-endian bytes in (z, y, x) order, no padding
+  double min = 0, max = 0, mean = 0;
+  double l2 = 0;       // sqrt(sum of squares)
+  int64_t nan_count = 0;
+};
+
+Result<GridSummary> summarize(const Grid& grid);
+
+}  // namespace deepgrid

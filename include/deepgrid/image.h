@@ -1,0 +1,28 @@
+// Pictures of a grid: a slice rendered to PNG with a colour map and a colour bar.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "deepgrid/store.h"
+
+namespace deepgrid {
+
+struct SliceSpec {
+  char axis = 'z';     // the axis held fixed: 'x', 'y' or 'z'
+  int64_t index = -1;  // -1: the middle
+};
+
+// Parses "z=mid", "z=10", "y=0", "x=mid".
+Result<SliceSpec> parse_slice(std::string_view text);
+
+struct SliceImageInfo {
+  int64_t width = 0, height = 0;
+  double min = 0, max = 0;  // the values mapped to the ends of the colour map
+};
+
+// Reads the slice (streaming the grid when the slice is not a z-plane), maps min..max to the
+// viridis colour map with a colour bar at the right, and writes an 8-bit RGB PNG.
+Result<SliceImageInfo> write_slice_png(const Grid& grid, SliceSpec slice, const std::string& path);
+
+}  // namespace deepgrid

@@ -1,0 +1,26 @@
+// Streaming import and export of NumPy .npy files (format 1.0, 2.0, 3.0; C order).
+#pragma once
+
+#include <string>
+
+#include "deepgrid/store.h"
+
+namespace deepgrid {
+
+struct NpyHeader {
+  DType dtype = DType::kF32;
+  Shape shape;               // from (nz, ny, nx), or (ny, nx) with nz = 1
+  int64_t data_offset = 0;   // where the values start
+};
+
+// Reads and checks the header of IN.npy: little-endian f4/f8, C order, 2 or 3 dimensions.
+Result<NpyHeader> read_npy_header(const std::string& path);
+
+// Creates grid DIR from IN.npy, one chunk of planes at a time.
+Result<Grid> import_npy(const std::string& npy_path, const std::string& dir,
+                        const std::vector<std::string>& stores);
+
+// Writes the grid to OUT.npy with shape (nz, ny, nx), one chunk of planes at a time.
+Status export_npy(const Grid& grid, const std::string& npy_path);
+
+}  // namespace deepgrid

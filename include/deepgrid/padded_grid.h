@@ -1,0 +1,59 @@
+// An in-memory grid with ghost cells around it, the form every engine computes on.
+//
+// Plane z (z in [-hz, nz + hz)) starts at plane(z); element (x, y) of it is at
+// plane(z)[y * stride() + x] for x in [-hx, nx + hx), y in [-hy, ny + hy). x = 0 of every row
+// is 64-byte aligned.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "deepgrid/boundary.h"
+#include "deepgrid/geometry.h"
+#include "deepgrid/status.h"
+
+namespace deepgrid {
+
+struct Halo {
+  int x = 0, y = 0, z = 0;
+};
+
+template <typename T>
+class PaddedGrid {
+ public:
+  // Allocates; fails (kResource) when memory is short.
+  static Result<PaddedGrid> allocate(const Shape& shape, Halo halo);
+  // Bytes allocate() would take.
+  static int64_t bytes_needed(const Shape& shape, Halo halo);
+
+  const Shape& shape() const { return shape_; }
+  Halo halo() const { return halo_; }
+  ptrdiff_t stride() const { return stride_; }
+  ptrdiff_t plane_stride() const { return plane_stride_; }
+  T* plane(int64_t z) { return base_ + (z + halo_.z) * plane_stride_ + origin_; }
+  const T* plane(int64_t z) const { return base_ + (z + halo_.z) * plane_stride_ + origin_; }
+  T& at(int64_t x, int64_t y, int64_t z) { return plane(z)[y * stride_ + x]; }
+  T at(int64_t x, int64_t y, int64_t z) const { return plane(z)[y * stride_ + x]; }
+
+  // Copies packed plane z (nx * ny values) in or out of the interior.
+  void load_plane(int64_t z, const T* packed);
+  void store_plane(int64_t z, T* packed) const;
+
+  // Fills every ghost cell from the interior by the boundary rule (parallel with OpenMP).
+  void fill_ghosts(const Boundary& b);
+  // Fills the x and y ghost cells of plane z (whose interior is valid).
+  void fill_plane_ghosts(int64_t z, const Boundary& b);
+
+ private:
+  Shape shape_;
+  Halo halo_;
+  ptrdiff_t stride_ = 0, plane_stride_ = 0, origin_ = 0;
+  std::unique_ptr<T[], void (*)(T*)> storage_{nullptr, nullptr};
+  T* base_ = nullptr;
+};
+
+extern template class PaddedGrid<float>;
+extern template class PaddedGrid<double>;
+
+}  // namespace deepgrid

@@ -1,0 +1,46 @@
+// The report every run ends with.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace deepgrid {
+
+struct RunReport {
+  std::string method;
+  std::string stencil;
+  int stencil_points = 0;
+  int flops_per_update = 0;
+  std::string shape;
+  std::string dtype;
+  std::string boundary;
+  int threads = 0;
+  int64_t points = 0;      // grid points
+  int64_t steps = 0;       // steps advanced by this run
+  int64_t step_from = 0;   // the grid's time step before and after
+  int64_t step_to = 0;
+  double seconds = 0;          // wall time of the whole run, including I/O
+  double compute_seconds = 0;  // wall time spent advancing steps
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  uint64_t peak_memory = 0;    // the process's peak resident set (VmHWM)
+  uint64_t engine_memory = 0;  // bytes the engine allocated for grids and buffers
+
+  double updates() const { return static_cast<double>(points) * static_cast<double>(steps); }
+  // Million lattice updates per second over the whole run.
+  double mlups() const { return seconds > 0 ? updates() / seconds / 1e6 : 0; }
+  // Useful GFlop/s: flops_per_update for each nominal update (no redundant halo work).
+  double gflops() const { return seconds > 0 ? updates() * flops_per_update / seconds / 1e9 : 0; }
+  // The same two figures over the compute part only.
+  double compute_mlups() const {
+    return compute_seconds > 0 ? updates() / compute_seconds / 1e6 : 0;
+  }
+
+  std::string to_json() const;  // one line, one object
+  std::string to_text() const;  // a few aligned lines for people
+};
+
+// The process's peak resident set size in bytes (VmHWM), 0 if unknown.
+uint64_t peak_resident_bytes();
+
+}  // namespace deepgrid

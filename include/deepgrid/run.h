@@ -1,0 +1,36 @@
+// Running a stored grid: open, check, advance, write back, record in the manifest.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "deepgrid/boundary.h"
+#include "deepgrid/executor.h"
+#include "deepgrid/report.h"
+#include "deepgrid/stencil.h"
+#include "deepgrid/store.h"
+
+namespace deepgrid {
+
+enum class Method { kAuto, kInCore };
+Result<Method> parse_method(std::string_view text);
+
+struct RunOptions {
+  Stencil stencil;
+  int64_t steps = 0;
+  Boundary boundary;
+  Method method = Method::kAuto;
+  int threads = 0;           // 0: all cores
+  uint64_t mem_budget = 0;   // bytes; 0: no limit
+  ProgressFn progress;       // may be empty
+};
+
+// Checks that the stencil and step count suit the grid (nothing is read or written).
+Status check_run(const Manifest& m, const RunOptions& options);
+
+// Advances the grid in DIR by options.steps steps. On success the data files hold the new
+// state and the manifest's step and history are updated atomically. A run stopped by the
+// progress callback writes the steps done and reports them.
+Result<RunReport> run_grid(const std::string& dir, const RunOptions& options);
+
+}  // namespace deepgrid

@@ -1,0 +1,62 @@
+// Applies a stencil to a rectangle of one plane: the compute kernel every engine calls.
+//
+// Planes are padded: element (x, y) of a plane lives at origin[y * stride + x], and the kernel
+// reads x in [x0 - rx, x1 + rx) and y in [y0 - ry, y1 + ry) of every input plane, so callers
+// provide that many ghost cells (filled by boundary rules or neighbouring data). Input plane
+// in[rz + dz] is the plane at offset dz, for dz in [-rz, rz].
+//
+// Results follow the evaluation order stated in stencil.h exactly, whatever the code path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "deepgrid/stencil.h"
+
+namespace deepgrid {
+
+// A half-open rectangle of a plane: x in [x0, x1), y in [y0, y1).
+struct Rect {
+  int64_t x0 = 0, x1 = 0, y0 = 0, y1 = 0;
+  int64_t points() const { return (x1 - x0) * (y1 - y0); }
+  bool empty() const { return x1 <= x0 || y1 <= y0; }
+};
+
+template <typename T>
+class StencilKernel {
+ public:
+  // Picks code specialised for the stencil's offsets when they match a preset's (whatever the
+  // coefficients), else the generic point-list code.
+  explicit StencilKernel(const Stencil& stencil);
+
+  // out[y * stride + x] for (x, y) in rect, from the 2 * rz + 1 planes in `in`.
+  // `out` must not overlap any input plane.
+  void apply(const T* const* in, T* out, ptrdiff_t stride, Rect rect) const {
+    fn_(*this, in, out, stride, rect);
+  }
+
+  bool specialised() const { return specialised_; }
+  int rx() const { return rx_; }
+  int ry() const { return ry_; }
+  int rz() const { return rz_; }
+
+  // Implementation detail, public for the kernel functions.
+  struct Term {
+    int dx, dy, dz;
+    T c;
+  };
+  const std::vector<Term>& terms() const { return terms_; }
+
+ private:
+  using Fn = void (*)(const StencilKernel&, const T* const*, T*, ptrdiff_t, Rect);
+  Fn fn_ = nullptr;
+  bool specialised_ = false;
+  int rx_ = 0, ry_ = 0, rz_ = 0;
+  std::vector<Term> terms_;
+};
+
+extern template class StencilKernel<float>;
+extern template class StencilKernel<double>;
+
+}  // namespace deepgrid

@@ -1,0 +1,62 @@
+#include "deepgrid/checksum.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+namespace deepgrid {
+
+Result<GridSummary> summarize(const Grid& grid) {
+  const Shape& s = grid.shape();
+  const int64_t batch = grid.manifest().layout.planes_per_chunk;
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+    return Status(ErrorCode::kResource, "cannot initialise SHA-256");
+  }
+  GridSummary out;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  long double sum = 0, sum_sq = 0;
+  Status st = dispatch_dtype(grid.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    std::vector<T> buf(static_cast<size_t>(batch * s.plane_points()));
+    for (int64_t z0 = 0; z0 < s.nz; z0 += batch) {
+      const int64_t n = std::min(batch, s.nz - z0);
+      DG_RETURN_IF_ERROR(grid.read_planes(z0, n, buf.data()));
+      const size_t count = static_cast<size_t>(n * s.plane_points());
+      EVP_DigestUpdate(ctx.get(), buf.data(), count * sizeof(T));  // x86-64: little-endian
+      for (size_t i = 0; i < count; ++i) {
+        const double v = buf[i];
+        if (std::isnan(v)) {
+          ++out.nan_count;
+          continue;
+        }
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+        sum += v;
+        sum_sq += static_cast<long double>(v) * v;
+      }
+    }
+    return Status::Ok();
+  });
+  DG_RETURN_IF_ERROR(st);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), digest, &len);
+  static const char* kHex = "0123456789abcdef";
+  for (unsigned i = 0; i < len; ++i) {
+    out.sha256 += kHex[digest[i] >> 4];
+    out.sha256 += kHex[digest[i] & 15];
+  }
+  const int64_t finite = s.points() - out.nan_count;
+  out.min = finite > 0 ? lo : std::nan("");
+  out.max = finite > 0 ? hi : std::nan("");
+  out.mean = finite > 0 ? static_cast<double>(sum / finite) : std::nan("");
+  out.l2 = static_cast<double>(std::sqrt(sum_sq));
+  return out;
+}
+
+}  // namespace deepgrid

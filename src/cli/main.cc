@@ -1,0 +1,344 @@
+// The deepgrid command line: a thin front end over the library. Errors become one line on
+// stderr and exit code 2 (bad input) or 1 (a failure while working).
+#include <omp.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "deepgrid/bench.h"
+#include "deepgrid/checksum.h"
+#include "deepgrid/image.h"
+#include "deepgrid/npy.h"
+#include "deepgrid/run.h"
+#include "deepgrid/store.h"
+#include "progress.h"
+
+namespace deepgrid::cli {
+namespace {
+
+using nlohmann::json;
+
+// A library error on its way out of the CLI.
+struct Failure {
+  Status status;
+};
+
+template <typename T>
+T get(Result<T> r) {
+  if (!r.ok()) throw Failure{r.status()};
+  return std::move(r).value();
+}
+void check(const Status& s) {
+  if (!s.ok()) throw Failure{s};
+}
+
+int exit_code_for(ErrorCode code) {
+  return code == ErrorCode::kIo || code == ErrorCode::kResource ? 1 : 2;
+}
+
+std::vector<std::string> split_csv(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+json manifest_json(const Grid& g) {
+  json j = json::parse(g.manifest().to_json());
+  j["directory"] = g.dir();
+  j["direct_io"] = g.direct_io();
+  j["bytes_on_disk"] = 0;
+  int64_t total = 0;
+  for (const auto& f : g.manifest().layout.files) total += f.bytes;
+  j["bytes_on_disk"] = total;
+  return j;
+}
+
+void print_info(const Grid& g) {
+  const Manifest& m = g.manifest();
+  int64_t total = 0;
+  for (const auto& f : m.layout.files) total += f.bytes;
+  std::printf("grid        %s\n", g.dir().c_str());
+  std::printf("shape       %s (numpy shape (%lld, %lld, %lld)), %s\n", m.shape.to_string().c_str(),
+              static_cast<long long>(m.shape.nz), static_cast<long long>(m.shape.ny),
+              static_cast<long long>(m.shape.nx), std::string(dtype_name(m.dtype)).c_str());
+  std::printf("values      %lld (%s)\n", static_cast<long long>(m.shape.points()),
+              format_size(static_cast<uint64_t>(m.shape.points()) * dtype_size(m.dtype)).c_str());
+  std::printf("time step   %lld\n", static_cast<long long>(m.step));
+  std::printf("layout      planes of %s padded to %s, %lld planes per chunk, %zu file%s, %s on disk\n",
+              format_size(static_cast<uint64_t>(m.layout.plane_bytes)).c_str(),
+              format_size(static_cast<uint64_t>(m.layout.plane_stride)).c_str(),
+              static_cast<long long>(m.layout.planes_per_chunk), m.layout.files.size(),
+              m.layout.files.size() == 1 ? "" : "s", format_size(static_cast<uint64_t>(total)).c_str());
+  for (int f = 0; f < static_cast<int>(m.layout.files.size()); ++f) {
+    std::printf("  file %d    %s\n", f, g.file_path(f).c_str());
+  }
+  std::printf("direct I/O  %s\n", g.direct_io() ? "yes (O_DIRECT)" : "no (filesystem refuses O_DIRECT)");
+  std::printf("history\n");
+  for (const auto& h : m.history) {
+    std::printf("  %s  %-7s %s\n", h.date.c_str(), h.command.c_str(), h.details.c_str());
+  }
+}
+
+struct CreateArgs {
+  std::string dir, shape, dtype = "f32", init = "zero", stores;
+  bool json = false;
+};
+
+int cmd_create(const CreateArgs& a) {
+  CreateOptions opt;
+  opt.shape = get(parse_shape(a.shape));
+  opt.dtype = get(parse_dtype(a.dtype));
+  opt.init = get(parse_init(a.init));
+  opt.stores = split_csv(a.stores);
+  Grid g = get(Grid::create(a.dir, opt));
+  if (a.json) {
+    std::printf("%s\n", manifest_json(g).dump().c_str());
+  } else {
+    std::printf("created %s: %s %s, init %s, %zu file%s%s\n", a.dir.c_str(),
+                opt.shape.to_string().c_str(), std::string(dtype_name(opt.dtype)).c_str(),
+                opt.init.to_string().c_str(), g.manifest().layout.files.size(),
+                g.manifest().layout.files.size() == 1 ? "" : "s",
+                g.direct_io() ? "" : " (no O_DIRECT on this filesystem: buffered I/O)");
+  }
+  return 0;
+}
+
+struct RunArgs {
+  std::string dir, stencil, coeffs, method = "auto", boundary = "dirichlet:0", mem;
+  int64_t steps = -1;
+  int threads = 0;
+  bool json = false;
+};
+
+int cmd_run(const RunArgs& a) {
+  RunOptions opt;
+  opt.stencil = get(Stencil::resolve(a.stencil));
+  if (!a.coeffs.empty()) opt.stencil = get(opt.stencil.with_coefficients(a.coeffs));
+  opt.steps = a.steps;
+  opt.boundary = get(parse_boundary(a.boundary));
+  opt.method = get(parse_method(a.method));
+  if (a.threads < 0) check(invalid_argument("--threads must be >= 1 (or 0 for all cores)"));
+  opt.threads = a.threads;
+  if (!a.mem.empty()) opt.mem_budget = get(parse_size(a.mem));
+  install_interrupt_handler();
+  opt.progress = terminal_progress("run");
+  RunReport r = get(run_grid(a.dir, opt));
+  if (a.json) {
+    std::printf("%s\n", r.to_json().c_str());
+  } else {
+    std::printf("%s", r.to_text().c_str());
+  }
+  if (r.steps < a.steps) {
+    std::fprintf(stderr, "stopped early: the grid holds time step %lld (consistent); run again "
+                 "for the remaining %lld steps\n", static_cast<long long>(r.step_to),
+                 static_cast<long long>(a.steps - r.steps));
+    return 130;
+  }
+  return 0;
+}
+
+int cmd_info(const std::string& dir, bool as_json) {
+  Grid g = get(Grid::open(dir));
+  if (as_json) std::printf("%s\n", manifest_json(g).dump().c_str());
+  else print_info(g);
+  return 0;
+}
+
+int cmd_checksum(const std::string& dir, bool as_json) {
+  Grid g = get(Grid::open(dir));
+  GridSummary s = get(summarize(g));
+  if (as_json) {
+    json j = {{"sha256", s.sha256}, {"min", s.min}, {"max", s.max}, {"mean", s.mean},
+              {"l2", s.l2},         {"nan_count", s.nan_count}, {"step", g.manifest().step}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("sha256  %s\nmin     %.17g\nmax     %.17g\nmean    %.17g\nl2      %.17g\n",
+                s.sha256.c_str(), s.min, s.max, s.mean, s.l2);
+    if (s.nan_count > 0) std::printf("nan     %lld\n", static_cast<long long>(s.nan_count));
+  }
+  return 0;
+}
+
+int cmd_plot(const std::string& dir, const std::string& slice, const std::string& out) {
+  Grid g = get(Grid::open(dir));
+  SliceImageInfo info = get(write_slice_png(g, get(parse_slice(slice)), out));
+  std::printf("wrote %s: slice %s, %lldx%lld pixels, colours from %.6g (dark) to %.6g (bright)\n",
+              out.c_str(), slice.c_str(), static_cast<long long>(info.width),
+              static_cast<long long>(info.height), info.min, info.max);
+  return 0;
+}
+
+struct BenchArgs {
+  std::string shape = "256x256x256", stencil = "7pt", dtype = "f32";
+  int64_t steps = 10;
+  int threads = 0, repeats = 3;
+  bool json = false, no_bandwidth = false;
+};
+
+int cmd_bench(const BenchArgs& a) {
+  const Shape shape = get(parse_shape(a.shape));
+  const Stencil stencil = get(Stencil::resolve(a.stencil));
+  const DType dtype = get(parse_dtype(a.dtype));
+  if (a.steps < 1) check(invalid_argument("--steps must be >= 1"));
+  Bandwidth bw;
+  if (!a.no_bandwidth) bw = measure_bandwidth();
+  InCoreBench r = get(bench_incore(shape, stencil, dtype, a.steps, a.threads, a.repeats, bw.copy_gbs));
+  if (a.json) {
+    json j = {{"method", "incore"}, {"stencil", r.stencil}, {"shape", r.shape},
+              {"dtype", r.dtype},   {"threads", r.threads}, {"steps", r.steps},
+              {"seconds", r.seconds}, {"mlups", r.mlups}, {"gflops", r.gflops},
+              {"copy_bandwidth_gbs", bw.copy_gbs}, {"triad_bandwidth_gbs", bw.triad_gbs},
+              {"bandwidth_bound_mlups", r.bandwidth_bound_mlups}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("in-core %s %s %s, %d threads, %lld steps: %.1f MLUP/s, %.2f GFlop/s\n",
+                r.stencil.c_str(), r.shape.c_str(), r.dtype.c_str(), r.threads,
+                static_cast<long long>(r.steps), r.mlups, r.gflops);
+    if (!a.no_bandwidth) {
+      std::printf("DRAM bandwidth %.1f GB/s (copy), %.1f GB/s (triad): bound without cache reuse "
+                  "%.1f MLUP/s (%.2fx of it reached)\n",
+                  bw.copy_gbs, bw.triad_gbs, r.bandwidth_bound_mlups,
+                  r.mlups / r.bandwidth_bound_mlups);
+    }
+  }
+  return 0;
+}
+
+std::string presets_help() {
+  std::string s;
+  for (const auto& n : preset_names()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{
+      "deepgrid: advance stencil computations (heat diffusion, waves, ...) on 3D grids stored on "
+      "SSDs.\nExample:\n  deepgrid create g --shape 256x256x256 --init gaussian\n"
+      "  deepgrid run g --stencil 7pt --steps 100\n  deepgrid plot g --slice z=mid -o g.png"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "deepgrid 0.1.0");
+
+  CreateArgs ca;
+  auto* create = app.add_subcommand("create", "Create a grid directory with an initial condition");
+  create->add_option("DIR", ca.dir, "New grid directory (must not exist or be empty)")->required();
+  create->add_option("--shape", ca.shape, "Extents NXxNYxNZ (x fastest), or NXxNY for 2D")->required();
+  create->add_option("--dtype", ca.dtype, "f32 or f64")->capture_default_str();
+  create->add_option("--init", ca.init,
+                     "zero | const:V | random:SEED | gaussian | sine")->capture_default_str();
+  create->add_option("--store", ca.stores,
+                     "Comma-separated data directories (e.g. one per SSD); chunks of planes are "
+                     "striped round-robin over them. Default: the grid directory");
+  create->add_flag("--json", ca.json, "Print the manifest as JSON");
+
+  std::string info_dir;
+  bool info_json = false;
+  auto* info = app.add_subcommand("info", "Show a grid's shape, layout, time step and history");
+  info->add_option("DIR", info_dir, "Grid directory")->required();
+  info->add_flag("--json", info_json, "Print as one JSON object");
+
+  RunArgs ra;
+  auto* run = app.add_subcommand("run", "Advance a grid by N time steps");
+  run->add_option("DIR", ra.dir, "Grid directory")->required();
+  run->add_option("--stencil", ra.stencil, "Preset (" + presets_help() +
+                  ") or a JSON file {\"points\": [[dx, dy, dz, c], ...]}")->required();
+  run->add_option("--coeffs", ra.coeffs,
+                  "Override coefficients: one per point in (dz, dy, dx) order, or one per "
+                  "distance shell, centre first (7pt: --coeffs 0.4,0.1)");
+  run->add_option("--steps", ra.steps, "Number of time steps (>= 0)")->required();
+  run->add_option("--method", ra.method, "auto | incore")->capture_default_str();
+  run->add_option("--boundary", ra.boundary, "dirichlet:V | neumann | periodic")->capture_default_str();
+  run->add_option("--threads", ra.threads, "Compute threads (0: all cores)")->capture_default_str();
+  run->add_option("--mem", ra.mem, "Memory budget, e.g. 2GiB (default: no limit)");
+  run->add_flag("--json", ra.json, "Print the report as one JSON object on stdout");
+
+  std::string ck_dir;
+  bool ck_json = false;
+  auto* checksum = app.add_subcommand(
+      "checksum", "SHA-256 of the values (little-endian, (z, y, x) order) and min/max/mean/L2");
+  checksum->add_option("DIR", ck_dir, "Grid directory")->required();
+  checksum->add_flag("--json", ck_json, "Print as one JSON object");
+
+  std::string im_in, im_dir, im_stores;
+  auto* import = app.add_subcommand("import", "Create a grid from a .npy file (streamed)");
+  import->add_option("IN", im_in, "Input .npy: float32/float64, shape (nz, ny, nx) or (ny, nx)")->required();
+  import->add_option("DIR", im_dir, "New grid directory")->required();
+  import->add_option("--store", im_stores, "Comma-separated data directories");
+
+  std::string ex_dir, ex_out;
+  auto* exp = app.add_subcommand("export", "Write a grid to a .npy file (streamed)");
+  exp->add_option("DIR", ex_dir, "Grid directory")->required();
+  exp->add_option("OUT", ex_out, "Output .npy, shape (nz, ny, nx)")->required();
+
+  std::string pl_dir, pl_slice = "z=mid", pl_out;
+  auto* plot = app.add_subcommand("plot", "Draw a slice of a grid as a PNG with a colour bar");
+  plot->add_option("DIR", pl_dir, "Grid directory")->required();
+  plot->add_option("--slice", pl_slice, "AXIS=INDEX held fixed: z=mid, z=10, y=0, x=mid")->capture_default_str();
+  plot->add_option("-o,--output", pl_out, "Output PNG file")->required();
+
+  BenchArgs ba;
+  auto* bench = app.add_subcommand("bench", "Measure the in-core engine and this machine's bandwidth");
+  bench->add_option("--shape", ba.shape, "Grid extents")->capture_default_str();
+  bench->add_option("--stencil", ba.stencil, "Preset or JSON file")->capture_default_str();
+  bench->add_option("--dtype", ba.dtype, "f32 or f64")->capture_default_str();
+  bench->add_option("--steps", ba.steps, "Steps per timed repeat")->capture_default_str();
+  bench->add_option("--threads", ba.threads, "Threads (0: all cores)")->capture_default_str();
+  bench->add_option("--repeats", ba.repeats, "Timed repeats (the best counts)")->capture_default_str();
+  bench->add_flag("--no-bandwidth", ba.no_bandwidth, "Skip the DRAM bandwidth measurement");
+  bench->add_flag("--json", ba.json, "Print as one JSON object");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "deepgrid: error: %s; see 'deepgrid %s--help'\n", e.what(),
+                 app.get_subcommands().empty()
+                     ? ""
+                     : (app.get_subcommands().front()->get_name() + " ").c_str());
+    return 2;
+  }
+  if (*create) return cmd_create(ca);
+  if (*info) return cmd_info(info_dir, info_json);
+  if (*run) return cmd_run(ra);
+  if (*checksum) return cmd_checksum(ck_dir, ck_json);
+  if (*import) {
+    Grid g = get(import_npy(im_in, im_dir, split_csv(im_stores)));
+    std::printf("imported %s into %s: %s %s\n", im_in.c_str(), im_dir.c_str(),
+                g.shape().to_string().c_str(), std::string(dtype_name(g.dtype())).c_str());
+    return 0;
+  }
+  if (*exp) {
+    check(export_npy(get(Grid::open(ex_dir)), ex_out));
+    std::printf("exported %s to %s\n", ex_dir.c_str(), ex_out.c_str());
+    return 0;
+  }
+  if (*plot) return cmd_plot(pl_dir, pl_slice, pl_out);
+  if (*bench) return cmd_bench(ba);
+  return 2;
+}
+
+}  // namespace
+}  // namespace deepgrid::cli
+
+int main(int argc, char** argv) {
+  try {
+    return deepgrid::cli::run_cli(argc, argv);
+  } catch (const deepgrid::cli::Failure& f) {
+    std::fprintf(stderr, "deepgrid: error: %s\n", f.status.message().c_str());
+    return deepgrid::cli::exit_code_for(f.status.code());
+  }
+}

@@ -1,0 +1,29 @@
+// internal: POSIX file helpers that turn errno into Status in one place.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "deepgrid/status.h"
+
+namespace deepgrid::internal {
+
+// Full-length pread/pwrite (retrying EINTR and short transfers). A read that meets end of
+// file reports the file and offset as corrupt.
+Status pread_full(int fd, void* buf, size_t n, int64_t offset, const std::string& path);
+Status pwrite_full(int fd, const void* buf, size_t n, int64_t offset, const std::string& path);
+
+// Writes `text` to DIR/NAME atomically: temporary file, fsync, rename, fsync DIR.
+Status write_file_atomic(const std::string& dir, const std::string& name, const std::string& text);
+Result<std::string> read_small_file(const std::string& path);
+
+// Bytes available to unprivileged users on the filesystem holding `path`.
+Result<uint64_t> free_bytes(const std::string& path);
+bool is_directory(const std::string& path);
+Result<bool> directory_is_empty(const std::string& path);
+Status fsync_path(const std::string& path);
+std::string join_path(const std::string& dir, const std::string& name);
+std::string parent_path(const std::string& path);
+std::string absolute_path(const std::string& path);
+
+}  // namespace deepgrid::internal

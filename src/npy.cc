@@ -1,0 +1,167 @@
+#include "deepgrid/npy.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <regex>
+#include <vector>
+
+#include "internal/file_util.h"
+
+namespace deepgrid {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+
+Status bad_npy(const std::string& path, const std::string& why) {
+  return invalid_argument(path + " is not a supported .npy file: " + why +
+                          " (deepgrid reads little-endian float32/float64 arrays in C order with "
+                          "shape (nz, ny, nx) or (ny, nx))");
+}
+
+// RAII file descriptor.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+Result<NpyHeader> read_npy_header(const std::string& path) {
+  Fd f;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0) return errno_status(errno, "open", path);
+  char pre[12];
+  ssize_t got = ::pread(f.fd, pre, sizeof pre, 0);
+  if (got < 10 || std::memcmp(pre, kMagic, 6) != 0) return bad_npy(path, "no NumPy magic");
+  const int major = static_cast<unsigned char>(pre[6]);
+  int64_t header_len = 0, header_start = 0;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(pre[8]) | (static_cast<unsigned char>(pre[9]) << 8);
+    header_start = 10;
+  } else if (major == 2 || major == 3) {
+    if (got < 12) return bad_npy(path, "truncated header");
+    uint32_t len = 0;
+    std::memcpy(&len, pre + 8, 4);
+    header_len = len;
+    header_start = 12;
+  } else {
+    return bad_npy(path, "unknown format version " + std::to_string(major));
+  }
+  if (header_len > (1 << 20)) return bad_npy(path, "header too long");
+  std::string header(static_cast<size_t>(header_len), '\0');
+  DG_RETURN_IF_ERROR(internal::pread_full(f.fd, header.data(), header.size(), header_start, path));
+
+  std::smatch m;
+  NpyHeader h;
+  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([<>|=]?)([fiu])(\d+)')"))) {
+    return bad_npy(path, "no dtype");
+  }
+  if (m[1] == ">") return bad_npy(path, "big-endian data");
+  if (m[2] != "f" || (m[3] != "4" && m[3] != "8")) {
+    return bad_npy(path, "dtype " + m[2].str() + m[3].str());
+  }
+  h.dtype = m[3] == "4" ? DType::kF32 : DType::kF64;
+  if (std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*True)"))) {
+    return bad_npy(path, "Fortran order");
+  }
+  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) {
+    return bad_npy(path, "no shape");
+  }
+  std::vector<int64_t> dims;
+  std::string dims_text = m[1];
+  std::regex num(R"(\d+)");
+  for (auto it = std::sregex_iterator(dims_text.begin(), dims_text.end(), num);
+       it != std::sregex_iterator(); ++it) {
+    dims.push_back(std::stoll(it->str()));
+  }
+  if (dims.size() == 3) h.shape = {dims[2], dims[1], dims[0]};
+  else if (dims.size() == 2) h.shape = {dims[1], dims[0], 1};
+  else return bad_npy(path, std::to_string(dims.size()) + " dimensions");
+  DG_RETURN_IF_ERROR(validate_shape(h.shape).with_context(path));
+  h.data_offset = header_start + header_len;
+  const off_t size = ::lseek(f.fd, 0, SEEK_END);
+  const int64_t need = h.data_offset + h.shape.points() * static_cast<int64_t>(dtype_size(h.dtype));
+  if (size < need) {
+    return bad_npy(path, "file has " + std::to_string(size) + " bytes, the header needs " +
+                             std::to_string(need) + " (truncated)");
+  }
+  return h;
+}
+
+Result<Grid> import_npy(const std::string& npy_path, const std::string& dir,
+                        const std::vector<std::string>& stores) {
+  DG_ASSIGN_OR_RETURN(NpyHeader h, read_npy_header(npy_path));
+  CreateOptions opt;
+  opt.shape = h.shape;
+  opt.dtype = h.dtype;
+  opt.stores = stores;
+  DG_ASSIGN_OR_RETURN(Grid grid, Grid::create(dir, opt));
+  Fd f;
+  f.fd = ::open(npy_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0) return errno_status(errno, "open", npy_path);
+  const int64_t batch = grid.manifest().layout.planes_per_chunk;
+  const int64_t plane_bytes = grid.manifest().layout.plane_bytes;
+  std::vector<char> buf(static_cast<size_t>(batch * plane_bytes));
+  for (int64_t z0 = 0; z0 < h.shape.nz; z0 += batch) {
+    const int64_t n = std::min(batch, h.shape.nz - z0);
+    DG_RETURN_IF_ERROR(internal::pread_full(f.fd, buf.data(), static_cast<size_t>(n * plane_bytes),
+                                            h.data_offset + z0 * plane_bytes, npy_path));
+    DG_RETURN_IF_ERROR(grid.write_planes(z0, n, buf.data()));
+  }
+  Manifest m = grid.manifest();
+  m.history.push_back({utc_now(), "import", "{\"from\": \"npy\"}"});
+  DG_RETURN_IF_ERROR(grid.commit(m));
+  return grid;
+}
+
+Status export_npy(const Grid& grid, const std::string& npy_path) {
+  const Shape& s = grid.shape();
+  std::string dict = "{'descr': '<" + std::string(grid.dtype() == DType::kF32 ? "f4" : "f8") +
+                     "', 'fortran_order': False, 'shape': (" + std::to_string(s.nz) + ", " +
+                     std::to_string(s.ny) + ", " + std::to_string(s.nx) + "), }";
+  // Pad so that the data starts on a 64-byte boundary, ending the header with '\n'.
+  const size_t prefix = 10;
+  const size_t total = (prefix + dict.size() + 1 + 63) / 64 * 64;
+  dict.append(total - prefix - dict.size() - 1, ' ');
+  dict += '\n';
+  std::string header(kMagic, 6);
+  header += '\x01';
+  header += '\x00';
+  header += static_cast<char>(dict.size() & 0xff);
+  header += static_cast<char>(dict.size() >> 8);
+  header += dict;
+
+  const std::string tmp = npy_path + ".tmp";
+  Fd f;
+  f.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (f.fd < 0) return errno_status(errno, "create", tmp);
+  auto fail = [&](Status st) {
+    ::unlink(tmp.c_str());
+    return st;
+  };
+  Status st = internal::pwrite_full(f.fd, header.data(), header.size(), 0, tmp);
+  if (!st.ok()) return fail(st);
+  const int64_t batch = grid.manifest().layout.planes_per_chunk;
+  const int64_t plane_bytes = grid.manifest().layout.plane_bytes;
+  std::vector<char> buf(static_cast<size_t>(batch * plane_bytes));
+  for (int64_t z0 = 0; z0 < s.nz; z0 += batch) {
+    const int64_t n = std::min(batch, s.nz - z0);
+    st = grid.read_planes(z0, n, buf.data());
+    if (st.ok()) {
+      st = internal::pwrite_full(f.fd, buf.data(), static_cast<size_t>(n * plane_bytes),
+                                 static_cast<int64_t>(header.size()) + z0 * plane_bytes, tmp);
+    }
+    if (!st.ok()) return fail(st);
+  }
+  if (::fsync(f.fd) != 0) return fail(errno_status(errno, "fsync", tmp));
+  if (::rename(tmp.c_str(), npy_path.c_str()) != 0) return fail(errno_status(errno, "rename", tmp));
+  return Status::Ok();
+}
+
+}  // namespace deepgrid

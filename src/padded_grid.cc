@@ -1,0 +1,119 @@
+#include "deepgrid/padded_grid.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace deepgrid {
+namespace {
+
+constexpr int64_t kAlignBytes = 64;
+
+template <typename T>
+constexpr int64_t lane() {
+  return kAlignBytes / static_cast<int64_t>(sizeof(T));
+}
+
+template <typename T>
+void free_aligned(T* p) {
+  std::free(p);
+}
+
+// Fills a row's x ghost cells; the row's interior is valid.
+template <typename T>
+void fill_row_ghosts(T* row, int64_t nx, int hx, const Boundary& b) {
+  for (int64_t x = -hx; x < 0; ++x) {
+    int64_t s = boundary_source_index(b, x, nx);
+    row[x] = s < 0 ? static_cast<T>(b.value) : row[s];
+  }
+  for (int64_t x = nx; x < nx + hx; ++x) {
+    int64_t s = boundary_source_index(b, x, nx);
+    row[x] = s < 0 ? static_cast<T>(b.value) : row[s];
+  }
+}
+
+}  // namespace
+
+template <typename T>
+int64_t PaddedGrid<T>::bytes_needed(const Shape& s, Halo h) {
+  const int64_t stride = round_up(round_up(h.x, lane<T>()) + s.nx + h.x, lane<T>());
+  return stride * (s.ny + 2 * h.y) * (s.nz + 2 * h.z) * static_cast<int64_t>(sizeof(T)) +
+         kAlignBytes;
+}
+
+template <typename T>
+Result<PaddedGrid<T>> PaddedGrid<T>::allocate(const Shape& s, Halo h) {
+  PaddedGrid g;
+  g.shape_ = s;
+  g.halo_ = h;
+  const int64_t left = round_up(h.x, lane<T>());
+  g.stride_ = round_up(left + s.nx + h.x, lane<T>());
+  g.plane_stride_ = g.stride_ * (s.ny + 2 * h.y);
+  g.origin_ = h.y * g.stride_ + left;
+  const size_t bytes = static_cast<size_t>(bytes_needed(s, h));
+  T* p = static_cast<T*>(std::aligned_alloc(kAlignBytes, round_up(bytes, kAlignBytes)));
+  if (p == nullptr) {
+    return Status(ErrorCode::kResource, "cannot allocate " + format_size(bytes) +
+                                            " for the grid in memory; use a smaller grid or "
+                                            "more memory");
+  }
+  g.storage_ = {p, &free_aligned<T>};
+  g.base_ = p;
+  return g;
+}
+
+template <typename T>
+void PaddedGrid<T>::load_plane(int64_t z, const T* packed) {
+  for (int64_t y = 0; y < shape_.ny; ++y) {
+    std::memcpy(plane(z) + y * stride_, packed + y * shape_.nx, sizeof(T) * shape_.nx);
+  }
+}
+
+template <typename T>
+void PaddedGrid<T>::store_plane(int64_t z, T* packed) const {
+  for (int64_t y = 0; y < shape_.ny; ++y) {
+    std::memcpy(packed + y * shape_.nx, plane(z) + y * stride_, sizeof(T) * shape_.nx);
+  }
+}
+
+template <typename T>
+void PaddedGrid<T>::fill_plane_ghosts(int64_t z, const Boundary& b) {
+  T* p = plane(z);
+  const int64_t nx = shape_.nx, ny = shape_.ny;
+  for (int64_t y = 0; y < ny; ++y) fill_row_ghosts(p + y * stride_, nx, halo_.x, b);
+  const int64_t row_len = nx + 2 * halo_.x;
+  for (int64_t y = -halo_.y; y < ny + halo_.y; ++y) {
+    if (y >= 0 && y < ny) continue;
+    T* dst = p + y * stride_ - halo_.x;
+    const int64_t s = boundary_source_index(b, y, ny);
+    if (s < 0) {
+      std::fill(dst, dst + row_len, static_cast<T>(b.value));
+    } else {
+      std::memcpy(dst, p + s * stride_ - halo_.x, sizeof(T) * row_len);
+    }
+  }
+}
+
+template <typename T>
+void PaddedGrid<T>::fill_ghosts(const Boundary& b) {
+  const int64_t nz = shape_.nz;
+#pragma omp parallel for schedule(static)
+  for (int64_t z = 0; z < nz; ++z) fill_plane_ghosts(z, b);
+  const int64_t plane_len = (shape_.ny + 2 * halo_.y) * stride_;
+  const ptrdiff_t plane_start = -(halo_.y * stride_) - round_up(halo_.x, lane<T>());
+  for (int64_t z = -halo_.z; z < nz + halo_.z; ++z) {
+    if (z >= 0 && z < nz) continue;
+    T* dst = plane(z) + plane_start;
+    const int64_t s = boundary_source_index(b, z, nz);
+    if (s < 0) {
+      std::fill(dst, dst + plane_len, static_cast<T>(b.value));
+    } else {
+      std::memcpy(dst, plane(s) + plane_start, sizeof(T) * plane_len);
+    }
+  }
+}
+
+template class PaddedGrid<float>;
+template class PaddedGrid<double>;
+
+}  // namespace deepgrid

@@ -1,0 +1,70 @@
+#include "deepgrid/report.h"
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "deepgrid/geometry.h"
+
+namespace deepgrid {
+
+uint64_t peak_resident_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      return std::stoull(line.substr(6)) * 1024;  // reported in kB
+    }
+  }
+  return 0;
+}
+
+std::string RunReport::to_json() const {
+  nlohmann::json j = {
+      {"method", method},
+      {"stencil", stencil},
+      {"stencil_points", stencil_points},
+      {"flops_per_update", flops_per_update},
+      {"shape", shape},
+      {"dtype", dtype},
+      {"boundary", boundary},
+      {"threads", threads},
+      {"points", points},
+      {"steps", steps},
+      {"step_from", step_from},
+      {"step_to", step_to},
+      {"seconds", seconds},
+      {"compute_seconds", compute_seconds},
+      {"mlups", mlups()},
+      {"gflops", gflops()},
+      {"compute_mlups", compute_mlups()},
+      {"bytes_read", bytes_read},
+      {"bytes_written", bytes_written},
+      {"peak_memory_bytes", peak_memory},
+      {"engine_memory_bytes", engine_memory},
+  };
+  return j.dump();
+}
+
+std::string RunReport::to_text() const {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "method      %s, %d thread%s\n"
+                "problem     %s %s, %s, boundary %s\n"
+                "steps       %lld (time step %lld -> %lld)\n"
+                "time        %.3f s (compute %.3f s)\n"
+                "speed       %.1f MLUP/s, %.2f GFlop/s (compute only: %.1f MLUP/s)\n"
+                "disk        %s read, %s written\n"
+                "memory      %s peak resident, %s in grids and buffers\n",
+                method.c_str(), threads, threads == 1 ? "" : "s", shape.c_str(), dtype.c_str(),
+                stencil.c_str(), boundary.c_str(), static_cast<long long>(steps),
+                static_cast<long long>(step_from), static_cast<long long>(step_to), seconds,
+                compute_seconds, mlups(), gflops(), compute_mlups(),
+                format_size(bytes_read).c_str(), format_size(bytes_written).c_str(),
+                format_size(peak_memory).c_str(), format_size(engine_memory).c_str());
+  return buf;
+}
+
+}  // namespace deepgrid

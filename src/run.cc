@@ -1,0 +1,130 @@
+#include "deepgrid/run.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+namespace deepgrid {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template <typename T>
+Result<RunReport> run_incore(Grid& grid, const RunOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Shape& s = grid.shape();
+  StencilKernel<T> kernel(opt.stencil);
+  const Halo halo = halo_for(kernel);
+  const uint64_t need = 2 * static_cast<uint64_t>(PaddedGrid<T>::bytes_needed(s, halo)) +
+                        static_cast<uint64_t>(grid.manifest().layout.chunk_bytes());
+  if (opt.mem_budget != 0 && need > opt.mem_budget) {
+    return invalid_argument("the in-core method needs " + format_size(need) +
+                            " for this grid but --mem is " + format_size(opt.mem_budget) +
+                            "; raise --mem");
+  }
+  DG_ASSIGN_OR_RETURN(PaddedGrid<T> cur, PaddedGrid<T>::allocate(s, halo));
+  DG_ASSIGN_OR_RETURN(PaddedGrid<T> next, PaddedGrid<T>::allocate(s, halo));
+
+  const int64_t batch = grid.manifest().layout.planes_per_chunk;
+  std::vector<T> packed(static_cast<size_t>(batch * s.plane_points()));
+  for (int64_t z0 = 0; z0 < s.nz; z0 += batch) {
+    const int64_t n = std::min(batch, s.nz - z0);
+    DG_RETURN_IF_ERROR(grid.read_planes(z0, n, packed.data()));
+    for (int64_t i = 0; i < n; ++i) cur.load_plane(z0 + i, packed.data() + i * s.plane_points());
+  }
+
+  InCoreOptions io;
+  io.threads = opt.threads;
+  io.progress = opt.progress;
+  const auto tc = std::chrono::steady_clock::now();
+  const int64_t done = advance_incore(cur, next, kernel, opt.boundary, opt.steps, io);
+  const double compute = seconds_since(tc);
+
+  for (int64_t z0 = 0; z0 < s.nz; z0 += batch) {
+    const int64_t n = std::min(batch, s.nz - z0);
+    for (int64_t i = 0; i < n; ++i) cur.store_plane(z0 + i, packed.data() + i * s.plane_points());
+    DG_RETURN_IF_ERROR(grid.write_planes(z0, n, packed.data()));
+  }
+
+  RunReport r;
+  r.method = "incore";
+  r.steps = done;
+  r.compute_seconds = compute;
+  r.engine_memory = need;
+  r.seconds = seconds_since(t0);
+  return r;
+}
+
+}  // namespace
+
+Result<Method> parse_method(std::string_view text) {
+  if (text == "auto") return Method::kAuto;
+  if (text == "incore") return Method::kInCore;
+  return invalid_argument("unknown method '" + std::string(text) + "'; use auto or incore");
+}
+
+Status check_run(const Manifest& m, const RunOptions& opt) {
+  if (opt.steps < 0) {
+    return invalid_argument("--steps is " + std::to_string(opt.steps) +
+                            "; give a number of steps >= 0");
+  }
+  const Stencil& st = opt.stencil;
+  const Shape& s = m.shape;
+  struct Axis {
+    const char* name;
+    int r;
+    int64_t n;
+  } axes[] = {{"x", st.radius_x(), s.nx}, {"y", st.radius_y(), s.ny}, {"z", st.radius_z(), s.nz}};
+  for (const Axis& a : axes) {
+    if (a.r > a.n) {
+      return invalid_argument("stencil " + st.name() + " reaches " + std::to_string(a.r) +
+                              " points along " + a.name + " but the grid has only " +
+                              std::to_string(a.n) + "; use a smaller stencil or a larger grid");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
+  DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
+  auto result = dispatch_dtype(grid.dtype(), [&](auto tag) {
+    return run_incore<decltype(tag)>(grid, opt);
+  });
+  if (!result.ok()) return result.status();
+  RunReport r = std::move(result).value();
+  const Manifest& before = grid.manifest();
+  r.stencil = opt.stencil.name();
+  r.stencil_points = opt.stencil.size();
+  r.flops_per_update = opt.stencil.flops_per_update();
+  r.shape = before.shape.to_string();
+  r.dtype = std::string(dtype_name(before.dtype));
+  r.boundary = opt.boundary.to_string();
+  r.threads = opt.threads > 0 ? opt.threads : omp_get_max_threads();
+  r.points = before.shape.points();
+  r.step_from = before.step;
+  r.step_to = before.step + r.steps;
+  r.bytes_read = grid.bytes_read();
+  r.bytes_written = grid.bytes_written();
+
+  Manifest after = before;
+  after.step = r.step_to;
+  nlohmann::json details = {{"stencil", nlohmann::json::parse(opt.stencil.to_json())},
+                            {"boundary", r.boundary},
+                            {"method", r.method},
+                            {"steps", r.steps},
+                            {"step_from", r.step_from},
+                            {"step_to", r.step_to}};
+  after.history.push_back({utc_now(), "run", details.dump()});
+  DG_RETURN_IF_ERROR(grid.commit(after));
+  r.seconds = seconds_since(t0);
+  r.peak_memory = peak_resident_bytes();
+  return r;
+}
+
+}  // namespace deepgrid

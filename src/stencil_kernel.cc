@@ -1,0 +1,139 @@
+#include "deepgrid/stencil_kernel.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+
+namespace deepgrid {
+namespace {
+
+struct Offset {
+  int dx, dy, dz;
+};
+
+// Offsets of a preset's shape, in canonical (dz, dy, dx) order: the box of radius R (flat
+// when !ThreeD) keeping points with at most MaxNonzero non-zero offsets.
+template <int R, bool ThreeD, int MaxNonzero>
+constexpr auto shape_offsets() {
+  constexpr int kRz = ThreeD ? R : 0;
+  constexpr auto count = [] {
+    int n = 0;
+    for (int dz = -kRz; dz <= kRz; ++dz)
+      for (int dy = -R; dy <= R; ++dy)
+        for (int dx = -R; dx <= R; ++dx)
+          if ((dx != 0) + (dy != 0) + (dz != 0) <= MaxNonzero) ++n;
+    return n;
+  }();
+  std::array<Offset, count> out{};
+  int i = 0;
+  for (int dz = -kRz; dz <= kRz; ++dz)
+    for (int dy = -R; dy <= R; ++dy)
+      for (int dx = -R; dx <= R; ++dx)
+        if ((dx != 0) + (dy != 0) + (dz != 0) <= MaxNonzero) out[i++] = {dx, dy, dz};
+  return out;
+}
+
+// One row of a fixed-shape stencil: every offset is a compile-time constant, so the compiler
+// keeps one base pointer per (dz, dy) row and vectorises along x.
+template <typename T, int R, bool ThreeD, int MaxNonzero, size_t... K>
+inline void fixed_row(const T* const* in, const T* c, T* __restrict out, ptrdiff_t row,
+                      ptrdiff_t stride, int64_t x0, int64_t x1, std::index_sequence<K...>) {
+  static constexpr auto P = shape_offsets<R, ThreeD, MaxNonzero>();
+  constexpr int kRz = ThreeD ? R : 0;
+  const T* __restrict src[] = {(in[kRz + P[K].dz] + row + P[K].dy * stride + P[K].dx)...};
+  const T coef[] = {c[K]...};
+#pragma omp simd
+  for (int64_t x = x0; x < x1; ++x) {
+    T acc = coef[0] * src[0][x];
+    ((acc = K == 0 ? acc : std::fma(coef[K], src[K][x], acc)), ...);
+    out[row + x] = acc;
+  }
+}
+
+template <typename T, int R, bool ThreeD, int MaxNonzero>
+void apply_fixed(const StencilKernel<T>& k, const T* const* in, T* out, ptrdiff_t stride,
+                 Rect rc) {
+  constexpr size_t kN = shape_offsets<R, ThreeD, MaxNonzero>().size();
+  T c[kN];
+  for (size_t i = 0; i < kN; ++i) c[i] = k.terms()[i].c;
+  for (int64_t y = rc.y0; y < rc.y1; ++y) {
+    fixed_row<T, R, ThreeD, MaxNonzero>(in, c, out, y * stride, stride, rc.x0, rc.x1,
+                                        std::make_index_sequence<kN>{});
+  }
+}
+
+// Any point list: accumulate term by term into the output row, in blocks that stay in L1.
+template <typename T>
+void apply_generic(const StencilKernel<T>& k, const T* const* in, T* out, ptrdiff_t stride,
+                   Rect rc) {
+  constexpr int64_t kBlock = 1024;
+  const auto& terms = k.terms();
+  const int rz = k.rz();
+  for (int64_t y = rc.y0; y < rc.y1; ++y) {
+    T* __restrict o = out + y * stride;
+    for (int64_t b0 = rc.x0; b0 < rc.x1; b0 += kBlock) {
+      const int64_t b1 = std::min(rc.x1, b0 + kBlock);
+      {
+        const T* __restrict s = in[rz + terms[0].dz] + (y + terms[0].dy) * stride + terms[0].dx;
+        const T c = terms[0].c;
+#pragma omp simd
+        for (int64_t x = b0; x < b1; ++x) o[x] = c * s[x];
+      }
+      for (size_t t = 1; t < terms.size(); ++t) {
+        const T* __restrict s = in[rz + terms[t].dz] + (y + terms[t].dy) * stride + terms[t].dx;
+        const T c = terms[t].c;
+#pragma omp simd
+        for (int64_t x = b0; x < b1; ++x) o[x] = std::fma(c, s[x], o[x]);
+      }
+    }
+  }
+}
+
+template <typename T>
+struct FixedShape {
+  std::vector<Offset> offsets;
+  void (*fn)(const StencilKernel<T>&, const T* const*, T*, ptrdiff_t, Rect);
+};
+
+template <typename T, int R, bool ThreeD, int MaxNonzero>
+FixedShape<T> fixed_shape() {
+  constexpr auto p = shape_offsets<R, ThreeD, MaxNonzero>();
+  return {std::vector<Offset>(p.begin(), p.end()), &apply_fixed<T, R, ThreeD, MaxNonzero>};
+}
+
+// The shapes of the presets (7pt, 13pt, 25pt, 19pt, 27pt, 5pt, 9pt).
+template <typename T>
+const std::vector<FixedShape<T>>& fixed_shapes() {
+  static const std::vector<FixedShape<T>> shapes = {
+      fixed_shape<T, 1, true, 1>(), fixed_shape<T, 2, true, 1>(), fixed_shape<T, 4, true, 1>(),
+      fixed_shape<T, 1, true, 2>(), fixed_shape<T, 1, true, 3>(), fixed_shape<T, 1, false, 1>(),
+      fixed_shape<T, 1, false, 2>(),
+  };
+  return shapes;
+}
+
+}  // namespace
+
+template <typename T>
+StencilKernel<T>::StencilKernel(const Stencil& stencil)
+    : rx_(stencil.radius_x()), ry_(stencil.radius_y()), rz_(stencil.radius_z()) {
+  for (const auto& p : stencil.points()) terms_.push_back({p.dx, p.dy, p.dz, static_cast<T>(p.c)});
+  fn_ = &apply_generic<T>;
+  for (const auto& shape : fixed_shapes<T>()) {
+    bool same = shape.offsets.size() == terms_.size() &&
+                std::equal(terms_.begin(), terms_.end(), shape.offsets.begin(),
+                           [](const Term& t, const Offset& o) {
+                             return t.dx == o.dx && t.dy == o.dy && t.dz == o.dz;
+                           });
+    if (same) {
+      fn_ = shape.fn;
+      specialised_ = true;
+    }
+  }
+}
+
+template class StencilKernel<float>;
+template class StencilKernel<double>;
+
+}  // namespace deepgrid

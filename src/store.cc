@@ -1,0 +1,427 @@
+#include "deepgrid/store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "internal/aligned_buffer.h"
+#include "internal/file_util.h"
+
+namespace deepgrid {
+
+using internal::AlignedBuffer;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kManifestName = "manifest.json";
+constexpr const char* kFormatName = "deepgrid-grid";
+
+int64_t chunk_count(const Shape& s, const Layout& l) {
+  return (s.nz + l.planes_per_chunk - 1) / l.planes_per_chunk;
+}
+
+// Exact size of data file f: the end of the last plane it holds.
+int64_t expected_file_bytes(const Shape& s, const Layout& l, size_t f) {
+  const int64_t nfiles = static_cast<int64_t>(l.files.size());
+  const int64_t chunks = chunk_count(s, l);
+  int64_t bytes = 0;
+  for (int64_t c = static_cast<int64_t>(f); c < chunks; c += nfiles) {
+    int64_t planes = std::min(l.planes_per_chunk, s.nz - c * l.planes_per_chunk);
+    bytes = (c / nfiles) * l.chunk_bytes() + planes * l.plane_stride;
+  }
+  return bytes;
+}
+
+std::string random_id() {
+  std::random_device rd;
+  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Opens a data file, with O_DIRECT where the filesystem allows it.
+Result<int> open_data_file(const std::string& path, int flags, bool* direct) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_DIRECT, 0644);
+  if (fd >= 0) {
+    *direct = true;
+    return fd;
+  }
+  if (errno != EINVAL) return errno_status(errno, "open", path);
+  fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status(errno, "open", path);
+  *direct = false;
+  return fd;
+}
+
+}  // namespace
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+PlaneLocation Manifest::locate(int64_t z) const {
+  const int64_t nfiles = static_cast<int64_t>(layout.files.size());
+  const int64_t chunk = z / layout.planes_per_chunk;
+  const int64_t within = z % layout.planes_per_chunk;
+  return {static_cast<int>(chunk % nfiles),
+          (chunk / nfiles) * layout.chunk_bytes() + within * layout.plane_stride};
+}
+
+std::string Manifest::to_json() const {
+  json files = json::array();
+  for (const auto& f : layout.files) files.push_back({{"path", f.path}, {"bytes", f.bytes}});
+  json hist = json::array();
+  for (const auto& h : history) {
+    json details = json::parse(h.details, nullptr, false);
+    if (details.is_discarded()) details = json::object();
+    hist.push_back({{"date", h.date}, {"command", h.command}, {"details", details}});
+  }
+  json j = {
+      {"format", kFormatName},
+      {"version", version},
+      {"id", id},
+      {"shape", {{"nx", shape.nx}, {"ny", shape.ny}, {"nz", shape.nz}}},
+      {"dtype", dtype_name(dtype)},
+      {"byte_order", "little"},
+      {"step", step},
+      {"layout",
+       {{"plane_bytes", layout.plane_bytes},
+        {"plane_stride", layout.plane_stride},
+        {"planes_per_chunk", layout.planes_per_chunk},
+        {"files", files}}},
+      {"history", hist},
+  };
+  return j.dump(2) + "\n";
+}
+
+Result<Manifest> Manifest::from_json(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return corrupt("manifest is not valid JSON (truncated or damaged); restore it from a backup");
+  }
+  Manifest m;
+  try {
+    if (j.value("format", "") != kFormatName) {
+      return corrupt("manifest is not a deepgrid grid manifest (format field missing)");
+    }
+    m.version = j.at("version").get<int>();
+    if (m.version > kManifestVersion) {
+      return unsupported("grid was written by a newer deepgrid (format version " +
+                         std::to_string(m.version) + "; this one reads up to " +
+                         std::to_string(kManifestVersion) + "); upgrade deepgrid");
+    }
+    if (m.version < 1) return corrupt("manifest has invalid format version");
+    m.id = j.at("id").get<std::string>();
+    const json& s = j.at("shape");
+    m.shape = {s.at("nx").get<int64_t>(), s.at("ny").get<int64_t>(), s.at("nz").get<int64_t>()};
+    auto dt = parse_dtype(j.at("dtype").get<std::string>());
+    if (!dt.ok()) return corrupt("manifest: " + dt.status().message());
+    m.dtype = *dt;
+    m.step = j.at("step").get<int64_t>();
+    const json& l = j.at("layout");
+    m.layout.plane_bytes = l.at("plane_bytes").get<int64_t>();
+    m.layout.plane_stride = l.at("plane_stride").get<int64_t>();
+    m.layout.planes_per_chunk = l.at("planes_per_chunk").get<int64_t>();
+    for (const auto& f : l.at("files")) {
+      m.layout.files.push_back({f.at("path").get<std::string>(), f.at("bytes").get<int64_t>()});
+    }
+    for (const auto& h : j.value("history", json::array())) {
+      m.history.push_back({h.value("date", ""), h.value("command", ""),
+                           h.value("details", json::object()).dump()});
+    }
+  } catch (const json::exception& e) {
+    return corrupt(std::string("manifest is missing a field or has a wrong type: ") + e.what());
+  }
+  Status shape_ok = validate_shape(m.shape);
+  if (!shape_ok.ok()) return corrupt("manifest: " + shape_ok.message());
+  DG_ASSIGN_OR_RETURN(Layout expected, plan_layout(m.shape, m.dtype, m.layout.files.size(),
+                                                   m.layout.chunk_bytes()));
+  if (m.step < 0 || m.layout.files.empty() || m.layout.planes_per_chunk < 1 ||
+      m.layout.plane_bytes != expected.plane_bytes ||
+      m.layout.plane_stride != expected.plane_stride) {
+    return corrupt("manifest layout is inconsistent with its shape and dtype");
+  }
+  for (size_t f = 0; f < m.layout.files.size(); ++f) {
+    if (m.layout.files[f].bytes != expected_file_bytes(m.shape, m.layout, f)) {
+      return corrupt("manifest lists a wrong size for data file " + m.layout.files[f].path);
+    }
+  }
+  return m;
+}
+
+Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
+                           int64_t chunk_target_bytes) {
+  DG_RETURN_IF_ERROR(validate_shape(shape));
+  Layout l;
+  int64_t plane_bytes = 0;
+  if (!checked_mul(shape.plane_points(), static_cast<int64_t>(dtype_size(dtype)), &plane_bytes)) {
+    return invalid_argument("shape " + shape.to_string() + " is too large");
+  }
+  l.plane_bytes = plane_bytes;
+  l.plane_stride = round_up(plane_bytes, kDirectIoAlignment);
+  l.planes_per_chunk =
+      std::clamp<int64_t>(chunk_target_bytes / l.plane_stride, 1, std::max<int64_t>(1, shape.nz));
+  const size_t files = std::max<size_t>(1, n_stores);
+  l.files.resize(files);
+  for (size_t f = 0; f < files; ++f) l.files[f].bytes = expected_file_bytes(shape, l, f);
+  return l;
+}
+
+Grid::Grid(Grid&&) noexcept = default;
+Grid& Grid::operator=(Grid&&) noexcept = default;
+Grid::~Grid() {
+  for (int fd : fds_) ::close(fd);
+}
+
+std::string Grid::file_path(int file) const {
+  return internal::join_path(dir_, manifest_.layout.files[static_cast<size_t>(file)].path);
+}
+
+Status Grid::open_files(Mode mode) {
+  const int flags = mode == Mode::kReadWrite ? O_RDWR : O_RDONLY;
+  direct_io_ = true;
+  for (size_t f = 0; f < manifest_.layout.files.size(); ++f) {
+    const std::string path = file_path(static_cast<int>(f));
+    bool direct = false;
+    auto fd = open_data_file(path, flags, &direct);
+    if (!fd.ok()) {
+      if (fd.status().code() == ErrorCode::kNotFound) {
+        return corrupt("data file " + path + " is missing; the grid is damaged");
+      }
+      if (fd.status().code() == ErrorCode::kInvalidArgument) {
+        return invalid_argument("cannot open " + path + (mode == Mode::kReadWrite ? " for writing" : "") +
+                                ": permission denied; check the grid's file permissions");
+      }
+      return fd.status();
+    }
+    fds_.push_back(*fd);
+    direct_io_ = direct_io_ && direct;
+    struct stat st {};
+    if (::fstat(*fd, &st) != 0) return errno_status(errno, "stat", path);
+    if (st.st_size != manifest_.layout.files[f].bytes) {
+      return corrupt("data file " + path + " has " + std::to_string(st.st_size) +
+                     " bytes but the manifest expects " +
+                     std::to_string(manifest_.layout.files[f].bytes) +
+                     "; the grid is damaged (restore the file or re-create the grid)");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<Grid> Grid::open(const std::string& dir, Mode mode) {
+  if (!internal::is_directory(dir)) {
+    return invalid_argument("grid directory " + dir +
+                            " does not exist; create a grid with 'deepgrid create'");
+  }
+  const std::string mpath = internal::join_path(dir, kManifestName);
+  if (::access(mpath.c_str(), F_OK) != 0) {
+    return invalid_argument(dir + " is not a deepgrid grid (no " + kManifestName +
+                            "); create one with 'deepgrid create'");
+  }
+  if (mode == Mode::kReadWrite && ::access(dir.c_str(), W_OK) != 0) {
+    return invalid_argument("grid directory " + dir +
+                            " is not writable; fix its permissions or copy the grid");
+  }
+  DG_ASSIGN_OR_RETURN(std::string text, internal::read_small_file(mpath));
+  auto m = Manifest::from_json(text);
+  if (!m.ok()) return m.status().with_context(mpath);
+  Grid g;
+  g.dir_ = dir;
+  g.manifest_ = std::move(m).value();
+  DG_RETURN_IF_ERROR(g.open_files(mode));
+  return g;
+}
+
+Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
+  DG_ASSIGN_OR_RETURN(Layout layout, plan_layout(opt.shape, opt.dtype, opt.stores.size(),
+                                                 opt.chunk_target_bytes));
+  // Check everything before touching the disk.
+  const bool dir_existed = internal::is_directory(dir);
+  if (dir_existed) {
+    DG_ASSIGN_OR_RETURN(bool empty, internal::directory_is_empty(dir));
+    if (!empty) {
+      return invalid_argument("directory " + dir +
+                              " exists and is not empty; choose a new directory for the grid");
+    }
+  } else {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0) {
+      return invalid_argument(dir + " exists and is not a directory; choose another path");
+    }
+    const std::string parent = internal::parent_path(dir);
+    if (!internal::is_directory(parent)) {
+      return invalid_argument("parent directory " + parent + " of " + dir +
+                              " does not exist; create it first");
+    }
+  }
+  const std::string writable_probe = dir_existed ? dir : internal::parent_path(dir);
+  if (::access(writable_probe.c_str(), W_OK) != 0) {
+    return invalid_argument("directory " + writable_probe +
+                            " is not writable; choose another location or fix permissions");
+  }
+  std::vector<std::string> store_dirs = opt.stores;
+  for (const auto& s : store_dirs) {
+    if (!internal::is_directory(s)) {
+      return invalid_argument("store directory " + s + " does not exist; create it first");
+    }
+    if (::access(s.c_str(), W_OK) != 0) {
+      return invalid_argument("store directory " + s + " is not writable; fix its permissions");
+    }
+  }
+  const std::string id = random_id();
+  for (size_t f = 0; f < layout.files.size(); ++f) {
+    layout.files[f].path = store_dirs.empty()
+                               ? "data.0.dgd"
+                               : internal::join_path(internal::absolute_path(store_dirs[f]),
+                                                     "deepgrid-" + id + "." + std::to_string(f) +
+                                                         ".dgd");
+  }
+  for (size_t f = 0; f < layout.files.size(); ++f) {
+    const std::string where = store_dirs.empty() ? writable_probe : store_dirs[f];
+    DG_ASSIGN_OR_RETURN(uint64_t avail, internal::free_bytes(where));
+    const uint64_t need = static_cast<uint64_t>(layout.files[f].bytes) + (1 << 20);
+    if (avail < need) {
+      return Status(ErrorCode::kNoSpace,
+                    "not enough free space in " + where + ": the grid needs " + format_size(need) +
+                        " there but " + format_size(avail) +
+                        " is free; free space, choose a smaller shape or spread it with --store");
+    }
+  }
+
+  Grid g;
+  g.dir_ = dir;
+  g.manifest_.id = id;
+  g.manifest_.shape = opt.shape;
+  g.manifest_.dtype = opt.dtype;
+  g.manifest_.layout = layout;
+  g.manifest_.history.push_back(
+      {utc_now(), "create",
+       json{{"shape", opt.shape.to_string()}, {"dtype", dtype_name(opt.dtype)},
+            {"init", opt.init.to_string()}}
+           .dump()});
+
+  auto cleanup = [&](Status st) -> Status {
+    for (int fd : g.fds_) ::close(fd);
+    g.fds_.clear();
+    for (size_t f = 0; f < layout.files.size(); ++f) ::unlink(g.file_path(static_cast<int>(f)).c_str());
+    ::unlink(internal::join_path(dir, std::string(kManifestName) + ".tmp").c_str());
+    if (!dir_existed) ::rmdir(dir.c_str());
+    return st;
+  };
+
+  if (!dir_existed && ::mkdir(dir.c_str(), 0755) != 0) {
+    return errno_status(errno, "create directory", dir);
+  }
+  g.direct_io_ = true;
+  for (size_t f = 0; f < layout.files.size(); ++f) {
+    const std::string path = g.file_path(static_cast<int>(f));
+    bool direct = false;
+    auto fd = open_data_file(path, O_RDWR | O_CREAT | O_EXCL, &direct);
+    if (!fd.ok()) return cleanup(fd.status());
+    g.fds_.push_back(*fd);
+    g.direct_io_ = g.direct_io_ && direct;
+    if (layout.files[f].bytes > 0) {
+      int rc = ::posix_fallocate(*fd, 0, layout.files[f].bytes);
+      if (rc != 0) return cleanup(errno_status(rc, "allocate", path, 0));
+    }
+  }
+  if (opt.init.kind != InitSpec::Kind::kZero) {
+    const int64_t batch = layout.planes_per_chunk;
+    Status st = dispatch_dtype(opt.dtype, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      std::vector<T> planes(static_cast<size_t>(batch * opt.shape.plane_points()));
+      for (int64_t z0 = 0; z0 < opt.shape.nz; z0 += batch) {
+        const int64_t n = std::min(batch, opt.shape.nz - z0);
+        for (int64_t i = 0; i < n; ++i) {
+          init_plane(opt.init, opt.shape, z0 + i, planes.data() + i * opt.shape.plane_points());
+        }
+        DG_RETURN_IF_ERROR(g.write_planes(z0, n, planes.data()));
+      }
+      return Status::Ok();
+    });
+    if (!st.ok()) return cleanup(st);
+  }
+  Status st = g.commit(g.manifest_);
+  if (!st.ok()) return cleanup(st);
+  return g;
+}
+
+template <typename Copy>
+Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) const {
+  const Layout& l = manifest_.layout;
+  if (z0 < 0 || count < 0 || z0 + count > manifest_.shape.nz) {
+    return invalid_argument("planes [" + std::to_string(z0) + ", " + std::to_string(z0 + count) +
+                            ") are outside the grid's " + std::to_string(manifest_.shape.nz) +
+                            " planes");
+  }
+  const int64_t batch = std::min(l.planes_per_chunk, std::max<int64_t>(count, 1));
+  AlignedBuffer bounce(static_cast<size_t>(batch * l.plane_stride), kDirectIoAlignment);
+  if (!bounce.ok()) return Status(ErrorCode::kResource, "out of memory for an I/O buffer");
+  int64_t z = z0;
+  while (z < z0 + count) {
+    // A run of planes that are contiguous in one file: up to the end of z's chunk.
+    const int64_t chunk_end = (z / l.planes_per_chunk + 1) * l.planes_per_chunk;
+    const int64_t n = std::min({z0 + count, chunk_end, z + batch}) - z;
+    const PlaneLocation loc = manifest_.locate(z);
+    const size_t bytes = static_cast<size_t>(n * l.plane_stride);
+    const std::string path = file_path(loc.file);
+    if (write) {
+      for (int64_t i = 0; i < n; ++i) copy(bounce.data() + i * l.plane_stride, z - z0 + i);
+      DG_RETURN_IF_ERROR(
+          internal::pwrite_full(fds_[static_cast<size_t>(loc.file)], bounce.data(), bytes, loc.offset, path));
+    } else {
+      DG_RETURN_IF_ERROR(
+          internal::pread_full(fds_[static_cast<size_t>(loc.file)], bounce.data(), bytes, loc.offset, path));
+      for (int64_t i = 0; i < n; ++i) copy(bounce.data() + i * l.plane_stride, z - z0 + i);
+    }
+    z += n;
+  }
+  return Status::Ok();
+}
+
+Status Grid::read_planes(int64_t z0, int64_t count, void* dst) const {
+  const int64_t pb = manifest_.layout.plane_bytes;
+  auto* out = static_cast<std::byte*>(dst);
+  DG_RETURN_IF_ERROR(transfer_planes(z0, count, false, [&](std::byte* plane, int64_t i) {
+    std::memcpy(out + i * pb, plane, static_cast<size_t>(pb));
+  }));
+  bytes_read_ += static_cast<uint64_t>(count * manifest_.layout.plane_stride);
+  return Status::Ok();
+}
+
+Status Grid::write_planes(int64_t z0, int64_t count, const void* src) {
+  const int64_t pb = manifest_.layout.plane_bytes;
+  const auto* in = static_cast<const std::byte*>(src);
+  DG_RETURN_IF_ERROR(transfer_planes(z0, count, true, [&](std::byte* plane, int64_t i) {
+    std::memcpy(plane, in + i * pb, static_cast<size_t>(pb));
+  }));
+  bytes_written_ += static_cast<uint64_t>(count * manifest_.layout.plane_stride);
+  return Status::Ok();
+}
+
+Status Grid::commit(const Manifest& m) {
+  for (size_t f = 0; f < fds_.size(); ++f) {
+    if (::fdatasync(fds_[f]) != 0) {
+      return errno_status(errno, "fsync", file_path(static_cast<int>(f)));
+    }
+  }
+  DG_RETURN_IF_ERROR(internal::write_file_atomic(dir_, kManifestName, m.to_json()));
+  manifest_ = m;
+  return Status::Ok();
+}
+
+}  // namespace deepgrid
