@@ -17,9 +17,12 @@ Result<DType> parse_dtype(std::string_view text) {
 
 std::string Boundary::to_string() const {
   switch (kind) {
-    case Kind::kNeumann: return "neumann";
-    case Kind::kPeriodic: return "periodic";
-    case Kind::kDirichlet: break;
+    case Kind::kNeumann:
+      return "neumann";
+    case Kind::kPeriodic:
+      return "periodic";
+    case Kind::kDirichlet:
+      break;
   }
   char buf[64];
   std::snprintf(buf, sizeof buf, "dirichlet:%.17g", value);

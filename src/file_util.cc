@@ -53,8 +53,7 @@ Status fsync_path(const std::string& path) {
   return Status::Ok();
 }
 
-Status write_file_atomic(const std::string& dir, const std::string& name,
-                         const std::string& text) {
+Status write_file_atomic(const std::string& dir, const std::string& name, const std::string& text) {
   const std::string final_path = join_path(dir, name);
   const std::string tmp = final_path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -34,13 +34,15 @@ bool checked_mul(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_ove
 
 Status validate_shape(const Shape& s) {
   if (s.nx < 1 || s.ny < 1 || s.nz < 1) {
-    return invalid_argument("shape " + s.to_string() + " has an extent below 1; every extent must "
+    return invalid_argument("shape " + s.to_string() +
+                            " has an extent below 1; every extent must "
                             "be a positive integer");
   }
   int64_t plane = 0, total = 0;
   if (!checked_mul(s.nx, s.ny, &plane) || !checked_mul(plane, s.nz, &total) ||
       total > kMaxGridPoints) {
-    return invalid_argument("shape " + s.to_string() + " has more than 2^50 points; choose "
+    return invalid_argument("shape " + s.to_string() +
+                            " has more than 2^50 points; choose "
                             "smaller extents");
   }
   return Status::Ok();
@@ -89,10 +91,10 @@ Result<uint64_t> parse_size(std::string_view text) {
     double mult;
   };
   static constexpr Unit kUnits[] = {
-      {"", 1},           {"b", 1},          {"k", 0x1p10},     {"ki", 0x1p10}, {"kib", 0x1p10},
-      {"m", 0x1p20},     {"mi", 0x1p20},    {"mib", 0x1p20},   {"g", 0x1p30},  {"gi", 0x1p30},
-      {"gib", 0x1p30},   {"t", 0x1p40},     {"ti", 0x1p40},    {"tib", 0x1p40}, {"kb", 1e3},
-      {"mb", 1e6},       {"gb", 1e9},       {"tb", 1e12}};
+      {"", 1},         {"b", 1},       {"k", 0x1p10},   {"ki", 0x1p10},  {"kib", 0x1p10},
+      {"m", 0x1p20},   {"mi", 0x1p20}, {"mib", 0x1p20}, {"g", 0x1p30},   {"gi", 0x1p30},
+      {"gib", 0x1p30}, {"t", 0x1p40},  {"ti", 0x1p40},  {"tib", 0x1p40}, {"kb", 1e3},
+      {"mb", 1e6},     {"gb", 1e9},    {"tb", 1e12}};
   double mult = 0;
   for (const Unit& u : kUnits) {
     if (unit == u.name) mult = u.mult;
@@ -112,8 +114,10 @@ std::string format_size(uint64_t bytes) {
     ++u;
   }
   char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[u]);
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else
+    std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[u]);
   return buf;
 }
 

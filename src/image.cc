@@ -71,9 +71,9 @@ Result<std::vector<double>> read_slice(const Grid& g, SliceSpec sl, int64_t* w, 
   for (int64_t z = 0; z < s.nz; ++z) {
     DG_RETURN_IF_ERROR(g.read_planes(z, 1, plane.data()));
     for (int64_t i = 0; i < *w; ++i) {
-      out[static_cast<size_t>(z * *w + i)] =
-          sl.axis == 'y' ? plane[static_cast<size_t>(sl.index * s.nx + i)]
-                         : plane[static_cast<size_t>(i * s.nx + sl.index)];
+      out[static_cast<size_t>(z * *w + i)] = sl.axis == 'y'
+                                                 ? plane[static_cast<size_t>(sl.index * s.nx + i)]
+                                                 : plane[static_cast<size_t>(i * s.nx + sl.index)];
     }
   }
   return out;
@@ -110,9 +110,8 @@ Result<SliceImageInfo> write_slice_png(const Grid& grid, SliceSpec sl, const std
   }
   SliceImageInfo info;
   int64_t w = 0, h = 0;
-  auto values = dispatch_dtype(grid.dtype(), [&](auto tag) {
-    return read_slice<decltype(tag)>(grid, sl, &w, &h);
-  });
+  auto values = dispatch_dtype(
+      grid.dtype(), [&](auto tag) { return read_slice<decltype(tag)>(grid, sl, &w, &h); });
   if (!values.ok()) return values.status();
   const auto& v = *values;
   info.min = INFINITY;
@@ -139,7 +138,8 @@ Result<SliceImageInfo> write_slice_png(const Grid& grid, SliceSpec sl, const std
       std::copy(c.begin(), c.end(), row + px * 3);
     }
     auto c = viridis(1.0 - static_cast<double>(py) / std::max<int64_t>(1, info.height - 1));
-    for (int64_t px = w * scale + gap; px < info.width; ++px) std::copy(c.begin(), c.end(), row + px * 3);
+    for (int64_t px = w * scale + gap; px < info.width; ++px)
+      std::copy(c.begin(), c.end(), row + px * 3);
   }
   DG_RETURN_IF_ERROR(write_png(path, info.width, info.height, rgb));
   return info;

@@ -25,15 +25,19 @@ double sine_factor(int64_t i, int64_t n) {
 
 std::string InitSpec::to_string() const {
   switch (kind) {
-    case Kind::kZero: return "zero";
+    case Kind::kZero:
+      return "zero";
     case Kind::kConst: {
       char buf[64];
       std::snprintf(buf, sizeof buf, "const:%.17g", value);
       return buf;
     }
-    case Kind::kRandom: return "random:" + std::to_string(seed);
-    case Kind::kGaussian: return "gaussian";
-    case Kind::kSine: return "sine";
+    case Kind::kRandom:
+      return "random:" + std::to_string(seed);
+    case Kind::kGaussian:
+      return "gaussian";
+    case Kind::kSine:
+      return "sine";
   }
   return "zero";
 }
@@ -67,8 +71,12 @@ template <typename T>
 void init_plane(const InitSpec& spec, const Shape& s, int64_t z, T* out) {
   const int64_t n = s.plane_points();
   switch (spec.kind) {
-    case InitSpec::Kind::kZero: std::fill(out, out + n, T(0)); return;
-    case InitSpec::Kind::kConst: std::fill(out, out + n, static_cast<T>(spec.value)); return;
+    case InitSpec::Kind::kZero:
+      std::fill(out, out + n, T(0));
+      return;
+    case InitSpec::Kind::kConst:
+      std::fill(out, out + n, static_cast<T>(spec.value));
+      return;
     case InitSpec::Kind::kRandom:
       for (int64_t i = 0; i < n; ++i) {
         uint64_t h = splitmix64(spec.seed ^ splitmix64(static_cast<uint64_t>(z * n + i)));

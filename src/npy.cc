@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <regex>
 #include <vector>
 
 #include "internal/file_util.h"
@@ -20,6 +20,16 @@ Status bad_npy(const std::string& path, const std::string& why) {
   return invalid_argument(path + " is not a supported .npy file: " + why +
                           " (deepgrid reads little-endian float32/float64 arrays in C order with "
                           "shape (nz, ny, nx) or (ny, nx))");
+}
+
+// The text after "'key':" in a .npy header dict, leading spaces removed; empty if absent.
+std::string dict_value(const std::string& header, const std::string& key) {
+  size_t pos = header.find("'" + key + "'");
+  if (pos == std::string::npos) return {};
+  pos = header.find(':', pos);
+  if (pos == std::string::npos) return {};
+  pos = header.find_first_not_of(' ', pos + 1);
+  return pos == std::string::npos ? std::string() : header.substr(pos);
 }
 
 // RAII file descriptor.
@@ -57,32 +67,39 @@ Result<NpyHeader> read_npy_header(const std::string& path) {
   std::string header(static_cast<size_t>(header_len), '\0');
   DG_RETURN_IF_ERROR(internal::pread_full(f.fd, header.data(), header.size(), header_start, path));
 
-  std::smatch m;
   NpyHeader h;
-  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([<>|=]?)([fiu])(\d+)')"))) {
-    return bad_npy(path, "no dtype");
-  }
-  if (m[1] == ">") return bad_npy(path, "big-endian data");
-  if (m[2] != "f" || (m[3] != "4" && m[3] != "8")) {
-    return bad_npy(path, "dtype " + m[2].str() + m[3].str());
-  }
-  h.dtype = m[3] == "4" ? DType::kF32 : DType::kF64;
-  if (std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*True)"))) {
+  const std::string descr = dict_value(header, "descr");
+  if (descr.size() < 4 || descr.front() != '\'') return bad_npy(path, "no dtype");
+  const std::string code = descr.substr(1, descr.find('\'', 1) - 1);  // e.g. <f4
+  if (code == "<f4" || code == "=f4")
+    h.dtype = DType::kF32;
+  else if (code == "<f8" || code == "=f8")
+    h.dtype = DType::kF64;
+  else
+    return bad_npy(path, "dtype " + code);
+  if (dict_value(header, "fortran_order").rfind("True", 0) == 0) {
     return bad_npy(path, "Fortran order");
   }
-  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) {
+  const std::string shape = dict_value(header, "shape");
+  if (shape.empty() || shape.front() != '(' || shape.find(')') == std::string::npos) {
     return bad_npy(path, "no shape");
   }
   std::vector<int64_t> dims;
-  std::string dims_text = m[1];
-  std::regex num(R"(\d+)");
-  for (auto it = std::sregex_iterator(dims_text.begin(), dims_text.end(), num);
-       it != std::sregex_iterator(); ++it) {
-    dims.push_back(std::stoll(it->str()));
+  for (size_t i = 1; i < shape.find(')');) {
+    if (std::isdigit(static_cast<unsigned char>(shape[i]))) {
+      size_t used = 0;
+      dims.push_back(std::stoll(shape.substr(i, 18), &used));
+      i += used;
+    } else {
+      ++i;
+    }
   }
-  if (dims.size() == 3) h.shape = {dims[2], dims[1], dims[0]};
-  else if (dims.size() == 2) h.shape = {dims[1], dims[0], 1};
-  else return bad_npy(path, std::to_string(dims.size()) + " dimensions");
+  if (dims.size() == 3)
+    h.shape = {dims[2], dims[1], dims[0]};
+  else if (dims.size() == 2)
+    h.shape = {dims[1], dims[0], 1};
+  else
+    return bad_npy(path, std::to_string(dims.size()) + " dimensions");
   DG_RETURN_IF_ERROR(validate_shape(h.shape).with_context(path));
   h.data_offset = header_start + header_len;
   const off_t size = ::lseek(f.fd, 0, SEEK_END);

@@ -93,9 +93,8 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
   DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
-  auto result = dispatch_dtype(grid.dtype(), [&](auto tag) {
-    return run_incore<decltype(tag)>(grid, opt);
-  });
+  auto result =
+      dispatch_dtype(grid.dtype(), [&](auto tag) { return run_incore<decltype(tag)>(grid, opt); });
   if (!result.ok()) return result.status();
   RunReport r = std::move(result).value();
   const Manifest& before = grid.manifest();

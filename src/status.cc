@@ -7,14 +7,22 @@ namespace deepgrid {
 
 std::string_view error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kIo: return "i/o error";
-    case ErrorCode::kNoSpace: return "no space";
-    case ErrorCode::kCorrupt: return "corrupt";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kResource: return "resource exhausted";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kNotFound:
+      return "not found";
+    case ErrorCode::kIo:
+      return "i/o error";
+    case ErrorCode::kNoSpace:
+      return "no space";
+    case ErrorCode::kCorrupt:
+      return "corrupt";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kResource:
+      return "resource exhausted";
   }
   return "unknown";
 }
@@ -30,8 +38,7 @@ Status invalid_argument(std::string message) {
 Status corrupt(std::string message) { return {ErrorCode::kCorrupt, std::move(message)}; }
 Status unsupported(std::string message) { return {ErrorCode::kUnsupported, std::move(message)}; }
 
-Status errno_status(int err, std::string_view operation, std::string_view path,
-                    long long offset) {
+Status errno_status(int err, std::string_view operation, std::string_view path, long long offset) {
   std::string msg = std::string(operation) + " " + std::string(path);
   if (offset >= 0) msg += " at offset " + std::to_string(offset);
   msg += ": ";

@@ -14,8 +14,8 @@ namespace deepgrid {
 namespace {
 
 struct Shell {
-  int d2;     // dx^2 + dy^2 + dz^2 of the shell's points
-  double c;   // coefficient of each point in the shell
+  int d2;    // dx^2 + dy^2 + dz^2 of the shell's points
+  double c;  // coefficient of each point in the shell
 };
 
 struct PresetDef {
@@ -34,7 +34,11 @@ const std::vector<PresetDef>& preset_defs() {
       {"7pt", true, 1, true, {{0, 1. / 4}, {1, 1. / 8}}},
       {"13pt", true, 2, true, {{0, 1. / 4}, {1, 3. / 32}, {4, 1. / 32}}},
       {"19pt", true, 1, false, {{0, 1. / 4}, {1, 1. / 16}, {2, 1. / 32}}},
-      {"25pt", true, 4, true, {{0, 1. / 4}, {1, 1. / 16}, {4, 1. / 32}, {9, 1. / 64}, {16, 1. / 64}}},
+      {"25pt",
+       true,
+       4,
+       true,
+       {{0, 1. / 4}, {1, 1. / 16}, {4, 1. / 32}, {9, 1. / 64}, {16, 1. / 64}}},
       {"27pt", true, 1, false, {{0, 1. / 8}, {1, 1. / 16}, {2, 1. / 32}, {3, 1. / 64}}},
       {"5pt", false, 1, true, {{0, 1. / 2}, {1, 1. / 8}}},
       {"9pt", false, 1, false, {{0, 1. / 4}, {1, 1. / 8}, {2, 1. / 16}}},
@@ -148,8 +152,8 @@ Result<Stencil> Stencil::from_json(std::string_view json_text, std::string name)
 
 Result<Stencil> Stencil::resolve(std::string_view name_or_file) {
   std::string s(name_or_file);
-  bool looks_like_file = s.find('/') != std::string::npos ||
-                         (s.size() > 5 && s.substr(s.size() - 5) == ".json");
+  bool looks_like_file =
+      s.find('/') != std::string::npos || (s.size() > 5 && s.substr(s.size() - 5) == ".json");
   if (!looks_like_file) return preset(s);
   std::ifstream in(s);
   if (!in) {

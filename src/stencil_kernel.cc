@@ -37,54 +37,57 @@ constexpr auto shape_offsets() {
 // One row of a fixed-shape stencil: every offset is a compile-time constant, so the compiler
 // keeps one base pointer per (dz, dy) row and vectorises along x.
 template <typename T, int R, bool ThreeD, int MaxNonzero, size_t... K>
-inline void fixed_row(const T* const* in, const T* c, T* __restrict out, ptrdiff_t row,
-                      ptrdiff_t stride, int64_t x0, int64_t x1, std::index_sequence<K...>) {
+inline void fixed_row(const T* const* in, const T* c, T* __restrict out, ptrdiff_t row_start,
+                      ptrdiff_t stride, int64_t width, std::index_sequence<K...>) {
+  // row_start: offset of the row's first output point in every input plane; out: that point.
   static constexpr auto P = shape_offsets<R, ThreeD, MaxNonzero>();
   constexpr int kRz = ThreeD ? R : 0;
-  const T* __restrict src[] = {(in[kRz + P[K].dz] + row + P[K].dy * stride + P[K].dx)...};
+  const T* __restrict src[] = {(in[kRz + P[K].dz] + row_start + P[K].dy * stride + P[K].dx)...};
   const T coef[] = {c[K]...};
 #pragma omp simd
-  for (int64_t x = x0; x < x1; ++x) {
-    T acc = coef[0] * src[0][x];
-    ((acc = K == 0 ? acc : std::fma(coef[K], src[K][x], acc)), ...);
-    out[row + x] = acc;
+  for (int64_t i = 0; i < width; ++i) {
+    T acc = coef[0] * src[0][i];
+    ((acc = K == 0 ? acc : std::fma(coef[K], src[K][i], acc)), ...);
+    out[i] = acc;
   }
 }
 
 template <typename T, int R, bool ThreeD, int MaxNonzero>
-void apply_fixed(const StencilKernel<T>& k, const T* const* in, T* out, ptrdiff_t stride,
-                 Rect rc) {
+void apply_fixed(const StencilKernel<T>& k, const T* const* in, ptrdiff_t stride, T* out,
+                 ptrdiff_t out_stride, Rect rc) {
   constexpr size_t kN = shape_offsets<R, ThreeD, MaxNonzero>().size();
   T c[kN];
   for (size_t i = 0; i < kN; ++i) c[i] = k.terms()[i].c;
   for (int64_t y = rc.y0; y < rc.y1; ++y) {
-    fixed_row<T, R, ThreeD, MaxNonzero>(in, c, out, y * stride, stride, rc.x0, rc.x1,
-                                        std::make_index_sequence<kN>{});
+    fixed_row<T, R, ThreeD, MaxNonzero>(in, c, out + (y - rc.y0) * out_stride, y * stride + rc.x0,
+                                        stride, rc.x1 - rc.x0, std::make_index_sequence<kN>{});
   }
 }
 
 // Any point list: accumulate term by term into the output row, in blocks that stay in L1.
 template <typename T>
-void apply_generic(const StencilKernel<T>& k, const T* const* in, T* out, ptrdiff_t stride,
-                   Rect rc) {
+void apply_generic(const StencilKernel<T>& k, const T* const* in, ptrdiff_t stride, T* out,
+                   ptrdiff_t out_stride, Rect rc) {
   constexpr int64_t kBlock = 1024;
   const auto& terms = k.terms();
   const int rz = k.rz();
+  const int64_t width = rc.x1 - rc.x0;
   for (int64_t y = rc.y0; y < rc.y1; ++y) {
-    T* __restrict o = out + y * stride;
-    for (int64_t b0 = rc.x0; b0 < rc.x1; b0 += kBlock) {
-      const int64_t b1 = std::min(rc.x1, b0 + kBlock);
+    T* __restrict o = out + (y - rc.y0) * out_stride;  // o[i] is point x0 + i
+    auto source = [&](const auto& t) { return in[rz + t.dz] + (y + t.dy) * stride + rc.x0 + t.dx; };
+    for (int64_t b0 = 0; b0 < width; b0 += kBlock) {
+      const int64_t b1 = std::min(width, b0 + kBlock);
       {
-        const T* __restrict s = in[rz + terms[0].dz] + (y + terms[0].dy) * stride + terms[0].dx;
+        const T* __restrict s = source(terms[0]);
         const T c = terms[0].c;
 #pragma omp simd
-        for (int64_t x = b0; x < b1; ++x) o[x] = c * s[x];
+        for (int64_t i = b0; i < b1; ++i) o[i] = c * s[i];
       }
       for (size_t t = 1; t < terms.size(); ++t) {
-        const T* __restrict s = in[rz + terms[t].dz] + (y + terms[t].dy) * stride + terms[t].dx;
+        const T* __restrict s = source(terms[t]);
         const T c = terms[t].c;
 #pragma omp simd
-        for (int64_t x = b0; x < b1; ++x) o[x] = std::fma(c, s[x], o[x]);
+        for (int64_t i = b0; i < b1; ++i) o[i] = std::fma(c, s[i], o[i]);
       }
     }
   }
@@ -93,7 +96,7 @@ void apply_generic(const StencilKernel<T>& k, const T* const* in, T* out, ptrdif
 template <typename T>
 struct FixedShape {
   std::vector<Offset> offsets;
-  void (*fn)(const StencilKernel<T>&, const T* const*, T*, ptrdiff_t, Rect);
+  void (*fn)(const StencilKernel<T>&, const T* const*, ptrdiff_t, T*, ptrdiff_t, Rect);
 };
 
 template <typename T, int R, bool ThreeD, int MaxNonzero>
@@ -106,8 +109,8 @@ FixedShape<T> fixed_shape() {
 template <typename T>
 const std::vector<FixedShape<T>>& fixed_shapes() {
   static const std::vector<FixedShape<T>> shapes = {
-      fixed_shape<T, 1, true, 1>(), fixed_shape<T, 2, true, 1>(), fixed_shape<T, 4, true, 1>(),
-      fixed_shape<T, 1, true, 2>(), fixed_shape<T, 1, true, 3>(), fixed_shape<T, 1, false, 1>(),
+      fixed_shape<T, 1, true, 1>(),  fixed_shape<T, 2, true, 1>(), fixed_shape<T, 4, true, 1>(),
+      fixed_shape<T, 1, true, 2>(),  fixed_shape<T, 1, true, 3>(), fixed_shape<T, 1, false, 1>(),
       fixed_shape<T, 1, false, 2>(),
   };
   return shapes;

@@ -140,16 +140,16 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
       m.layout.files.push_back({f.at("path").get<std::string>(), f.at("bytes").get<int64_t>()});
     }
     for (const auto& h : j.value("history", json::array())) {
-      m.history.push_back({h.value("date", ""), h.value("command", ""),
-                           h.value("details", json::object()).dump()});
+      m.history.push_back(
+          {h.value("date", ""), h.value("command", ""), h.value("details", json::object()).dump()});
     }
   } catch (const json::exception& e) {
     return corrupt(std::string("manifest is missing a field or has a wrong type: ") + e.what());
   }
   Status shape_ok = validate_shape(m.shape);
   if (!shape_ok.ok()) return corrupt("manifest: " + shape_ok.message());
-  DG_ASSIGN_OR_RETURN(Layout expected, plan_layout(m.shape, m.dtype, m.layout.files.size(),
-                                                   m.layout.chunk_bytes()));
+  DG_ASSIGN_OR_RETURN(Layout expected,
+                      plan_layout(m.shape, m.dtype, m.layout.files.size(), m.layout.chunk_bytes()));
   if (m.step < 0 || m.layout.files.empty() || m.layout.planes_per_chunk < 1 ||
       m.layout.plane_bytes != expected.plane_bytes ||
       m.layout.plane_stride != expected.plane_stride) {
@@ -203,7 +203,8 @@ Status Grid::open_files(Mode mode) {
         return corrupt("data file " + path + " is missing; the grid is damaged");
       }
       if (fd.status().code() == ErrorCode::kInvalidArgument) {
-        return invalid_argument("cannot open " + path + (mode == Mode::kReadWrite ? " for writing" : "") +
+        return invalid_argument("cannot open " + path +
+                                (mode == Mode::kReadWrite ? " for writing" : "") +
                                 ": permission denied; check the grid's file permissions");
       }
       return fd.status();
@@ -247,8 +248,8 @@ Result<Grid> Grid::open(const std::string& dir, Mode mode) {
 }
 
 Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
-  DG_ASSIGN_OR_RETURN(Layout layout, plan_layout(opt.shape, opt.dtype, opt.stores.size(),
-                                                 opt.chunk_target_bytes));
+  DG_ASSIGN_OR_RETURN(Layout layout,
+                      plan_layout(opt.shape, opt.dtype, opt.stores.size(), opt.chunk_target_bytes));
   // Check everything before touching the disk.
   const bool dir_existed = internal::is_directory(dir);
   if (dir_existed) {
@@ -284,11 +285,11 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   }
   const std::string id = random_id();
   for (size_t f = 0; f < layout.files.size(); ++f) {
-    layout.files[f].path = store_dirs.empty()
-                               ? "data.0.dgd"
-                               : internal::join_path(internal::absolute_path(store_dirs[f]),
-                                                     "deepgrid-" + id + "." + std::to_string(f) +
-                                                         ".dgd");
+    layout.files[f].path =
+        store_dirs.empty()
+            ? "data.0.dgd"
+            : internal::join_path(internal::absolute_path(store_dirs[f]),
+                                  "deepgrid-" + id + "." + std::to_string(f) + ".dgd");
   }
   for (size_t f = 0; f < layout.files.size(); ++f) {
     const std::string where = store_dirs.empty() ? writable_probe : store_dirs[f];
@@ -308,16 +309,17 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   g.manifest_.shape = opt.shape;
   g.manifest_.dtype = opt.dtype;
   g.manifest_.layout = layout;
-  g.manifest_.history.push_back(
-      {utc_now(), "create",
-       json{{"shape", opt.shape.to_string()}, {"dtype", dtype_name(opt.dtype)},
-            {"init", opt.init.to_string()}}
-           .dump()});
+  g.manifest_.history.push_back({utc_now(), "create",
+                                 json{{"shape", opt.shape.to_string()},
+                                      {"dtype", dtype_name(opt.dtype)},
+                                      {"init", opt.init.to_string()}}
+                                     .dump()});
 
   auto cleanup = [&](Status st) -> Status {
     for (int fd : g.fds_) ::close(fd);
     g.fds_.clear();
-    for (size_t f = 0; f < layout.files.size(); ++f) ::unlink(g.file_path(static_cast<int>(f)).c_str());
+    for (size_t f = 0; f < layout.files.size(); ++f)
+      ::unlink(g.file_path(static_cast<int>(f)).c_str());
     ::unlink(internal::join_path(dir, std::string(kManifestName) + ".tmp").c_str());
     if (!dir_existed) ::rmdir(dir.c_str());
     return st;
@@ -381,11 +383,11 @@ Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) c
     const std::string path = file_path(loc.file);
     if (write) {
       for (int64_t i = 0; i < n; ++i) copy(bounce.data() + i * l.plane_stride, z - z0 + i);
-      DG_RETURN_IF_ERROR(
-          internal::pwrite_full(fds_[static_cast<size_t>(loc.file)], bounce.data(), bytes, loc.offset, path));
+      DG_RETURN_IF_ERROR(internal::pwrite_full(fds_[static_cast<size_t>(loc.file)], bounce.data(),
+                                               bytes, loc.offset, path));
     } else {
-      DG_RETURN_IF_ERROR(
-          internal::pread_full(fds_[static_cast<size_t>(loc.file)], bounce.data(), bytes, loc.offset, path));
+      DG_RETURN_IF_ERROR(internal::pread_full(fds_[static_cast<size_t>(loc.file)], bounce.data(),
+                                              bytes, loc.offset, path));
       for (int64_t i = 0; i < n; ++i) copy(bounce.data() + i * l.plane_stride, z - z0 + i);
     }
     z += n;

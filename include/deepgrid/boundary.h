@@ -27,9 +27,12 @@ Result<Boundary> parse_boundary(std::string_view text);
 inline int64_t boundary_source_index(const Boundary& b, int64_t i, int64_t n) {
   if (i >= 0 && i < n) return i;
   switch (b.kind) {
-    case Boundary::Kind::kDirichlet: return -1;
-    case Boundary::Kind::kNeumann: return i < 0 ? 0 : n - 1;
-    case Boundary::Kind::kPeriodic: return ((i % n) + n) % n;
+    case Boundary::Kind::kDirichlet:
+      return -1;
+    case Boundary::Kind::kNeumann:
+      return i < 0 ? 0 : n - 1;
+    case Boundary::Kind::kPeriodic:
+      return ((i % n) + n) % n;
   }
   return -1;
 }

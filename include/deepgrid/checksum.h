@@ -11,7 +11,7 @@ namespace deepgrid {
 struct GridSummary {
   std::string sha256;  // of the values as little-endian bytes in (z, y, x) order, no padding
   double min = 0, max = 0, mean = 0;
-  double l2 = 0;       // sqrt(sum of squares)
+  double l2 = 0;  // sqrt(sum of squares)
   int64_t nan_count = 0;
 };
 

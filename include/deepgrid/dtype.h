@@ -19,9 +19,13 @@ Result<DType> parse_dtype(std::string_view text);
 template <typename T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<float>() { return DType::kF32; }
+constexpr DType dtype_of<float>() {
+  return DType::kF32;
+}
 template <>
-constexpr DType dtype_of<double>() { return DType::kF64; }
+constexpr DType dtype_of<double>() {
+  return DType::kF64;
+}
 
 // Calls f(float{}) or f(double{}) for the dtype: one place that turns a runtime dtype into a
 // template argument.

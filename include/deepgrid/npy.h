@@ -9,8 +9,8 @@ namespace deepgrid {
 
 struct NpyHeader {
   DType dtype = DType::kF32;
-  Shape shape;               // from (nz, ny, nx), or (ny, nx) with nz = 1
-  int64_t data_offset = 0;   // where the values start
+  Shape shape;              // from (nz, ny, nx), or (ny, nx) with nz = 1
+  int64_t data_offset = 0;  // where the values start
 };
 
 // Reads and checks the header of IN.npy: little-endian f4/f8, C order, 2 or 3 dimensions.

@@ -15,9 +15,9 @@ struct RunReport {
   std::string dtype;
   std::string boundary;
   int threads = 0;
-  int64_t points = 0;      // grid points
-  int64_t steps = 0;       // steps advanced by this run
-  int64_t step_from = 0;   // the grid's time step before and after
+  int64_t points = 0;     // grid points
+  int64_t steps = 0;      // steps advanced by this run
+  int64_t step_from = 0;  // the grid's time step before and after
   int64_t step_to = 0;
   double seconds = 0;          // wall time of the whole run, including I/O
   double compute_seconds = 0;  // wall time spent advancing steps

@@ -20,9 +20,9 @@ struct RunOptions {
   int64_t steps = 0;
   Boundary boundary;
   Method method = Method::kAuto;
-  int threads = 0;           // 0: all cores
-  uint64_t mem_budget = 0;   // bytes; 0: no limit
-  ProgressFn progress;       // may be empty
+  int threads = 0;          // 0: all cores
+  uint64_t mem_budget = 0;  // bytes; 0: no limit
+  ProgressFn progress;      // may be empty
 };
 
 // Checks that the stencil and step count suit the grid (nothing is read or written).

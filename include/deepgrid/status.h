@@ -51,7 +51,7 @@ Status errno_status(int err, std::string_view operation, std::string_view path,
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT: must not be ok
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -77,10 +77,10 @@ class [[nodiscard]] Result {
 #define DG_CONCAT(a, b) DG_CONCAT_INNER(a, b)
 
 // Returns the status of `expr` from the enclosing function when it is an error.
-#define DG_RETURN_IF_ERROR(expr)                     \
-  do {                                               \
-    ::deepgrid::Status dg_status_ = (expr);          \
-    if (!dg_status_.ok()) return dg_status_;         \
+#define DG_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::deepgrid::Status dg_status_ = (expr);  \
+    if (!dg_status_.ok()) return dg_status_; \
   } while (0)
 
 // `lhs = value of expr`, or returns its error status.

@@ -42,13 +42,13 @@ class Stencil {
   const std::string& name() const { return name_; }
   const std::vector<StencilPoint>& points() const { return points_; }
   int size() const { return static_cast<int>(points_.size()); }
-  int radius() const;                 // largest |offset| along any axis
-  int radius_x() const;               // largest |dx|
-  int radius_y() const;               // largest |dy|
-  int radius_z() const;               // largest |dz|
+  int radius() const;    // largest |offset| along any axis
+  int radius_x() const;  // largest |dx|
+  int radius_y() const;  // largest |dy|
+  int radius_z() const;  // largest |dz|
   int flops_per_update() const { return 2 * size() - 1; }
-  std::string to_json() const;        // {"name": ..., "points": [[dx, dy, dz, c], ...]}
-  std::string describe() const;       // "7pt (7 points, radius 1)"
+  std::string to_json() const;   // {"name": ..., "points": [[dx, dy, dz, c], ...]}
+  std::string describe() const;  // "7pt (7 points, radius 1)"
 
  private:
   std::string name_;

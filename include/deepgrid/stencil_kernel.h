@@ -1,8 +1,8 @@
 // Applies a stencil to a rectangle of one plane: the compute kernel every engine calls.
 //
-// Planes are padded: element (x, y) of a plane lives at origin[y * stride + x], and the kernel
-// reads x in [x0 - rx, x1 + rx) and y in [y0 - ry, y1 + ry) of every input plane, so callers
-// provide that many ghost cells (filled by boundary rules or neighbouring data). Input plane
+// Input planes are padded: element (x, y) of a plane lives at origin[y * stride + x], and the
+// kernel reads x in [x0 - rx, x1 + rx) and y in [y0 - ry, y1 + ry) of every input plane, so
+// callers provide that many ghost cells (boundary values or neighbouring data). Input plane
 // in[rz + dz] is the plane at offset dz, for dz in [-rz, rz].
 //
 // Results follow the evaluation order stated in stencil.h exactly, whatever the code path.
@@ -30,10 +30,12 @@ class StencilKernel {
   // coefficients), else the generic point-list code.
   explicit StencilKernel(const Stencil& stencil);
 
-  // out[y * stride + x] for (x, y) in rect, from the 2 * rz + 1 planes in `in`.
-  // `out` must not overlap any input plane.
-  void apply(const T* const* in, T* out, ptrdiff_t stride, Rect rect) const {
-    fn_(*this, in, out, stride, rect);
+  // Computes every point (x, y) of `rect`, reading in[rz + dz][(y + dy) * in_stride + x + dx],
+  // and writes it to out[(y - rect.y0) * out_stride + (x - rect.x0)]. `out` must not overlap
+  // any input plane.
+  void apply(const T* const* in, ptrdiff_t in_stride, T* out, ptrdiff_t out_stride,
+             Rect rect) const {
+    fn_(*this, in, in_stride, out, out_stride, rect);
   }
 
   bool specialised() const { return specialised_; }
@@ -49,7 +51,7 @@ class StencilKernel {
   const std::vector<Term>& terms() const { return terms_; }
 
  private:
-  using Fn = void (*)(const StencilKernel&, const T* const*, T*, ptrdiff_t, Rect);
+  using Fn = void (*)(const StencilKernel&, const T* const*, ptrdiff_t, T*, ptrdiff_t, Rect);
   Fn fn_ = nullptr;
   bool specialised_ = false;
   int rx_ = 0, ry_ = 0, rz_ = 0;

@@ -74,15 +74,17 @@ void print_info(const Grid& g) {
   std::printf("values      %lld (%s)\n", static_cast<long long>(m.shape.points()),
               format_size(static_cast<uint64_t>(m.shape.points()) * dtype_size(m.dtype)).c_str());
   std::printf("time step   %lld\n", static_cast<long long>(m.step));
-  std::printf("layout      planes of %s padded to %s, %lld planes per chunk, %zu file%s, %s on disk\n",
-              format_size(static_cast<uint64_t>(m.layout.plane_bytes)).c_str(),
-              format_size(static_cast<uint64_t>(m.layout.plane_stride)).c_str(),
-              static_cast<long long>(m.layout.planes_per_chunk), m.layout.files.size(),
-              m.layout.files.size() == 1 ? "" : "s", format_size(static_cast<uint64_t>(total)).c_str());
+  std::printf(
+      "layout      planes of %s padded to %s, %lld planes per chunk, %zu file%s, %s on disk\n",
+      format_size(static_cast<uint64_t>(m.layout.plane_bytes)).c_str(),
+      format_size(static_cast<uint64_t>(m.layout.plane_stride)).c_str(),
+      static_cast<long long>(m.layout.planes_per_chunk), m.layout.files.size(),
+      m.layout.files.size() == 1 ? "" : "s", format_size(static_cast<uint64_t>(total)).c_str());
   for (int f = 0; f < static_cast<int>(m.layout.files.size()); ++f) {
     std::printf("  file %d    %s\n", f, g.file_path(f).c_str());
   }
-  std::printf("direct I/O  %s\n", g.direct_io() ? "yes (O_DIRECT)" : "no (filesystem refuses O_DIRECT)");
+  std::printf("direct I/O  %s\n",
+              g.direct_io() ? "yes (O_DIRECT)" : "no (filesystem refuses O_DIRECT)");
   std::printf("history\n");
   for (const auto& h : m.history) {
     std::printf("  %s  %-7s %s\n", h.date.c_str(), h.command.c_str(), h.details.c_str());
@@ -139,9 +141,10 @@ int cmd_run(const RunArgs& a) {
     std::printf("%s", r.to_text().c_str());
   }
   if (r.steps < a.steps) {
-    std::fprintf(stderr, "stopped early: the grid holds time step %lld (consistent); run again "
-                 "for the remaining %lld steps\n", static_cast<long long>(r.step_to),
-                 static_cast<long long>(a.steps - r.steps));
+    std::fprintf(stderr,
+                 "stopped early: the grid holds time step %lld (consistent); run again "
+                 "for the remaining %lld steps\n",
+                 static_cast<long long>(r.step_to), static_cast<long long>(a.steps - r.steps));
     return 130;
   }
   return 0;
@@ -149,8 +152,10 @@ int cmd_run(const RunArgs& a) {
 
 int cmd_info(const std::string& dir, bool as_json) {
   Grid g = get(Grid::open(dir));
-  if (as_json) std::printf("%s\n", manifest_json(g).dump().c_str());
-  else print_info(g);
+  if (as_json)
+    std::printf("%s\n", manifest_json(g).dump().c_str());
+  else
+    print_info(g);
   return 0;
 }
 
@@ -158,8 +163,9 @@ int cmd_checksum(const std::string& dir, bool as_json) {
   Grid g = get(Grid::open(dir));
   GridSummary s = get(summarize(g));
   if (as_json) {
-    json j = {{"sha256", s.sha256}, {"min", s.min}, {"max", s.max}, {"mean", s.mean},
-              {"l2", s.l2},         {"nan_count", s.nan_count}, {"step", g.manifest().step}};
+    json j = {{"sha256", s.sha256},       {"min", s.min}, {"max", s.max},
+              {"mean", s.mean},           {"l2", s.l2},   {"nan_count", s.nan_count},
+              {"step", g.manifest().step}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("sha256  %s\nmin     %.17g\nmax     %.17g\nmean    %.17g\nl2      %.17g\n",
@@ -192,12 +198,20 @@ int cmd_bench(const BenchArgs& a) {
   if (a.steps < 1) check(invalid_argument("--steps must be >= 1"));
   Bandwidth bw;
   if (!a.no_bandwidth) bw = measure_bandwidth();
-  InCoreBench r = get(bench_incore(shape, stencil, dtype, a.steps, a.threads, a.repeats, bw.copy_gbs));
+  InCoreBench r =
+      get(bench_incore(shape, stencil, dtype, a.steps, a.threads, a.repeats, bw.copy_gbs));
   if (a.json) {
-    json j = {{"method", "incore"}, {"stencil", r.stencil}, {"shape", r.shape},
-              {"dtype", r.dtype},   {"threads", r.threads}, {"steps", r.steps},
-              {"seconds", r.seconds}, {"mlups", r.mlups}, {"gflops", r.gflops},
-              {"copy_bandwidth_gbs", bw.copy_gbs}, {"triad_bandwidth_gbs", bw.triad_gbs},
+    json j = {{"method", "incore"},
+              {"stencil", r.stencil},
+              {"shape", r.shape},
+              {"dtype", r.dtype},
+              {"threads", r.threads},
+              {"steps", r.steps},
+              {"seconds", r.seconds},
+              {"mlups", r.mlups},
+              {"gflops", r.gflops},
+              {"copy_bandwidth_gbs", bw.copy_gbs},
+              {"triad_bandwidth_gbs", bw.triad_gbs},
               {"bandwidth_bound_mlups", r.bandwidth_bound_mlups}};
     std::printf("%s\n", j.dump().c_str());
   } else {
@@ -205,10 +219,10 @@ int cmd_bench(const BenchArgs& a) {
                 r.stencil.c_str(), r.shape.c_str(), r.dtype.c_str(), r.threads,
                 static_cast<long long>(r.steps), r.mlups, r.gflops);
     if (!a.no_bandwidth) {
-      std::printf("DRAM bandwidth %.1f GB/s (copy), %.1f GB/s (triad): bound without cache reuse "
-                  "%.1f MLUP/s (%.2fx of it reached)\n",
-                  bw.copy_gbs, bw.triad_gbs, r.bandwidth_bound_mlups,
-                  r.mlups / r.bandwidth_bound_mlups);
+      std::printf(
+          "DRAM bandwidth %.1f GB/s (copy), %.1f GB/s (triad): bound without cache reuse "
+          "%.1f MLUP/s (%.2fx of it reached)\n",
+          bw.copy_gbs, bw.triad_gbs, r.bandwidth_bound_mlups, r.mlups / r.bandwidth_bound_mlups);
     }
   }
   return 0;
@@ -231,10 +245,11 @@ int run_cli(int argc, char** argv) {
   CreateArgs ca;
   auto* create = app.add_subcommand("create", "Create a grid directory with an initial condition");
   create->add_option("DIR", ca.dir, "New grid directory (must not exist or be empty)")->required();
-  create->add_option("--shape", ca.shape, "Extents NXxNYxNZ (x fastest), or NXxNY for 2D")->required();
+  create->add_option("--shape", ca.shape, "Extents NXxNYxNZ (x fastest), or NXxNY for 2D")
+      ->required();
   create->add_option("--dtype", ca.dtype, "f32 or f64")->capture_default_str();
-  create->add_option("--init", ca.init,
-                     "zero | const:V | random:SEED | gaussian | sine")->capture_default_str();
+  create->add_option("--init", ca.init, "zero | const:V | random:SEED | gaussian | sine")
+      ->capture_default_str();
   create->add_option("--store", ca.stores,
                      "Comma-separated data directories (e.g. one per SSD); chunks of planes are "
                      "striped round-robin over them. Default: the grid directory");
@@ -249,14 +264,17 @@ int run_cli(int argc, char** argv) {
   RunArgs ra;
   auto* run = app.add_subcommand("run", "Advance a grid by N time steps");
   run->add_option("DIR", ra.dir, "Grid directory")->required();
-  run->add_option("--stencil", ra.stencil, "Preset (" + presets_help() +
-                  ") or a JSON file {\"points\": [[dx, dy, dz, c], ...]}")->required();
+  run->add_option(
+         "--stencil", ra.stencil,
+         "Preset (" + presets_help() + ") or a JSON file {\"points\": [[dx, dy, dz, c], ...]}")
+      ->required();
   run->add_option("--coeffs", ra.coeffs,
                   "Override coefficients: one per point in (dz, dy, dx) order, or one per "
                   "distance shell, centre first (7pt: --coeffs 0.4,0.1)");
   run->add_option("--steps", ra.steps, "Number of time steps (>= 0)")->required();
   run->add_option("--method", ra.method, "auto | incore")->capture_default_str();
-  run->add_option("--boundary", ra.boundary, "dirichlet:V | neumann | periodic")->capture_default_str();
+  run->add_option("--boundary", ra.boundary, "dirichlet:V | neumann | periodic")
+      ->capture_default_str();
   run->add_option("--threads", ra.threads, "Compute threads (0: all cores)")->capture_default_str();
   run->add_option("--mem", ra.mem, "Memory budget, e.g. 2GiB (default: no limit)");
   run->add_flag("--json", ra.json, "Print the report as one JSON object on stdout");
@@ -270,7 +288,8 @@ int run_cli(int argc, char** argv) {
 
   std::string im_in, im_dir, im_stores;
   auto* import = app.add_subcommand("import", "Create a grid from a .npy file (streamed)");
-  import->add_option("IN", im_in, "Input .npy: float32/float64, shape (nz, ny, nx) or (ny, nx)")->required();
+  import->add_option("IN", im_in, "Input .npy: float32/float64, shape (nz, ny, nx) or (ny, nx)")
+      ->required();
   import->add_option("DIR", im_dir, "New grid directory")->required();
   import->add_option("--store", im_stores, "Comma-separated data directories");
 
@@ -282,17 +301,20 @@ int run_cli(int argc, char** argv) {
   std::string pl_dir, pl_slice = "z=mid", pl_out;
   auto* plot = app.add_subcommand("plot", "Draw a slice of a grid as a PNG with a colour bar");
   plot->add_option("DIR", pl_dir, "Grid directory")->required();
-  plot->add_option("--slice", pl_slice, "AXIS=INDEX held fixed: z=mid, z=10, y=0, x=mid")->capture_default_str();
+  plot->add_option("--slice", pl_slice, "AXIS=INDEX held fixed: z=mid, z=10, y=0, x=mid")
+      ->capture_default_str();
   plot->add_option("-o,--output", pl_out, "Output PNG file")->required();
 
   BenchArgs ba;
-  auto* bench = app.add_subcommand("bench", "Measure the in-core engine and this machine's bandwidth");
+  auto* bench =
+      app.add_subcommand("bench", "Measure the in-core engine and this machine's bandwidth");
   bench->add_option("--shape", ba.shape, "Grid extents")->capture_default_str();
   bench->add_option("--stencil", ba.stencil, "Preset or JSON file")->capture_default_str();
   bench->add_option("--dtype", ba.dtype, "f32 or f64")->capture_default_str();
   bench->add_option("--steps", ba.steps, "Steps per timed repeat")->capture_default_str();
   bench->add_option("--threads", ba.threads, "Threads (0: all cores)")->capture_default_str();
-  bench->add_option("--repeats", ba.repeats, "Timed repeats (the best counts)")->capture_default_str();
+  bench->add_option("--repeats", ba.repeats, "Timed repeats (the best counts)")
+      ->capture_default_str();
   bench->add_flag("--no-bandwidth", ba.no_bandwidth, "Skip the DRAM bandwidth measurement");
   bench->add_flag("--json", ba.json, "Print as one JSON object");
 

@@ -56,7 +56,8 @@ ProgressFn terminal_progress(const char* label) {
   return [bar](int64_t done, int64_t total) {
     bar->draw(done, total);
     if (interrupted()) {
-      std::fprintf(stderr, "\ninterrupted: stopping after step %lld\n", static_cast<long long>(done));
+      std::fprintf(stderr, "\ninterrupted: stopping after step %lld\n",
+                   static_cast<long long>(done));
       return false;
     }
     return true;

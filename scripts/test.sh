@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Every test: the release build (warnings as errors) with the full suite, then the same suite
+# under ASan+UBSan and under TSan, and a check that formatting is clean.
+set -euo pipefail
+jobs=${JOBS:-$(nproc)}
+
+run_suite() {  # build dir, extra cmake args...
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -G Ninja -DDEEPGRID_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+}
+
+echo "== release build and tests"
+run_suite build
+echo "== ASan+UBSan build and tests"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  run_suite build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEEPGRID_SANITIZE=address -DDEEPGRID_BUILD_BENCH=OFF
+echo "== TSan build and tests"
+# GCC's libgomp hides its barriers from TSan; LLVM's OpenMP runtime with the Archer tool
+# reports them, so this build uses clang and libomp.
+CXX=clang++-14 OMP_TOOL_LIBRARIES=/usr/lib/llvm-14/lib/libarcher.so TSAN_OPTIONS=halt_on_error=1 \
+  run_suite build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEEPGRID_SANITIZE=thread -DDEEPGRID_BUILD_BENCH=OFF
+echo "== clang-format"
+files=$(git ls-files '*.cc' '*.h')
+if ! clang-format --dry-run --Werror $files; then
+  echo "formatting differs: run 'make format'"
+  exit 1
+fi

@@ -1,0 +1,215 @@
+// Every engine against the scalar reference kernel, bitwise: presets and random custom
+// stencils, both dtypes, every boundary, odd shapes, several thread counts and step counts.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "deepgrid/dtype.h"
+#include "deepgrid/executor.h"
+#include "reference.h"
+
+namespace deepgrid {
+namespace {
+
+using testing::first_bitwise_difference;
+using testing::random_values;
+using testing::reference_run;
+
+const Boundary kBoundaries[] = {
+    {Boundary::Kind::kDirichlet, 0},
+    {Boundary::Kind::kDirichlet, 0.75},
+    {Boundary::Kind::kNeumann, 0},
+    {Boundary::Kind::kPeriodic, 0},
+};
+
+const Shape kShapes[] = {{37, 23, 19}, {1, 1, 1}, {64, 48, 1}, {5, 7, 3}, {17, 1, 9}, {2, 33, 4}};
+
+bool fits(const Stencil& st, const Shape& s) {
+  return st.radius_x() <= s.nx && st.radius_y() <= s.ny && st.radius_z() <= s.nz;
+}
+
+// Advances packed values with the in-core engine.
+template <typename T>
+std::vector<T> incore_run(const std::vector<T>& u, const Shape& s, const Stencil& st,
+                          const Boundary& b, int64_t steps, const InCoreOptions& opt) {
+  StencilKernel<T> k(st);
+  auto a = PaddedGrid<T>::allocate(s, halo_for(k));
+  auto c = PaddedGrid<T>::allocate(s, halo_for(k));
+  EXPECT_TRUE(a.ok() && c.ok());
+  for (int64_t z = 0; z < s.nz; ++z) a->load_plane(z, u.data() + z * s.plane_points());
+  EXPECT_EQ(advance_incore(*a, *c, k, b, steps, opt), steps);
+  std::vector<T> out(u.size());
+  for (int64_t z = 0; z < s.nz; ++z) a->store_plane(z, out.data() + z * s.plane_points());
+  return out;
+}
+
+std::string describe(const InCoreOptions& o) {
+  return std::to_string(o.threads) + " threads, bt " + std::to_string(o.bt) + ", tiles " +
+         std::to_string(o.tile_x) + "x" + std::to_string(o.tile_y);
+}
+
+template <typename T>
+void expect_engine_matches_reference(const Stencil& st, const Shape& s, const Boundary& b,
+                                     int64_t steps, const InCoreOptions& opt) {
+  SCOPED_TRACE(st.describe() + " on " + s.to_string() + " " +
+               std::string(dtype_name(dtype_of<T>())) + ", " + b.to_string() + ", " +
+               std::to_string(steps) + " steps, " + describe(opt));
+  const auto u = random_values<T>(s, 42);
+  const auto want = reference_run(u, s, st, b, steps);
+  const auto got = incore_run(u, s, st, b, steps, opt);
+  const int64_t diff = first_bitwise_difference(want, got);
+  ASSERT_EQ(diff, -1) << "first difference at index " << diff << ": reference "
+                      << want[static_cast<size_t>(std::max<int64_t>(diff, 0))] << ", engine "
+                      << got[static_cast<size_t>(std::max<int64_t>(diff, 0))];
+}
+
+template <typename T>
+void expect_engine_matches_reference(const Stencil& st, const Shape& s, const Boundary& b,
+                                     int64_t steps, int threads) {
+  InCoreOptions opt;
+  opt.threads = threads;
+  expect_engine_matches_reference<T>(st, s, b, steps, opt);
+}
+
+class PresetGolden : public ::testing::TestWithParam<std::string> {};
+
+// The preset's shape with coefficients that are not powers of two, so that products round
+// and any change of evaluation order or fusion shows up in the bits.
+Stencil with_rounding_coefficients(const Stencil& st) {
+  std::string csv;
+  for (int k = 0; k < st.size(); ++k) {
+    if (k > 0) csv += ',';
+    csv += std::to_string(0.9 / st.size() + 0.0123 * (k % 5) - 0.01);
+  }
+  return st.with_coefficients(csv).value();
+}
+
+TEST_P(PresetGolden, InCoreMatchesReferenceBitwise) {
+  const Stencil preset = Stencil::preset(GetParam()).value();
+  for (const Stencil& st : {preset, with_rounding_coefficients(preset)}) {
+    EXPECT_TRUE(StencilKernel<float>(st).specialised()) << "presets use the specialised kernels";
+    for (const Shape& s : kShapes) {
+      if (!fits(st, s)) continue;
+      for (const Boundary& b : kBoundaries) {
+        expect_engine_matches_reference<float>(st, s, b, 3, 2);
+        expect_engine_matches_reference<double>(st, s, b, 3, 2);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPresets, PresetGolden,
+                         ::testing::Values("7pt", "13pt", "19pt", "25pt", "27pt", "5pt", "9pt"));
+
+TEST(Golden, PresetWithCustomCoefficientsKeepsTheFastPathAndMatches) {
+  const Stencil st = Stencil::preset("27pt")->with_coefficients("0.3,-0.05,0.02,0.011").value();
+  EXPECT_TRUE(StencilKernel<double>(st).specialised());
+  expect_engine_matches_reference<double>(st, {19, 11, 7}, kBoundaries[2], 4, 2);
+  expect_engine_matches_reference<float>(st, {19, 11, 7}, kBoundaries[3], 4, 2);
+}
+
+// Random point lists exercise the generic kernel: asymmetric offsets, negative coefficients.
+TEST(Golden, RandomCustomStencilsMatchReference) {
+  std::mt19937 rng(123);
+  for (int trial = 0; trial < 12; ++trial) {
+    std::uniform_int_distribution<int> off(-2, 2), count(1, 12);
+    std::uniform_real_distribution<double> coef(-0.3, 0.5);
+    std::vector<StencilPoint> pts;
+    const bool flat = trial % 4 == 3;
+    const int n = count(rng);
+    for (int i = 0; i < n; ++i) {
+      StencilPoint p{off(rng), off(rng), flat ? 0 : off(rng), coef(rng)};
+      bool dup = false;
+      for (const auto& q : pts) dup = dup || (q.dx == p.dx && q.dy == p.dy && q.dz == p.dz);
+      if (!dup) pts.push_back(p);
+    }
+    const Stencil st = Stencil::from_points("random" + std::to_string(trial), pts).value();
+    EXPECT_FALSE(StencilKernel<float>(st).specialised() && st.size() != 7);
+    for (const Boundary& b : kBoundaries) {
+      expect_engine_matches_reference<float>(st, {13, 9, 6}, b, 2, 2);
+      expect_engine_matches_reference<double>(st, {13, 9, 6}, b, 2, 1);
+    }
+  }
+}
+
+TEST(Golden, ThreadCountsDoNotChangeResults) {
+  const Stencil st = Stencil::preset("7pt").value();
+  for (int threads : {1, 2, 3, 4, 7}) {
+    expect_engine_matches_reference<float>(st, {37, 23, 19}, kBoundaries[1], 5, threads);
+  }
+}
+
+TEST(Golden, ManyStepCounts) {
+  const Stencil st = Stencil::preset("13pt").value();
+  for (int64_t steps : {0, 1, 2, 5, 9}) {
+    expect_engine_matches_reference<double>(st, {21, 18, 11}, kBoundaries[3], steps, 2);
+  }
+}
+
+// Temporal blocking: every depth (deeper than the run, not dividing the step count), and tiles
+// forced small so that interior tiles, edge tiles and tiles narrower than their halo all occur.
+TEST(Golden, WavefrontDepthsAndTilesDoNotChangeResults) {
+  const struct { int64_t x, y; } tiles[] = {{0, 0}, {4, 3}, {7, 5}, {1, 1}, {64, 2}};
+  for (const char* name : {"7pt", "13pt", "27pt", "5pt"}) {
+    const Stencil st = with_rounding_coefficients(Stencil::preset(name).value());
+    for (int bt : {1, 2, 3, 5, 8}) {
+      for (const auto& t : tiles) {
+        InCoreOptions opt;
+        opt.threads = 2;
+        opt.bt = bt;
+        opt.tile_x = t.x;
+        opt.tile_y = t.y;
+        for (const Boundary& b : kBoundaries) {
+          expect_engine_matches_reference<float>(st, {11, 9, 7}, b, 7, opt);
+        }
+        expect_engine_matches_reference<double>(st, {13, 6, 5}, kBoundaries[3], 4, opt);
+      }
+    }
+  }
+}
+
+TEST(WavefrontPlan, SizesTilesForTheCacheBudget) {
+  InCoreOptions opt;
+  const WavefrontPlan p = plan_wavefront({512, 512, 512}, 1, 1, 1, 4, 100, opt);
+  EXPECT_GE(p.bt, 2);
+  EXPECT_LE(p.workspace_bytes, opt.cache_bytes + (int64_t{1} << 16));
+  EXPECT_GE(p.tile_y, 8);
+  opt.bt = 50;
+  EXPECT_EQ(plan_wavefront({8, 8, 8}, 1, 1, 1, 4, 3, opt).bt, 3) << "never deeper than the run";
+  opt.bt = 0;
+  opt.tile_x = 5;
+  opt.tile_y = 1000;
+  const WavefrontPlan forced = plan_wavefront({8, 8, 8}, 1, 1, 1, 8, 10, opt);
+  EXPECT_EQ(forced.tile_x, 5);
+  EXPECT_EQ(forced.tile_y, 8) << "clamped to the grid";
+}
+
+TEST(Golden, ProgressCanStopARunEarly) {
+  const Stencil st = with_rounding_coefficients(Stencil::preset("7pt").value());
+  const Shape s{8, 8, 8};
+  StencilKernel<float> k(st);
+  const auto u = random_values<float>(s, 1);
+  for (int bt : {1, 0}) {
+    auto a = PaddedGrid<float>::allocate(s, halo_for(k));
+    auto c = PaddedGrid<float>::allocate(s, halo_for(k));
+    for (int64_t z = 0; z < s.nz; ++z) a->load_plane(z, u.data() + z * s.plane_points());
+    InCoreOptions opt;
+    opt.bt = bt;
+    opt.progress = [](int64_t done, int64_t) { return done < 3; };
+    const int64_t done = advance_incore(*a, *c, k, Boundary{}, 10, opt);
+    if (bt == 1) {
+      EXPECT_EQ(done, 3);
+    }
+    EXPECT_GE(done, 3);
+    EXPECT_LT(done, 10);
+    std::vector<float> got(u.size());
+    for (int64_t z = 0; z < s.nz; ++z) a->store_plane(z, got.data() + z * s.plane_points());
+    EXPECT_EQ(first_bitwise_difference(got, reference_run(u, s, st, Boundary{}, done)), -1)
+        << "the grid holds exactly the steps reported";
+  }
+}
+
+}  // namespace
+}  // namespace deepgrid

@@ -1,0 +1,231 @@
+// The on-disk grid: layout, striping, round trips, atomic manifests, damage detection, and a
+// stored run against the reference.
+#include "deepgrid/store.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "deepgrid/npy.h"
+#include "deepgrid/run.h"
+#include "reference.h"
+
+namespace deepgrid {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = ::testing::TempDir() + "/dgstoreXXXXXX";
+    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+    root_ = templ;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  std::string path(const std::string& name) const { return root_ + "/" + name; }
+
+  std::string root_;
+};
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+template <typename T>
+std::vector<T> read_all(const Grid& g) {
+  std::vector<T> v(static_cast<size_t>(g.shape().points()));
+  EXPECT_TRUE(g.read_planes(0, g.shape().nz, v.data()).ok());
+  return v;
+}
+
+TEST(Layout, PlanesArePaddedForDirectIoAndChunksStriped) {
+  const Layout l = plan_layout({100, 30, 50}, DType::kF32, 3, 64 << 10).value();
+  EXPECT_EQ(l.plane_bytes, 12000);
+  EXPECT_EQ(l.plane_stride, 12288);
+  EXPECT_EQ(l.planes_per_chunk, 5);
+  ASSERT_EQ(l.files.size(), 3u);
+  Manifest m;
+  m.shape = {100, 30, 50};
+  m.layout = l;
+  // 10 chunks over 3 files: file 0 holds chunks 0, 3, 6, 9.
+  EXPECT_EQ(m.locate(0).file, 0);
+  EXPECT_EQ(m.locate(5).file, 1);
+  EXPECT_EQ(m.locate(15).file, 0);
+  EXPECT_EQ(m.locate(15).offset, l.chunk_bytes());
+  EXPECT_EQ(m.locate(47).offset, 3 * l.chunk_bytes() + 2 * l.plane_stride);
+  EXPECT_EQ(l.files[0].bytes, 4 * l.chunk_bytes());
+  EXPECT_EQ(l.files[1].bytes, 3 * l.chunk_bytes());
+}
+
+TEST_F(StoreTest, CreateWritesTheInitialConditionAndOpensAgain) {
+  CreateOptions opt;
+  opt.shape = {37, 23, 19};
+  opt.dtype = DType::kF64;
+  opt.init = *parse_init("random:5");
+  opt.chunk_target_bytes = 16384;  // several chunks
+  ASSERT_TRUE(Grid::create(path("g"), opt).ok());
+  Grid g = Grid::open(path("g")).value();
+  EXPECT_EQ(g.shape(), opt.shape);
+  EXPECT_EQ(g.dtype(), DType::kF64);
+  EXPECT_EQ(g.manifest().step, 0);
+  ASSERT_EQ(g.manifest().history.size(), 1u);
+  EXPECT_EQ(read_all<double>(g), testing::random_values<double>(opt.shape, 5));
+  EXPECT_FALSE(fs::exists(path("g/manifest.json.tmp")));
+}
+
+TEST_F(StoreTest, StripesOverThreeDirectoriesRoundTrip) {
+  for (const char* d : {"s0", "s1", "s2"}) fs::create_directory(path(d));
+  CreateOptions opt;
+  opt.shape = {33, 17, 41};
+  opt.stores = {path("s0"), path("s1"), path("s2")};
+  opt.chunk_target_bytes = 4096 * 3;
+  Grid g = Grid::create(path("g"), opt).value();
+  ASSERT_EQ(g.manifest().layout.files.size(), 3u);
+  for (const char* d : {"s0", "s1", "s2"}) {
+    EXPECT_EQ(std::distance(fs::directory_iterator(path(d)), fs::directory_iterator{}), 1) << d;
+  }
+  const auto values = testing::random_values<float>(opt.shape, 77);
+  ASSERT_TRUE(g.write_planes(0, opt.shape.nz, values.data()).ok());
+  Grid again = Grid::open(path("g")).value();
+  EXPECT_EQ(read_all<float>(again), values);
+  // Partial reads that straddle chunks and files.
+  std::vector<float> part(static_cast<size_t>(7 * opt.shape.plane_points()));
+  ASSERT_TRUE(again.read_planes(2, 7, part.data()).ok());
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), values.begin() + 2 * opt.shape.plane_points()));
+  EXPECT_FALSE(again.read_planes(40, 2, part.data()).ok());
+}
+
+TEST_F(StoreTest, CommitReplacesTheManifestAtomically) {
+  CreateOptions opt;
+  opt.shape = {8, 8, 8};
+  Grid g = Grid::create(path("g"), opt).value();
+  Manifest m = g.manifest();
+  m.step = 12;
+  m.history.push_back({utc_now(), "run", R"({"steps": 12})"});
+  ASSERT_TRUE(g.commit(m).ok());
+  EXPECT_FALSE(fs::exists(path("g/manifest.json.tmp")));
+  Grid again = Grid::open(path("g")).value();
+  EXPECT_EQ(again.manifest().step, 12);
+  EXPECT_EQ(again.manifest().history.size(), 2u);
+  // A leftover temporary file from a crash mid-commit does not matter.
+  std::ofstream(path("g/manifest.json.tmp")) << "{garbage";
+  EXPECT_EQ(Grid::open(path("g"))->manifest().step, 12);
+}
+
+TEST_F(StoreTest, DamageIsDetected) {
+  CreateOptions opt;
+  opt.shape = {16, 16, 16};
+  ASSERT_TRUE(Grid::create(path("g"), opt).ok());
+  const std::string manifest = slurp(path("g/manifest.json"));
+  auto write_manifest = [&](const std::string& text) {
+    std::ofstream(path("g/manifest.json"), std::ios::trunc) << text;
+  };
+
+  write_manifest(manifest.substr(0, manifest.size() / 2));
+  auto r = Grid::open(path("g"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+
+  auto j = nlohmann::json::parse(manifest);
+  j["version"] = 99;
+  write_manifest(j.dump());
+  r = Grid::open(path("g"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(r.status().message().find("newer"), std::string::npos);
+
+  write_manifest(manifest);
+  ASSERT_EQ(::truncate(path("g/data.0.dgd").c_str(), 4096), 0);
+  r = Grid::open(path("g"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_NE(r.status().message().find("data.0.dgd"), std::string::npos);
+}
+
+TEST_F(StoreTest, CreateRefusesBadTargetsWithoutTouchingTheDisk) {
+  CreateOptions opt;
+  opt.shape = {8, 8, 8};
+  fs::create_directory(path("full"));
+  std::ofstream(path("full/x")) << "x";
+  EXPECT_FALSE(Grid::create(path("full"), opt).ok());
+  EXPECT_FALSE(Grid::create(path("no/such/parent"), opt).ok());
+  opt.stores = {path("missing_store")};
+  EXPECT_FALSE(Grid::create(path("g"), opt).ok());
+  EXPECT_FALSE(fs::exists(path("g")));
+  opt.stores = {};
+  opt.shape = {1 << 20, 1 << 20, 64};  // 256 TiB
+  auto r = Grid::create(path("huge"), opt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kNoSpace);
+  EXPECT_FALSE(fs::exists(path("huge")));
+}
+
+TEST_F(StoreTest, NpyRoundTrip) {
+  CreateOptions opt;
+  opt.shape = {13, 7, 5};
+  opt.init = *parse_init("random:3");
+  Grid a = Grid::create(path("a"), opt).value();
+  ASSERT_TRUE(export_npy(a, path("a.npy")).ok());
+  const NpyHeader h = read_npy_header(path("a.npy")).value();
+  EXPECT_EQ(h.shape, opt.shape);
+  EXPECT_EQ(h.data_offset % 64, 0);
+  Grid b = import_npy(path("a.npy"), path("b"), {}).value();
+  EXPECT_EQ(read_all<float>(b), read_all<float>(a));
+  ASSERT_TRUE(export_npy(b, path("b.npy")).ok());
+  EXPECT_EQ(slurp(path("a.npy")), slurp(path("b.npy")));
+  std::ofstream(path("bad.npy")) << "not numpy";
+  EXPECT_FALSE(read_npy_header(path("bad.npy")).ok());
+}
+
+TEST_F(StoreTest, RunAdvancesTheStoredGridLikeTheReference) {
+  CreateOptions opt;
+  opt.shape = {21, 19, 17};
+  opt.dtype = DType::kF64;
+  opt.init = *parse_init("random:11");
+  ASSERT_TRUE(Grid::create(path("g"), opt).ok());
+  RunOptions run;
+  run.stencil = Stencil::preset("27pt").value();
+  run.steps = 4;
+  run.boundary = *parse_boundary("neumann");
+  RunReport r = run_grid(path("g"), run).value();
+  EXPECT_EQ(r.steps, 4);
+  EXPECT_EQ(r.step_to, 4);
+  EXPECT_GT(r.bytes_read, 0u);
+  Grid g = Grid::open(path("g")).value();
+  EXPECT_EQ(g.manifest().step, 4);
+  const auto want = testing::reference_run(testing::random_values<double>(opt.shape, 11), opt.shape,
+                                           run.stencil, run.boundary, 4);
+  EXPECT_EQ(testing::first_bitwise_difference(read_all<double>(g), want), -1);
+}
+
+TEST_F(StoreTest, RejectedRunsChangeNothing) {
+  CreateOptions opt;
+  opt.shape = {4, 4, 2};
+  opt.init = *parse_init("random:1");
+  ASSERT_TRUE(Grid::create(path("g"), opt).ok());
+  const std::string manifest = slurp(path("g/manifest.json"));
+  const std::string data = slurp(path("g/data.0.dgd"));
+  RunOptions run;
+  run.stencil = Stencil::preset("25pt").value();  // radius 4 > nz = 2
+  run.steps = 1;
+  EXPECT_EQ(run_grid(path("g"), run).status().code(), ErrorCode::kInvalidArgument);
+  run.stencil = Stencil::preset("7pt").value();
+  run.steps = -1;
+  EXPECT_EQ(run_grid(path("g"), run).status().code(), ErrorCode::kInvalidArgument);
+  run.steps = 1;
+  run.mem_budget = 1024;
+  EXPECT_EQ(run_grid(path("g"), run).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(slurp(path("g/manifest.json")), manifest);
+  EXPECT_EQ(slurp(path("g/data.0.dgd")), data);
+}
+
+}  // namespace
+}  // namespace deepgrid
