@@ -17,7 +17,7 @@ void BM_InCore(benchmark::State& state, const char* stencil, deepgrid::DType dty
   const auto st = deepgrid::Stencil::preset(stencil).value();
   deepgrid::InCoreBench r;
   for (auto _ : state) {
-    auto res = deepgrid::bench_incore({n, n, n}, st, dtype, steps, 0, 1, machine_bandwidth_gbs());
+    auto res = deepgrid::bench_incore({n, n, n}, st, dtype, steps, {}, 1, machine_bandwidth_gbs());
     if (!res.ok()) {
       state.SkipWithError(res.status().message().c_str());
       return;

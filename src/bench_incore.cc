@@ -1,5 +1,3 @@
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -26,26 +24,23 @@ double best_seconds(int repeats, F&& f) {
 
 template <typename T>
 Result<InCoreBench> bench_typed(const Shape& shape, const Stencil& stencil, int64_t steps,
-                                int threads, int repeats, double bandwidth_gbs) {
-  StencilKernel<T> kernel(stencil);
-  DG_ASSIGN_OR_RETURN(PaddedGrid<T> a, PaddedGrid<T>::allocate(shape, halo_for(kernel)));
-  DG_ASSIGN_OR_RETURN(PaddedGrid<T> b, PaddedGrid<T>::allocate(shape, halo_for(kernel)));
+                                const InCoreOptions& opt, int repeats, double bandwidth_gbs) {
+  DG_ASSIGN_OR_RETURN(InCoreEngine<T> engine, InCoreEngine<T>::create(shape, stencil, steps, opt));
   std::vector<T> plane(static_cast<size_t>(shape.plane_points()));
   const InitSpec init{InitSpec::Kind::kRandom, 0, 1};
   for (int64_t z = 0; z < shape.nz; ++z) {
     init_plane(init, shape, z, plane.data());
-    a.load_plane(z, plane.data());
+    engine.load_plane(z, plane.data());
   }
-  InCoreOptions opt;
-  opt.threads = threads;
   const Boundary boundary;
-  advance_incore(a, b, kernel, boundary, 1, opt);  // warm-up: page in both grids
+  engine.advance(boundary, 1);  // warm-up: page in both grids
   InCoreBench r;
-  r.seconds = best_seconds(repeats, [&] { advance_incore(a, b, kernel, boundary, steps, opt); });
+  r.seconds = best_seconds(repeats, [&] { engine.advance(boundary, steps); });
   r.stencil = stencil.name();
   r.shape = shape.to_string();
   r.dtype = std::string(dtype_name(dtype_of<T>()));
-  r.threads = threads > 0 ? threads : omp_get_max_threads();
+  r.plan = engine.plan();
+  r.threads = r.plan.threads;
   r.steps = steps;
   const double updates = static_cast<double>(shape.points()) * static_cast<double>(steps);
   r.mlups = updates / r.seconds / 1e6;
@@ -84,9 +79,10 @@ Bandwidth measure_bandwidth(int64_t bytes, int repeats) {
 }
 
 Result<InCoreBench> bench_incore(const Shape& shape, const Stencil& stencil, DType dtype,
-                                 int64_t steps, int threads, int repeats, double bandwidth_gbs) {
+                                 int64_t steps, const InCoreOptions& options, int repeats,
+                                 double bandwidth_gbs) {
   return dispatch_dtype(dtype, [&](auto tag) {
-    return bench_typed<decltype(tag)>(shape, stencil, steps, threads, repeats, bandwidth_gbs);
+    return bench_typed<decltype(tag)>(shape, stencil, steps, options, repeats, bandwidth_gbs);
   });
 }
 

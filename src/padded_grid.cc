@@ -95,9 +95,9 @@ void PaddedGrid<T>::fill_plane_ghosts(int64_t z, const Boundary& b) {
 }
 
 template <typename T>
-void PaddedGrid<T>::fill_ghosts(const Boundary& b) {
+void PaddedGrid<T>::fill_ghosts(const Boundary& b, int threads) {
   const int64_t nz = shape_.nz;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t z = 0; z < nz; ++z) fill_plane_ghosts(z, b);
   const int64_t plane_len = (shape_.ny + 2 * halo_.y) * stride_;
   const ptrdiff_t plane_start = -(halo_.y * stride_) - round_up(halo_.x, lane<T>());

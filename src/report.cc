@@ -31,6 +31,8 @@ std::string RunReport::to_json() const {
       {"dtype", dtype},
       {"boundary", boundary},
       {"threads", threads},
+      {"bt", bt},
+      {"tile", tile},
       {"points", points},
       {"steps", steps},
       {"step_from", step_from},
@@ -51,15 +53,15 @@ std::string RunReport::to_json() const {
 std::string RunReport::to_text() const {
   char buf[1024];
   std::snprintf(buf, sizeof buf,
-                "method      %s, %d thread%s\n"
+                "method      %s, %d thread%s, bt %d, tiles %s\n"
                 "problem     %s %s, %s, boundary %s\n"
                 "steps       %lld (time step %lld -> %lld)\n"
                 "time        %.3f s (compute %.3f s)\n"
                 "speed       %.1f MLUP/s, %.2f GFlop/s (compute only: %.1f MLUP/s)\n"
                 "disk        %s read, %s written\n"
                 "memory      %s peak resident, %s in grids and buffers\n",
-                method.c_str(), threads, threads == 1 ? "" : "s", shape.c_str(), dtype.c_str(),
-                stencil.c_str(), boundary.c_str(), static_cast<long long>(steps),
+                method.c_str(), threads, threads == 1 ? "" : "s", bt, tile.c_str(), shape.c_str(),
+                dtype.c_str(), stencil.c_str(), boundary.c_str(), static_cast<long long>(steps),
                 static_cast<long long>(step_from), static_cast<long long>(step_to), seconds,
                 compute_seconds, mlups(), gflops(), compute_mlups(),
                 format_size(bytes_read).c_str(), format_size(bytes_written).c_str(),

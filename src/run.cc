@@ -1,7 +1,5 @@
 #include "deepgrid/run.h"
 
-#include <omp.h>
-
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -17,41 +15,46 @@ template <typename T>
 Result<RunReport> run_incore(Grid& grid, const RunOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const Shape& s = grid.shape();
-  StencilKernel<T> kernel(opt.stencil);
-  const Halo halo = halo_for(kernel);
-  const uint64_t need = 2 * static_cast<uint64_t>(PaddedGrid<T>::bytes_needed(s, halo)) +
-                        static_cast<uint64_t>(grid.manifest().layout.chunk_bytes());
+  InCoreOptions io;
+  io.threads = opt.threads;
+  io.bt = opt.bt;
+  io.tile_x = opt.tile_x;
+  io.tile_y = opt.tile_y;
+  const int64_t batch = grid.manifest().layout.planes_per_chunk;
+  const uint64_t need =
+      static_cast<uint64_t>(InCoreEngine<T>::memory_bytes(s, opt.stencil, opt.steps, io) +
+                            batch * s.plane_points() * static_cast<int64_t>(sizeof(T)));
   if (opt.mem_budget != 0 && need > opt.mem_budget) {
     return invalid_argument("the in-core method needs " + format_size(need) +
                             " for this grid but --mem is " + format_size(opt.mem_budget) +
                             "; raise --mem");
   }
-  DG_ASSIGN_OR_RETURN(PaddedGrid<T> cur, PaddedGrid<T>::allocate(s, halo));
-  DG_ASSIGN_OR_RETURN(PaddedGrid<T> next, PaddedGrid<T>::allocate(s, halo));
+  DG_ASSIGN_OR_RETURN(InCoreEngine<T> engine,
+                      InCoreEngine<T>::create(s, opt.stencil, opt.steps, io));
 
-  const int64_t batch = grid.manifest().layout.planes_per_chunk;
   std::vector<T> packed(static_cast<size_t>(batch * s.plane_points()));
   for (int64_t z0 = 0; z0 < s.nz; z0 += batch) {
     const int64_t n = std::min(batch, s.nz - z0);
     DG_RETURN_IF_ERROR(grid.read_planes(z0, n, packed.data()));
-    for (int64_t i = 0; i < n; ++i) cur.load_plane(z0 + i, packed.data() + i * s.plane_points());
+    for (int64_t i = 0; i < n; ++i) engine.load_plane(z0 + i, packed.data() + i * s.plane_points());
   }
 
-  InCoreOptions io;
-  io.threads = opt.threads;
-  io.progress = opt.progress;
   const auto tc = std::chrono::steady_clock::now();
-  const int64_t done = advance_incore(cur, next, kernel, opt.boundary, opt.steps, io);
+  const int64_t done = engine.advance(opt.boundary, opt.steps, opt.progress);
   const double compute = seconds_since(tc);
 
   for (int64_t z0 = 0; z0 < s.nz; z0 += batch) {
     const int64_t n = std::min(batch, s.nz - z0);
-    for (int64_t i = 0; i < n; ++i) cur.store_plane(z0 + i, packed.data() + i * s.plane_points());
+    for (int64_t i = 0; i < n; ++i)
+      engine.store_plane(z0 + i, packed.data() + i * s.plane_points());
     DG_RETURN_IF_ERROR(grid.write_planes(z0, n, packed.data()));
   }
 
   RunReport r;
   r.method = "incore";
+  r.threads = engine.plan().threads;
+  r.bt = engine.plan().bt;
+  r.tile = std::to_string(engine.plan().tile_x) + "x" + std::to_string(engine.plan().tile_y);
   r.steps = done;
   r.compute_seconds = compute;
   r.engine_memory = need;
@@ -104,7 +107,6 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   r.shape = before.shape.to_string();
   r.dtype = std::string(dtype_name(before.dtype));
   r.boundary = opt.boundary.to_string();
-  r.threads = opt.threads > 0 ? opt.threads : omp_get_max_threads();
   r.points = before.shape.points();
   r.step_from = before.step;
   r.step_to = before.step + r.steps;

@@ -34,14 +34,12 @@ bool fits(const Stencil& st, const Shape& s) {
 template <typename T>
 std::vector<T> incore_run(const std::vector<T>& u, const Shape& s, const Stencil& st,
                           const Boundary& b, int64_t steps, const InCoreOptions& opt) {
-  StencilKernel<T> k(st);
-  auto a = PaddedGrid<T>::allocate(s, halo_for(k));
-  auto c = PaddedGrid<T>::allocate(s, halo_for(k));
-  EXPECT_TRUE(a.ok() && c.ok());
-  for (int64_t z = 0; z < s.nz; ++z) a->load_plane(z, u.data() + z * s.plane_points());
-  EXPECT_EQ(advance_incore(*a, *c, k, b, steps, opt), steps);
+  auto engine = InCoreEngine<T>::create(s, st, steps, opt);
+  EXPECT_TRUE(engine.ok());
+  for (int64_t z = 0; z < s.nz; ++z) engine->load_plane(z, u.data() + z * s.plane_points());
+  EXPECT_EQ(engine->advance(b, steps), steps);
   std::vector<T> out(u.size());
-  for (int64_t z = 0; z < s.nz; ++z) a->store_plane(z, out.data() + z * s.plane_points());
+  for (int64_t z = 0; z < s.nz; ++z) engine->store_plane(z, out.data() + z * s.plane_points());
   return out;
 }
 
@@ -172,16 +170,17 @@ TEST(Golden, WavefrontDepthsAndTilesDoNotChangeResults) {
 
 TEST(WavefrontPlan, SizesTilesForTheCacheBudget) {
   InCoreOptions opt;
-  const WavefrontPlan p = plan_wavefront({512, 512, 512}, 1, 1, 1, 4, 100, opt);
+  const Stencil st = Stencil::preset("7pt").value();
+  const WavefrontPlan p = plan_wavefront({512, 512, 512}, st, 4, 100, opt);
   EXPECT_GE(p.bt, 2);
   EXPECT_LE(p.workspace_bytes, opt.cache_bytes + (int64_t{1} << 16));
   EXPECT_GE(p.tile_y, 8);
   opt.bt = 50;
-  EXPECT_EQ(plan_wavefront({8, 8, 8}, 1, 1, 1, 4, 3, opt).bt, 3) << "never deeper than the run";
+  EXPECT_EQ(plan_wavefront({8, 8, 8}, st, 4, 3, opt).bt, 3) << "never deeper than the run";
   opt.bt = 0;
   opt.tile_x = 5;
   opt.tile_y = 1000;
-  const WavefrontPlan forced = plan_wavefront({8, 8, 8}, 1, 1, 1, 8, 10, opt);
+  const WavefrontPlan forced = plan_wavefront({8, 8, 8}, st, 8, 10, opt);
   EXPECT_EQ(forced.tile_x, 5);
   EXPECT_EQ(forced.tile_y, 8) << "clamped to the grid";
 }
@@ -189,23 +188,21 @@ TEST(WavefrontPlan, SizesTilesForTheCacheBudget) {
 TEST(Golden, ProgressCanStopARunEarly) {
   const Stencil st = with_rounding_coefficients(Stencil::preset("7pt").value());
   const Shape s{8, 8, 8};
-  StencilKernel<float> k(st);
   const auto u = random_values<float>(s, 1);
   for (int bt : {1, 0}) {
-    auto a = PaddedGrid<float>::allocate(s, halo_for(k));
-    auto c = PaddedGrid<float>::allocate(s, halo_for(k));
-    for (int64_t z = 0; z < s.nz; ++z) a->load_plane(z, u.data() + z * s.plane_points());
     InCoreOptions opt;
     opt.bt = bt;
-    opt.progress = [](int64_t done, int64_t) { return done < 3; };
-    const int64_t done = advance_incore(*a, *c, k, Boundary{}, 10, opt);
+    auto engine = InCoreEngine<float>::create(s, st, 10, opt).value();
+    for (int64_t z = 0; z < s.nz; ++z) engine.load_plane(z, u.data() + z * s.plane_points());
+    const int64_t done =
+        engine.advance(Boundary{}, 10, [](int64_t steps_done, int64_t) { return steps_done < 3; });
     if (bt == 1) {
       EXPECT_EQ(done, 3);
     }
     EXPECT_GE(done, 3);
     EXPECT_LT(done, 10);
     std::vector<float> got(u.size());
-    for (int64_t z = 0; z < s.nz; ++z) a->store_plane(z, got.data() + z * s.plane_points());
+    for (int64_t z = 0; z < s.nz; ++z) engine.store_plane(z, got.data() + z * s.plane_points());
     EXPECT_EQ(first_bitwise_difference(got, reference_run(u, s, st, Boundary{}, done)), -1)
         << "the grid holds exactly the steps reported";
   }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "deepgrid/dtype.h"
+#include "deepgrid/executor.h"
 #include "deepgrid/geometry.h"
 #include "deepgrid/stencil.h"
 
@@ -24,6 +25,7 @@ struct InCoreBench {
   std::string shape;
   std::string dtype;
   int threads = 0;
+  WavefrontPlan plan;
   int64_t steps = 0;
   double seconds = 0;  // best of the repeats
   double mlups = 0;
@@ -35,6 +37,7 @@ struct InCoreBench {
 // Times `steps` in-core steps (dirichlet:0, random data) on a grid of `shape`, best of
 // `repeats`. `bandwidth_gbs` feeds the bound (0: leave it 0).
 Result<InCoreBench> bench_incore(const Shape& shape, const Stencil& stencil, DType dtype,
-                                 int64_t steps, int threads, int repeats, double bandwidth_gbs);
+                                 int64_t steps, const InCoreOptions& options, int repeats,
+                                 double bandwidth_gbs);
 
 }  // namespace deepgrid

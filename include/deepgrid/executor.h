@@ -10,43 +10,65 @@
 
 namespace deepgrid {
 
-// Called after each completed step with (steps done, steps total); returns false to stop.
+// Called after each completed pass with (steps done, steps total); returns false to stop.
 using ProgressFn = std::function<bool(int64_t, int64_t)>;
 
 struct InCoreOptions {
   int threads = 0;     // 0: all OpenMP threads
-  int bt = 0;          // steps per pass over memory (temporal blocking); 0: automatic
+  int bt = 0;          // steps per pass over memory; 0: automatic
   int64_t tile_x = 0;  // x-y tile extents of the wavefront; 0: automatic
   int64_t tile_y = 0;
-  int64_t cache_bytes = int64_t{1} << 20;  // per-thread working set the tiles are sized for
-  ProgressFn progress;
+  int64_t cache_bytes = int64_t{3} << 19;  // per-thread working set the tiles are sized for
 };
 
 // How the in-core engine splits the work: bt steps per pass; x-y tiles streamed along z.
 struct WavefrontPlan {
   int bt = 1;
+  int threads = 1;
   int64_t tile_x = 1, tile_y = 1;
   int64_t workspace_bytes = 0;  // per thread
 };
 
-// The plan advance_incore uses for these options (pure; no allocation).
-WavefrontPlan plan_wavefront(const Shape& shape, int rx, int ry, int rz, size_t value_bytes,
+// The plan for a run of `steps` steps (pure: no allocation).
+WavefrontPlan plan_wavefront(const Shape& shape, const Stencil& stencil, size_t value_bytes,
                              int64_t steps, const InCoreOptions& options);
 
-// The halo a kernel needs around a grid.
+// The in-core engine: the grid in memory, advanced by wavefront temporal blocking.
+//
+// Two padded copies of the grid. A pass advances bt steps from one copy into the other: the
+// source's ghost frame (bt * r wide) is filled by the boundary rule, then x-y tiles widened by
+// bt * r stream along z through bt time levels kept in small per-thread rings, so memory is
+// read and written once per bt steps. Results are bitwise those of stencil.h's evaluation
+// order, whatever bt, tiles and threads.
 template <typename T>
-Halo halo_for(const StencilKernel<T>& k) {
-  return {k.rx(), k.ry(), k.rz()};
-}
+class InCoreEngine {
+ public:
+  // Plans for `steps` steps and allocates; kResource when memory is short.
+  static Result<InCoreEngine> create(const Shape& shape, const Stencil& stencil, int64_t steps,
+                                     const InCoreOptions& options);
+  // Bytes create() would allocate.
+  static int64_t memory_bytes(const Shape& shape, const Stencil& stencil, int64_t steps,
+                              const InCoreOptions& options);
 
-// Advances `grid` by `steps` steps in memory, using `scratch` (same shape and halo) as the
-// second copy. Temporal blocking: each pass streams x-y tiles (with halos of bt * r) along z
-// through bt time levels held in small per-thread ring buffers, so memory is read and written
-// once per bt steps. Ghost cells of `grid` are not used. Returns the number of steps done
-// (fewer when progress asked to stop, which it is asked after each pass); the result is in
-// `grid` either way.
-template <typename T>
-int64_t advance_incore(PaddedGrid<T>& grid, PaddedGrid<T>& scratch, const StencilKernel<T>& kernel,
-                       const Boundary& boundary, int64_t steps, const InCoreOptions& options);
+  void load_plane(int64_t z, const T* packed) { grids_[cur_].load_plane(z, packed); }
+  void store_plane(int64_t z, T* packed) const { grids_[cur_].store_plane(z, packed); }
+
+  // Advances up to `steps` steps (at most the steps planned for). Returns the steps done:
+  // fewer when `progress` asks to stop, which it is asked after each pass.
+  int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress = {});
+
+  const WavefrontPlan& plan() const { return plan_; }
+
+ private:
+  InCoreEngine(const Stencil& stencil, WavefrontPlan plan) : kernel_(stencil), plan_(plan) {}
+
+  StencilKernel<T> kernel_;
+  WavefrontPlan plan_;
+  PaddedGrid<T> grids_[2];
+  int cur_ = 0;
+};
+
+extern template class InCoreEngine<float>;
+extern template class InCoreEngine<double>;
 
 }  // namespace deepgrid

@@ -40,12 +40,13 @@ class PaddedGrid {
   void load_plane(int64_t z, const T* packed);
   void store_plane(int64_t z, T* packed) const;
 
-  // Fills every ghost cell from the interior by the boundary rule (parallel with OpenMP).
-  void fill_ghosts(const Boundary& b);
+  // Fills every ghost cell from the interior by the boundary rule, with `threads` threads.
+  void fill_ghosts(const Boundary& b, int threads);
+
+ private:
   // Fills the x and y ghost cells of plane z (whose interior is valid).
   void fill_plane_ghosts(int64_t z, const Boundary& b);
 
- private:
   Shape shape_;
   Halo halo_;
   ptrdiff_t stride_ = 0, plane_stride_ = 0, origin_ = 0;

@@ -15,6 +15,8 @@ struct RunReport {
   std::string dtype;
   std::string boundary;
   int threads = 0;
+  int bt = 0;             // steps per pass over memory
+  std::string tile;       // x-y tile of the wavefront, "NXxNY"
   int64_t points = 0;     // grid points
   int64_t steps = 0;      // steps advanced by this run
   int64_t step_from = 0;  // the grid's time step before and after

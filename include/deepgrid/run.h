@@ -20,7 +20,10 @@ struct RunOptions {
   int64_t steps = 0;
   Boundary boundary;
   Method method = Method::kAuto;
-  int threads = 0;          // 0: all cores
+  int threads = 0;     // 0: all cores
+  int bt = 0;          // steps per pass over memory (temporal blocking); 0: automatic
+  int64_t tile_x = 0;  // x-y tile of the wavefront; 0: automatic
+  int64_t tile_y = 0;
   uint64_t mem_budget = 0;  // bytes; 0: no limit
   ProgressFn progress;      // may be empty
 };

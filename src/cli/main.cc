@@ -115,10 +115,33 @@ int cmd_create(const CreateArgs& a) {
   return 0;
 }
 
+// --bt and --tile, shared by run and bench.
+struct BlockingArgs {
+  int bt = 0;
+  std::string tile;
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--bt", bt,
+                    "Time steps per pass over memory (temporal blocking depth); 0: automatic")
+        ->capture_default_str();
+    cmd->add_option("--tile", tile, "x-y tile of the wavefront, NXxNY (default: automatic)");
+  }
+  void apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const {
+    if (bt < 0) check(invalid_argument("--bt must be >= 1 (or 0 for automatic)"));
+    *bt_out = bt;
+    if (tile.empty()) return;
+    const Shape t = get(parse_shape(tile));
+    if (t.nz != 1) check(invalid_argument("--tile takes two extents, NXxNY, e.g. 256x32"));
+    *tile_x = t.nx;
+    *tile_y = t.ny;
+  }
+};
+
 struct RunArgs {
   std::string dir, stencil, coeffs, method = "auto", boundary = "dirichlet:0", mem;
   int64_t steps = -1;
   int threads = 0;
+  BlockingArgs blocking;
   bool json = false;
 };
 
@@ -131,6 +154,7 @@ int cmd_run(const RunArgs& a) {
   opt.method = get(parse_method(a.method));
   if (a.threads < 0) check(invalid_argument("--threads must be >= 1 (or 0 for all cores)"));
   opt.threads = a.threads;
+  a.blocking.apply(&opt.bt, &opt.tile_x, &opt.tile_y);
   if (!a.mem.empty()) opt.mem_budget = get(parse_size(a.mem));
   install_interrupt_handler();
   opt.progress = terminal_progress("run");
@@ -188,6 +212,7 @@ struct BenchArgs {
   std::string shape = "256x256x256", stencil = "7pt", dtype = "f32";
   int64_t steps = 10;
   int threads = 0, repeats = 3;
+  BlockingArgs blocking;
   bool json = false, no_bandwidth = false;
 };
 
@@ -196,14 +221,20 @@ int cmd_bench(const BenchArgs& a) {
   const Stencil stencil = get(Stencil::resolve(a.stencil));
   const DType dtype = get(parse_dtype(a.dtype));
   if (a.steps < 1) check(invalid_argument("--steps must be >= 1"));
+  if (a.threads < 0) check(invalid_argument("--threads must be >= 1 (or 0 for all cores)"));
+  InCoreOptions opt;
+  opt.threads = a.threads;
+  a.blocking.apply(&opt.bt, &opt.tile_x, &opt.tile_y);
   Bandwidth bw;
   if (!a.no_bandwidth) bw = measure_bandwidth();
-  InCoreBench r =
-      get(bench_incore(shape, stencil, dtype, a.steps, a.threads, a.repeats, bw.copy_gbs));
+  InCoreBench r = get(bench_incore(shape, stencil, dtype, a.steps, opt, a.repeats, bw.copy_gbs));
   if (a.json) {
     json j = {{"method", "incore"},
               {"stencil", r.stencil},
               {"shape", r.shape},
+              {"bt", r.plan.bt},
+              {"tile_x", r.plan.tile_x},
+              {"tile_y", r.plan.tile_y},
               {"dtype", r.dtype},
               {"threads", r.threads},
               {"steps", r.steps},
@@ -215,9 +246,12 @@ int cmd_bench(const BenchArgs& a) {
               {"bandwidth_bound_mlups", r.bandwidth_bound_mlups}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("in-core %s %s %s, %d threads, %lld steps: %.1f MLUP/s, %.2f GFlop/s\n",
-                r.stencil.c_str(), r.shape.c_str(), r.dtype.c_str(), r.threads,
-                static_cast<long long>(r.steps), r.mlups, r.gflops);
+    std::printf(
+        "in-core %s %s %s, %d threads, bt %d, tiles %lldx%lld, %lld steps: %.1f MLUP/s, "
+        "%.2f GFlop/s\n",
+        r.stencil.c_str(), r.shape.c_str(), r.dtype.c_str(), r.threads, r.plan.bt,
+        static_cast<long long>(r.plan.tile_x), static_cast<long long>(r.plan.tile_y),
+        static_cast<long long>(r.steps), r.mlups, r.gflops);
     if (!a.no_bandwidth) {
       std::printf(
           "DRAM bandwidth %.1f GB/s (copy), %.1f GB/s (triad): bound without cache reuse "
@@ -277,6 +311,7 @@ int run_cli(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--threads", ra.threads, "Compute threads (0: all cores)")->capture_default_str();
   run->add_option("--mem", ra.mem, "Memory budget, e.g. 2GiB (default: no limit)");
+  ra.blocking.add_to(run);
   run->add_flag("--json", ra.json, "Print the report as one JSON object on stdout");
 
   std::string ck_dir;
@@ -315,6 +350,7 @@ int run_cli(int argc, char** argv) {
   bench->add_option("--threads", ba.threads, "Threads (0: all cores)")->capture_default_str();
   bench->add_option("--repeats", ba.repeats, "Timed repeats (the best counts)")
       ->capture_default_str();
+  ba.blocking.add_to(bench);
   bench->add_flag("--no-bandwidth", ba.no_bandwidth, "Skip the DRAM bandwidth measurement");
   bench->add_flag("--json", ba.json, "Print as one JSON object");
 
