@@ -34,22 +34,38 @@ constexpr auto shape_offsets() {
   return out;
 }
 
-// One row of a fixed-shape stencil: every offset is a compile-time constant, so the compiler
-// keeps one base pointer per (dz, dy) row and vectorises along x.
+// One row of a fixed-shape stencil. Every offset is a compile-time constant: one base pointer
+// per (dz, dy) row, dx as an address displacement. Points go in blocks of kUnroll vectors so
+// that that many independent FMA chains interleave (each output still follows the evaluation
+// order exactly); the tail runs one vector at a time.
 template <typename T, int R, bool ThreeD, int MaxNonzero, size_t... K>
 inline void fixed_row(const T* const* in, const T* c, T* __restrict out, ptrdiff_t row_start,
                       ptrdiff_t stride, int64_t width, std::index_sequence<K...>) {
   // row_start: offset of the row's first output point in every input plane; out: that point.
   static constexpr auto P = shape_offsets<R, ThreeD, MaxNonzero>();
   constexpr int kRz = ThreeD ? R : 0;
-  const T* __restrict src[] = {(in[kRz + P[K].dz] + row_start + P[K].dy * stride + P[K].dx)...};
-  const T coef[] = {c[K]...};
-#pragma omp simd
-  for (int64_t i = 0; i < width; ++i) {
-    T acc = coef[0] * src[0][i];
-    ((acc = K == 0 ? acc : std::fma(coef[K], src[K][i], acc)), ...);
-    out[i] = acc;
+  constexpr int kSide = 2 * R + 1;
+  constexpr auto row_of = [](size_t k) { return (P[k].dz + kRz) * kSide + P[k].dy + R; };
+  const T* __restrict rows[(2 * kRz + 1) * kSide];
+  for (int dz = -kRz; dz <= kRz; ++dz) {
+    for (int dy = -R; dy <= R; ++dy) {
+      rows[(dz + kRz) * kSide + dy + R] = in[kRz + dz] + row_start + dy * stride;
+    }
   }
+  const T coef[] = {c[K]...};
+  auto point = [&](int64_t i) __attribute__((always_inline)) {
+    T acc = coef[0] * rows[row_of(0)][i + P[0].dx];
+    ((acc = K == 0 ? acc : std::fma(coef[K], rows[row_of(K)][i + P[K].dx], acc)), ...);
+    out[i] = acc;
+  };
+  constexpr int64_t kUnroll = 4 * 64 / sizeof(T);  // four 512-bit vectors
+  int64_t i = 0;
+  for (; i + kUnroll <= width; i += kUnroll) {
+#pragma omp simd
+    for (int64_t j = i; j < i + kUnroll; ++j) point(j);
+  }
+#pragma omp simd
+  for (int64_t j = i; j < width; ++j) point(j);
 }
 
 template <typename T, int R, bool ThreeD, int MaxNonzero>
