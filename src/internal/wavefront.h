@@ -1,0 +1,207 @@
+// internal: the wavefront pipeline shared by the in-core and stream engines.
+//
+// A wavefront advances L = bt levels of one frame: an output tile [X0, X1) x [Y0, Y1) of the
+// grid widened by L * r on each side. Frame-local (0, 0) is global (X0 - L rx, Y0 - L ry);
+// level k (0..L) covers the frame shrunk by k * r, so level L is exactly the tile. The caller
+// supplies level 0 (planes whose frame cells hold the grid's values or, outside the grid, the
+// boundary rule's) and where level L goes. Levels 1..L-1 live in rings of 2 rz + 1 planes.
+//
+// Step i computes plane i - k rz of every level k from the 2 rz + 1 planes of level k - 1, so
+// it needs level-0 planes up to i and completes output plane i - L rz. Beyond z's ends a level
+// reads a constant plane (dirichlet) or its edge plane (neumann); periodic levels extend past
+// the ends and are computed from wrapped inputs, which stays exact by translation invariance
+// (the same holds for periodic x and y, so periodic frames are computed whole). For dirichlet
+// and neumann only cells inside the grid are computed and the rest are re-imposed.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+
+#include "deepgrid/boundary.h"
+#include "deepgrid/stencil_kernel.h"
+#include "internal/aligned_buffer.h"
+
+namespace deepgrid::internal {
+
+// Bytes of a WavefrontWorkspace with these dimensions.
+inline int64_t wavefront_workspace_bytes(int levels, int rz, int64_t frame_w, int64_t frame_h,
+                                         size_t value_bytes) {
+  return (int64_t{levels - 1} * (2 * rz + 1) + 1) * ((frame_w + 15) / 16 * 16) * frame_h *
+         static_cast<int64_t>(value_bytes);
+}
+
+// Per-thread storage of a wavefront: rings for levels 1..L-1 and one constant plane.
+template <typename T>
+class WavefrontWorkspace {
+ public:
+  // `outside`: the value of the constant plane (dirichlet beyond z's ends).
+  WavefrontWorkspace(int levels, int rz, int64_t frame_w, int64_t frame_h, T outside)
+      : slots_(2 * rz + 1),
+        stride_((frame_w + 15) / 16 * 16),
+        plane_((stride_ * frame_h + 15) / 16 * 16),
+        levels_(levels),
+        buffer_(static_cast<size_t>(plane_ * ((levels - 1) * slots_ + 1)) * sizeof(T), 64) {
+    if (ok()) std::fill(constant_plane(), constant_plane() + plane_, outside);
+  }
+
+  bool ok() const { return buffer_.ok(); }
+  ptrdiff_t stride() const { return stride_; }
+  T* ring(int level, int64_t z) const {  // level in [1, L)
+    const int64_t slot = ((z % slots_) + slots_) % slots_;
+    return buffer_.data<T>() + ((level - 1) * slots_ + slot) * plane_;
+  }
+  T* constant_plane() const { return buffer_.data<T>() + (levels_ - 1) * slots_ * plane_; }
+
+ private:
+  int64_t slots_;
+  ptrdiff_t stride_;
+  int64_t plane_;
+  int levels_;
+  AlignedBuffer buffer_;
+};
+
+struct WavefrontFrame {
+  int64_t x0, x1, y0, y1;  // the output tile, inside the grid
+};
+
+template <typename T>
+class Wavefront {
+ public:
+  // Level-0 plane z: pointer to frame-local (0, 0), rows `level0_stride` apart.
+  using Level0Fn = std::function<const T*(int64_t z)>;
+  // Where output plane z goes: pointer to the tile's (X0, Y0), rows `out_stride` apart.
+  using OutputFn = std::function<T*(int64_t z)>;
+
+  Wavefront(const StencilKernel<T>& kernel, const Boundary& b, const Shape& shape, int levels,
+            const WavefrontFrame& tile, const WavefrontWorkspace<T>& ws, Level0Fn level0,
+            ptrdiff_t level0_stride, OutputFn output, ptrdiff_t out_stride)
+      : k_(kernel),
+        b_(b),
+        s_(shape),
+        L_(levels),
+        tile_(tile),
+        ws_(ws),
+        level0_(std::move(level0)),
+        level0_stride_(level0_stride),
+        output_(std::move(output)),
+        out_stride_(out_stride),
+        rx_(kernel.rx()),
+        ry_(kernel.ry()),
+        rz_(kernel.rz()),
+        ox_(tile.x0 - int64_t{levels} * rx_),
+        oy_(tile.y0 - int64_t{levels} * ry_),
+        w_(tile.x1 - tile.x0 + 2 * int64_t{levels} * rx_),
+        h_(tile.y1 - tile.y0 + 2 * int64_t{levels} * ry_),
+        periodic_(b.kind == Boundary::Kind::kPeriodic) {}
+
+  // The frame's extents (what level-0 planes must cover).
+  int64_t frame_w() const { return w_; }
+  int64_t frame_h() const { return h_; }
+  // Level-0 planes the pass reads: [z_begin(0), z_end(0)); steps: [first_step, end_step).
+  int64_t z_begin(int k) const { return periodic_ ? -int64_t{L_ - k} * rz_ : 0; }
+  int64_t z_end(int k) const { return s_.nz - z_begin(k); }
+  int64_t first_step() const { return z_begin(0); }
+  int64_t end_step() const { return s_.nz + int64_t{L_} * rz_; }
+  // The output plane step i completes, if i_output(i) is in [0, nz).
+  int64_t output_plane(int64_t i) const { return i - int64_t{L_} * rz_; }
+
+  // Runs step i. With parts > 1 each of `parts` threads calls it with its own `part`, and
+  // `sync` must be a barrier among them (called between levels).
+  void step(int64_t i, int part, int parts, const std::function<void()>& sync) const {
+    for (int k = 1; k <= L_; ++k) {
+      const int64_t z = i - int64_t{k} * rz_;
+      if (z < z_begin(k) || z >= z_end(k)) continue;
+      compute(k, z, part, parts);
+      if (parts > 1 && k < L_) sync();
+    }
+  }
+
+  // Runs every step on one thread.
+  void run() const {
+    for (int64_t i = first_step(); i < end_step(); ++i) step(i, 0, 1, {});
+  }
+
+ private:
+  Rect region(int k) const {
+    return {int64_t{k} * rx_, w_ - int64_t{k} * rx_, int64_t{k} * ry_, h_ - int64_t{k} * ry_};
+  }
+
+  const T* level_plane(int k, int64_t z) const {
+    if (k == 0) return level0_(z);
+    if (z >= z_begin(k) && z < z_end(k)) return ws_.ring(k, z);
+    if (b_.kind == Boundary::Kind::kDirichlet) return ws_.constant_plane();
+    return ws_.ring(k, z < 0 ? 0 : s_.nz - 1);  // neumann: the edge plane
+  }
+
+  void compute(int k, int64_t z, int part, int parts) const {
+    const T* in[2 * kMaxStencilRadius + 1];
+    for (int dz = -rz_; dz <= rz_; ++dz) in[rz_ + dz] = level_plane(k - 1, z + dz);
+    const ptrdiff_t in_stride = k == 1 ? level0_stride_ : ws_.stride();
+    const Rect r = region(k);
+    // Cells computed: all of the region when periodic, else its part inside the grid.
+    Rect c = r;
+    if (!periodic_) {
+      c = {std::clamp(-ox_, r.x0, r.x1), std::clamp(s_.nx - ox_, r.x0, r.x1),
+           std::clamp(-oy_, r.y0, r.y1), std::clamp(s_.ny - oy_, r.y0, r.y1)};
+    }
+    // This part's rows: an even share, in order, so part 0 owns the first and the last part
+    // the last computed row.
+    const int64_t rows = c.y1 - c.y0;
+    if (rows < parts && part > 0) return;
+    const int64_t n = rows < parts ? 1 : parts, p = rows < parts ? 0 : part;
+    const Rect mine{c.x0, c.x1, c.y0 + rows * p / n, c.y0 + rows * (p + 1) / n};
+    T* out;
+    ptrdiff_t stride;
+    if (k == L_) {
+      stride = out_stride_;
+      out = output_(z) + (mine.y0 - r.y0) * stride;
+    } else {
+      stride = ws_.stride();
+      out = ws_.ring(k, z) + mine.y0 * stride + mine.x0;
+    }
+    if (!mine.empty()) k_.apply(in, in_stride, out, stride, mine);
+    const bool outside = c.x0 != r.x0 || c.x1 != r.x1 || c.y0 != r.y0 || c.y1 != r.y1;
+    if (k < L_ && outside) {
+      impose_boundary(ws_.ring(k, z), r, c, mine, p == 0, p == n - 1);
+    }
+  }
+
+  // Fills the cells of region r outside the computed part c: x ghosts of this part's rows;
+  // the ghost rows above (first part) and below (last part) from the nearest computed row.
+  void impose_boundary(T* plane, const Rect& r, const Rect& c, const Rect& mine, bool first,
+                       bool last) const {
+    const ptrdiff_t S = ws_.stride();
+    const bool dirichlet = b_.kind == Boundary::Kind::kDirichlet;
+    const T v = static_cast<T>(b_.value);
+    for (int64_t j = mine.y0; j < mine.y1; ++j) {
+      T* row = plane + j * S;
+      for (int64_t i = r.x0; i < c.x0; ++i) row[i] = dirichlet ? v : row[c.x0];
+      for (int64_t i = c.x1; i < r.x1; ++i) row[i] = dirichlet ? v : row[c.x1 - 1];
+    }
+    auto fill_rows = [&](int64_t j0, int64_t j1, int64_t from) {
+      for (int64_t j = j0; j < j1; ++j) {
+        T* row = plane + j * S;
+        for (int64_t i = r.x0; i < r.x1; ++i) row[i] = dirichlet ? v : plane[from * S + i];
+      }
+    };
+    if (first) fill_rows(r.y0, c.y0, c.y0);
+    if (last) fill_rows(c.y1, r.y1, c.y1 - 1);
+  }
+
+  const StencilKernel<T>& k_;
+  const Boundary& b_;
+  const Shape s_;
+  const int L_;
+  const WavefrontFrame tile_;
+  const WavefrontWorkspace<T>& ws_;
+  const Level0Fn level0_;
+  const ptrdiff_t level0_stride_;
+  const OutputFn output_;
+  const ptrdiff_t out_stride_;
+  const int rx_, ry_, rz_;
+  const int64_t ox_, oy_, w_, h_;
+  const bool periodic_;
+};
+
+}  // namespace deepgrid::internal
