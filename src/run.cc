@@ -4,6 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "deepgrid/plan.h"
+#include "deepgrid/stream.h"
+
 namespace deepgrid {
 namespace {
 
@@ -12,26 +15,18 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 template <typename T>
-Result<RunReport> run_incore(Grid& grid, const RunOptions& opt) {
+Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
   const auto t0 = std::chrono::steady_clock::now();
   const Shape& s = grid.shape();
   InCoreOptions io;
-  io.threads = opt.threads;
-  io.bt = opt.bt;
-  io.tile_x = opt.tile_x;
-  io.tile_y = opt.tile_y;
-  const int64_t batch = grid.manifest().layout.planes_per_chunk;
-  const uint64_t need =
-      static_cast<uint64_t>(InCoreEngine<T>::memory_bytes(s, opt.stencil, opt.steps, io) +
-                            batch * s.plane_points() * static_cast<int64_t>(sizeof(T)));
-  if (opt.mem_budget != 0 && need > opt.mem_budget) {
-    return invalid_argument("the in-core method needs " + format_size(need) +
-                            " for this grid but --mem is " + format_size(opt.mem_budget) +
-                            "; raise --mem");
-  }
+  io.threads = plan.incore.threads;
+  io.bt = plan.incore.bt;
+  io.tile_x = plan.incore.tile_x;
+  io.tile_y = plan.incore.tile_y;
   DG_ASSIGN_OR_RETURN(InCoreEngine<T> engine,
                       InCoreEngine<T>::create(s, opt.stencil, opt.steps, io));
 
+  const int64_t batch = grid.manifest().layout.planes_per_chunk;
   std::vector<T> packed(static_cast<size_t>(batch * s.plane_points()));
   for (int64_t z0 = 0; z0 < s.nz; z0 += batch) {
     const int64_t n = std::min(batch, s.nz - z0);
@@ -45,8 +40,9 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt) {
 
   for (int64_t z0 = 0; z0 < s.nz; z0 += batch) {
     const int64_t n = std::min(batch, s.nz - z0);
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0; i < n; ++i) {
       engine.store_plane(z0 + i, packed.data() + i * s.plane_points());
+    }
     DG_RETURN_IF_ERROR(grid.write_planes(z0, n, packed.data()));
   }
 
@@ -57,8 +53,33 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt) {
   r.tile = std::to_string(engine.plan().tile_x) + "x" + std::to_string(engine.plan().tile_y);
   r.steps = done;
   r.compute_seconds = compute;
-  r.engine_memory = need;
+  r.engine_memory = plan.memory_bytes;
+  r.bytes_read = grid.bytes_read();
+  r.bytes_written = grid.bytes_written();
   r.seconds = seconds_since(t0);
+  return r;
+}
+
+Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
+  StreamOptions so;
+  so.threads = opt.threads;
+  so.mem_budget = opt.mem_budget;
+  so.io = opt.io;
+  DG_ASSIGN_OR_RETURN(StreamStats stats, advance_stream(grid, opt.stencil, opt.boundary, opt.steps,
+                                                        plan.stream, so, opt.progress));
+  const Shape& s = grid.shape();
+  RunReport r;
+  r.method = plan.method == Method::kNaive ? "naive" : "stream";
+  r.threads = plan.stream.threads;
+  r.bt = plan.stream.bt;
+  r.tile = std::to_string(s.nx) + "x" + std::to_string(s.ny);
+  r.steps = stats.steps;
+  r.compute_seconds = stats.compute_seconds;
+  r.io_wait_seconds = stats.io_wait_seconds;
+  r.io_backend = std::string(io::backend_name(stats.backend));
+  r.bytes_read = stats.bytes_read;
+  r.bytes_written = stats.bytes_written;
+  r.engine_memory = plan.memory_bytes;
   return r;
 }
 
@@ -67,7 +88,10 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt) {
 Result<Method> parse_method(std::string_view text) {
   if (text == "auto") return Method::kAuto;
   if (text == "incore") return Method::kInCore;
-  return invalid_argument("unknown method '" + std::string(text) + "'; use auto or incore");
+  if (text == "stream") return Method::kStream;
+  if (text == "naive") return Method::kNaive;
+  return invalid_argument("unknown method '" + std::string(text) +
+                          "'; use auto, incore, stream or naive");
 }
 
 Status check_run(const Manifest& m, const RunOptions& opt) {
@@ -96,8 +120,12 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
   DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
+  DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, MachineProfile{}));
   auto result =
-      dispatch_dtype(grid.dtype(), [&](auto tag) { return run_incore<decltype(tag)>(grid, opt); });
+      plan.method == Method::kInCore
+          ? dispatch_dtype(grid.dtype(),
+                           [&](auto tag) { return run_incore<decltype(tag)>(grid, opt, plan); })
+          : run_stream(grid, opt, plan);
   if (!result.ok()) return result.status();
   RunReport r = std::move(result).value();
   const Manifest& before = grid.manifest();
@@ -110,8 +138,6 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   r.points = before.shape.points();
   r.step_from = before.step;
   r.step_to = before.step + r.steps;
-  r.bytes_read = grid.bytes_read();
-  r.bytes_written = grid.bytes_written();
 
   Manifest after = before;
   after.step = r.step_to;

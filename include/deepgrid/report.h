@@ -22,7 +22,9 @@ struct RunReport {
   int64_t step_from = 0;  // the grid's time step before and after
   int64_t step_to = 0;
   double seconds = 0;          // wall time of the whole run, including I/O
-  double compute_seconds = 0;  // wall time spent advancing steps
+  double compute_seconds = 0;  // wall time spent computing
+  double io_wait_seconds = 0;  // wall time blocked waiting for the disk
+  std::string io_backend;      // stream methods: "uring" or "threads"
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
   uint64_t peak_memory = 0;    // the process's peak resident set (VmHWM)

@@ -6,13 +6,16 @@
 
 #include "deepgrid/boundary.h"
 #include "deepgrid/executor.h"
+#include "deepgrid/io/block_io.h"
 #include "deepgrid/report.h"
 #include "deepgrid/stencil.h"
 #include "deepgrid/store.h"
 
 namespace deepgrid {
 
-enum class Method { kAuto, kInCore };
+// auto: in-core when the grid fits the memory budget (or no budget is given), else stream.
+// naive: stream with bt = 1, what out-of-core costs without temporal blocking.
+enum class Method { kAuto, kInCore, kStream, kNaive };
 Result<Method> parse_method(std::string_view text);
 
 struct RunOptions {
@@ -24,8 +27,9 @@ struct RunOptions {
   int bt = 0;          // steps per pass over memory (temporal blocking); 0: automatic
   int64_t tile_x = 0;  // x-y tile of the wavefront; 0: automatic
   int64_t tile_y = 0;
-  uint64_t mem_budget = 0;  // bytes; 0: no limit
-  ProgressFn progress;      // may be empty
+  uint64_t mem_budget = 0;               // bytes; 0: no limit (the stream methods need one)
+  io::Backend io = io::Backend::kUring;  // stream methods: io_uring or a thread pool
+  ProgressFn progress;                   // may be empty
 };
 
 // Checks that the stencil and step count suit the grid (nothing is read or written).

@@ -99,7 +99,8 @@ class Grid {
   DType dtype() const { return manifest_.dtype; }
   // Whether the data files were opened with O_DIRECT (false on filesystems refusing it).
   bool direct_io() const { return direct_io_; }
-  std::string file_path(int file) const;  // absolute path of data file `file`
+  std::string file_path(int file) const;                              // path of data file `file`
+  int fd(int file) const { return fds_[static_cast<size_t>(file)]; }  // for direct block I/O
 
   // Reads planes [z0, z0 + count) into `dst`, packed (count * nx * ny values, no padding).
   Status read_planes(int64_t z0, int64_t count, void* dst) const;

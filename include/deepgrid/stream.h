@@ -1,0 +1,66 @@
+// The out-of-core stream engine: advances a grid stored on disk, many times larger than memory,
+// by wavefront temporal blocking with asynchronous direct I/O.
+//
+// One sweep reads the grid plane by plane along z and writes it back in place, advanced bt
+// steps: as level-0 plane i arrives, plane i - k rz of each level k = 1..bt is computed from
+// the 2 rz + 1 planes of level k - 1 kept in memory, and finished level-bt planes are written
+// behind. Reads run ahead of compute and writes behind it through io_uring (or a thread pool),
+// so disk and CPU work at the same time. Memory is a hard cap: the plan proves the working set
+// fits the budget before anything is read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "deepgrid/boundary.h"
+#include "deepgrid/executor.h"
+#include "deepgrid/io/block_io.h"
+#include "deepgrid/stencil.h"
+#include "deepgrid/store.h"
+
+namespace deepgrid {
+
+struct StreamOptions {
+  int threads = 0;          // compute threads; 0: all
+  int bt = 0;               // steps per sweep; 0: the deepest the budget allows (<= 64)
+  uint64_t mem_budget = 0;  // bytes; must be > 0
+  io::Backend io = io::Backend::kUring;
+  int read_ahead = 4;    // planes read ahead of compute
+  int write_behind = 4;  // planes written behind compute
+};
+
+struct StreamPlan {
+  int bt = 1;
+  int threads = 1;
+  int64_t frame_w = 0, frame_h = 0;  // level-0 frame (plane plus bt * r ghost frame)
+  int64_t frame_bytes = 0;           // one frame plane
+  int64_t level0_frames = 0;         // frames holding level 0
+  int64_t ring_frames = 0;           // frames holding levels 1..bt-1 (and a constant plane)
+  int64_t io_buffers = 0;            // aligned plane buffers for reads and writes
+  int64_t memory_bytes = 0;          // all of the above: what the engine allocates
+  int64_t minimum_bytes = 0;         // the working set with bt = 1
+  int64_t sweeps = 0;
+};
+
+// The plan for `steps` steps within the budget; kInvalidArgument naming the minimum budget
+// when even bt = 1 does not fit.
+Result<StreamPlan> plan_stream(const Manifest& m, const Stencil& stencil, const Boundary& boundary,
+                               int64_t steps, const StreamOptions& options);
+
+struct StreamStats {
+  int64_t steps = 0;           // steps done (fewer when progress asked to stop)
+  double compute_seconds = 0;  // in the kernel, summed over the run's wall time
+  double io_wait_seconds = 0;  // blocked waiting for the disk
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  io::Backend backend = io::Backend::kUring;
+};
+
+// Advances the grid (opened read-write) by `steps` steps in place. After each sweep the data
+// files hold a consistent state and `progress` is asked whether to go on. On an I/O error the
+// run stops with a Status naming the file and offset.
+Result<StreamStats> advance_stream(Grid& grid, const Stencil& stencil, const Boundary& boundary,
+                                   int64_t steps, const StreamPlan& plan,
+                                   const StreamOptions& options, const ProgressFn& progress = {});
+
+}  // namespace deepgrid

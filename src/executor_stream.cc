@@ -1,0 +1,360 @@
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "deepgrid/padded_grid.h"
+#include "deepgrid/stream.h"
+#include "internal/aligned_buffer.h"
+#include "internal/wavefront.h"
+
+namespace deepgrid {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Level-0 planes kept for a whole sweep: periodic z reads bt * rz planes past each end, which
+// are the first and last planes of the grid as they were before the sweep overwrote them.
+int64_t pinned_planes(const Boundary& b, int bt, int rz, int64_t nz) {
+  return b.kind == Boundary::Kind::kPeriodic ? std::min(nz, 2 * int64_t{bt} * rz) : 0;
+}
+
+bool is_pinned(const Boundary& b, int bt, int rz, int64_t nz, int64_t p) {
+  const int64_t edge = int64_t{bt} * rz;
+  return b.kind == Boundary::Kind::kPeriodic && (p < edge || p >= nz - edge);
+}
+
+StreamPlan plan_for_bt(const Manifest& m, const Stencil& st, const Boundary& b, int bt,
+                       const StreamOptions& opt) {
+  const Shape& s = m.shape;
+  const size_t vb = dtype_size(m.dtype);
+  StreamPlan p;
+  p.bt = bt;
+  p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
+  const Halo frame{bt * st.radius_x(), bt * st.radius_y(), 0};
+  p.frame_w = s.nx + 2 * int64_t{frame.x};
+  p.frame_h = s.ny + 2 * int64_t{frame.y};
+  p.frame_bytes = vb == 4 ? PaddedGrid<float>::bytes_needed({s.nx, s.ny, 1}, frame)
+                          : PaddedGrid<double>::bytes_needed({s.nx, s.ny, 1}, frame);
+  const int rz = st.radius_z();
+  p.level0_frames = 2 * rz + 1 + pinned_planes(b, bt, rz, s.nz) +
+                    (b.kind == Boundary::Kind::kDirichlet ? 1 : 0);  // + the constant frame
+  const int64_t ring_bytes = internal::wavefront_workspace_bytes(bt, rz, p.frame_w, p.frame_h, vb);
+  p.ring_frames = int64_t{bt - 1} * (2 * rz + 1) + 1;
+  p.io_buffers = opt.read_ahead + opt.write_behind;
+  p.memory_bytes =
+      p.frame_bytes * p.level0_frames + ring_bytes + p.io_buffers * m.layout.plane_stride;
+  return p;
+}
+
+// Everything one sweep needs, allocated once per run.
+template <typename T>
+class StreamRun {
+  // An aligned plane buffer for one read or write at a time.
+  struct IoBuffer {
+    internal::AlignedBuffer buf;
+    int64_t plane = -1;  // the plane it holds or is transferring
+    bool busy = false;   // a request is in flight
+    bool ready = false;  // read: data arrived
+    T* data() const { return buf.template data<T>(); }
+  };
+
+ public:
+  StreamRun(Grid& grid, const Stencil& st, const Boundary& b, const StreamPlan& plan,
+            const StreamOptions& opt, io::BlockIo& io)
+      : grid_(grid),
+        m_(grid.manifest()),
+        s_(m_.shape),
+        kernel_(st),
+        b_(b),
+        plan_(plan),
+        opt_(opt),
+        io_(io),
+        rz_(kernel_.rz()) {
+    for (size_t f = 0; f < m_.layout.files.size(); ++f) {
+      paths_.push_back(grid.file_path(static_cast<int>(f)));
+    }
+  }
+
+  Status allocate() {
+    const Halo frame{plan_.bt * kernel_.rx(), plan_.bt * kernel_.ry(), 0};
+    for (int64_t i = 0; i < plan_.level0_frames; ++i) {
+      DG_ASSIGN_OR_RETURN(PaddedGrid<T> g, PaddedGrid<T>::allocate({s_.nx, s_.ny, 1}, frame));
+      frames_.push_back(std::move(g));
+    }
+    if (b_.kind == Boundary::Kind::kDirichlet) {
+      // The last frame is the constant plane beyond z's ends.
+      std::vector<T> v(static_cast<size_t>(s_.plane_points()), static_cast<T>(b_.value));
+      frames_.back().load_plane(0, v.data());
+      frames_.back().fill_ghosts(b_, 1);
+    }
+    ws_ = std::make_unique<internal::WavefrontWorkspace<T>>(
+        plan_.bt, rz_, plan_.frame_w, plan_.frame_h, static_cast<T>(b_.value));
+    for (int i = 0; i < opt_.read_ahead; ++i) reads_.push_back({internal::AlignedBuffer(bytes())});
+    for (int i = 0; i < opt_.write_behind; ++i)
+      writes_.push_back({internal::AlignedBuffer(bytes())});
+    bool ok = ws_->ok();
+    for (auto& r : reads_) ok = ok && r.buf.ok();
+    for (auto& w : writes_) ok = ok && w.buf.ok();
+    if (!ok) return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
+    return Status::Ok();
+  }
+
+  // One sweep of `levels` steps, in place: reads run ahead, writes behind, compute between.
+  Status sweep(int levels, StreamStats& stats) {
+    Status st = sweep_unchecked(levels, stats);
+    if (!st.ok()) drain();  // the kernel must not write into buffers about to be freed
+    return st;
+  }
+
+ private:
+  Status sweep_unchecked(int levels, StreamStats& stats) {
+    const int64_t nz = s_.nz;
+    slot_.assign(static_cast<size_t>(nz), -1);
+    free_frames_.clear();
+    const int64_t usable = plan_.level0_frames - (b_.kind == Boundary::Kind::kDirichlet ? 1 : 0);
+    for (int64_t f = 0; f < usable; ++f) free_frames_.push_back(static_cast<int>(f));
+    build_read_order(levels);
+    next_read_ = 0;
+    const int64_t ox = int64_t{levels} * kernel_.rx(), oy = int64_t{levels} * kernel_.ry();
+    size_t out = 0;
+    internal::Wavefront<T> wf(
+        kernel_, b_, s_, levels, {0, s_.nx, 0, s_.ny}, *ws_,
+        [&](int64_t z) -> const T* { return frame_origin(z, ox, oy); }, frames_[0].stride(),
+        [&](int64_t) { return writes_[out].data(); }, s_.nx);
+    for (int64_t i = wf.first_step(); i < wf.end_step(); ++i) {
+      if (b_.kind == Boundary::Kind::kPeriodic || i < nz) {
+        DG_RETURN_IF_ERROR(ensure_frame(((i % nz) + nz) % nz, stats));
+      }
+      const int64_t z_out = wf.output_plane(i);
+      const bool writes = z_out >= 0 && z_out < nz;
+      if (writes) {
+        DG_ASSIGN_OR_RETURN(out, idle_write_buffer(stats));
+      }
+      const auto t0 = Clock::now();
+#pragma omp parallel num_threads(plan_.threads)
+      {
+        wf.step(i, omp_get_thread_num(), omp_get_num_threads(), [] {
+#pragma omp barrier
+        });
+      }
+      stats.compute_seconds += seconds_since(t0);
+      if (writes) DG_RETURN_IF_ERROR(submit(writes_[out], io::Op::kWrite, z_out, out));
+      release_frame(i - 2 * rz_, levels);
+      DG_RETURN_IF_ERROR(pump_reads());
+    }
+    while (std::any_of(writes_.begin(), writes_.end(), [](const IoBuffer& w) { return w.busy; })) {
+      DG_RETURN_IF_ERROR(complete_one(stats));
+    }
+    return Status::Ok();
+  }
+
+  // Makes level-0 plane p available in a frame: reads it if needed, converts it from the
+  // disk layout and fills its ghost frame by the boundary rule.
+  Status ensure_frame(int64_t p, StreamStats& stats) {
+    if (slot_[static_cast<size_t>(p)] >= 0) return Status::Ok();
+    while (true) {
+      DG_RETURN_IF_ERROR(pump_reads());
+      for (IoBuffer& r : reads_) {
+        if (r.plane == p && r.ready) {
+          if (free_frames_.empty()) {
+            return Status(ErrorCode::kResource, "stream engine: no free frame (planning error)");
+          }
+          const int f = free_frames_.back();
+          free_frames_.pop_back();
+          PaddedGrid<T>& frame = frames_[static_cast<size_t>(f)];
+          frame.load_plane(0, r.data());
+          frame.fill_ghosts(b_, plan_.threads);
+          slot_[static_cast<size_t>(p)] = f;
+          r = IoBuffer{std::move(r.buf)};
+          return pump_reads();
+        }
+      }
+      DG_RETURN_IF_ERROR(complete_one(stats));
+    }
+  }
+
+  // Level-0 plane q is no longer needed after step q + 2 rz (pinned planes stay).
+  void release_frame(int64_t q, int levels) {
+    if (q < 0 || q >= s_.nz || is_pinned(b_, levels, rz_, s_.nz, q)) return;
+    int& slot = slot_[static_cast<size_t>(q)];
+    if (slot >= 0) free_frames_.push_back(slot);
+    slot = -1;
+  }
+
+  // Starts reads of the next planes in order while read buffers are free.
+  Status pump_reads() {
+    for (size_t b = 0; b < reads_.size() && next_read_ < order_.size(); ++b) {
+      if (reads_[b].busy || reads_[b].plane >= 0) continue;
+      DG_RETURN_IF_ERROR(submit(reads_[b], io::Op::kRead, order_[next_read_++], b));
+    }
+    return Status::Ok();
+  }
+
+  Result<size_t> idle_write_buffer(StreamStats& stats) {
+    while (true) {
+      for (size_t b = 0; b < writes_.size(); ++b) {
+        if (!writes_[b].busy) return b;
+      }
+      DG_RETURN_IF_ERROR(complete_one(stats));
+    }
+  }
+
+  Status submit(IoBuffer& buf, io::Op op, int64_t plane, size_t index) {
+    const PlaneLocation loc = m_.locate(plane);
+    buf.plane = plane;
+    buf.busy = true;
+    buf.ready = false;
+    io::Request r;
+    r.op = op;
+    r.fd = grid_.fd(loc.file);
+    r.path = paths_[static_cast<size_t>(loc.file)];
+    r.offset = loc.offset;
+    r.length = bytes();
+    r.buffer = buf.buf.data();
+    r.tag = (op == io::Op::kWrite ? kWriteTag : 0) | index;
+    return io_.submit(r);
+  }
+
+  Status complete_one(StreamStats& stats) {
+    const auto t0 = Clock::now();
+    auto c = io_.wait();
+    stats.io_wait_seconds += seconds_since(t0);
+    if (!c.ok()) return c.status();
+    const bool write = (c->tag & kWriteTag) != 0;
+    IoBuffer& buf = (write ? writes_ : reads_)[static_cast<size_t>(c->tag & ~kWriteTag)];
+    buf.busy = false;
+    if (!c->status.ok()) return c->status;
+    if (write) {
+      stats.bytes_written += bytes();
+      buf.plane = -1;
+    } else {
+      stats.bytes_read += bytes();
+      buf.ready = true;
+    }
+    return Status::Ok();
+  }
+
+  void drain() {
+    while (io_.in_flight() > 0) (void)io_.wait();
+  }
+
+
+  size_t bytes() const { return static_cast<size_t>(m_.layout.plane_stride); }
+
+  // Reads in the order planes are first needed: periodic sweeps start with the last planes.
+  void build_read_order(int levels) {
+    order_.clear();
+    const int64_t edge = std::min(s_.nz, int64_t{levels} * rz_);
+    if (b_.kind == Boundary::Kind::kPeriodic) {
+      for (int64_t p = s_.nz - edge; p < s_.nz; ++p) order_.push_back(p);
+    }
+    for (int64_t p = 0; p < s_.nz; ++p) {
+      if (b_.kind == Boundary::Kind::kPeriodic && p >= s_.nz - edge) break;
+      order_.push_back(p);
+    }
+  }
+
+  const T* frame_origin(int64_t z, int64_t ox, int64_t oy) const {
+    const int64_t nz = s_.nz;
+    int64_t p = z;
+    if (z < 0 || z >= nz) {
+      if (b_.kind == Boundary::Kind::kDirichlet) {
+        const PaddedGrid<T>& c = frames_.back();
+        return c.plane(0) - oy * c.stride() - ox;
+      }
+      p = b_.kind == Boundary::Kind::kNeumann ? (z < 0 ? 0 : nz - 1) : ((z % nz) + nz) % nz;
+    }
+    const PaddedGrid<T>& f = frames_[static_cast<size_t>(slot_[static_cast<size_t>(p)])];
+    return f.plane(0) - oy * f.stride() - ox;
+  }
+
+  Grid& grid_;
+  const Manifest& m_;
+  const Shape s_;
+  const StencilKernel<T> kernel_;
+  const Boundary& b_;
+  const StreamPlan& plan_;
+  const StreamOptions& opt_;
+  io::BlockIo& io_;
+  const int rz_;
+  std::vector<PaddedGrid<T>> frames_;
+  std::unique_ptr<internal::WavefrontWorkspace<T>> ws_;
+  std::vector<IoBuffer> reads_, writes_;
+  std::vector<int> slot_;
+  std::vector<int> free_frames_;
+  std::vector<int64_t> order_;
+  size_t next_read_ = 0;
+  std::vector<std::string> paths_;
+  static constexpr uint64_t kWriteTag = uint64_t{1} << 63;
+};
+
+}  // namespace
+
+Result<StreamPlan> plan_stream(const Manifest& m, const Stencil& st, const Boundary& b,
+                               int64_t steps, const StreamOptions& opt) {
+  if (opt.mem_budget == 0) {
+    return invalid_argument("the stream method needs a memory budget; give --mem, e.g. --mem 1GiB");
+  }
+  if (opt.read_ahead < 1 || opt.write_behind < 1) {
+    return invalid_argument("read-ahead and write-behind need at least one buffer each");
+  }
+  const StreamPlan minimum = plan_for_bt(m, st, b, 1, opt);
+  const int deepest = static_cast<int>(std::clamp<int64_t>(steps, 1, 64));
+  StreamPlan p = minimum;
+  if (opt.bt > 0) {
+    p = plan_for_bt(m, st, b, static_cast<int>(std::min<int64_t>(opt.bt, deepest)), opt);
+  } else {
+    for (int bt = deepest; bt >= 1; --bt) {
+      p = plan_for_bt(m, st, b, bt, opt);
+      if (static_cast<uint64_t>(p.memory_bytes) <= opt.mem_budget) break;
+    }
+  }
+  if (static_cast<uint64_t>(p.memory_bytes) > opt.mem_budget) {
+    return invalid_argument("--mem " + format_size(opt.mem_budget) + " is below the " +
+                            format_size(p.memory_bytes) + " the stream method needs with bt " +
+                            std::to_string(p.bt) + " (the minimum, bt 1, is " +
+                            format_size(minimum.memory_bytes) + "); raise --mem" +
+                            (opt.bt > 0 ? " or lower --bt" : ""));
+  }
+  p.minimum_bytes = minimum.memory_bytes;
+  p.sweeps = (std::max<int64_t>(steps, 0) + p.bt - 1) / p.bt;
+  return p;
+}
+
+Result<StreamStats> advance_stream(Grid& grid, const Stencil& stencil, const Boundary& boundary,
+                                   int64_t steps, const StreamPlan& plan,
+                                   const StreamOptions& options, const ProgressFn& progress) {
+  io::BlockIoOptions io_opt;
+  io_opt.backend = options.io;
+  io_opt.queue_depth = static_cast<unsigned>(options.read_ahead + options.write_behind);
+  auto io = io::make_block_io(io_opt);
+  if (!io.ok() && io.status().code() == ErrorCode::kUnsupported &&
+      options.io == io::Backend::kUring) {
+    io_opt.backend = io::Backend::kThreads;  // reported: stats.backend says which one ran
+    io = io::make_block_io(io_opt);
+  }
+  if (!io.ok()) return io.status();
+  StreamStats stats;
+  stats.backend = io_opt.backend;
+  Status st = dispatch_dtype(grid.dtype(), [&](auto tag) -> Status {
+    StreamRun<decltype(tag)> run(grid, stencil, boundary, plan, options, **io);
+    DG_RETURN_IF_ERROR(run.allocate());
+    while (stats.steps < steps) {
+      const int levels = static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps));
+      DG_RETURN_IF_ERROR(run.sweep(levels, stats));
+      stats.steps += levels;
+      if (progress && !progress(stats.steps, steps)) break;
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  return stats;
+}
+
+}  // namespace deepgrid

@@ -1,0 +1,172 @@
+#include "deepgrid/plan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "deepgrid/bench.h"
+
+namespace deepgrid {
+namespace {
+
+InCoreOptions incore_options(const RunOptions& opt) {
+  InCoreOptions io;
+  io.threads = opt.threads;
+  io.bt = opt.bt;
+  io.tile_x = opt.tile_x;
+  io.tile_y = opt.tile_y;
+  return io;
+}
+
+// What the in-core method allocates: the engine and one chunk of I/O buffer.
+uint64_t incore_memory(const Manifest& m, const RunOptions& opt) {
+  return dispatch_dtype(m.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return static_cast<uint64_t>(
+        InCoreEngine<T>::memory_bytes(m.shape, opt.stencil, opt.steps, incore_options(opt)) +
+        m.layout.planes_per_chunk * m.shape.plane_points() * static_cast<int64_t>(sizeof(T)));
+  });
+}
+
+const char* method_name(Method m) {
+  switch (m) {
+    case Method::kAuto:
+      return "auto";
+    case Method::kInCore:
+      return "incore";
+    case Method::kStream:
+      return "stream";
+    case Method::kNaive:
+      return "naive";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads) {
+  MachineProfile p;
+  const Shape& s = grid.shape();
+  const Shape sample{std::min<int64_t>(s.nx, 256), std::min<int64_t>(s.ny, 256),
+                     std::min<int64_t>(s.nz, 64)};
+  InCoreOptions opt;
+  opt.threads = threads;
+  DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, grid.dtype(), 12, opt, 1, 0));
+  p.compute_mlups = b.mlups;
+
+  const int64_t batch = grid.manifest().layout.planes_per_chunk;
+  const int64_t planes =
+      std::min(s.nz, std::max<int64_t>(batch, (256 << 20) / grid.manifest().layout.plane_stride));
+  std::vector<char> buf(static_cast<size_t>(batch * grid.manifest().layout.plane_bytes));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t z = 0; z < planes; z += batch) {
+    DG_RETURN_IF_ERROR(grid.read_planes(z, std::min(batch, planes - z), buf.data()));
+  }
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  p.disk_read_bps =
+      static_cast<double>(planes * grid.manifest().layout.plane_stride) / std::max(t, 1e-9);
+  p.disk_write_bps = p.disk_read_bps;
+  return p;
+}
+
+Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineProfile& machine) {
+  const Manifest& m = grid.manifest();
+  RunPlan plan;
+  const uint64_t incore = incore_memory(m, opt);
+  plan.method = opt.method;
+  if (plan.method == Method::kAuto) {
+    plan.method =
+        opt.mem_budget == 0 || incore <= opt.mem_budget ? Method::kInCore : Method::kStream;
+  }
+  const double points = static_cast<double>(m.shape.points());
+  const double grid_bytes = static_cast<double>(m.shape.nz * m.layout.plane_stride);
+  const double rate = machine.compute_mlups * 1e6;
+  const double read_s = machine.disk_read_bps > 0 ? grid_bytes / machine.disk_read_bps : 0;
+  const double write_s = machine.disk_write_bps > 0 ? grid_bytes / machine.disk_write_bps : 0;
+  if (plan.method == Method::kInCore) {
+    if (opt.mem_budget != 0 && incore > opt.mem_budget) {
+      return invalid_argument("the in-core method needs " + format_size(incore) +
+                              " for this grid but --mem is " + format_size(opt.mem_budget) +
+                              "; raise --mem or use --method stream");
+    }
+    plan.memory_bytes = incore;
+    plan.incore =
+        plan_wavefront(m.shape, opt.stencil, dtype_size(m.dtype), opt.steps, incore_options(opt));
+    plan.predicted_compute_seconds = rate > 0 ? points * static_cast<double>(opt.steps) / rate : 0;
+    plan.predicted_io_seconds = read_s + write_s;
+    plan.predicted_seconds = plan.predicted_compute_seconds + plan.predicted_io_seconds;
+    return plan;
+  }
+  StreamOptions so;
+  so.threads = opt.threads;
+  so.bt = plan.method == Method::kNaive ? 1 : opt.bt;
+  so.mem_budget = opt.mem_budget;
+  so.io = opt.io;
+  DG_ASSIGN_OR_RETURN(plan.stream, plan_stream(m, opt.stencil, opt.boundary, opt.steps, so));
+  plan.memory_bytes = static_cast<uint64_t>(plan.stream.memory_bytes);
+  for (int64_t done = 0; done < opt.steps; done += plan.stream.bt) {
+    const double levels = static_cast<double>(std::min<int64_t>(plan.stream.bt, opt.steps - done));
+    const double compute = rate > 0 ? points * levels / rate : 0;
+    plan.predicted_compute_seconds += compute;
+    plan.predicted_io_seconds += read_s + write_s;
+    plan.predicted_seconds += std::max(compute, read_s + write_s);
+  }
+  return plan;
+}
+
+std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
+  char buf[2048];
+  int n = std::snprintf(
+      buf, sizeof buf, "grid        %s %s (%s)\nstencil     %s, %lld steps\nmethod      %s\n",
+      m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(),
+      format_size(static_cast<uint64_t>(m.shape.points()) * dtype_size(m.dtype)).c_str(),
+      opt.stencil.describe().c_str(), static_cast<long long>(opt.steps), method_name(method));
+  if (method == Method::kInCore) {
+    n += std::snprintf(buf + n, sizeof buf - n, "blocking    bt %d, tiles %lldx%lld, %d threads\n",
+                       incore.bt, static_cast<long long>(incore.tile_x),
+                       static_cast<long long>(incore.tile_y), incore.threads);
+  } else {
+    n += std::snprintf(
+        buf + n, sizeof buf - n,
+        "blocking    bt %d (%lld sweeps), full planes with a %lldx%lld frame, %d threads\n"
+        "buffers     %lld level-0 frames, %lld ring frames, %lld I/O buffers\n"
+        "minimum     %s (bt 1)\n",
+        stream.bt, static_cast<long long>(stream.sweeps), static_cast<long long>(stream.frame_w),
+        static_cast<long long>(stream.frame_h), stream.threads,
+        static_cast<long long>(stream.level0_frames), static_cast<long long>(stream.ring_frames),
+        static_cast<long long>(stream.io_buffers),
+        format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
+  }
+  std::snprintf(buf + n, sizeof buf - n,
+                "memory      %s%s\npredicted   %.2f s (compute %.2f s, disk %.2f s%s)\n",
+                format_size(memory_bytes).c_str(),
+                opt.mem_budget ? (" of --mem " + format_size(opt.mem_budget)).c_str() : "",
+                predicted_seconds, predicted_compute_seconds, predicted_io_seconds,
+                method == Method::kInCore ? "" : ", overlapped");
+  return buf;
+}
+
+std::string RunPlan::to_json() const {
+  nlohmann::json j = {{"method", method_name(method)},
+                      {"memory_bytes", memory_bytes},
+                      {"predicted_seconds", predicted_seconds},
+                      {"predicted_compute_seconds", predicted_compute_seconds},
+                      {"predicted_io_seconds", predicted_io_seconds}};
+  if (method == Method::kInCore) {
+    j["bt"] = incore.bt;
+    j["tile"] = {incore.tile_x, incore.tile_y};
+    j["threads"] = incore.threads;
+  } else {
+    j["bt"] = stream.bt;
+    j["sweeps"] = stream.sweeps;
+    j["threads"] = stream.threads;
+    j["level0_frames"] = stream.level0_frames;
+    j["ring_frames"] = stream.ring_frames;
+    j["io_buffers"] = stream.io_buffers;
+    j["minimum_bytes"] = stream.minimum_bytes;
+  }
+  return j.dump();
+}
+
+}  // namespace deepgrid

@@ -1,0 +1,178 @@
+// The stream engine against the scalar reference, bitwise, through real files: presets, both
+// dtypes, every boundary, odd shapes, bt from 1 to past the step count, step counts that bt
+// does not divide, one and three stripes, both I/O backends; and its memory plan.
+#include "deepgrid/stream.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "deepgrid/run.h"
+#include "reference.h"
+
+namespace deepgrid {
+namespace {
+
+namespace fs = std::filesystem;
+
+const Boundary kBoundaries[] = {
+    {Boundary::Kind::kDirichlet, 0.5},
+    {Boundary::Kind::kNeumann, 0},
+    {Boundary::Kind::kPeriodic, 0},
+};
+
+struct Case {
+  std::string stencil;
+  Shape shape;
+  DType dtype;
+  int64_t steps;
+  int bt;  // 0: as deep as the budget allows
+  int stripes;
+  io::Backend backend;
+  uint64_t mem = 64 << 20;
+  Method method = Method::kStream;
+};
+
+std::string describe(const Case& c, const Boundary& b) {
+  return c.stencil + " " + c.shape.to_string() + " " + std::string(dtype_name(c.dtype)) + " " +
+         b.to_string() + ", " + std::to_string(c.steps) + " steps, bt " + std::to_string(c.bt) +
+         ", " + std::to_string(c.stripes) + " stripes, io " +
+         std::string(io::backend_name(c.backend));
+}
+
+class StreamGolden : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = ::testing::TempDir() + "/dgstreamXXXXXX";
+    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+    root_ = templ;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  template <typename T>
+  void expect_matches_reference(const Case& c, const Boundary& b) {
+    SCOPED_TRACE(describe(c, b));
+    const std::string dir = root_ + "/g" + std::to_string(counter_++);
+    CreateOptions co;
+    co.shape = c.shape;
+    co.dtype = c.dtype;
+    co.chunk_target_bytes = 3 * 4096;  // several chunks, so stripes alternate
+    for (int s = 0; s < c.stripes && c.stripes > 1; ++s) {
+      co.stores.push_back(dir + "_s" + std::to_string(s));
+      fs::create_directory(co.stores.back());
+    }
+    Grid g = Grid::create(dir, co).value();
+    const auto u = testing::random_values<T>(c.shape, 9);
+    ASSERT_TRUE(g.write_planes(0, c.shape.nz, u.data()).ok());
+
+    RunOptions opt;
+    opt.stencil = testing_stencil(c.stencil);
+    opt.steps = c.steps;
+    opt.boundary = b;
+    opt.method = c.method;
+    opt.bt = c.bt;
+    opt.mem_budget = c.mem;
+    opt.io = c.backend;
+    auto report = run_grid(dir, opt);
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    EXPECT_EQ(report->steps, c.steps);
+    EXPECT_LE(report->engine_memory, c.mem);
+
+    Grid after = Grid::open(dir).value();
+    std::vector<T> got(u.size());
+    ASSERT_TRUE(after.read_planes(0, c.shape.nz, got.data()).ok());
+    const auto want = testing::reference_run(u, c.shape, opt.stencil, b, c.steps);
+    const int64_t diff = testing::first_bitwise_difference(want, got);
+    ASSERT_EQ(diff, -1) << "first difference at index " << diff;
+  }
+
+  void expect_all_boundaries(const Case& c) {
+    for (const Boundary& b : kBoundaries) {
+      if (c.dtype == DType::kF32)
+        expect_matches_reference<float>(c, b);
+      else
+        expect_matches_reference<double>(c, b);
+    }
+  }
+
+  // Presets with coefficients that round, so any change of order shows in the bits.
+  static Stencil testing_stencil(const std::string& name) {
+    const Stencil st = Stencil::preset(name).value();
+    std::string csv;
+    for (int k = 0; k < st.size(); ++k) {
+      if (k > 0) csv += ',';
+      csv += std::to_string(0.9 / st.size() + 0.0123 * (k % 5) - 0.01);
+    }
+    return st.with_coefficients(csv).value();
+  }
+
+  std::string root_;
+  int counter_ = 0;
+};
+
+TEST_F(StreamGolden, PresetsDtypesAndBoundaries) {
+  for (const char* st : {"7pt", "13pt", "19pt", "27pt", "5pt", "9pt"}) {
+    for (DType dt : {DType::kF32, DType::kF64}) {
+      expect_all_boundaries({st, {23, 17, 13}, dt, 5, 0, 1, io::Backend::kUring});
+    }
+  }
+  expect_all_boundaries({"25pt", {19, 11, 12}, DType::kF32, 3, 0, 1, io::Backend::kUring});
+}
+
+TEST_F(StreamGolden, EveryDepthIncludingDeeperThanTheRun) {
+  for (int bt : {1, 2, 3, 4, 7, 9}) {
+    expect_all_boundaries({"7pt", {21, 9, 11}, DType::kF32, 7, bt, 1, io::Backend::kUring});
+  }
+  expect_all_boundaries({"13pt", {9, 8, 5}, DType::kF64, 5, 2, 1, io::Backend::kUring});
+}
+
+TEST_F(StreamGolden, OddShapes) {
+  for (Shape s : {Shape{1, 1, 1}, Shape{64, 48, 1}, Shape{2, 3, 40}, Shape{1, 7, 3}}) {
+    expect_all_boundaries({"7pt", s, DType::kF32, 4, 3, 1, io::Backend::kUring});
+  }
+}
+
+TEST_F(StreamGolden, StripesAndBothBackends) {
+  for (io::Backend be : {io::Backend::kUring, io::Backend::kThreads}) {
+    for (int stripes : {1, 3}) {
+      expect_all_boundaries({"27pt", {40, 24, 30}, DType::kF32, 6, 4, stripes, be});
+    }
+  }
+}
+
+TEST_F(StreamGolden, NaiveAndAuto) {
+  Case c{"7pt", {30, 20, 16}, DType::kF64, 5, 0, 1, io::Backend::kThreads};
+  c.method = Method::kNaive;
+  expect_all_boundaries(c);
+  c.method = Method::kAuto;
+  c.mem = 200 << 10;  // the grid (75 KiB) times two plus buffers does not fit: auto streams
+  expect_all_boundaries(c);
+}
+
+TEST(StreamPlan, DeepestBtThatFitsAndAClearMinimum) {
+  Manifest m;
+  m.shape = {256, 256, 4096};
+  m.layout = plan_layout(m.shape, DType::kF32, 1, 8 << 20).value();
+  const Stencil st = Stencil::preset("7pt").value();
+  StreamOptions opt;
+  opt.mem_budget = 64 << 20;
+  const StreamPlan p = plan_stream(m, st, Boundary{}, 100, opt).value();
+  EXPECT_LE(static_cast<uint64_t>(p.memory_bytes), opt.mem_budget);
+  EXPECT_GT(p.bt, 8);
+  opt.bt = p.bt + 1;
+  EXPECT_FALSE(plan_stream(m, st, Boundary{}, 100, opt).ok()) << "a forced bt over budget";
+  opt.bt = 0;
+  opt.mem_budget = 1 << 20;  // below 3 planes of 256 KiB plus buffers
+  auto tiny = plan_stream(m, st, Boundary{}, 100, opt);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_EQ(tiny.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(tiny.status().message().find("minimum"), std::string::npos);
+  opt.mem_budget = 0;
+  EXPECT_FALSE(plan_stream(m, st, Boundary{}, 100, opt).ok()) << "stream needs a budget";
+}
+
+}  // namespace
+}  // namespace deepgrid
