@@ -44,8 +44,13 @@ StreamPlan plan_for_bt(const Manifest& m, const Stencil& st, const Boundary& b, 
   const int rz = st.radius_z();
   p.level0_frames = 2 * rz + 1 + pinned_planes(b, bt, rz, s.nz) +
                     (b.kind == Boundary::Kind::kDirichlet ? 1 : 0);  // + the constant frame
-  const int64_t ring_bytes = internal::wavefront_workspace_bytes(bt, rz, p.frame_w, p.frame_h, vb);
-  p.ring_frames = int64_t{bt - 1} * (2 * rz + 1) + 1;
+  // Each thread advances a horizontal strip of the planes, widened by bt * ry rows, with its
+  // own rings: threads meet once per z-step instead of once per level.
+  p.strips = static_cast<int>(std::min<int64_t>(p.threads, s.ny));
+  const int64_t strip_h = (s.ny + p.strips - 1) / p.strips + 2 * int64_t{bt} * st.radius_y();
+  const int64_t ring_bytes =
+      p.strips * internal::wavefront_workspace_bytes(bt, rz, p.frame_w, strip_h, vb);
+  p.ring_frames = p.strips * (int64_t{bt - 1} * (2 * rz + 1) + 1);
   p.io_buffers = opt.read_ahead + opt.write_behind;
   p.memory_bytes =
       p.frame_bytes * p.level0_frames + ring_bytes + p.io_buffers * m.layout.plane_stride;
@@ -93,12 +98,17 @@ class StreamRun {
       frames_.back().load_plane(0, v.data());
       frames_.back().fill_ghosts(b_, 1);
     }
-    ws_ = std::make_unique<internal::WavefrontWorkspace<T>>(
-        plan_.bt, rz_, plan_.frame_w, plan_.frame_h, static_cast<T>(b_.value));
+    for (int t = 0; t < plan_.strips; ++t) {
+      const Strip st = strip(t, plan_.bt);
+      ws_.push_back(std::make_unique<internal::WavefrontWorkspace<T>>(
+          plan_.bt, rz_, plan_.frame_w, st.y1 - st.y0 + 2 * int64_t{plan_.bt} * kernel_.ry(),
+          static_cast<T>(b_.value)));
+    }
     for (int i = 0; i < opt_.read_ahead; ++i) reads_.push_back({internal::AlignedBuffer(bytes())});
     for (int i = 0; i < opt_.write_behind; ++i)
       writes_.push_back({internal::AlignedBuffer(bytes())});
-    bool ok = ws_->ok();
+    bool ok = true;
+    for (const auto& w : ws_) ok = ok && w->ok();
     for (auto& r : reads_) ok = ok && r.buf.ok();
     for (auto& w : writes_) ok = ok && w.buf.ok();
     if (!ok) return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
@@ -121,37 +131,77 @@ class StreamRun {
     for (int64_t f = 0; f < usable; ++f) free_frames_.push_back(static_cast<int>(f));
     build_read_order(levels);
     next_read_ = 0;
-    const int64_t ox = int64_t{levels} * kernel_.rx(), oy = int64_t{levels} * kernel_.ry();
+    levels_ = levels;
     size_t out = 0;
-    internal::Wavefront<T> wf(
-        kernel_, b_, s_, levels, {0, s_.nx, 0, s_.ny}, *ws_,
-        [&](int64_t z) -> const T* { return frame_origin(z, ox, oy); }, frames_[0].stride(),
-        [&](int64_t) { return writes_[out].data(); }, s_.nx);
-    for (int64_t i = wf.first_step(); i < wf.end_step(); ++i) {
-      if (b_.kind == Boundary::Kind::kPeriodic || i < nz) {
-        DG_RETURN_IF_ERROR(ensure_frame(((i % nz) + nz) % nz, stats));
-      }
-      const int64_t z_out = wf.output_plane(i);
-      const bool writes = z_out >= 0 && z_out < nz;
-      if (writes) {
-        DG_ASSIGN_OR_RETURN(out, idle_write_buffer(stats));
-      }
-      const auto t0 = Clock::now();
-#pragma omp parallel num_threads(plan_.threads)
-      {
-        wf.step(i, omp_get_thread_num(), omp_get_num_threads(), [] {
-#pragma omp barrier
-        });
-      }
-      stats.compute_seconds += seconds_since(t0);
-      if (writes) DG_RETURN_IF_ERROR(submit(writes_[out], io::Op::kWrite, z_out, out));
-      release_frame(i - 2 * rz_, levels);
-      DG_RETURN_IF_ERROR(pump_reads());
+    std::vector<internal::Wavefront<T>> strips;
+    for (int t = 0; t < plan_.strips; ++t) {
+      const Strip st = strip(t, levels);
+      const int64_t gx = -int64_t{levels} * kernel_.rx();
+      const int64_t gy = st.y0 - int64_t{levels} * kernel_.ry();
+      strips.emplace_back(
+          kernel_, b_, s_, levels, internal::WavefrontFrame{0, s_.nx, st.y0, st.y1}, *ws_[t],
+          [this, gx, gy](int64_t z) -> const T* { return frame_origin(z, gx, gy); },
+          frames_[0].stride(), [&, st](int64_t) { return writes_[out].data() + st.y0 * s_.nx; },
+          s_.nx);
     }
+    const internal::Wavefront<T>& wf = strips.front();
+    // Thread 0 drives the I/O between the two barriers of each step; all threads compute.
+    Status shared;
+    int64_t z_out = -1;
+#pragma omp parallel num_threads(plan_.strips)
+    {
+      const int t = omp_get_thread_num();
+      auto t0 = Clock::now();
+      for (int64_t i = wf.first_step(); i < wf.end_step(); ++i) {
+#pragma omp master
+        {
+          if (shared.ok()) shared = prepare_step(i, wf.output_plane(i), out, z_out, stats);
+          t0 = Clock::now();
+        }
+#pragma omp barrier
+        if (!shared.ok()) break;
+        strips[static_cast<size_t>(t)].step(i, 0, 1, {});
+#pragma omp barrier
+#pragma omp master
+        {
+          stats.compute_seconds += seconds_since(t0);
+          shared = finish_step(i, z_out, out);
+        }
+      }
+    }
+    DG_RETURN_IF_ERROR(shared);
     while (std::any_of(writes_.begin(), writes_.end(), [](const IoBuffer& w) { return w.busy; })) {
       DG_RETURN_IF_ERROR(complete_one(stats));
     }
     return Status::Ok();
+  }
+
+  struct Strip {
+    int64_t y0, y1;
+  };
+  // Rows of strip t (of plan_.strips, an even split).
+  Strip strip(int t, int /*levels*/) const {
+    return {s_.ny * t / plan_.strips, s_.ny * (t + 1) / plan_.strips};
+  }
+
+  // Before step i: level-0 plane i in a frame, and a write buffer for output plane z_out.
+  Status prepare_step(int64_t i, int64_t z, size_t& out, int64_t& z_out, StreamStats& stats) {
+    const int64_t nz = s_.nz;
+    if (b_.kind == Boundary::Kind::kPeriodic || i < nz) {
+      DG_RETURN_IF_ERROR(ensure_frame(((i % nz) + nz) % nz, stats));
+    }
+    z_out = z >= 0 && z < nz ? z : -1;
+    if (z_out >= 0) {
+      DG_ASSIGN_OR_RETURN(out, idle_write_buffer(stats));
+    }
+    return Status::Ok();
+  }
+
+  // After step i: write the finished plane, free level-0 plane i - 2 rz, read further ahead.
+  Status finish_step(int64_t i, int64_t z_out, size_t out) {
+    if (z_out >= 0) DG_RETURN_IF_ERROR(submit(writes_[out], io::Op::kWrite, z_out, out));
+    release_frame(i - 2 * rz_, levels_);
+    return pump_reads();
   }
 
   // Makes level-0 plane p available in a frame: reads it if needed, converts it from the
@@ -169,7 +219,7 @@ class StreamRun {
           free_frames_.pop_back();
           PaddedGrid<T>& frame = frames_[static_cast<size_t>(f)];
           frame.load_plane(0, r.data());
-          frame.fill_ghosts(b_, plan_.threads);
+          frame.fill_ghosts(b_, 1);
           slot_[static_cast<size_t>(p)] = f;
           r = IoBuffer{std::move(r.buf)};
           return pump_reads();
@@ -244,7 +294,6 @@ class StreamRun {
     while (io_.in_flight() > 0) (void)io_.wait();
   }
 
-
   size_t bytes() const { return static_cast<size_t>(m_.layout.plane_stride); }
 
   // Reads in the order planes are first needed: periodic sweeps start with the last planes.
@@ -260,18 +309,18 @@ class StreamRun {
     }
   }
 
-  const T* frame_origin(int64_t z, int64_t ox, int64_t oy) const {
+  // Level-0 plane z at global (gx, gy): frame cells beyond the grid hold boundary values.
+  const T* frame_origin(int64_t z, int64_t gx, int64_t gy) const {
     const int64_t nz = s_.nz;
     int64_t p = z;
-    if (z < 0 || z >= nz) {
-      if (b_.kind == Boundary::Kind::kDirichlet) {
-        const PaddedGrid<T>& c = frames_.back();
-        return c.plane(0) - oy * c.stride() - ox;
-      }
+    const PaddedGrid<T>* f = &frames_.back();  // dirichlet beyond z's ends: the constant frame
+    if (z >= 0 && z < nz) {
+      f = &frames_[static_cast<size_t>(slot_[static_cast<size_t>(p)])];
+    } else if (b_.kind != Boundary::Kind::kDirichlet) {
       p = b_.kind == Boundary::Kind::kNeumann ? (z < 0 ? 0 : nz - 1) : ((z % nz) + nz) % nz;
+      f = &frames_[static_cast<size_t>(slot_[static_cast<size_t>(p)])];
     }
-    const PaddedGrid<T>& f = frames_[static_cast<size_t>(slot_[static_cast<size_t>(p)])];
-    return f.plane(0) - oy * f.stride() - ox;
+    return f->plane(0) + gy * f->stride() + gx;
   }
 
   Grid& grid_;
@@ -284,12 +333,13 @@ class StreamRun {
   io::BlockIo& io_;
   const int rz_;
   std::vector<PaddedGrid<T>> frames_;
-  std::unique_ptr<internal::WavefrontWorkspace<T>> ws_;
+  std::vector<std::unique_ptr<internal::WavefrontWorkspace<T>>> ws_;
   std::vector<IoBuffer> reads_, writes_;
   std::vector<int> slot_;
   std::vector<int> free_frames_;
   std::vector<int64_t> order_;
   size_t next_read_ = 0;
+  int levels_ = 1;
   std::vector<std::string> paths_;
   static constexpr uint64_t kWriteTag = uint64_t{1} << 63;
 };

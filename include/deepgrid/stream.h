@@ -32,10 +32,11 @@ struct StreamOptions {
 struct StreamPlan {
   int bt = 1;
   int threads = 1;
+  int strips = 1;                    // horizontal strips of the planes, one per thread
   int64_t frame_w = 0, frame_h = 0;  // level-0 frame (plane plus bt * r ghost frame)
   int64_t frame_bytes = 0;           // one frame plane
   int64_t level0_frames = 0;         // frames holding level 0
-  int64_t ring_frames = 0;           // frames holding levels 1..bt-1 (and a constant plane)
+  int64_t ring_frames = 0;           // strip frames holding levels 1..bt-1, constant planes
   int64_t io_buffers = 0;            // aligned plane buffers for reads and writes
   int64_t memory_bytes = 0;          // all of the above: what the engine allocates
   int64_t minimum_bytes = 0;         // the working set with bt = 1
