@@ -383,6 +383,7 @@ Result<StreamStats> advance_stream(Grid& grid, const Stencil& stencil, const Bou
   io::BlockIoOptions io_opt;
   io_opt.backend = options.io;
   io_opt.queue_depth = static_cast<unsigned>(options.read_ahead + options.write_behind);
+  io_opt.fault_hook = options.fault_hook;
   auto io = io::make_block_io(io_opt);
   if (!io.ok() && io.status().code() == ErrorCode::kUnsupported &&
       options.io == io::Backend::kUring) {

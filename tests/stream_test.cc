@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -173,6 +175,80 @@ TEST(StreamPlan, DeepestBtThatFitsAndAClearMinimum) {
   opt.mem_budget = 0;
   EXPECT_FALSE(plan_stream(m, st, Boundary{}, 100, opt).ok()) << "stream needs a budget";
 }
+
+}  // namespace
+}  // namespace deepgrid
+
+namespace deepgrid {
+namespace {
+
+class StreamFaults : public ::testing::TestWithParam<io::Backend> {
+ protected:
+  void SetUp() override {
+    std::string templ = ::testing::TempDir() + "/dgfaultXXXXXX";
+    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+    dir_ = templ + "/g";
+    CreateOptions co;
+    co.shape = {64, 32, 40};
+    co.init = *parse_init("random:4");
+    co.chunk_target_bytes = 4 * 8192;
+    ASSERT_TRUE(Grid::create(dir_, co).ok());
+  }
+  void TearDown() override { fs::remove_all(fs::path(dir_).parent_path()); }
+
+  // Runs 6 steps with the hook; returns the status and leaves the grid as the run left it.
+  Result<StreamStats> run_with(io::FaultHook hook) {
+    Grid g = Grid::open(dir_, Grid::Mode::kReadWrite).value();
+    StreamOptions opt;
+    opt.mem_budget = 4 << 20;
+    opt.io = GetParam();
+    opt.fault_hook = std::move(hook);
+    const Stencil st = Stencil::preset("7pt").value();
+    const StreamPlan plan = plan_stream(g.manifest(), st, Boundary{}, 6, opt).value();
+    return advance_stream(g, st, Boundary{}, 6, plan, opt);
+  }
+
+  std::string dir_;
+};
+
+TEST_P(StreamFaults, AnIoErrorStopsTheRunNamingFileAndOffset) {
+  std::atomic<int> writes{0};
+  auto r = run_with([&](const io::Request& req, int64_t, size_t) -> int64_t {
+    return req.op == io::Op::kWrite && ++writes == 10 ? -EIO : 0;
+  });
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kIo);
+  EXPECT_NE(r.status().message().find("data.0.dgd"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("offset"), std::string::npos) << r.status().message();
+}
+
+TEST_P(StreamFaults, AFullDiskIsReportedAsSuch) {
+  auto r = run_with([](const io::Request& req, int64_t offset, size_t) -> int64_t {
+    return req.op == io::Op::kWrite && offset >= 20 * 8192 ? -ENOSPC : 0;
+  });
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kNoSpace);
+}
+
+TEST_P(StreamFaults, ShortTransfersStillGiveExactResults) {
+  const Shape s{64, 32, 40};
+  const auto u = testing::random_values<float>(s, 4);
+  auto r = run_with([](const io::Request&, int64_t, size_t length) -> int64_t {
+    return length > 4096 ? 4096 : 0;  // every transfer moves one block at a time
+  });
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  Grid g = Grid::open(dir_).value();
+  std::vector<float> got(u.size());
+  ASSERT_TRUE(g.read_planes(0, s.nz, got.data()).ok());
+  const auto want = testing::reference_run(u, s, Stencil::preset("7pt").value(), Boundary{}, 6);
+  EXPECT_EQ(testing::first_bitwise_difference(want, got), -1);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothBackends, StreamFaults,
+                         ::testing::Values(io::Backend::kUring, io::Backend::kThreads),
+                         [](const auto& param_info) {
+                           return std::string(io::backend_name(param_info.param));
+                         });
 
 }  // namespace
 }  // namespace deepgrid

@@ -25,8 +25,9 @@ struct StreamOptions {
   int bt = 0;               // steps per sweep; 0: the deepest the budget allows (<= 64)
   uint64_t mem_budget = 0;  // bytes; must be > 0
   io::Backend io = io::Backend::kUring;
-  int read_ahead = 4;    // planes read ahead of compute
-  int write_behind = 4;  // planes written behind compute
+  int read_ahead = 4;        // planes read ahead of compute
+  int write_behind = 4;      // planes written behind compute
+  io::FaultHook fault_hook;  // tests: inject I/O errors and short transfers
 };
 
 struct StreamPlan {

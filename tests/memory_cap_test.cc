@@ -1,0 +1,87 @@
+// The memory budget is a hard cap: a stream run on a grid 16x the budget inside a cgroup
+// limited to budget + 64 MiB (page cache counts against it, hence direct I/O) succeeds and
+// matches the in-core result bitwise.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "deepgrid/run.h"
+
+namespace deepgrid {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kCgroupRoot = "/sys/fs/cgroup/memory";  // cgroup v1 memory controller
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Runs `command` through sh; returns (exit status, stdout).
+std::pair<int, std::string> shell(const std::string& command) {
+  FILE* p = ::popen(command.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  const int status = p != nullptr ? ::pclose(p) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(MemoryCap, StreamRunSixteenTimesTheBudgetInsideACgroup) {
+  const std::string cgroup =
+      std::string(kCgroupRoot) + "/deepgrid-test-" + std::to_string(::getpid());
+  if (!fs::is_directory(kCgroupRoot) || ::mkdir(cgroup.c_str(), 0755) != 0) {
+    GTEST_SKIP() << "no writable cgroup v1 memory controller at " << kCgroupRoot
+                 << " (needs root and a host that delegates it)";
+  }
+  const uint64_t budget = 8 << 20;
+  const uint64_t limit = budget + (64 << 20);
+  std::ofstream(cgroup + "/memory.limit_in_bytes") << limit;
+  std::string templ = ::testing::TempDir() + "/dgcapXXXXXX";
+  ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+  const std::string root = templ;
+
+  CreateOptions co;
+  co.shape = {256, 256, 512};  // 128 MiB of f32: 16x the budget
+  co.init = *parse_init("random:5");
+  ASSERT_TRUE(Grid::create(root + "/ooc", co).ok());
+  ASSERT_TRUE(Grid::create(root + "/ref", co).ok());
+
+  const auto [code, out] = shell("sh -c 'echo $$ > " + cgroup + "/cgroup.procs && exec " +
+                                 DEEPGRID_CLI + " run " + root +
+                                 "/ooc --stencil 7pt --steps 20 --method stream --mem 8MiB "
+                                 "--json'");
+  const std::string usage = read_file(cgroup + "/memory.max_usage_in_bytes");
+  const uint64_t max_usage = usage.empty() ? 0 : std::stoull(usage);
+  ::rmdir(cgroup.c_str());
+  ASSERT_EQ(code, 0) << "the run failed or was killed inside a " << (limit >> 20)
+                     << " MiB cgroup: " << out;
+  const auto report = nlohmann::json::parse(out);
+  EXPECT_LE(report["engine_memory_bytes"].get<uint64_t>(), budget);
+  EXPECT_LE(report["peak_memory_bytes"].get<uint64_t>(), limit);
+  EXPECT_LE(max_usage, limit);
+
+  RunOptions opt;
+  opt.stencil = Stencil::preset("7pt").value();
+  opt.steps = 20;
+  opt.method = Method::kInCore;
+  ASSERT_TRUE(run_grid(root + "/ref", opt).ok());
+  std::vector<float> a(static_cast<size_t>(co.shape.points())), b(a.size());
+  ASSERT_TRUE(Grid::open(root + "/ooc")->read_planes(0, co.shape.nz, a.data()).ok());
+  ASSERT_TRUE(Grid::open(root + "/ref")->read_planes(0, co.shape.nz, b.data()).ok());
+  EXPECT_TRUE(a == b) << "stream and in-core results differ";
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace deepgrid
