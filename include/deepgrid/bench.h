@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "deepgrid/dtype.h"
 #include "deepgrid/executor.h"
 #include "deepgrid/geometry.h"
+#include "deepgrid/report.h"
 #include "deepgrid/stencil.h"
 
 namespace deepgrid {
@@ -39,5 +41,35 @@ struct InCoreBench {
 Result<InCoreBench> bench_incore(const Shape& shape, const Stencil& stencil, DType dtype,
                                  int64_t steps, const InCoreOptions& options, int repeats,
                                  double bandwidth_gbs);
+
+}  // namespace deepgrid
+
+namespace deepgrid {
+
+// One problem through several methods, each on a fresh grid with the same initial condition.
+struct MethodsBenchOptions {
+  std::string dir;  // scratch directory for the grids (created, emptied after)
+  Shape shape;
+  DType dtype = DType::kF32;
+  Stencil stencil;
+  int64_t steps = 0;
+  double mem_ratio = 16;  // out-of-core methods get --mem = grid bytes / mem_ratio
+  int threads = 0;
+  std::vector<std::string> methods;  // incore, stream, naive
+  std::vector<int> bts = {0};        // stream: each bt (0: automatic)
+  std::vector<double> ratios;        // stream: each memory ratio (overrides mem_ratio)
+};
+
+struct MethodsBenchRow {
+  std::string method;
+  int bt = 0;
+  double mem_ratio = 0;  // grid bytes / budget (0 for in-core: no budget)
+  uint64_t mem_budget = 0;
+  RunReport report;
+  double ratio_to_incore = 0;          // whole-run MLUP/s / in-core whole-run MLUP/s
+  double compute_ratio_to_incore = 0;  // whole-run MLUP/s / in-core MLUP/s over its compute only
+};
+
+Result<std::vector<MethodsBenchRow>> bench_methods(const MethodsBenchOptions& options);
 
 }  // namespace deepgrid

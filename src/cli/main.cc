@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -239,13 +240,105 @@ int cmd_plot(const std::string& dir, const std::string& slice, const std::string
 
 struct BenchArgs {
   std::string shape = "256x256x256", stencil = "7pt", dtype = "f32";
+  std::string methods, dir = "scratch/bench", csv, sweep_bt, sweep_ratio;
+  double mem_ratio = 16;
   int64_t steps = 10;
   int threads = 0, repeats = 3;
   BlockingArgs blocking;
   bool json = false, no_bandwidth = false;
 };
 
+std::vector<double> parse_numbers(const std::string& csv, const char* option) {
+  std::vector<double> out;
+  for (const std::string& item : split_csv(csv)) {
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (end != item.c_str() + item.size() || !(v >= 0)) {
+      check(invalid_argument(std::string(option) + " takes numbers like 1,2,4,8; got '" + item +
+                             "'"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// deepgrid bench --methods ...: one problem through several methods, as a table.
+int cmd_bench_methods(const BenchArgs& a) {
+  MethodsBenchOptions o;
+  o.dir = a.dir;
+  o.shape = get(parse_shape(a.shape));
+  o.dtype = get(parse_dtype(a.dtype));
+  o.stencil = get(Stencil::resolve(a.stencil));
+  o.steps = a.steps;
+  if (o.steps < 1) check(invalid_argument("--steps must be >= 1"));
+  if (!(a.mem_ratio > 0)) check(invalid_argument("--mem-ratio must be > 0, e.g. 16"));
+  o.mem_ratio = a.mem_ratio;
+  o.threads = a.threads;
+  o.methods = split_csv(a.methods);
+  if (!a.sweep_bt.empty()) {
+    o.bts.clear();
+    for (double v : parse_numbers(a.sweep_bt, "--sweep-bt")) o.bts.push_back(static_cast<int>(v));
+  }
+  if (!a.sweep_ratio.empty()) o.ratios = parse_numbers(a.sweep_ratio, "--sweep-ratio");
+  const std::vector<MethodsBenchRow> rows = get(bench_methods(o));
+  json all = json::array();
+  std::string csv =
+      "method,bt,mem_ratio,mem_budget_bytes,seconds,mlups,gflops,ratio_to_incore,"
+      "ratio_to_incore_compute,bytes_read,bytes_written,compute_busy,io_wait,peak_memory_bytes\n";
+  if (!a.json) {
+    std::printf("%s %s %s, %lld steps, %d threads; out-of-core budget = grid / ratio\n",
+                o.stencil.name().c_str(), o.shape.to_string().c_str(),
+                std::string(dtype_name(o.dtype)).c_str(), static_cast<long long>(o.steps),
+                rows.empty() ? 0 : rows.front().report.threads);
+    std::printf("%-7s %4s %6s %9s %8s %9s %7s %8s %9s %9s %7s %7s %10s\n", "method", "bt", "ratio",
+                "mem", "time s", "MLUP/s", "GFlop/s", "/incore", "/incore*", "read", "compute",
+                "io wait", "peak mem");
+  }
+  for (const MethodsBenchRow& r : rows) {
+    const RunReport& p = r.report;
+    const double compute_busy = p.seconds > 0 ? p.compute_seconds / p.seconds : 0;
+    const double io_wait = p.seconds > 0 ? p.io_wait_seconds / p.seconds : 0;
+    char line[512];
+    std::snprintf(
+        line, sizeof line, "%s,%d,%g,%llu,%.4f,%.1f,%.3f,%.4f,%.4f,%llu,%llu,%.4f,%.4f,%llu\n",
+        r.method.c_str(), r.bt, r.mem_ratio, static_cast<unsigned long long>(r.mem_budget),
+        p.seconds, p.mlups(), p.gflops(), r.ratio_to_incore, r.compute_ratio_to_incore,
+        static_cast<unsigned long long>(p.bytes_read),
+        static_cast<unsigned long long>(p.bytes_written), compute_busy, io_wait,
+        static_cast<unsigned long long>(p.peak_memory));
+    csv += line;
+    json j = json::parse(p.to_json());
+    j["mem_ratio"] = r.mem_ratio;
+    j["mem_budget_bytes"] = r.mem_budget;
+    j["ratio_to_incore"] = r.ratio_to_incore;
+    j["ratio_to_incore_compute"] = r.compute_ratio_to_incore;
+    all.push_back(j);
+    if (!a.json) {
+      std::printf(
+          "%-7s %4d %6s %9s %8.3f %9.1f %7.2f %8.3f %9.3f %9s %6.0f%% %6.0f%% %10s\n",
+          r.method.c_str(), r.bt,
+          r.mem_ratio > 0 ? (std::to_string(static_cast<int>(r.mem_ratio)) + "x").c_str() : "-",
+          r.mem_budget ? format_size(r.mem_budget).c_str() : "-", p.seconds, p.mlups(), p.gflops(),
+          r.ratio_to_incore, r.compute_ratio_to_incore, format_size(p.bytes_read).c_str(),
+          100 * compute_busy, 100 * io_wait, format_size(p.peak_memory).c_str());
+    }
+  }
+  if (!a.json) {
+    std::printf(
+        "/incore: whole-run MLUP/s over in-core's whole run (load, compute, store); "
+        "/incore*: over in-core's compute phase alone\n");
+  }
+  if (!a.csv.empty()) {
+    std::ofstream out(a.csv);
+    out << csv;
+    if (!out) check(Status(ErrorCode::kIo, "cannot write " + a.csv));
+  }
+  if (a.json) std::printf("%s\n", all.dump().c_str());
+  return 0;
+}
+
 int cmd_bench(const BenchArgs& a) {
+  if (!a.methods.empty()) return cmd_bench_methods(a);
   const Shape shape = get(parse_shape(a.shape));
   const Stencil stencil = get(Stencil::resolve(a.stencil));
   const DType dtype = get(parse_dtype(a.dtype));
@@ -405,6 +498,17 @@ int run_cli(int argc, char** argv) {
   bench->add_option("--repeats", ba.repeats, "Timed repeats (the best counts)")
       ->capture_default_str();
   ba.blocking.add_to(bench);
+  bench->add_option("--methods", ba.methods,
+                    "Run one problem through these methods on disk and compare: e.g. "
+                    "incore,stream,naive (without it: the in-core engine in memory only)");
+  bench->add_option("--mem-ratio", ba.mem_ratio, "Out-of-core methods get --mem = grid size / this")
+      ->capture_default_str();
+  bench->add_option("--sweep-bt", ba.sweep_bt, "Stream: run each bt, e.g. 1,2,4,8,16,32");
+  bench->add_option("--sweep-ratio", ba.sweep_ratio,
+                    "Out-of-core: run each memory ratio, e.g. 1,2,4,8,16,32");
+  bench->add_option("--dir", ba.dir, "Scratch directory for the grids (emptied after)")
+      ->capture_default_str();
+  bench->add_option("--csv", ba.csv, "Also write the table as CSV");
   bench->add_flag("--no-bandwidth", ba.no_bandwidth, "Skip the DRAM bandwidth measurement");
   bench->add_flag("--json", ba.json, "Print as one JSON object");
 
