@@ -44,14 +44,36 @@ StreamPlan plan_for_bt(const Manifest& m, const Stencil& st, const Boundary& b, 
   const int rz = st.radius_z();
   p.level0_frames = 2 * rz + 1 + pinned_planes(b, bt, rz, s.nz) +
                     (b.kind == Boundary::Kind::kDirichlet ? 1 : 0);  // + the constant frame
-  // Each thread advances a horizontal strip of the planes, widened by bt * ry rows, with its
-  // own rings: threads meet once per z-step instead of once per level.
-  p.strips = static_cast<int>(std::min<int64_t>(p.threads, s.ny));
-  const int64_t strip_h = (s.ny + p.strips - 1) / p.strips + 2 * int64_t{bt} * st.radius_y();
+  // x-y tiles sized like the in-core engine's, each with its own rings (kept across blocks),
+  // so that a tile's levels stay in cache while it advances a block of z-steps.
+  InCoreOptions tiling;
+  tiling.threads = p.threads;
+  tiling.bt = bt;
+  tiling.cache_bytes = int64_t{8} << 20;  // deep bt needs tall tiles: size them for L3
+  tiling.tile_x = opt.tile_x;
+  tiling.tile_y = opt.tile_y;
+  const WavefrontPlan wp = plan_wavefront(s, st, vb, bt, tiling);
+  p.tile_x = wp.tile_x;
+  p.tile_y = wp.tile_y;
+  p.tiles = ((s.nx + p.tile_x - 1) / p.tile_x) * ((s.ny + p.tile_y - 1) / p.tile_y);
+  p.block = std::max(1, opt.block);
+  p.level0_frames += p.block - 1;  // the frames of a whole block
   const int64_t ring_bytes =
-      p.strips * internal::wavefront_workspace_bytes(bt, rz, p.frame_w, strip_h, vb);
-  p.ring_frames = p.strips * (int64_t{bt - 1} * (2 * rz + 1) + 1);
-  p.io_buffers = opt.read_ahead + opt.write_behind;
+      p.tiles * internal::wavefront_workspace_bytes(bt, rz, p.tile_x + 2 * int64_t{frame.x},
+                                                    p.tile_y + 2 * int64_t{frame.y}, vb);
+  p.ring_frames = int64_t{bt - 1} * (2 * rz + 1) + 1;
+  // Level k of a tile covers the tile widened by (bt - k) * r where the grid goes on.
+  double computed = 0;
+  const int64_t tx = std::min(p.tile_x, s.nx), ty = std::min(p.tile_y, s.ny);
+  const bool periodic = b.kind == Boundary::Kind::kPeriodic;
+  for (int k = 1; k <= bt; ++k) {
+    const int64_t wx = tx < s.nx || periodic ? 2 * int64_t{bt - k} * st.radius_x() : 0;
+    const int64_t wy = ty < s.ny || periodic ? 2 * int64_t{bt - k} * st.radius_y() : 0;
+    computed += static_cast<double>((tx + wx) * (ty + wy));
+  }
+  p.redundancy = computed / (static_cast<double>(bt) * static_cast<double>(tx * ty));
+  // Reads of the next block and writes of the previous one overlap the current block.
+  p.io_buffers = 3 * int64_t{p.block};
   p.memory_bytes =
       p.frame_bytes * p.level0_frames + ring_bytes + p.io_buffers * m.layout.plane_stride;
   return p;
@@ -98,15 +120,15 @@ class StreamRun {
       frames_.back().load_plane(0, v.data());
       frames_.back().fill_ghosts(b_, 1);
     }
-    for (int t = 0; t < plan_.strips; ++t) {
-      const Strip st = strip(t, plan_.bt);
+    for (const Tile& t : tiles()) {
       ws_.push_back(std::make_unique<internal::WavefrontWorkspace<T>>(
-          plan_.bt, rz_, plan_.frame_w, st.y1 - st.y0 + 2 * int64_t{plan_.bt} * kernel_.ry(),
-          static_cast<T>(b_.value)));
+          plan_.bt, rz_, t.x1 - t.x0 + 2 * int64_t{plan_.bt} * kernel_.rx(),
+          t.y1 - t.y0 + 2 * int64_t{plan_.bt} * kernel_.ry(), static_cast<T>(b_.value)));
     }
-    for (int i = 0; i < opt_.read_ahead; ++i) reads_.push_back({internal::AlignedBuffer(bytes())});
-    for (int i = 0; i < opt_.write_behind; ++i)
+    for (int i = 0; i < plan_.block; ++i) reads_.push_back({internal::AlignedBuffer(bytes())});
+    for (int i = 0; i < 2 * plan_.block; ++i) {
       writes_.push_back({internal::AlignedBuffer(bytes())});
+    }
     bool ok = true;
     for (const auto& w : ws_) ok = ok && w->ok();
     for (auto& r : reads_) ok = ok && r.buf.ok();
@@ -132,40 +154,43 @@ class StreamRun {
     build_read_order(levels);
     next_read_ = 0;
     levels_ = levels;
-    size_t out = 0;
-    std::vector<internal::Wavefront<T>> strips;
-    for (int t = 0; t < plan_.strips; ++t) {
-      const Strip st = strip(t, levels);
-      const int64_t gx = -int64_t{levels} * kernel_.rx();
-      const int64_t gy = st.y0 - int64_t{levels} * kernel_.ry();
-      strips.emplace_back(
-          kernel_, b_, s_, levels, internal::WavefrontFrame{0, s_.nx, st.y0, st.y1}, *ws_[t],
+    const std::vector<Tile> all = tiles();
+    std::vector<internal::Wavefront<T>> waves;
+    for (size_t t = 0; t < all.size(); ++t) {
+      const Tile tile = all[t];
+      const int64_t gx = tile.x0 - int64_t{levels} * kernel_.rx();
+      const int64_t gy = tile.y0 - int64_t{levels} * kernel_.ry();
+      waves.emplace_back(
+          kernel_, b_, s_, levels, tile, *ws_[t],
           [this, gx, gy](int64_t z) -> const T* { return frame_origin(z, gx, gy); },
-          frames_[0].stride(), [&, st](int64_t) { return writes_[out].data() + st.y0 * s_.nx; },
-          s_.nx);
+          frames_[0].stride(),
+          [this, tile](int64_t z) { return output_plane(z) + tile.y0 * s_.nx + tile.x0; }, s_.nx);
     }
-    const internal::Wavefront<T>& wf = strips.front();
-    // Thread 0 drives the I/O between the two barriers of each step; all threads compute.
+    const internal::Wavefront<T>& wf = waves.front();
+    const int64_t ntiles = static_cast<int64_t>(waves.size());
+    // Blocks of z-steps: thread 0 makes the block's planes and output buffers ready, all
+    // threads advance tiles through the whole block, thread 0 writes and reads further.
     Status shared;
-    int64_t z_out = -1;
-#pragma omp parallel num_threads(plan_.strips)
+#pragma omp parallel num_threads(plan_.threads)
     {
-      const int t = omp_get_thread_num();
       auto t0 = Clock::now();
-      for (int64_t i = wf.first_step(); i < wf.end_step(); ++i) {
+      for (int64_t i0 = wf.first_step(); i0 < wf.end_step(); i0 += plan_.block) {
+        const int64_t i1 = std::min(wf.end_step(), i0 + plan_.block);
 #pragma omp master
         {
-          if (shared.ok()) shared = prepare_step(i, wf.output_plane(i), out, z_out, stats);
+          if (shared.ok()) shared = prepare_block(wf, i0, i1, stats);
           t0 = Clock::now();
         }
 #pragma omp barrier
         if (!shared.ok()) break;
-        strips[static_cast<size_t>(t)].step(i, 0, 1, {});
-#pragma omp barrier
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < ntiles; ++t) {
+          for (int64_t i = i0; i < i1; ++i) waves[static_cast<size_t>(t)].step(i, 0, 1, {});
+        }
 #pragma omp master
         {
           stats.compute_seconds += seconds_since(t0);
-          shared = finish_step(i, z_out, out);
+          shared = finish_block(wf, i0, i1);
         }
       }
     }
@@ -176,31 +201,54 @@ class StreamRun {
     return Status::Ok();
   }
 
-  struct Strip {
-    int64_t y0, y1;
-  };
-  // Rows of strip t (of plan_.strips, an even split).
-  Strip strip(int t, int /*levels*/) const {
-    return {s_.ny * t / plan_.strips, s_.ny * (t + 1) / plan_.strips};
+  using Tile = internal::WavefrontFrame;
+  std::vector<Tile> tiles() const {
+    std::vector<Tile> out;
+    for (int64_t y = 0; y < s_.ny; y += plan_.tile_y) {
+      for (int64_t x = 0; x < s_.nx; x += plan_.tile_x) {
+        out.push_back({x, std::min(s_.nx, x + plan_.tile_x), y, std::min(s_.ny, y + plan_.tile_y)});
+      }
+    }
+    return out;
   }
 
-  // Before step i: level-0 plane i in a frame, and a write buffer for output plane z_out.
-  Status prepare_step(int64_t i, int64_t z, size_t& out, int64_t& z_out, StreamStats& stats) {
+  // The buffer output plane z goes to (assigned by prepare_block).
+  T* output_plane(int64_t z) const {
+    return writes_[static_cast<size_t>(block_out_[static_cast<size_t>(z - block_z0_)])].data();
+  }
+
+  // Before steps [i0, i1): their level-0 planes in frames, a write buffer per output plane.
+  Status prepare_block(const internal::Wavefront<T>& wf, int64_t i0, int64_t i1,
+                       StreamStats& stats) {
     const int64_t nz = s_.nz;
-    if (b_.kind == Boundary::Kind::kPeriodic || i < nz) {
-      DG_RETURN_IF_ERROR(ensure_frame(((i % nz) + nz) % nz, stats));
+    for (int64_t i = i0; i < i1; ++i) {
+      if (b_.kind == Boundary::Kind::kPeriodic || i < nz) {
+        DG_RETURN_IF_ERROR(ensure_frame(((i % nz) + nz) % nz, stats));
+      }
     }
-    z_out = z >= 0 && z < nz ? z : -1;
-    if (z_out >= 0) {
-      DG_ASSIGN_OR_RETURN(out, idle_write_buffer(stats));
+    block_z0_ = wf.output_plane(i0);
+    block_out_.assign(static_cast<size_t>(i1 - i0), -1);
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t z = wf.output_plane(i);
+      if (z < 0 || z >= nz) continue;
+      DG_ASSIGN_OR_RETURN(const size_t b, idle_write_buffer(stats));
+      writes_[b].busy = true;  // claimed until finish_block submits it
+      block_out_[static_cast<size_t>(i - i0)] = static_cast<int>(b);
     }
     return Status::Ok();
   }
 
-  // After step i: write the finished plane, free level-0 plane i - 2 rz, read further ahead.
-  Status finish_step(int64_t i, int64_t z_out, size_t out) {
-    if (z_out >= 0) DG_RETURN_IF_ERROR(submit(writes_[out], io::Op::kWrite, z_out, out));
-    release_frame(i - 2 * rz_, levels_);
+  // After steps [i0, i1): write the finished planes, free level-0 planes no step needs any
+  // more, read further ahead.
+  Status finish_block(const internal::Wavefront<T>& wf, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int b = block_out_[static_cast<size_t>(i - i0)];
+      if (b >= 0) {
+        DG_RETURN_IF_ERROR(
+            submit(writes_[static_cast<size_t>(b)], io::Op::kWrite, wf.output_plane(i), b));
+      }
+      release_frame(i - 2 * rz_, levels_);
+    }
     return pump_reads();
   }
 
@@ -340,6 +388,8 @@ class StreamRun {
   std::vector<int64_t> order_;
   size_t next_read_ = 0;
   int levels_ = 1;
+  int64_t block_z0_ = 0;        // output plane of the block's first step
+  std::vector<int> block_out_;  // write buffer of each step's output plane, or -1
   std::vector<std::string> paths_;
   static constexpr uint64_t kWriteTag = uint64_t{1} << 63;
 };
@@ -351,18 +401,26 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Stencil& st, const Bound
   if (opt.mem_budget == 0) {
     return invalid_argument("the stream method needs a memory budget; give --mem, e.g. --mem 1GiB");
   }
-  if (opt.read_ahead < 1 || opt.write_behind < 1) {
-    return invalid_argument("read-ahead and write-behind need at least one buffer each");
-  }
+  if (opt.block < 1) return invalid_argument("the stream block must be at least one z-step");
   const StreamPlan minimum = plan_for_bt(m, st, b, 1, opt);
   const int deepest = static_cast<int>(std::clamp<int64_t>(steps, 1, 64));
   StreamPlan p = minimum;
   if (opt.bt > 0) {
     p = plan_for_bt(m, st, b, static_cast<int>(std::min<int64_t>(opt.bt, deepest)), opt);
   } else {
-    for (int bt = deepest; bt >= 1; --bt) {
-      p = plan_for_bt(m, st, b, bt, opt);
-      if (static_cast<uint64_t>(p.memory_bytes) <= opt.mem_budget) break;
+    // Per-step time, in units of a perfectly efficient compute step: the larger of the
+    // tiles' redundant work and the disk traffic relative to what the disks sustain.
+    const double traffic =
+        2.0 * static_cast<double>(dtype_size(m.dtype)) / std::max(opt.disk_bytes_per_update, 1e-3);
+    double best = 0;
+    for (int bt = 1; bt <= deepest; ++bt) {
+      const StreamPlan q = plan_for_bt(m, st, b, bt, opt);
+      if (static_cast<uint64_t>(q.memory_bytes) > opt.mem_budget) continue;
+      const double cost = std::max(q.redundancy, traffic / bt);
+      if (bt == 1 || cost < best) {
+        best = cost;
+        p = q;
+      }
     }
   }
   if (static_cast<uint64_t>(p.memory_bytes) > opt.mem_budget) {
@@ -382,7 +440,7 @@ Result<StreamStats> advance_stream(Grid& grid, const Stencil& stencil, const Bou
                                    const StreamOptions& options, const ProgressFn& progress) {
   io::BlockIoOptions io_opt;
   io_opt.backend = options.io;
-  io_opt.queue_depth = static_cast<unsigned>(options.read_ahead + options.write_behind);
+  io_opt.queue_depth = static_cast<unsigned>(plan.io_buffers);
   io_opt.fault_hook = options.fault_hook;
   auto io = io::make_block_io(io_opt);
   if (!io.ok() && io.status().code() == ErrorCode::kUnsupported &&

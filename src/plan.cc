@@ -103,6 +103,11 @@ Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineP
   so.bt = plan.method == Method::kNaive ? 1 : opt.bt;
   so.mem_budget = opt.mem_budget;
   so.io = opt.io;
+  so.tile_x = opt.tile_x;
+  so.tile_y = opt.tile_y;
+  if (machine.compute_mlups > 0 && machine.disk_read_bps > 0) {
+    so.disk_bytes_per_update = machine.disk_read_bps / (machine.compute_mlups * 1e6);
+  }
   DG_ASSIGN_OR_RETURN(plan.stream, plan_stream(m, opt.stencil, opt.boundary, opt.steps, so));
   plan.memory_bytes = static_cast<uint64_t>(plan.stream.memory_bytes);
   for (int64_t done = 0; done < opt.steps; done += plan.stream.bt) {
@@ -129,12 +134,15 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
   } else {
     n += std::snprintf(
         buf + n, sizeof buf - n,
-        "blocking    bt %d (%lld sweeps), full planes with a %lldx%lld frame, %d threads\n"
-        "buffers     %lld level-0 frames, %lld ring frames, %lld I/O buffers\n"
+        "blocking    bt %d (%lld sweeps), tiles %lldx%lld (%.0f%% redundant halo work), blocks of "
+        "%d z-steps, %d threads\n"
+        "buffers     %lld level-0 plane frames, %lld tiles with %lld ring planes each, %lld I/O "
+        "buffers\n"
         "minimum     %s (bt 1)\n",
-        stream.bt, static_cast<long long>(stream.sweeps), static_cast<long long>(stream.frame_w),
-        static_cast<long long>(stream.frame_h), stream.threads,
-        static_cast<long long>(stream.level0_frames), static_cast<long long>(stream.ring_frames),
+        stream.bt, static_cast<long long>(stream.sweeps), static_cast<long long>(stream.tile_x),
+        static_cast<long long>(stream.tile_y), 100 * (stream.redundancy - 1), stream.block,
+        stream.threads, static_cast<long long>(stream.level0_frames),
+        static_cast<long long>(stream.tiles), static_cast<long long>(stream.ring_frames),
         static_cast<long long>(stream.io_buffers),
         format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
   }
@@ -163,6 +171,10 @@ std::string RunPlan::to_json() const {
     j["threads"] = stream.threads;
     j["level0_frames"] = stream.level0_frames;
     j["ring_frames"] = stream.ring_frames;
+    j["tile"] = {stream.tile_x, stream.tile_y};
+    j["tiles"] = stream.tiles;
+    j["block"] = stream.block;
+    j["redundancy"] = stream.redundancy;
     j["io_buffers"] = stream.io_buffers;
     j["minimum_bytes"] = stream.minimum_bytes;
   }

@@ -65,14 +65,15 @@ Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& p
   so.threads = opt.threads;
   so.mem_budget = opt.mem_budget;
   so.io = opt.io;
+  so.tile_x = opt.tile_x;
+  so.tile_y = opt.tile_y;
   DG_ASSIGN_OR_RETURN(StreamStats stats, advance_stream(grid, opt.stencil, opt.boundary, opt.steps,
                                                         plan.stream, so, opt.progress));
-  const Shape& s = grid.shape();
   RunReport r;
   r.method = plan.method == Method::kNaive ? "naive" : "stream";
   r.threads = plan.stream.threads;
   r.bt = plan.stream.bt;
-  r.tile = std::to_string(s.nx) + "x" + std::to_string(s.ny);
+  r.tile = std::to_string(plan.stream.tile_x) + "x" + std::to_string(plan.stream.tile_y);
   r.steps = stats.steps;
   r.compute_seconds = stats.compute_seconds;
   r.io_wait_seconds = stats.io_wait_seconds;

@@ -36,6 +36,7 @@ struct Case {
   io::Backend backend;
   uint64_t mem = 64 << 20;
   Method method = Method::kStream;
+  int64_t tile_x = 0, tile_y = 0;
 };
 
 std::string describe(const Case& c, const Boundary& b) {
@@ -78,6 +79,8 @@ class StreamGolden : public ::testing::Test {
     opt.bt = c.bt;
     opt.mem_budget = c.mem;
     opt.io = c.backend;
+    opt.tile_x = c.tile_x;
+    opt.tile_y = c.tile_y;
     auto report = run_grid(dir, opt);
     ASSERT_TRUE(report.ok()) << report.status().message();
     EXPECT_EQ(report->steps, c.steps);
@@ -131,6 +134,23 @@ TEST_F(StreamGolden, EveryDepthIncludingDeeperThanTheRun) {
   expect_all_boundaries({"13pt", {9, 8, 5}, DType::kF64, 5, 2, 1, io::Backend::kUring});
 }
 
+// Small forced tiles: interior tiles, edge tiles and tiles narrower than their halo, each
+// carrying its rings across blocks of z-steps.
+TEST_F(StreamGolden, ForcedTiles) {
+  for (int bt : {1, 3, 5}) {
+    for (auto [tx, ty] : {std::pair{4, 3}, {7, 5}, {1, 1}, {23, 2}}) {
+      Case c{"7pt", {23, 17, 13}, DType::kF32, 6, bt, 1, io::Backend::kUring};
+      c.tile_x = tx;
+      c.tile_y = ty;
+      expect_all_boundaries(c);
+    }
+  }
+  Case c{"27pt", {19, 14, 9}, DType::kF64, 5, 2, 1, io::Backend::kThreads};
+  c.tile_x = 5;
+  c.tile_y = 6;
+  expect_all_boundaries(c);
+}
+
 TEST_F(StreamGolden, OddShapes) {
   for (Shape s : {Shape{1, 1, 1}, Shape{64, 48, 1}, Shape{2, 3, 40}, Shape{1, 7, 3}}) {
     expect_all_boundaries({"7pt", s, DType::kF32, 4, 3, 1, io::Backend::kUring});
@@ -154,7 +174,36 @@ TEST_F(StreamGolden, NaiveAndAuto) {
   expect_all_boundaries(c);
 }
 
-TEST(StreamPlan, DeepestBtThatFitsAndAClearMinimum) {
+TEST_F(StreamGolden, BlockSizes) {
+  const Shape shape{21, 13, 17};
+  const Stencil st = testing_stencil("13pt");
+  for (int block : {1, 2, 3, 7, 40}) {
+    for (const Boundary& b : kBoundaries) {
+      SCOPED_TRACE("block " + std::to_string(block) + ", " + b.to_string());
+      const std::string dir = root_ + "/b" + std::to_string(counter_++);
+      CreateOptions co;
+      co.shape = shape;
+      Grid g = Grid::create(dir, co).value();
+      const auto u = testing::random_values<float>(shape, 3);
+      ASSERT_TRUE(g.write_planes(0, shape.nz, u.data()).ok());
+      StreamOptions opt;
+      opt.mem_budget = 64 << 20;
+      opt.block = block;
+      opt.bt = 3;
+      opt.tile_x = 8;
+      opt.tile_y = 5;
+      const StreamPlan plan = plan_stream(g.manifest(), st, b, 7, opt).value();
+      EXPECT_EQ(plan.block, block);
+      ASSERT_TRUE(advance_stream(g, st, b, 7, plan, opt).ok());
+      std::vector<float> got(u.size());
+      ASSERT_TRUE(g.read_planes(0, shape.nz, got.data()).ok());
+      EXPECT_EQ(testing::first_bitwise_difference(testing::reference_run(u, shape, st, b, 7), got),
+                -1);
+    }
+  }
+}
+
+TEST(StreamPlan, CostModelAndAClearMinimum) {
   Manifest m;
   m.shape = {256, 256, 4096};
   m.layout = plan_layout(m.shape, DType::kF32, 1, 8 << 20).value();
@@ -163,8 +212,17 @@ TEST(StreamPlan, DeepestBtThatFitsAndAClearMinimum) {
   opt.mem_budget = 64 << 20;
   const StreamPlan p = plan_stream(m, st, Boundary{}, 100, opt).value();
   EXPECT_LE(static_cast<uint64_t>(p.memory_bytes), opt.mem_budget);
-  EXPECT_GT(p.bt, 8);
-  opt.bt = p.bt + 1;
+  EXPECT_GE(p.bt, 8) << "f32 at 0.6 disk bytes per update needs deep blocking";
+  EXPECT_GE(p.redundancy, 1.0);
+  opt.disk_bytes_per_update = 100;  // a disk as fast as memory: no need to block deeply
+  const StreamPlan fast = plan_stream(m, st, Boundary{}, 100, opt).value();
+  opt.disk_bytes_per_update = 0.1;  // a slow disk: block as deep as the budget allows
+  const StreamPlan slow = plan_stream(m, st, Boundary{}, 100, opt).value();
+  EXPECT_LT(fast.bt, p.bt);
+  EXPECT_GT(slow.bt, p.bt);
+  opt.disk_bytes_per_update = 0.6;
+  opt.bt = 64;
+  opt.mem_budget = 16 << 20;
   EXPECT_FALSE(plan_stream(m, st, Boundary{}, 100, opt).ok()) << "a forced bt over budget";
   opt.bt = 0;
   opt.mem_budget = 1 << 20;  // below 3 planes of 256 KiB plus buffers

@@ -25,23 +25,31 @@ struct StreamOptions {
   int bt = 0;               // steps per sweep; 0: the deepest the budget allows (<= 64)
   uint64_t mem_budget = 0;  // bytes; must be > 0
   io::Backend io = io::Backend::kUring;
-  int read_ahead = 4;        // planes read ahead of compute
-  int write_behind = 4;      // planes written behind compute
+  int block = 4;       // z-steps each tile advances between I/O turns
+  int64_t tile_x = 0;  // x-y tiles; 0: sized for the cache like the in-core engine's
+  int64_t tile_y = 0;
+  // Bytes per lattice update the disks sustain while compute runs at full speed (disk
+  // bandwidth / compute rate). The planner deepens bt until the disk traffic, 2 * sizeof(value)
+  // / bt per update, fits under it, weighed against the tiles' redundant halo work.
+  double disk_bytes_per_update = 0.6;
   io::FaultHook fault_hook;  // tests: inject I/O errors and short transfers
 };
 
 struct StreamPlan {
   int bt = 1;
   int threads = 1;
-  int strips = 1;                    // horizontal strips of the planes, one per thread
+  int64_t tile_x = 0, tile_y = 0;  // x-y tiles, each with rings kept across blocks
+  int64_t tiles = 0;
+  int block = 1;                     // z-steps per block
   int64_t frame_w = 0, frame_h = 0;  // level-0 frame (plane plus bt * r ghost frame)
   int64_t frame_bytes = 0;           // one frame plane
   int64_t level0_frames = 0;         // frames holding level 0
-  int64_t ring_frames = 0;           // strip frames holding levels 1..bt-1, constant planes
+  int64_t ring_frames = 0;           // planes of levels 1..bt-1 (and a constant one) per tile
   int64_t io_buffers = 0;            // aligned plane buffers for reads and writes
   int64_t memory_bytes = 0;          // all of the above: what the engine allocates
   int64_t minimum_bytes = 0;         // the working set with bt = 1
   int64_t sweeps = 0;
+  double redundancy = 1;  // computed updates / useful updates (tile halos)
 };
 
 // The plan for `steps` steps within the budget; kInvalidArgument naming the minimum budget
