@@ -36,7 +36,8 @@ struct RunPlan {
 };
 
 // The plan run_grid would follow for these options, with the cost model's prediction:
-// stream time = sweeps * max(compute, disk) per sweep (reads and writes overlap compute);
+// stream time = sweeps * max(compute, disk) per sweep, reads and writes overlapping compute and
+// each other;
 // in-core time = load + compute + store.
 Result<RunPlan> plan_run(const Grid& grid, const RunOptions& options,
                          const MachineProfile& machine);
