@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -29,7 +30,7 @@ Result<RunReport> run_fresh(const MethodsBenchOptions& o, const std::string& nam
 
 }  // namespace
 
-Result<std::vector<MethodsBenchRow>> bench_methods(const MethodsBenchOptions& o) {
+Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
   std::error_code ec;
   std::filesystem::create_directories(o.dir, ec);
   if (ec) return invalid_argument("cannot create bench directory " + o.dir + ": " + ec.message());
@@ -57,21 +58,38 @@ Result<std::vector<MethodsBenchRow>> bench_methods(const MethodsBenchOptions& o)
           row.mem_budget = static_cast<uint64_t>(grid_bytes / ratio);
           opt.mem_budget = row.mem_budget;
         }
-        DG_ASSIGN_OR_RETURN(row.report, run_fresh(o, name, opt));
+        auto report = run_fresh(o, name, opt);
+        if (!report.ok() && report.status().code() == ErrorCode::kInvalidArgument &&
+            (bts.size() > 1 || ratios.size() > 1)) {
+          row.bt = bt;
+          row.skipped = report.status().message();  // a sweep point that does not fit
+          rows.push_back(row);
+          continue;
+        }
+        if (!report.ok()) return report.status();
+        row.report = std::move(report).value();
         row.bt = row.report.bt;
         rows.push_back(row);
         if (method == Method::kInCore && !incore) incore = rows.size() - 1;
       }
     }
   }
+  MethodsBench out;
   if (incore) {
+    InCoreOptions warm;
+    warm.threads = o.threads;
+    DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(o.shape, o.stencil, o.dtype,
+                                                    std::min<int64_t>(o.steps, 24), warm, 1, 0));
+    out.incore_warm_mlups = b.mlups;
     const RunReport base = rows[*incore].report;
     for (MethodsBenchRow& row : rows) {
       row.ratio_to_incore = row.report.mlups() / base.mlups();
       row.compute_ratio_to_incore = row.report.mlups() / base.compute_mlups();
+      row.ratio_to_incore_warm = row.report.mlups() / b.mlups;
     }
   }
-  return rows;
+  out.rows = std::move(rows);
+  return out;
 }
 
 }  // namespace deepgrid
