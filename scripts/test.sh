@@ -14,6 +14,12 @@ run_suite() {  # build dir, extra cmake args...
 
 echo "== release build and tests"
 run_suite build
+echo "== installed library: a downstream project with find_package(deepgrid)"
+rm -rf build/install build/downstream build/downstream-grid
+cmake --install build --prefix build/install >/dev/null
+cmake -S tests/downstream -B build/downstream -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
+cmake --build build/downstream >/dev/null
+build/downstream/downstream build/downstream-grid
 echo "== ASan+UBSan build and tests"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   run_suite build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEEPGRID_SANITIZE=address -DDEEPGRID_BUILD_BENCH=OFF
