@@ -1,8 +1,8 @@
 #include "deepgrid/padded_grid.h"
 
-#include <algorithm>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 

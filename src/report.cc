@@ -41,6 +41,7 @@ std::string RunReport::to_json() const {
       {"compute_seconds", compute_seconds},
       {"io_wait_seconds", io_wait_seconds},
       {"io_backend", io_backend},
+      {"direct_io", direct_io},
       {"mlups", mlups()},
       {"gflops", gflops()},
       {"compute_mlups", compute_mlups()},
@@ -53,6 +54,9 @@ std::string RunReport::to_json() const {
 }
 
 std::string RunReport::to_text() const {
+  const std::string disk_note = !direct_io ? " (buffered: this filesystem refuses O_DIRECT)"
+                                : io_backend.empty() ? " (O_DIRECT)"
+                                                     : " (O_DIRECT, " + io_backend + ")";
   char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "method      %s, %d thread%s, bt %d, tiles %s\n"
@@ -60,14 +64,15 @@ std::string RunReport::to_text() const {
                 "steps       %lld (time step %lld -> %lld)\n"
                 "time        %.3f s (compute %.3f s, waiting for the disk %.3f s)\n"
                 "speed       %.1f MLUP/s, %.2f GFlop/s (compute only: %.1f MLUP/s)\n"
-                "disk        %s read, %s written\n"
+                "disk        %s read, %s written%s\n"
                 "memory      %s peak resident, %s in grids and buffers\n",
                 method.c_str(), threads, threads == 1 ? "" : "s", bt, tile.c_str(), shape.c_str(),
                 dtype.c_str(), stencil.c_str(), boundary.c_str(), static_cast<long long>(steps),
                 static_cast<long long>(step_from), static_cast<long long>(step_to), seconds,
                 compute_seconds, io_wait_seconds, mlups(), gflops(), compute_mlups(),
                 format_size(bytes_read).c_str(), format_size(bytes_written).c_str(),
-                format_size(peak_memory).c_str(), format_size(engine_memory).c_str());
+                disk_note.c_str(), format_size(peak_memory).c_str(),
+                format_size(engine_memory).c_str());
   return buf;
 }
 

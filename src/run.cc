@@ -130,6 +130,7 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   if (!result.ok()) return result.status();
   RunReport r = std::move(result).value();
   const Manifest& before = grid.manifest();
+  r.direct_io = grid.direct_io();
   r.stencil = opt.stencil.name();
   r.stencil_points = opt.stencil.size();
   r.flops_per_update = opt.stencil.flops_per_update();

@@ -25,9 +25,12 @@
 
 extern char** environ;
 
+#include "temp_dir.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using deepgrid::testing::TempDir;
 using nlohmann::json;
 
 // ---------------------------------------------------------------------------------------------
@@ -148,34 +151,6 @@ Snapshot snapshot(const fs::path& root) {
   }
   return s;
 }
-
-// A fresh directory under /tmp, removed (with its permissions restored) afterwards.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "deepgrid-cli-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
-    }
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(path_, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
-    }
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const fs::path& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Output checks

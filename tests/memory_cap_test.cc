@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "deepgrid/run.h"
+#include "temp_dir.h"
 
 namespace deepgrid {
 namespace {
@@ -47,9 +48,8 @@ TEST(MemoryCap, StreamRunSixteenTimesTheBudgetInsideACgroup) {
   const uint64_t budget = 8 << 20;
   const uint64_t limit = budget + (64 << 20);
   std::ofstream(cgroup + "/memory.limit_in_bytes") << limit;
-  std::string templ = ::testing::TempDir() + "/dgcapXXXXXX";
-  ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-  const std::string root = templ;
+  const testing::TempDir tmp;
+  const std::string root = tmp.path().string();
 
   CreateOptions co;
   co.shape = {256, 256, 512};  // 128 MiB of f32: 16x the budget
@@ -80,7 +80,6 @@ TEST(MemoryCap, StreamRunSixteenTimesTheBudgetInsideACgroup) {
   ASSERT_TRUE(Grid::open(root + "/ooc")->read_planes(0, co.shape.nz, a.data()).ok());
   ASSERT_TRUE(Grid::open(root + "/ref")->read_planes(0, co.shape.nz, b.data()).ok());
   EXPECT_TRUE(a == b) << "stream and in-core results differ";
-  fs::remove_all(root);
 }
 
 }  // namespace

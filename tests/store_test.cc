@@ -14,6 +14,7 @@
 #include "deepgrid/npy.h"
 #include "deepgrid/run.h"
 #include "reference.h"
+#include "temp_dir.h"
 
 namespace deepgrid {
 namespace {
@@ -22,16 +23,9 @@ namespace fs = std::filesystem;
 
 class StoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string templ = ::testing::TempDir() + "/dgstoreXXXXXX";
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    root_ = templ;
-  }
-  void TearDown() override { fs::remove_all(root_); }
+  std::string path(const std::string& name) const { return tmp_ / name; }
 
-  std::string path(const std::string& name) const { return root_ + "/" + name; }
-
-  std::string root_;
+  testing::TempDir tmp_;
 };
 
 std::string slurp(const std::string& p) {

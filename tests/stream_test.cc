@@ -14,6 +14,7 @@
 
 #include "deepgrid/run.h"
 #include "reference.h"
+#include "temp_dir.h"
 
 namespace deepgrid {
 namespace {
@@ -48,13 +49,6 @@ std::string describe(const Case& c, const Boundary& b) {
 
 class StreamGolden : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string templ = ::testing::TempDir() + "/dgstreamXXXXXX";
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    root_ = templ;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   template <typename T>
   void expect_matches_reference(const Case& c, const Boundary& b) {
     SCOPED_TRACE(describe(c, b));
@@ -114,7 +108,8 @@ class StreamGolden : public ::testing::Test {
     return st.with_coefficients(csv).value();
   }
 
-  std::string root_;
+  testing::TempDir tmp_;
+  const std::string root_ = tmp_.path().string();
   int counter_ = 0;
 };
 
@@ -172,6 +167,32 @@ TEST_F(StreamGolden, NaiveAndAuto) {
   c.method = Method::kAuto;
   c.mem = 200 << 10;  // the grid (75 KiB) times two plus buffers does not fit: auto streams
   expect_all_boundaries(c);
+}
+
+// What Ctrl-C relies on: asked to stop, the engine finishes the current sweep, and the grid
+// holds exactly the steps it reports.
+TEST_F(StreamGolden, ProgressStopsBetweenSweeps) {
+  const Shape shape{16, 12, 20};
+  const Stencil st = testing_stencil("7pt");
+  CreateOptions co;
+  co.shape = shape;
+  Grid g = Grid::create(root_ + "/stop", co).value();
+  const auto u = testing::random_values<float>(shape, 8);
+  ASSERT_TRUE(g.write_planes(0, shape.nz, u.data()).ok());
+  StreamOptions opt;
+  opt.mem_budget = 16 << 20;
+  opt.bt = 3;
+  const StreamPlan plan = plan_stream(g.manifest(), st, Boundary{}, 12, opt).value();
+  int calls = 0;
+  const auto stats = advance_stream(g, st, Boundary{}, 12, plan, opt, [&](int64_t, int64_t) {
+                       return ++calls < 2;
+                     }).value();
+  EXPECT_EQ(stats.steps, 6) << "two sweeps of bt 3, then stop";
+  std::vector<float> got(u.size());
+  ASSERT_TRUE(g.read_planes(0, shape.nz, got.data()).ok());
+  EXPECT_EQ(
+      testing::first_bitwise_difference(testing::reference_run(u, shape, st, Boundary{}, 6), got),
+      -1);
 }
 
 TEST_F(StreamGolden, BlockSizes) {
@@ -243,16 +264,13 @@ namespace {
 class StreamFaults : public ::testing::TestWithParam<io::Backend> {
  protected:
   void SetUp() override {
-    std::string templ = ::testing::TempDir() + "/dgfaultXXXXXX";
-    ASSERT_NE(::mkdtemp(templ.data()), nullptr);
-    dir_ = templ + "/g";
+    dir_ = tmp_ / "g";
     CreateOptions co;
     co.shape = {64, 32, 40};
     co.init = *parse_init("random:4");
     co.chunk_target_bytes = 4 * 8192;
     ASSERT_TRUE(Grid::create(dir_, co).ok());
   }
-  void TearDown() override { fs::remove_all(fs::path(dir_).parent_path()); }
 
   // Runs 6 steps with the hook; returns the status and leaves the grid as the run left it.
   Result<StreamStats> run_with(io::FaultHook hook) {
@@ -266,6 +284,7 @@ class StreamFaults : public ::testing::TestWithParam<io::Backend> {
     return advance_stream(g, st, Boundary{}, 6, plan, opt);
   }
 
+  testing::TempDir tmp_;
   std::string dir_;
 };
 

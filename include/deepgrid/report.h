@@ -25,6 +25,7 @@ struct RunReport {
   double compute_seconds = 0;  // wall time spent computing
   double io_wait_seconds = 0;  // wall time blocked waiting for the disk
   std::string io_backend;      // stream methods: "uring" or "threads"
+  bool direct_io = false;      // the data files were opened with O_DIRECT
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
   uint64_t peak_memory = 0;    // the process's peak resident set (VmHWM)
