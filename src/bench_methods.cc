@@ -1,8 +1,12 @@
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <system_error>
+#include <thread>
 
 #include "deepgrid/bench.h"
 #include "deepgrid/run.h"
@@ -21,6 +25,10 @@ Result<RunReport> run_fresh(const MethodsBenchOptions& o, const std::string& nam
   co.dtype = o.dtype;
   co.init = InitSpec{InitSpec::Kind::kRandom, 0, 1};
   DG_RETURN_IF_ERROR(Grid::create(dir, co).status());
+  // Let the previous run's and the creation's writes drain so that runs do not slow each
+  // other down (measured on a virtio disk: up to 20% when runs follow each other directly).
+  ::sync();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
   // Each run reports its own peak: reset the process's high-water mark (Linux >= 4.0).
   std::ofstream("/proc/self/clear_refs") << "5";
   auto r = run_grid(dir, opt);

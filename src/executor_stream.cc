@@ -235,6 +235,7 @@ class StreamRun {
       writes_[b].busy = true;  // claimed until finish_block submits it
       block_out_[static_cast<size_t>(i - i0)] = static_cast<int>(b);
     }
+    io_.flush();  // reads queued while converting start before the block computes
     return Status::Ok();
   }
 
@@ -249,7 +250,9 @@ class StreamRun {
       }
       release_frame(i - 2 * rz_, levels_);
     }
-    return pump_reads();
+    DG_RETURN_IF_ERROR(pump_reads());
+    io_.flush();  // the block's writes and the next reads in one system call
+    return Status::Ok();
   }
 
   // Makes level-0 plane p available in a frame: reads it if needed, converts it from the

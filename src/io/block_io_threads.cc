@@ -75,6 +75,8 @@ class ThreadsBlockIo final : public BlockIo {
     return Status::Ok();
   }
 
+  void flush() override {}  // workers start requests as soon as they are queued
+
   Result<Completion> wait() override {
     if (in_flight_ == 0) return nothing_in_flight();
     std::unique_lock lock(mu_);

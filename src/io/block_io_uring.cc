@@ -60,10 +60,11 @@ class UringBlockIo final : public BlockIo {
     free_.pop_back();
     ++in_flight_;
     slots_[index] = Slot{request, 0, Status::Ok()};
-    start_transfer(index);
-    submit_queued();
+    start_transfer(index);  // queued: flush() or wait() hands it to the kernel
     return Status::Ok();
   }
+
+  void flush() override { submit_queued(); }
 
   Result<Completion> wait() override {
     if (in_flight_ == 0) return nothing_in_flight();

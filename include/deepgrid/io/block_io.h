@@ -63,8 +63,11 @@ class BlockIo {
   virtual ~BlockIo() = default;
 
   // Queues a request. Fails (without queuing) when queue_depth requests are in flight or the
-  // request breaks the alignment contract.
+  // request breaks the alignment contract. A backend may hold queued requests back until
+  // flush() or wait(), so that several go to the device in one system call.
   virtual Status submit(const Request& request) = 0;
+  // Hands every queued request to the device now.
+  virtual void flush() = 0;
   // Blocks until at least one request completes, and returns one completion. Fails when
   // nothing is in flight.
   virtual Result<Completion> wait() = 0;
