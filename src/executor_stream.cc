@@ -37,8 +37,6 @@ StreamPlan plan_for_bt(const Manifest& m, const Stencil& st, const Boundary& b, 
   p.bt = bt;
   p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
   const Halo frame{bt * st.radius_x(), bt * st.radius_y(), 0};
-  p.frame_w = s.nx + 2 * int64_t{frame.x};
-  p.frame_h = s.ny + 2 * int64_t{frame.y};
   p.frame_bytes = vb == 4 ? PaddedGrid<float>::bytes_needed({s.nx, s.ny, 1}, frame)
                           : PaddedGrid<double>::bytes_needed({s.nx, s.ny, 1}, frame);
   const int rz = st.radius_z();

@@ -5,28 +5,6 @@
 
 namespace deepgrid {
 
-std::string_view error_code_name(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kOk:
-      return "ok";
-    case ErrorCode::kInvalidArgument:
-      return "invalid argument";
-    case ErrorCode::kNotFound:
-      return "not found";
-    case ErrorCode::kIo:
-      return "i/o error";
-    case ErrorCode::kNoSpace:
-      return "no space";
-    case ErrorCode::kCorrupt:
-      return "corrupt";
-    case ErrorCode::kUnsupported:
-      return "unsupported";
-    case ErrorCode::kResource:
-      return "resource exhausted";
-  }
-  return "unknown";
-}
-
 Status Status::with_context(std::string_view context) const {
   if (ok()) return *this;
   return {code_, std::string(context) + ": " + message_};

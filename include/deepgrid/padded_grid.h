@@ -33,8 +33,6 @@ class PaddedGrid {
   ptrdiff_t plane_stride() const { return plane_stride_; }
   T* plane(int64_t z) { return base_ + (z + halo_.z) * plane_stride_ + origin_; }
   const T* plane(int64_t z) const { return base_ + (z + halo_.z) * plane_stride_ + origin_; }
-  T& at(int64_t x, int64_t y, int64_t z) { return plane(z)[y * stride_ + x]; }
-  T at(int64_t x, int64_t y, int64_t z) const { return plane(z)[y * stride_ + x]; }
 
   // Copies packed plane z (nx * ny values) in or out of the interior.
   void load_plane(int64_t z, const T* packed);

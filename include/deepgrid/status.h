@@ -20,9 +20,6 @@ enum class ErrorCode {
   kResource,         // memory budget or other resource exhausted
 };
 
-// Short lower-case name of a code ("invalid argument", "i/o error", ...).
-std::string_view error_code_name(ErrorCode code);
-
 class [[nodiscard]] Status {
  public:
   Status() = default;

@@ -40,14 +40,13 @@ struct StreamPlan {
   int threads = 1;
   int64_t tile_x = 0, tile_y = 0;  // x-y tiles, each with rings kept across blocks
   int64_t tiles = 0;
-  int block = 1;                     // z-steps per block
-  int64_t frame_w = 0, frame_h = 0;  // level-0 frame (plane plus bt * r ghost frame)
-  int64_t frame_bytes = 0;           // one frame plane
-  int64_t level0_frames = 0;         // frames holding level 0
-  int64_t ring_frames = 0;           // planes of levels 1..bt-1 (and a constant one) per tile
-  int64_t io_buffers = 0;            // aligned plane buffers for reads and writes
-  int64_t memory_bytes = 0;          // all of the above: what the engine allocates
-  int64_t minimum_bytes = 0;         // the working set with bt = 1
+  int block = 1;              // z-steps per block
+  int64_t frame_bytes = 0;    // one frame plane
+  int64_t level0_frames = 0;  // frames holding level 0
+  int64_t ring_frames = 0;    // planes of levels 1..bt-1 (and a constant one) per tile
+  int64_t io_buffers = 0;     // aligned plane buffers for reads and writes
+  int64_t memory_bytes = 0;   // all of the above: what the engine allocates
+  int64_t minimum_bytes = 0;  // the working set with bt = 1
   int64_t sweeps = 0;
   double redundancy = 1;  // computed updates / useful updates (tile halos)
 };
