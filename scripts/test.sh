@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every test: the release build (warnings as errors) with the full suite, then the same suite
-# under ASan+UBSan and under TSan, and a check that formatting is clean.
+# Every test: a check that formatting is clean, the release build (warnings as errors) with
+# the full suite and a downstream find_package(deepgrid) project, then the same suite under
+# ASan+UBSan and under TSan.
 set -euo pipefail
 jobs=${JOBS:-$(nproc)}
 
@@ -12,6 +13,12 @@ run_suite() {  # build dir, extra cmake args...
   ctest --test-dir "$dir" --output-on-failure -j "$jobs"
 }
 
+echo "== clang-format"
+files=$(git ls-files '*.cc' '*.h')
+if ! clang-format --dry-run --Werror $files; then
+  echo "formatting differs: run 'make format'"
+  exit 1
+fi
 echo "== release build and tests"
 run_suite build
 echo "== installed library: a downstream project with find_package(deepgrid)"
@@ -28,9 +35,3 @@ echo "== TSan build and tests"
 # reports them, so this build uses clang and libomp.
 CXX=clang++-14 OMP_TOOL_LIBRARIES=/usr/lib/llvm-14/lib/libarcher.so TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
   run_suite build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEEPGRID_SANITIZE=thread -DDEEPGRID_BUILD_BENCH=OFF
-echo "== clang-format"
-files=$(git ls-files '*.cc' '*.h')
-if ! clang-format --dry-run --Werror $files; then
-  echo "formatting differs: run 'make format'"
-  exit 1
-fi
