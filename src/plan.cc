@@ -29,20 +29,6 @@ uint64_t incore_memory(const Manifest& m, const RunOptions& opt) {
   });
 }
 
-const char* method_name(Method m) {
-  switch (m) {
-    case Method::kAuto:
-      return "auto";
-    case Method::kInCore:
-      return "incore";
-    case Method::kStream:
-      return "stream";
-    case Method::kNaive:
-      return "naive";
-  }
-  return "?";
-}
-
 }  // namespace
 
 Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads) {
@@ -98,7 +84,7 @@ Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineP
     plan.predicted_seconds = plan.predicted_compute_seconds + plan.predicted_io_seconds;
     return plan;
   }
-  StreamOptions so;
+  StreamOptions& so = plan.stream_options;
   so.threads = opt.threads;
   so.bt = plan.method == Method::kNaive ? 1 : opt.bt;
   so.mem_budget = opt.mem_budget;
@@ -128,7 +114,8 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
       buf, sizeof buf, "grid        %s %s (%s)\nstencil     %s, %lld steps\nmethod      %s\n",
       m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(),
       format_size(static_cast<uint64_t>(m.shape.points()) * dtype_size(m.dtype)).c_str(),
-      opt.stencil.describe().c_str(), static_cast<long long>(opt.steps), method_name(method));
+      opt.stencil.describe().c_str(), static_cast<long long>(opt.steps),
+      std::string(method_name(method)).c_str());
   if (method == Method::kInCore) {
     n += std::snprintf(buf + n, sizeof buf - n, "blocking    bt %d, tiles %lldx%lld, %d threads\n",
                        incore.bt, static_cast<long long>(incore.tile_x),
@@ -158,7 +145,7 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
 }
 
 std::string RunPlan::to_json() const {
-  nlohmann::json j = {{"method", method_name(method)},
+  nlohmann::json j = {{"method", std::string(method_name(method))},
                       {"memory_bytes", memory_bytes},
                       {"predicted_seconds", predicted_seconds},
                       {"predicted_compute_seconds", predicted_compute_seconds},

@@ -47,7 +47,7 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   }
 
   RunReport r;
-  r.method = "incore";
+  r.method = std::string(method_name(plan.method));
   r.threads = engine.plan().threads;
   r.bt = engine.plan().bt;
   r.tile = std::to_string(engine.plan().tile_x) + "x" + std::to_string(engine.plan().tile_y);
@@ -61,16 +61,11 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
 }
 
 Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
-  StreamOptions so;
-  so.threads = opt.threads;
-  so.mem_budget = opt.mem_budget;
-  so.io = opt.io;
-  so.tile_x = opt.tile_x;
-  so.tile_y = opt.tile_y;
-  DG_ASSIGN_OR_RETURN(StreamStats stats, advance_stream(grid, opt.stencil, opt.boundary, opt.steps,
-                                                        plan.stream, so, opt.progress));
+  DG_ASSIGN_OR_RETURN(StreamStats stats,
+                      advance_stream(grid, opt.stencil, opt.boundary, opt.steps, plan.stream,
+                                     plan.stream_options, opt.progress));
   RunReport r;
-  r.method = plan.method == Method::kNaive ? "naive" : "stream";
+  r.method = std::string(method_name(plan.method));
   r.threads = plan.stream.threads;
   r.bt = plan.stream.bt;
   r.tile = std::to_string(plan.stream.tile_x) + "x" + std::to_string(plan.stream.tile_y);
@@ -85,6 +80,20 @@ Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& p
 }
 
 }  // namespace
+
+std::string_view method_name(Method m) {
+  switch (m) {
+    case Method::kAuto:
+      return "auto";
+    case Method::kInCore:
+      return "incore";
+    case Method::kStream:
+      return "stream";
+    case Method::kNaive:
+      return "naive";
+  }
+  return "?";
+}
 
 Result<Method> parse_method(std::string_view text) {
   if (text == "auto") return Method::kAuto;

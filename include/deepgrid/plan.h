@@ -26,6 +26,7 @@ struct RunPlan {
   Method method = Method::kInCore;
   WavefrontPlan incore;          // when method == kInCore
   StreamPlan stream;             // when method is kStream or kNaive
+  StreamOptions stream_options;  // what `stream` was planned with, for advance_stream
   uint64_t memory_bytes = 0;     // what the engine will allocate
   double predicted_seconds = 0;  // the cost model's estimate
   double predicted_io_seconds = 0;

@@ -17,6 +17,7 @@ namespace deepgrid {
 // naive: stream with bt = 1, what out-of-core costs without temporal blocking.
 enum class Method { kAuto, kInCore, kStream, kNaive };
 Result<Method> parse_method(std::string_view text);
+std::string_view method_name(Method m);  // the name parse_method accepts
 
 struct RunOptions {
   Stencil stencil;
