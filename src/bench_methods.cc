@@ -59,6 +59,9 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
         opt.method = method;
         opt.threads = o.threads;
         opt.bt = bt;
+        opt.cache_bt = o.cache_bt;
+        opt.tile_x = o.tile_x;
+        opt.tile_y = o.tile_y;
         MethodsBenchRow row;
         row.method = name;
         if (out_of_core) {

@@ -29,55 +29,168 @@ bool is_pinned(const Boundary& b, int bt, int rz, int64_t nz, int64_t p) {
   return b.kind == Boundary::Kind::kPeriodic && (p < edge || p >= nz - edge);
 }
 
-StreamPlan plan_for_bt(const Manifest& m, const Stencil& st, const Boundary& b, int bt,
-                       const StreamOptions& opt) {
+// A sweep of `levels` steps runs as stages of at most `cache_bt` levels each: stage j
+// advances levels [first(j), first(j) + count(j)).
+struct Stages {
+  int levels, cache_bt;
+  int size() const { return (levels + cache_bt - 1) / cache_bt; }
+  int first(int j) const { return j * cache_bt; }
+  int count(int j) const { return std::min(cache_bt, levels - first(j)); }
+};
+
+// Computed updates / useful updates of a sweep: level k of a stage's tile covers the tile
+// widened by (stage levels - k) * r wherever the grid goes on.
+double redundancy(const Shape& s, const Stencil& st, const Boundary& b, const Stages& stages,
+                  int64_t tile_x, int64_t tile_y) {
+  const int64_t tx = std::min(tile_x, s.nx), ty = std::min(tile_y, s.ny);
+  const bool periodic = b.kind == Boundary::Kind::kPeriodic;
+  double computed = 0;
+  for (int j = 0; j < stages.size(); ++j) {
+    const int n = stages.count(j);
+    for (int k = 1; k <= n; ++k) {
+      const int64_t wx = tx < s.nx || periodic ? 2 * int64_t{n - k} * st.radius_x() : 0;
+      const int64_t wy = ty < s.ny || periodic ? 2 * int64_t{n - k} * st.radius_y() : 0;
+      computed += static_cast<double>((tx + wx) * (ty + wy));
+    }
+  }
+  return computed / (static_cast<double>(stages.levels) * static_cast<double>(tx * ty));
+}
+
+// The depth of one stage: what the in-core engine chooses for this stencil (its tiles and
+// rings are sized for the cache at that depth).
+int default_cache_bt(const Manifest& m, const Stencil& st) {
+  return plan_wavefront(m.shape, st, dtype_size(m.dtype), 64, InCoreOptions{}).bt;
+}
+
+StreamPlan plan_for(const Manifest& m, const Stencil& st, const Boundary& b, int bt, int block,
+                    const StreamOptions& opt) {
   const Shape& s = m.shape;
   const size_t vb = dtype_size(m.dtype);
+  const int rz = st.radius_z();
   StreamPlan p;
   p.bt = bt;
+  p.cache_bt = std::min(bt, opt.cache_bt > 0 ? opt.cache_bt : default_cache_bt(m, st));
+  const Stages stages{bt, p.cache_bt};
+  p.stages = stages.size();
   p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
-  const Halo frame{bt * st.radius_x(), bt * st.radius_y(), 0};
+  p.block = block;
+  const Halo frame{p.cache_bt * st.radius_x(), p.cache_bt * st.radius_y(), 0};
   p.frame_bytes = vb == 4 ? PaddedGrid<float>::bytes_needed({s.nx, s.ny, 1}, frame)
                           : PaddedGrid<double>::bytes_needed({s.nx, s.ny, 1}, frame);
-  const int rz = st.radius_z();
-  p.level0_frames = 2 * rz + 1 + pinned_planes(b, bt, rz, s.nz) +
-                    (b.kind == Boundary::Kind::kDirichlet ? 1 : 0);  // + the constant frame
-  // x-y tiles sized like the in-core engine's, each with its own rings (kept across blocks),
-  // so that a tile's levels stay in cache while it advances a block of z-steps.
+  // Each stage's input: the planes of a block and the 2 rz before them; level 0 also keeps
+  // the pinned planes. Dirichlet adds one constant frame beyond z's ends.
+  p.level0_frames = block + 2 * rz + pinned_planes(b, bt, rz, s.nz);
+  p.level_frames = (p.stages - 1) * int64_t{block + 2 * rz};
+  const int64_t frames =
+      p.level0_frames + p.level_frames + (b.kind == Boundary::Kind::kDirichlet ? 1 : 0);
+  // Tiles like the in-core engine's at the stage depth, so that a tile's rings stay in cache
+  // while it advances a block; every stage keeps its own rings across blocks.
   InCoreOptions tiling;
   tiling.threads = p.threads;
-  tiling.bt = bt;
-  tiling.cache_bytes = int64_t{8} << 20;  // deep bt needs tall tiles: size them for L3
+  tiling.bt = p.cache_bt;
   tiling.tile_x = opt.tile_x;
   tiling.tile_y = opt.tile_y;
-  const WavefrontPlan wp = plan_wavefront(s, st, vb, bt, tiling);
+  const WavefrontPlan wp = plan_wavefront(s, st, vb, p.cache_bt, tiling);
   p.tile_x = wp.tile_x;
   p.tile_y = wp.tile_y;
   p.tiles = ((s.nx + p.tile_x - 1) / p.tile_x) * ((s.ny + p.tile_y - 1) / p.tile_y);
-  p.block = std::max(1, opt.block);
-  p.level0_frames += p.block - 1;  // the frames of a whole block
+  p.ring_frames = int64_t{p.cache_bt - 1} * (2 * rz + 1) + 1;
   const int64_t ring_bytes =
-      p.tiles * internal::wavefront_workspace_bytes(bt, rz, p.tile_x + 2 * int64_t{frame.x},
-                                                    p.tile_y + 2 * int64_t{frame.y}, vb);
-  p.ring_frames = int64_t{bt - 1} * (2 * rz + 1) + 1;
-  // Level k of a tile covers the tile widened by (bt - k) * r where the grid goes on.
-  double computed = 0;
-  const int64_t tx = std::min(p.tile_x, s.nx), ty = std::min(p.tile_y, s.ny);
-  const bool periodic = b.kind == Boundary::Kind::kPeriodic;
-  for (int k = 1; k <= bt; ++k) {
-    const int64_t wx = tx < s.nx || periodic ? 2 * int64_t{bt - k} * st.radius_x() : 0;
-    const int64_t wy = ty < s.ny || periodic ? 2 * int64_t{bt - k} * st.radius_y() : 0;
-    computed += static_cast<double>((tx + wx) * (ty + wy));
-  }
-  p.redundancy = computed / (static_cast<double>(bt) * static_cast<double>(tx * ty));
+      p.stages * p.tiles *
+      internal::wavefront_workspace_bytes(p.cache_bt, rz, p.tile_x + 2 * int64_t{frame.x},
+                                          p.tile_y + 2 * int64_t{frame.y}, vb);
+  p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.tile_y);
   // Reads of the next block and writes of the previous one overlap the current block.
-  p.io_buffers = 3 * int64_t{p.block};
-  p.memory_bytes =
-      p.frame_bytes * p.level0_frames + ring_bytes + p.io_buffers * m.layout.plane_stride;
+  p.io_buffers = 3 * int64_t{block};
+  p.memory_bytes = p.frame_bytes * frames + ring_bytes + p.io_buffers * m.layout.plane_stride;
   return p;
 }
 
+// Planes of one time level, each a full x-y frame with a ghost frame filled by the boundary
+// rule, keyed by z: level 0 as read from disk, or the level between two stages.
+template <typename T>
+class FramePool {
+ public:
+  // `count` frames. Level 0 of a periodic sweep wraps z (its planes are the grid's own);
+  // otherwise planes are keyed by z in [zlo, zhi), and reads of z outside [0, nz) go to
+  // `constant` (dirichlet) or the edge plane (neumann); periodic levels past level 0 are
+  // computed past the ends and keyed there.
+  Status allocate(int64_t count, const Shape& s, Halo halo) {
+    nz_ = s.nz;
+    for (int64_t i = 0; i < count; ++i) {
+      DG_ASSIGN_OR_RETURN(PaddedGrid<T> g, PaddedGrid<T>::allocate({s.nx, s.ny, 1}, halo));
+      frames_.push_back(std::move(g));
+    }
+    return Status::Ok();
+  }
+
+  void reset(int64_t zlo, int64_t zhi, bool wraps, const Boundary& b,
+             const PaddedGrid<T>* constant) {
+    zlo_ = zlo;
+    wraps_ = wraps;
+    b_ = b;
+    constant_ = constant;
+    slot_.assign(static_cast<size_t>(zhi - zlo), -1);
+    free_.clear();
+    for (size_t f = 0; f < frames_.size(); ++f) free_.push_back(static_cast<int>(f));
+  }
+
+  bool has(int64_t z) const { return slot(z) >= 0; }
+  PaddedGrid<T>& frame(int64_t z) { return frames_[static_cast<size_t>(slot(z))]; }
+
+  Result<PaddedGrid<T>*> acquire(int64_t z) {
+    if (free_.empty()) {
+      return Status(ErrorCode::kResource, "stream engine: no free frame (planning error)");
+    }
+    slot(z) = free_.back();
+    free_.pop_back();
+    return &frame(z);
+  }
+
+  void release(int64_t z) {
+    if (z < zlo_ || z >= zlo_ + static_cast<int64_t>(slot_.size()) || slot(z) < 0) return;
+    free_.push_back(slot(z));
+    slot(z) = -1;
+  }
+
+  // Level plane z at global (gx, gy), the boundary rule applied beyond z's ends.
+  const T* origin(int64_t z, int64_t gx, int64_t gy) const {
+    const PaddedGrid<T>* f = constant_;
+    if (wraps_) {
+      f = &frames_[static_cast<size_t>(slot(((z % nz_) + nz_) % nz_))];
+    } else if ((z >= 0 && z < nz_) || b_.kind == Boundary::Kind::kPeriodic) {
+      f = &frames_[static_cast<size_t>(slot(z))];
+    } else if (b_.kind == Boundary::Kind::kNeumann) {
+      f = &frames_[static_cast<size_t>(slot(z < 0 ? 0 : nz_ - 1))];
+    }
+    return f->plane(0) + gy * f->stride() + gx;
+  }
+
+  ptrdiff_t stride() const { return frames_.front().stride(); }
+
+ private:
+  int& slot(int64_t z) { return slot_[static_cast<size_t>(z - zlo_)]; }
+  int slot(int64_t z) const { return slot_[static_cast<size_t>(z - zlo_)]; }
+
+  std::vector<PaddedGrid<T>> frames_;
+  std::vector<int> slot_;
+  std::vector<int> free_;
+  int64_t nz_ = 0, zlo_ = 0;
+  bool wraps_ = false;
+  Boundary b_;
+  const PaddedGrid<T>* constant_ = nullptr;
+};
+
 // Everything one sweep needs, allocated once per run.
+//
+// A sweep of L levels runs as stages of at most cache_bt levels (two-level blocking: the disk
+// sees one read and one write per L steps, the cache one pass per cache_bt steps). Stage j
+// reads its level from pool j - level 0 converted from disk reads, or the full planes stage
+// j - 1 wrote - and writes its last level into pool j + 1 or, for the last stage, into write
+// buffers. Global step i is stage j's step i - first(j) rz, so each stage's input plane is
+// complete when it runs. Blocks of z-steps: thread 0 makes the block's planes ready, all
+// threads advance every stage's tiles through the block stage by stage, thread 0 writes and
+// reads further.
 template <typename T>
 class StreamRun {
   // An aligned plane buffer for one read or write at a time.
@@ -91,37 +204,39 @@ class StreamRun {
 
  public:
   StreamRun(Grid& grid, const Stencil& st, const Boundary& b, const StreamPlan& plan,
-            const StreamOptions& opt, io::BlockIo& io)
+            io::BlockIo& io)
       : grid_(grid),
         m_(grid.manifest()),
         s_(m_.shape),
         kernel_(st),
         b_(b),
         plan_(plan),
-        opt_(opt),
         io_(io),
-        rz_(kernel_.rz()) {
+        rz_(kernel_.rz()),
+        pools_(static_cast<size_t>(plan.stages)) {
     for (size_t f = 0; f < m_.layout.files.size(); ++f) {
       paths_.push_back(grid.file_path(static_cast<int>(f)));
     }
   }
 
   Status allocate() {
-    const Halo frame{plan_.bt * kernel_.rx(), plan_.bt * kernel_.ry(), 0};
-    for (int64_t i = 0; i < plan_.level0_frames; ++i) {
-      DG_ASSIGN_OR_RETURN(PaddedGrid<T> g, PaddedGrid<T>::allocate({s_.nx, s_.ny, 1}, frame));
-      frames_.push_back(std::move(g));
+    const Halo frame{plan_.cache_bt * kernel_.rx(), plan_.cache_bt * kernel_.ry(), 0};
+    DG_RETURN_IF_ERROR(pools_[0].allocate(plan_.level0_frames, s_, frame));
+    for (size_t j = 1; j < pools_.size(); ++j) {
+      DG_RETURN_IF_ERROR(pools_[j].allocate(plan_.block + 2 * rz_, s_, frame));
     }
     if (b_.kind == Boundary::Kind::kDirichlet) {
-      // The last frame is the constant plane beyond z's ends.
+      DG_ASSIGN_OR_RETURN(constant_, PaddedGrid<T>::allocate({s_.nx, s_.ny, 1}, frame));
       std::vector<T> v(static_cast<size_t>(s_.plane_points()), static_cast<T>(b_.value));
-      frames_.back().load_plane(0, v.data());
-      frames_.back().fill_ghosts(b_, 1);
+      constant_.load_plane(0, v.data());
+      constant_.fill_ghosts(b_, 1);
     }
-    for (const Tile& t : tiles()) {
-      ws_.push_back(std::make_unique<internal::WavefrontWorkspace<T>>(
-          plan_.bt, rz_, t.x1 - t.x0 + 2 * int64_t{plan_.bt} * kernel_.rx(),
-          t.y1 - t.y0 + 2 * int64_t{plan_.bt} * kernel_.ry(), static_cast<T>(b_.value)));
+    for (int j = 0; j < plan_.stages; ++j) {
+      for (const Tile& t : tiles()) {
+        ws_.push_back(std::make_unique<internal::WavefrontWorkspace<T>>(
+            plan_.cache_bt, rz_, t.x1 - t.x0 + 2 * int64_t{plan_.cache_bt} * kernel_.rx(),
+            t.y1 - t.y0 + 2 * int64_t{plan_.cache_bt} * kernel_.ry(), static_cast<T>(b_.value)));
+      }
     }
     for (int i = 0; i < plan_.block; ++i) reads_.push_back({internal::AlignedBuffer(bytes())});
     for (int i = 0; i < 2 * plan_.block; ++i) {
@@ -143,52 +258,47 @@ class StreamRun {
   }
 
  private:
+  using Tile = internal::WavefrontFrame;
+  using Wave = internal::Wavefront<T>;
+
   Status sweep_unchecked(int levels, StreamStats& stats) {
-    const int64_t nz = s_.nz;
-    slot_.assign(static_cast<size_t>(nz), -1);
-    free_frames_.clear();
-    const int64_t usable = plan_.level0_frames - (b_.kind == Boundary::Kind::kDirichlet ? 1 : 0);
-    for (int64_t f = 0; f < usable; ++f) free_frames_.push_back(static_cast<int>(f));
-    build_read_order(levels);
-    next_read_ = 0;
     levels_ = levels;
-    const std::vector<Tile> all = tiles();
-    std::vector<internal::Wavefront<T>> waves;
-    for (size_t t = 0; t < all.size(); ++t) {
-      const Tile tile = all[t];
-      const int64_t gx = tile.x0 - int64_t{levels} * kernel_.rx();
-      const int64_t gy = tile.y0 - int64_t{levels} * kernel_.ry();
-      waves.emplace_back(
-          kernel_, b_, s_, levels, tile, *ws_[t],
-          [this, gx, gy](int64_t z) -> const T* { return frame_origin(z, gx, gy); },
-          frames_[0].stride(),
-          [this, tile](int64_t z) { return output_plane(z) + tile.y0 * s_.nx + tile.x0; }, s_.nx);
-    }
-    const internal::Wavefront<T>& wf = waves.front();
-    const int64_t ntiles = static_cast<int64_t>(waves.size());
-    // Blocks of z-steps: thread 0 makes the block's planes and output buffers ready, all
-    // threads advance tiles through the whole block, thread 0 writes and reads further.
+    stages_ = Stages{levels, plan_.cache_bt};
+    reset_pools();
+    build_read_order();
+    next_read_ = 0;
+    std::vector<std::vector<Wave>> waves(static_cast<size_t>(stages_.size()));
+    for (int j = 0; j < stages_.size(); ++j) make_waves(j, waves[static_cast<size_t>(j)]);
+    const bool periodic = b_.kind == Boundary::Kind::kPeriodic;
+    const int64_t first = periodic ? -int64_t{levels} * rz_ : 0;
+    const int64_t end = s_.nz + int64_t{levels} * rz_;
+    const int64_t ntiles = static_cast<int64_t>(waves.front().size());
     Status shared;
 #pragma omp parallel num_threads(plan_.threads)
     {
       auto t0 = Clock::now();
-      for (int64_t i0 = wf.first_step(); i0 < wf.end_step(); i0 += plan_.block) {
-        const int64_t i1 = std::min(wf.end_step(), i0 + plan_.block);
+      for (int64_t i0 = first; i0 < end; i0 += plan_.block) {
+        const int64_t i1 = std::min(end, i0 + plan_.block);
 #pragma omp master
         {
-          if (shared.ok()) shared = prepare_block(wf, i0, i1, stats);
+          if (shared.ok()) shared = prepare_block(i0, i1, stats);
           t0 = Clock::now();
         }
 #pragma omp barrier
         if (!shared.ok()) break;
+        for (int j = 0; j < stages_.size(); ++j) {
+          const int64_t lag = int64_t{stages_.first(j)} * rz_;
+          std::vector<Wave>& stage = waves[static_cast<size_t>(j)];
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t t = 0; t < ntiles; ++t) {
-          for (int64_t i = i0; i < i1; ++i) waves[static_cast<size_t>(t)].step(i, 0, 1, {});
+          for (int64_t t = 0; t < ntiles; ++t) {
+            for (int64_t i = i0; i < i1; ++i) stage[static_cast<size_t>(t)].step(i - lag, 0, 1, {});
+          }
+          if (j + 1 < stages_.size()) fill_stage_output_ghosts(j, i0, i1);
         }
 #pragma omp master
         {
           stats.compute_seconds += seconds_since(t0);
-          shared = finish_block(wf, i0, i1);
+          shared = finish_block(i0, i1);
         }
       }
     }
@@ -199,7 +309,69 @@ class StreamRun {
     return Status::Ok();
   }
 
-  using Tile = internal::WavefrontFrame;
+  // Planes past each z end that the level after stage j covers (periodic: computed there).
+  int64_t extension(int j) const {
+    return b_.kind == Boundary::Kind::kPeriodic
+               ? int64_t{levels_ - stages_.first(j) - stages_.count(j)} * rz_
+               : 0;
+  }
+
+  // The z range of stage j's output plane at global step i; empty for planes outside it.
+  int64_t stage_output_plane(int j, int64_t i) const {
+    return i - int64_t{stages_.first(j) + stages_.count(j)} * rz_;
+  }
+  bool stage_output_in_range(int j, int64_t z) const {
+    return z >= -extension(j) && z < s_.nz + extension(j);
+  }
+
+  void reset_pools() {
+    const bool periodic = b_.kind == Boundary::Kind::kPeriodic;
+    pools_[0].reset(0, s_.nz, periodic, b_, &constant_);
+    for (int j = 1; j < stages_.size(); ++j) {
+      const int64_t e = extension(j - 1);
+      pools_[static_cast<size_t>(j)].reset(-e, s_.nz + e, false, b_, &constant_);
+    }
+  }
+
+  void make_waves(int j, std::vector<Wave>& out) {
+    const std::vector<Tile> all = tiles();
+    const int n = stages_.count(j);
+    const bool last = j + 1 == stages_.size();
+    FramePool<T>& in = pools_[static_cast<size_t>(j)];
+    for (size_t t = 0; t < all.size(); ++t) {
+      const Tile tile = all[t];
+      const int64_t gx = tile.x0 - int64_t{n} * kernel_.rx();
+      const int64_t gy = tile.y0 - int64_t{n} * kernel_.ry();
+      auto level0 = [&in, gx, gy](int64_t z) -> const T* { return in.origin(z, gx, gy); };
+      const internal::WavefrontWorkspace<T>& ws = *ws_[static_cast<size_t>(j) * all.size() + t];
+      if (last) {
+        out.emplace_back(
+            kernel_, b_, s_, n, tile, ws, level0, in.stride(),
+            [this, tile](int64_t z) { return output_plane(z) + tile.y0 * s_.nx + tile.x0; }, s_.nx);
+      } else {
+        FramePool<T>& next = pools_[static_cast<size_t>(j + 1)];
+        out.emplace_back(
+            kernel_, b_, s_, n, tile, ws, level0, in.stride(),
+            [&next, tile](int64_t z) {
+              PaddedGrid<T>& f = next.frame(z);
+              return f.plane(0) + tile.y0 * f.stride() + tile.x0;
+            },
+            next.stride(), extension(j));
+      }
+    }
+  }
+
+  // After stage j's part of steps [i0, i1): the ghost frames of the planes it completed, for
+  // the next stage to read. Called by every thread of the team.
+  void fill_stage_output_ghosts(int j, int64_t i0, int64_t i1) {
+    FramePool<T>& next = pools_[static_cast<size_t>(j + 1)];
+#pragma omp for schedule(static)
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t z = stage_output_plane(j, i);
+      if (stage_output_in_range(j, z)) next.frame(z).fill_ghosts(b_, 1);
+    }
+  }
+
   std::vector<Tile> tiles() const {
     std::vector<Tile> out;
     for (int64_t y = 0; y < s_.ny; y += plan_.tile_y) {
@@ -215,19 +387,28 @@ class StreamRun {
     return writes_[static_cast<size_t>(block_out_[static_cast<size_t>(z - block_z0_)])].data();
   }
 
-  // Before steps [i0, i1): their level-0 planes in frames, a write buffer per output plane.
-  Status prepare_block(const internal::Wavefront<T>& wf, int64_t i0, int64_t i1,
-                       StreamStats& stats) {
+  // Before steps [i0, i1): their level-0 planes in frames, a frame for every plane a stage
+  // completes into the next one's pool, a write buffer per output plane.
+  Status prepare_block(int64_t i0, int64_t i1, StreamStats& stats) {
     const int64_t nz = s_.nz;
     for (int64_t i = i0; i < i1; ++i) {
       if (b_.kind == Boundary::Kind::kPeriodic || i < nz) {
         DG_RETURN_IF_ERROR(ensure_frame(((i % nz) + nz) % nz, stats));
       }
     }
-    block_z0_ = wf.output_plane(i0);
+    for (int j = 0; j + 1 < stages_.size(); ++j) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t z = stage_output_plane(j, i);
+        if (stage_output_in_range(j, z)) {
+          DG_RETURN_IF_ERROR(pools_[static_cast<size_t>(j + 1)].acquire(z).status());
+        }
+      }
+    }
+    const int last = stages_.size() - 1;
+    block_z0_ = stage_output_plane(last, i0);
     block_out_.assign(static_cast<size_t>(i1 - i0), -1);
     for (int64_t i = i0; i < i1; ++i) {
-      const int64_t z = wf.output_plane(i);
+      const int64_t z = stage_output_plane(last, i);
       if (z < 0 || z >= nz) continue;
       DG_ASSIGN_OR_RETURN(const size_t b, idle_write_buffer(stats));
       writes_[b].busy = true;  // claimed until finish_block submits it
@@ -237,16 +418,21 @@ class StreamRun {
     return Status::Ok();
   }
 
-  // After steps [i0, i1): write the finished planes, free level-0 planes no step needs any
-  // more, read further ahead.
-  Status finish_block(const internal::Wavefront<T>& wf, int64_t i0, int64_t i1) {
+  // After steps [i0, i1): write the finished planes, free the planes no stage needs any more
+  // (stage j's input plane q after its step q + 2 rz), read further ahead.
+  Status finish_block(int64_t i0, int64_t i1) {
+    const int last = stages_.size() - 1;
     for (int64_t i = i0; i < i1; ++i) {
       const int b = block_out_[static_cast<size_t>(i - i0)];
       if (b >= 0) {
-        DG_RETURN_IF_ERROR(
-            submit(writes_[static_cast<size_t>(b)], io::Op::kWrite, wf.output_plane(i), b));
+        DG_RETURN_IF_ERROR(submit(writes_[static_cast<size_t>(b)], io::Op::kWrite,
+                                  stage_output_plane(last, i), b));
       }
-      release_frame(i - 2 * rz_, levels_);
+      const int64_t q0 = i - 2 * rz_;
+      if (q0 >= 0 && q0 < s_.nz && !is_pinned(b_, levels_, rz_, s_.nz, q0)) pools_[0].release(q0);
+      for (int j = 1; j < stages_.size(); ++j) {
+        pools_[static_cast<size_t>(j)].release(q0 - int64_t{stages_.first(j)} * rz_);
+      }
     }
     DG_RETURN_IF_ERROR(pump_reads());
     io_.flush();  // the block's writes and the next reads in one system call
@@ -256,20 +442,15 @@ class StreamRun {
   // Makes level-0 plane p available in a frame: reads it if needed, converts it from the
   // disk layout and fills its ghost frame by the boundary rule.
   Status ensure_frame(int64_t p, StreamStats& stats) {
-    if (slot_[static_cast<size_t>(p)] >= 0) return Status::Ok();
+    FramePool<T>& level0 = pools_[0];
+    if (level0.has(p)) return Status::Ok();
     while (true) {
       DG_RETURN_IF_ERROR(pump_reads());
       for (IoBuffer& r : reads_) {
         if (r.plane == p && r.ready) {
-          if (free_frames_.empty()) {
-            return Status(ErrorCode::kResource, "stream engine: no free frame (planning error)");
-          }
-          const int f = free_frames_.back();
-          free_frames_.pop_back();
-          PaddedGrid<T>& frame = frames_[static_cast<size_t>(f)];
-          frame.load_plane(0, r.data());
-          frame.fill_ghosts(b_, 1);
-          slot_[static_cast<size_t>(p)] = f;
+          DG_ASSIGN_OR_RETURN(PaddedGrid<T> * frame, level0.acquire(p));
+          frame->load_plane(0, r.data());
+          frame->fill_ghosts(b_, 1);
           r = IoBuffer{std::move(r.buf)};
           return pump_reads();
         }
@@ -277,15 +458,6 @@ class StreamRun {
       DG_RETURN_IF_ERROR(complete_one(stats));
     }
   }
-
-  // Level-0 plane q is no longer needed after step q + 2 rz (pinned planes stay).
-  void release_frame(int64_t q, int levels) {
-    if (q < 0 || q >= s_.nz || is_pinned(b_, levels, rz_, s_.nz, q)) return;
-    int& slot = slot_[static_cast<size_t>(q)];
-    if (slot >= 0) free_frames_.push_back(slot);
-    slot = -1;
-  }
-
   // Starts reads of the next planes in order while read buffers are free.
   Status pump_reads() {
     for (size_t b = 0; b < reads_.size() && next_read_ < order_.size(); ++b) {
@@ -346,9 +518,9 @@ class StreamRun {
   size_t bytes() const { return static_cast<size_t>(m_.layout.plane_stride); }
 
   // Reads in the order planes are first needed: periodic sweeps start with the last planes.
-  void build_read_order(int levels) {
+  void build_read_order() {
     order_.clear();
-    const int64_t edge = std::min(s_.nz, int64_t{levels} * rz_);
+    const int64_t edge = std::min(s_.nz, int64_t{levels_} * rz_);
     if (b_.kind == Boundary::Kind::kPeriodic) {
       for (int64_t p = s_.nz - edge; p < s_.nz; ++p) order_.push_back(p);
     }
@@ -358,37 +530,22 @@ class StreamRun {
     }
   }
 
-  // Level-0 plane z at global (gx, gy): frame cells beyond the grid hold boundary values.
-  const T* frame_origin(int64_t z, int64_t gx, int64_t gy) const {
-    const int64_t nz = s_.nz;
-    int64_t p = z;
-    const PaddedGrid<T>* f = &frames_.back();  // dirichlet beyond z's ends: the constant frame
-    if (z >= 0 && z < nz) {
-      f = &frames_[static_cast<size_t>(slot_[static_cast<size_t>(p)])];
-    } else if (b_.kind != Boundary::Kind::kDirichlet) {
-      p = b_.kind == Boundary::Kind::kNeumann ? (z < 0 ? 0 : nz - 1) : ((z % nz) + nz) % nz;
-      f = &frames_[static_cast<size_t>(slot_[static_cast<size_t>(p)])];
-    }
-    return f->plane(0) + gy * f->stride() + gx;
-  }
-
   Grid& grid_;
   const Manifest& m_;
   const Shape s_;
   const StencilKernel<T> kernel_;
   const Boundary& b_;
   const StreamPlan& plan_;
-  const StreamOptions& opt_;
   io::BlockIo& io_;
   const int rz_;
-  std::vector<PaddedGrid<T>> frames_;
-  std::vector<std::unique_ptr<internal::WavefrontWorkspace<T>>> ws_;
+  std::vector<FramePool<T>> pools_;  // stage j's input level
+  PaddedGrid<T> constant_;           // dirichlet: the plane beyond z's ends
+  std::vector<std::unique_ptr<internal::WavefrontWorkspace<T>>> ws_;  // stage-major, per tile
   std::vector<IoBuffer> reads_, writes_;
-  std::vector<int> slot_;
-  std::vector<int> free_frames_;
   std::vector<int64_t> order_;
   size_t next_read_ = 0;
   int levels_ = 1;
+  Stages stages_{1, 1};
   int64_t block_z0_ = 0;        // output plane of the block's first step
   std::vector<int> block_out_;  // write buffer of each step's output plane, or -1
   std::vector<std::string> paths_;
@@ -402,22 +559,34 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Stencil& st, const Bound
   if (opt.mem_budget == 0) {
     return invalid_argument("the stream method needs a memory budget; give --mem, e.g. --mem 1GiB");
   }
-  if (opt.block < 1) return invalid_argument("the stream block must be at least one z-step");
-  const StreamPlan minimum = plan_for_bt(m, st, b, 1, opt);
+  if (opt.block < 0) return invalid_argument("the stream block must be at least one z-step");
+  if (opt.cache_bt < 0) return invalid_argument("--cache-bt must be >= 1 (or 0 for automatic)");
+  const StreamPlan minimum = plan_for(m, st, b, 1, 1, opt);
   const int deepest = static_cast<int>(std::clamp<int64_t>(steps, 1, 64));
+  // The deepest block (up to 16 z-steps) that fits: a tile reloads its rings into the cache
+  // once per block.
+  auto with_block = [&](int bt) {
+    StreamPlan q = plan_for(m, st, b, bt, opt.block > 0 ? opt.block : 16, opt);
+    while (opt.block == 0 && q.block > 1 &&
+           static_cast<uint64_t>(q.memory_bytes) > opt.mem_budget) {
+      q = plan_for(m, st, b, bt, q.block / 2, opt);
+    }
+    return q;
+  };
   StreamPlan p = minimum;
   if (opt.bt > 0) {
-    p = plan_for_bt(m, st, b, static_cast<int>(std::min<int64_t>(opt.bt, deepest)), opt);
+    p = with_block(static_cast<int>(std::min<int64_t>(opt.bt, deepest)));
   } else {
     // Per-step time, in units of a perfectly efficient compute step: the larger of the
-    // tiles' redundant work and the disk traffic relative to what the disks sustain.
+    // compute (redundant halo work, ring reloads once per block) and the disk traffic
+    // relative to what the disks sustain.
     const double traffic =
         2.0 * static_cast<double>(dtype_size(m.dtype)) / std::max(opt.disk_bytes_per_update, 1e-3);
     double best = 0;
     for (int bt = 1; bt <= deepest; ++bt) {
-      const StreamPlan q = plan_for_bt(m, st, b, bt, opt);
+      const StreamPlan q = with_block(bt);
       if (static_cast<uint64_t>(q.memory_bytes) > opt.mem_budget) continue;
-      const double cost = std::max(q.redundancy, traffic / bt);
+      const double cost = std::max(q.redundancy * (1 + 0.5 / q.block), traffic / bt);
       if (bt == 1 || cost < best) {
         best = cost;
         p = q;
@@ -453,7 +622,7 @@ Result<StreamStats> advance_stream(Grid& grid, const Stencil& stencil, const Bou
   StreamStats stats;
   stats.backend = io_opt.backend;
   Status st = dispatch_dtype(grid.dtype(), [&](auto tag) -> Status {
-    StreamRun<decltype(tag)> run(grid, stencil, boundary, plan, options, **io);
+    StreamRun<decltype(tag)> run(grid, stencil, boundary, plan, **io);
     DG_RETURN_IF_ERROR(run.allocate());
     while (stats.steps < steps) {
       const int levels = static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps));

@@ -31,31 +31,6 @@ uint64_t incore_memory(const Manifest& m, const RunOptions& opt) {
 
 }  // namespace
 
-Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads) {
-  MachineProfile p;
-  const Shape& s = grid.shape();
-  const Shape sample{std::min<int64_t>(s.nx, 256), std::min<int64_t>(s.ny, 256),
-                     std::min<int64_t>(s.nz, 64)};
-  InCoreOptions opt;
-  opt.threads = threads;
-  DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, grid.dtype(), 12, opt, 1, 0));
-  p.compute_mlups = b.mlups;
-
-  const int64_t batch = grid.manifest().layout.planes_per_chunk;
-  const int64_t planes =
-      std::min(s.nz, std::max<int64_t>(batch, (256 << 20) / grid.manifest().layout.plane_stride));
-  std::vector<char> buf(static_cast<size_t>(batch * grid.manifest().layout.plane_bytes));
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int64_t z = 0; z < planes; z += batch) {
-    DG_RETURN_IF_ERROR(grid.read_planes(z, std::min(batch, planes - z), buf.data()));
-  }
-  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  p.disk_read_bps =
-      static_cast<double>(planes * grid.manifest().layout.plane_stride) / std::max(t, 1e-9);
-  p.disk_write_bps = p.disk_read_bps;
-  return p;
-}
-
 Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineProfile& machine) {
   const Manifest& m = grid.manifest();
   RunPlan plan;
@@ -87,6 +62,7 @@ Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineP
   StreamOptions& so = plan.stream_options;
   so.threads = opt.threads;
   so.bt = plan.method == Method::kNaive ? 1 : opt.bt;
+  so.cache_bt = opt.cache_bt;
   so.mem_budget = opt.mem_budget;
   so.io = opt.io;
   so.tile_x = opt.tile_x;
@@ -123,16 +99,17 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
   } else {
     n += std::snprintf(
         buf + n, sizeof buf - n,
-        "blocking    bt %d (%lld sweeps), tiles %lldx%lld (%.0f%% redundant halo work), blocks of "
-        "%d z-steps, %d threads\n"
-        "buffers     %lld level-0 plane frames, %lld tiles with %lld ring planes each, %lld I/O "
-        "buffers\n"
+        "blocking    bt %d (%lld sweeps) in stages of %d steps, tiles %lldx%lld (%.0f%% "
+        "redundant halo work), blocks of %d z-steps, %d threads\n"
+        "buffers     %lld level-0 plane frames, %lld frames between stages, %lld tiles x %d "
+        "stages with %lld ring planes each, %lld I/O buffers\n"
         "minimum     %s (bt 1)\n",
-        stream.bt, static_cast<long long>(stream.sweeps), static_cast<long long>(stream.tile_x),
-        static_cast<long long>(stream.tile_y), 100 * (stream.redundancy - 1), stream.block,
-        stream.threads, static_cast<long long>(stream.level0_frames),
-        static_cast<long long>(stream.tiles), static_cast<long long>(stream.ring_frames),
-        static_cast<long long>(stream.io_buffers),
+        stream.bt, static_cast<long long>(stream.sweeps), stream.cache_bt,
+        static_cast<long long>(stream.tile_x), static_cast<long long>(stream.tile_y),
+        100 * (stream.redundancy - 1), stream.block, stream.threads,
+        static_cast<long long>(stream.level0_frames), static_cast<long long>(stream.level_frames),
+        static_cast<long long>(stream.tiles), stream.stages,
+        static_cast<long long>(stream.ring_frames), static_cast<long long>(stream.io_buffers),
         format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
   }
   std::snprintf(buf + n, sizeof buf - n,
@@ -158,7 +135,10 @@ std::string RunPlan::to_json() const {
     j["bt"] = stream.bt;
     j["sweeps"] = stream.sweeps;
     j["threads"] = stream.threads;
+    j["cache_bt"] = stream.cache_bt;
+    j["stages"] = stream.stages;
     j["level0_frames"] = stream.level0_frames;
+    j["level_frames"] = stream.level_frames;
     j["ring_frames"] = stream.ring_frames;
     j["tile"] = {stream.tile_x, stream.tile_y};
     j["tiles"] = stream.tiles;

@@ -130,7 +130,7 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
   DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
-  DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, MachineProfile{}));
+  DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, opt.machine));
   auto result =
       plan.method == Method::kInCore
           ? dispatch_dtype(grid.dtype(),

@@ -38,13 +38,14 @@ struct Case {
   uint64_t mem = 64 << 20;
   Method method = Method::kStream;
   int64_t tile_x = 0, tile_y = 0;
+  int cache_bt = 0;  // steps per stage of a sweep; 0: automatic
 };
 
 std::string describe(const Case& c, const Boundary& b) {
   return c.stencil + " " + c.shape.to_string() + " " + std::string(dtype_name(c.dtype)) + " " +
          b.to_string() + ", " + std::to_string(c.steps) + " steps, bt " + std::to_string(c.bt) +
-         ", " + std::to_string(c.stripes) + " stripes, io " +
-         std::string(io::backend_name(c.backend));
+         ", cache bt " + std::to_string(c.cache_bt) + ", " + std::to_string(c.stripes) +
+         " stripes, io " + std::string(io::backend_name(c.backend));
 }
 
 class StreamGolden : public ::testing::Test {
@@ -71,6 +72,7 @@ class StreamGolden : public ::testing::Test {
     opt.boundary = b;
     opt.method = c.method;
     opt.bt = c.bt;
+    opt.cache_bt = c.cache_bt;
     opt.mem_budget = c.mem;
     opt.io = c.backend;
     opt.tile_x = c.tile_x;
@@ -127,6 +129,24 @@ TEST_F(StreamGolden, EveryDepthIncludingDeeperThanTheRun) {
     expect_all_boundaries({"7pt", {21, 9, 11}, DType::kF32, 7, bt, 1, io::Backend::kUring});
   }
   expect_all_boundaries({"13pt", {9, 8, 5}, DType::kF64, 5, 2, 1, io::Backend::kUring});
+}
+
+// Two-level blocking: sweeps of bt levels as stages of cache_bt levels, including stages
+// that do not divide bt, a last sweep shorter than one stage, and radius-2 stencils whose
+// periodic stages extend past z's ends.
+TEST_F(StreamGolden, StagesWithinASweep) {
+  for (auto [bt, cache_bt] : {std::pair{4, 1}, {5, 2}, {9, 4}, {8, 3}}) {
+    Case c{"7pt", {17, 10, 12}, DType::kF32, 11, bt, 1, io::Backend::kUring};
+    c.cache_bt = cache_bt;
+    expect_all_boundaries(c);
+  }
+  for (const char* st : {"13pt", "27pt"}) {
+    Case c{st, {15, 13, 9}, DType::kF64, 7, 6, 1, io::Backend::kThreads};
+    c.cache_bt = 2;
+    c.tile_x = 6;
+    c.tile_y = 4;
+    expect_all_boundaries(c);
+  }
 }
 
 // Small forced tiles: interior tiles, edge tiles and tiles narrower than their halo, each
@@ -198,9 +218,10 @@ TEST_F(StreamGolden, ProgressStopsBetweenSweeps) {
 TEST_F(StreamGolden, BlockSizes) {
   const Shape shape{21, 13, 17};
   const Stencil st = testing_stencil("13pt");
-  for (int block : {1, 2, 3, 7, 40}) {
+  for (auto [block, cache_bt] : {std::pair{1, 3}, {2, 1}, {3, 2}, {7, 3}, {40, 2}}) {
     for (const Boundary& b : kBoundaries) {
-      SCOPED_TRACE("block " + std::to_string(block) + ", " + b.to_string());
+      SCOPED_TRACE("block " + std::to_string(block) + ", cache bt " + std::to_string(cache_bt) +
+                   ", " + b.to_string());
       const std::string dir = root_ + "/b" + std::to_string(counter_++);
       CreateOptions co;
       co.shape = shape;
@@ -211,6 +232,7 @@ TEST_F(StreamGolden, BlockSizes) {
       opt.mem_budget = 64 << 20;
       opt.block = block;
       opt.bt = 3;
+      opt.cache_bt = cache_bt;
       opt.tile_x = 8;
       opt.tile_y = 5;
       const StreamPlan plan = plan_stream(g.manifest(), st, b, 7, opt).value();

@@ -57,6 +57,8 @@ struct MethodsBenchOptions {
   int threads = 0;
   std::vector<std::string> methods;  // incore, stream, naive
   std::vector<int> bts = {0};        // stream: each bt (0: automatic)
+  int cache_bt = 0;                  // stream: steps per stage (0: automatic)
+  int64_t tile_x = 0, tile_y = 0;    // every method's x-y tiles (0: automatic)
   std::vector<double> ratios;        // stream: each memory ratio (overrides mem_ratio)
 };
 

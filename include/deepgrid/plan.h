@@ -5,22 +5,12 @@
 #include <string>
 
 #include "deepgrid/executor.h"
+#include "deepgrid/machine.h"
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
 #include "deepgrid/stream.h"
 
 namespace deepgrid {
-
-// This machine's rates, measured quickly (see measure_machine).
-struct MachineProfile {
-  double compute_mlups = 0;   // in-core engine, this stencil and dtype, from cache
-  double disk_read_bps = 0;   // O_DIRECT reads of the grid's own files
-  double disk_write_bps = 0;  // estimated equal to reads unless measured
-};
-
-// Measures the in-core rate on a small in-memory grid (~0.2 s) and the read bandwidth of the
-// grid's data files with O_DIRECT (up to 256 MiB, ~0.3 s). Writes nothing.
-Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads);
 
 struct RunPlan {
   Method method = Method::kInCore;
@@ -36,7 +26,8 @@ struct RunPlan {
   std::string to_json() const;
 };
 
-// The plan run_grid would follow for these options, with the cost model's prediction:
+// The plan run_grid would follow for these options, with the cost model's prediction (rates
+// from `machine`; unknown rates leave the planner's defaults and predict nothing):
 // stream time = sweeps * max(compute, disk) per sweep, reads and writes overlapping compute and
 // each other;
 // in-core time = load + compute + store.

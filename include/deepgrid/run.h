@@ -7,6 +7,7 @@
 #include "deepgrid/boundary.h"
 #include "deepgrid/executor.h"
 #include "deepgrid/io/block_io.h"
+#include "deepgrid/machine.h"
 #include "deepgrid/report.h"
 #include "deepgrid/stencil.h"
 #include "deepgrid/store.h"
@@ -26,11 +27,13 @@ struct RunOptions {
   Method method = Method::kAuto;
   int threads = 0;     // 0: all cores
   int bt = 0;          // steps per pass over memory (temporal blocking); 0: automatic
+  int cache_bt = 0;    // stream methods: steps per pass over the cache within a sweep; 0: auto
   int64_t tile_x = 0;  // x-y tile of the wavefront; 0: automatic
   int64_t tile_y = 0;
   uint64_t mem_budget = 0;               // bytes; 0: no limit (the stream methods need one)
   io::Backend io = io::Backend::kUring;  // stream methods: io_uring or a thread pool
-  ProgressFn progress;                   // may be empty
+  MachineProfile machine;  // rates for the cost model; unknown: the planner's defaults
+  ProgressFn progress;     // may be empty
 };
 
 // Checks that the stencil and step count suit the grid (nothing is read or written).

@@ -4,7 +4,10 @@
 // One sweep reads the grid plane by plane along z and writes it back in place, advanced bt
 // steps: as level-0 plane i arrives, plane i - k rz of each level k = 1..bt is computed from
 // the 2 rz + 1 planes of level k - 1 kept in memory, and finished level-bt planes are written
-// behind. Reads run ahead of compute and writes behind it through io_uring (or a thread pool),
+// behind. Two-level blocking: the bt levels run as stages of cache_bt levels whose x-y tiles
+// keep their rings in cache (like the in-core engine's passes), with full planes of the level
+// between two stages in memory; the disk sees one pass per bt steps, the cache one per
+// cache_bt. Reads run ahead of compute and writes behind it through io_uring (or a thread pool),
 // so disk and CPU work at the same time. Memory is a hard cap: the plan proves the working set
 // fits the budget before anything is read.
 #pragma once
@@ -22,10 +25,11 @@ namespace deepgrid {
 
 struct StreamOptions {
   int threads = 0;          // compute threads; 0: all
-  int bt = 0;               // steps per sweep; 0: the deepest the budget allows (<= 64)
+  int bt = 0;               // steps per sweep; 0: chosen by the cost model (<= 64)
+  int cache_bt = 0;         // steps per stage (pass over the cache); 0: the in-core engine's
   uint64_t mem_budget = 0;  // bytes; must be > 0
   io::Backend io = io::Backend::kUring;
-  int block = 4;       // z-steps each tile advances between I/O turns
+  int block = 0;       // z-steps each tile advances between I/O turns; 0: up to 16, as fits
   int64_t tile_x = 0;  // x-y tiles; 0: sized for the cache like the in-core engine's
   int64_t tile_y = 0;
   // Bytes per lattice update the disks sustain while compute runs at full speed (disk
@@ -37,13 +41,16 @@ struct StreamOptions {
 
 struct StreamPlan {
   int bt = 1;
+  int cache_bt = 1;  // levels per stage
+  int stages = 1;    // stages of a full sweep
   int threads = 1;
-  int64_t tile_x = 0, tile_y = 0;  // x-y tiles, each with rings kept across blocks
+  int64_t tile_x = 0, tile_y = 0;  // x-y tiles of every stage, each with rings kept across blocks
   int64_t tiles = 0;
   int block = 1;              // z-steps per block
   int64_t frame_bytes = 0;    // one frame plane
   int64_t level0_frames = 0;  // frames holding level 0
-  int64_t ring_frames = 0;    // planes of levels 1..bt-1 (and a constant one) per tile
+  int64_t level_frames = 0;   // frames holding the levels between stages
+  int64_t ring_frames = 0;    // planes of a stage's inner levels (and a constant one) per tile
   int64_t io_buffers = 0;     // aligned plane buffers for reads and writes
   int64_t memory_bytes = 0;   // all of the above: what the engine allocates
   int64_t minimum_bytes = 0;  // the working set with bt = 1

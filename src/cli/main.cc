@@ -117,19 +117,24 @@ int cmd_create(const CreateArgs& a) {
   return 0;
 }
 
-// --bt and --tile, shared by run and bench.
+// --bt, --cache-bt and --tile, shared by run, plan and bench.
 struct BlockingArgs {
-  int bt = 0;
+  int bt = 0, cache_bt = 0;
   std::string tile;
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("--bt", bt,
                     "Time steps per pass over memory (temporal blocking depth); 0: automatic")
         ->capture_default_str();
+    cmd->add_option("--cache-bt", cache_bt,
+                    "Stream methods: steps per pass over the cache within one pass over the disk "
+                    "(two-level blocking); 0: automatic")
+        ->capture_default_str();
     cmd->add_option("--tile", tile, "x-y tile of the wavefront, NXxNY (default: automatic)");
   }
   void apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const {
     if (bt < 0) check(invalid_argument("--bt must be >= 1 (or 0 for automatic)"));
+    if (cache_bt < 0) check(invalid_argument("--cache-bt must be >= 1 (or 0 for automatic)"));
     *bt_out = bt;
     if (tile.empty()) return;
     const Shape t = get(parse_shape(tile));
@@ -144,8 +149,19 @@ struct RunArgs {
   int64_t steps = -1;
   int threads = 0;
   BlockingArgs blocking;
-  bool json = false;
+  bool json = false, remeasure = false;
 };
+
+// This machine's rates for the grid's disks and the run's stencil (cached after the first
+// measurement), when the run may stream: they choose the stream's depth.
+MachineProfile machine_for(const RunArgs& a, const RunOptions& opt) {
+  if (!a.remeasure && opt.method != Method::kStream && opt.method != Method::kNaive &&
+      (opt.method != Method::kAuto || opt.mem_budget == 0)) {
+    return {};
+  }
+  const Grid g = get(Grid::open(a.dir));
+  return get(machine_profile(g, opt.stencil, opt.threads, a.remeasure));
+}
 
 RunOptions run_options(const RunArgs& a) {
   RunOptions opt;
@@ -157,6 +173,7 @@ RunOptions run_options(const RunArgs& a) {
   if (a.threads < 0) check(invalid_argument("--threads must be >= 1 (or 0 for all cores)"));
   opt.threads = a.threads;
   a.blocking.apply(&opt.bt, &opt.tile_x, &opt.tile_y);
+  opt.cache_bt = a.blocking.cache_bt;
   if (!a.mem.empty()) opt.mem_budget = get(parse_size(a.mem));
   opt.io = get(io::parse_backend(a.io));
   return opt;
@@ -164,6 +181,8 @@ RunOptions run_options(const RunArgs& a) {
 
 int cmd_run(const RunArgs& a) {
   RunOptions opt = run_options(a);
+  check(check_run(get(Grid::open(a.dir)).manifest(), opt));
+  opt.machine = machine_for(a, opt);
   install_interrupt_handler();
   opt.progress = terminal_progress("run");
   RunReport r = get(run_grid(a.dir, opt));
@@ -186,20 +205,23 @@ int cmd_plan(const RunArgs& a) {
   const RunOptions opt = run_options(a);
   Grid g = get(Grid::open(a.dir));
   check(check_run(g.manifest(), opt));
-  const MachineProfile machine = get(measure_machine(g, opt.stencil, opt.threads));
+  const MachineProfile machine = get(machine_profile(g, opt.stencil, opt.threads, a.remeasure));
   const RunPlan plan = get(plan_run(g, opt, machine));
   if (a.json) {
     json j = json::parse(plan.to_json());
-    j["machine"] = {{"compute_mlups", machine.compute_mlups},
+    j["machine"] = {{"cached", machine.cached},
+                    {"compute_mlups", machine.compute_mlups},
                     {"disk_read_bytes_per_second", machine.disk_read_bps},
                     {"disk_write_bytes_per_second", machine.disk_write_bps}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("%s", plan.to_text(g.manifest(), opt).c_str());
     std::printf(
-        "measured    in-core %.0f MLUP/s on a sample of this stencil; disk %.0f MB/s "
-        "(O_DIRECT reads of this grid)\n",
-        machine.compute_mlups, machine.disk_read_bps / 1e6);
+        "machine     in-core %.0f MLUP/s on a sample of this stencil; disk %.0f MB/s "
+        "(O_DIRECT reads of this grid, 8 in flight); %s\n",
+        machine.compute_mlups, machine.disk_read_bps / 1e6,
+        machine.cached ? ("cached in " + machine_cache_path() + ", --remeasure to refresh").c_str()
+                       : "measured now");
   }
   return 0;
 }
@@ -275,6 +297,10 @@ int cmd_bench_methods(const BenchArgs& a) {
   o.mem_ratio = a.mem_ratio;
   o.threads = a.threads;
   o.methods = split_csv(a.methods);
+  int bt = 0;
+  a.blocking.apply(&bt, &o.tile_x, &o.tile_y);
+  o.cache_bt = a.blocking.cache_bt;
+  if (bt > 0) o.bts = {bt};
   if (!a.sweep_bt.empty()) {
     o.bts.clear();
     for (double v : parse_numbers(a.sweep_bt, "--sweep-bt")) o.bts.push_back(static_cast<int>(v));
@@ -458,6 +484,9 @@ int run_cli(int argc, char** argv) {
                   "Memory budget, e.g. 2GiB: a hard cap on what the engine allocates (default: no "
                   "limit; the stream methods need one)");
   ra.blocking.add_to(run);
+  run->add_flag("--remeasure", ra.remeasure,
+                "Measure this machine's compute rate and disk bandwidth again instead of using "
+                "the cached figures the stream methods plan with");
   run->add_flag("--json", ra.json, "Print the report as one JSON object on stdout");
 
   RunArgs pa;
@@ -474,6 +503,8 @@ int run_cli(int argc, char** argv) {
   plan->add_option("--mem", pa.mem, "Memory budget, e.g. 2GiB");
   plan->add_option("--io", pa.io, "uring | threads")->capture_default_str();
   pa.blocking.add_to(plan);
+  plan->add_flag("--remeasure", pa.remeasure,
+                 "Measure this machine's rates again (they are cached after the first time)");
   plan->add_flag("--json", pa.json, "Print the plan as one JSON object");
 
   std::string ck_dir;

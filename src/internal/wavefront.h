@@ -12,6 +12,9 @@
 // the ends and are computed from wrapped inputs, which stays exact by translation invariance
 // (the same holds for periodic x and y, so periodic frames are computed whole). For dirichlet
 // and neumann only cells inside the grid are computed and the rest are re-imposed.
+//
+// A periodic wavefront whose output feeds further levels (a stage of the stream engine's
+// sweep) extends its output `z_extension` planes past each end, computed the same way.
 #pragma once
 
 #include <algorithm>
@@ -75,11 +78,12 @@ class Wavefront {
 
   Wavefront(const StencilKernel<T>& kernel, const Boundary& b, const Shape& shape, int levels,
             const WavefrontFrame& tile, const WavefrontWorkspace<T>& ws, Level0Fn level0,
-            ptrdiff_t level0_stride, OutputFn output, ptrdiff_t out_stride)
+            ptrdiff_t level0_stride, OutputFn output, ptrdiff_t out_stride, int64_t z_extension = 0)
       : k_(kernel),
         b_(b),
         s_(shape),
         L_(levels),
+        ext_(b.kind == Boundary::Kind::kPeriodic ? z_extension : 0),
         tile_(tile),
         ws_(ws),
         level0_(std::move(level0)),
@@ -99,11 +103,11 @@ class Wavefront {
   int64_t frame_w() const { return w_; }
   int64_t frame_h() const { return h_; }
   // Level-0 planes the pass reads: [z_begin(0), z_end(0)); steps: [first_step, end_step).
-  int64_t z_begin(int k) const { return periodic_ ? -int64_t{L_ - k} * rz_ : 0; }
+  int64_t z_begin(int k) const { return periodic_ ? -(ext_ + int64_t{L_ - k} * rz_) : 0; }
   int64_t z_end(int k) const { return s_.nz - z_begin(k); }
   int64_t first_step() const { return z_begin(0); }
-  int64_t end_step() const { return s_.nz + int64_t{L_} * rz_; }
-  // The output plane step i completes, if i_output(i) is in [0, nz).
+  int64_t end_step() const { return z_end(L_) + int64_t{L_} * rz_; }
+  // The output plane step i completes, if it is in [z_begin(L), z_end(L)).
   int64_t output_plane(int64_t i) const { return i - int64_t{L_} * rz_; }
 
   // Runs step i. With parts > 1 each of `parts` threads calls it with its own `part`, and
@@ -193,6 +197,7 @@ class Wavefront {
   const Boundary& b_;
   const Shape s_;
   const int L_;
+  const int64_t ext_;
   const WavefrontFrame tile_;
   const WavefrontWorkspace<T>& ws_;
   const Level0Fn level0_;

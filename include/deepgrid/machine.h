@@ -1,0 +1,40 @@
+// This machine's rates, which the planner's cost model needs: the in-core engine's compute
+// rate for a stencil, dtype and thread count, and the bandwidth of the disks holding a grid.
+//
+// measure_machine() measures (about half a second); machine_profile() measures once per
+// machine and caches the rates in machine.json under $DEEPGRID_CACHE_DIR (default:
+// $XDG_CACHE_HOME/deepgrid, else ~/.cache/deepgrid), compute keyed by stencil, dtype and
+// threads, disks by the device numbers of the grid's store directories.
+#pragma once
+
+#include <string>
+
+#include "deepgrid/stencil.h"
+#include "deepgrid/store.h"
+
+namespace deepgrid {
+
+struct MachineProfile {
+  double compute_mlups = 0;   // in-core engine, this stencil and dtype, from cache
+  double disk_read_bps = 0;   // O_DIRECT reads of the grid's own files, several in flight
+  double disk_write_bps = 0;  // estimated equal to reads unless measured
+  bool cached = false;        // came from the cache file rather than a measurement
+
+  bool known() const { return compute_mlups > 0 && disk_read_bps > 0; }
+};
+
+// Measures the in-core rate on a small in-memory grid (~0.2 s) and the read bandwidth of the
+// grid's data files: O_DIRECT reads through io_uring, 8 planes in flight, up to 256 MiB
+// (~0.3 s). Writes nothing.
+Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads);
+
+// The cached profile for this grid's disks and this stencil, dtype and thread count; measures
+// and caches what is missing (everything, with `remeasure`). A cache that cannot be read or
+// written is ignored.
+Result<MachineProfile> machine_profile(const Grid& grid, const Stencil& stencil, int threads,
+                                       bool remeasure = false);
+
+// Where machine_profile() keeps its cache; empty when no directory can be found.
+std::string machine_cache_path();
+
+}  // namespace deepgrid

@@ -1,0 +1,186 @@
+#include "deepgrid/machine.h"
+
+#include <omp.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
+
+#include "deepgrid/bench.h"
+#include "deepgrid/io/block_io.h"
+#include "internal/aligned_buffer.h"
+#include "internal/file_util.h"
+
+namespace deepgrid {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kCacheName[] = "machine.json";
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Reads planes [0, planes) of the grid with `depth` O_DIRECT requests in flight, as the
+// stream engine does; returns bytes per second.
+Result<double> measure_read_bandwidth(const Grid& grid, int64_t planes, unsigned depth) {
+  const Manifest& m = grid.manifest();
+  const size_t bytes = static_cast<size_t>(m.layout.plane_stride);
+  io::BlockIoOptions opt;
+  opt.queue_depth = depth;
+  auto made = io::make_block_io(opt);
+  if (!made.ok()) {
+    opt.backend = io::Backend::kThreads;
+    made = io::make_block_io(opt);
+  }
+  if (!made.ok()) return made.status();
+  io::BlockIo& io = **made;
+  std::vector<internal::AlignedBuffer> buffers;
+  for (unsigned i = 0; i < depth; ++i) buffers.emplace_back(bytes);
+  std::vector<std::string> paths;
+  for (size_t f = 0; f < m.layout.files.size(); ++f) {
+    paths.push_back(grid.file_path(static_cast<int>(f)));
+  }
+  auto submit = [&](int64_t plane, uint64_t slot) {
+    const PlaneLocation loc = m.locate(plane);
+    io::Request r;
+    r.fd = grid.fd(loc.file);
+    r.path = paths[static_cast<size_t>(loc.file)];
+    r.offset = loc.offset;
+    r.length = bytes;
+    r.buffer = buffers[slot].data();
+    r.tag = slot;
+    return io.submit(r);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t next = 0;
+  for (unsigned i = 0; i < depth && next < planes; ++i) DG_RETURN_IF_ERROR(submit(next++, i));
+  io.flush();
+  while (io.in_flight() > 0) {
+    DG_ASSIGN_OR_RETURN(io::Completion c, io.wait());
+    DG_RETURN_IF_ERROR(c.status);
+    if (next < planes) {
+      DG_RETURN_IF_ERROR(submit(next++, c.tag));
+      io.flush();
+    }
+  }
+  return static_cast<double>(planes) * static_cast<double>(bytes) /
+         std::max(seconds_since(t0), 1e-9);
+}
+
+Result<double> measure_compute(const Grid& grid, const Stencil& stencil, int threads) {
+  const Shape& s = grid.shape();
+  const Shape sample{std::min<int64_t>(s.nx, 256), std::min<int64_t>(s.ny, 256),
+                     std::min<int64_t>(s.nz, 64)};
+  InCoreOptions opt;
+  opt.threads = threads;
+  DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, grid.dtype(), 12, opt, 1, 0));
+  return b.mlups;
+}
+
+int64_t sample_planes(const Grid& grid) {
+  return std::min(grid.shape().nz,
+                  std::max<int64_t>(1, (256 << 20) / grid.manifest().layout.plane_stride));
+}
+
+// "dev:MAJ:MIN[,dev:MAJ:MIN...]": the devices of the grid's data files, in file order.
+std::string disk_key(const Grid& grid) {
+  std::string key;
+  for (size_t f = 0; f < grid.manifest().layout.files.size(); ++f) {
+    struct stat st {};
+    if (::fstat(grid.fd(static_cast<int>(f)), &st) != 0) return {};
+    const std::string dev =
+        "dev:" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+    if (key.find(dev) == std::string::npos) key += (key.empty() ? "" : ",") + dev;
+  }
+  return key;
+}
+
+std::string compute_key(const Grid& grid, const Stencil& stencil, int threads) {
+  if (threads <= 0) threads = omp_get_max_threads();
+  return stencil.name() + ":" + std::to_string(stencil.size()) + "/" +
+         std::string(dtype_name(grid.dtype())) + "/" + std::to_string(threads) + "t";
+}
+
+json read_cache(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return json::object();
+  std::stringstream text;
+  text << in.rdbuf();
+  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return json::object();
+  return j;
+}
+
+void write_cache(const std::string& path, const json& j) {
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  std::filesystem::create_directories(p.parent_path(), ec);
+  if (ec) return;
+  (void)internal::write_file_atomic(p.parent_path().string(), p.filename().string(),
+                                    j.dump(2) + "\n");
+}
+
+double cached_number(const json& j, const char* section, const std::string& key) {
+  if (!j.contains(section) || !j[section].is_object()) return 0;
+  const json& s = j[section];
+  if (!s.contains(key) || !s[key].is_number()) return 0;
+  return s[key].get<double>();
+}
+
+}  // namespace
+
+std::string machine_cache_path() {
+  if (const char* d = std::getenv("DEEPGRID_CACHE_DIR"); d != nullptr && *d != '\0') {
+    return std::string(d) + "/" + kCacheName;
+  }
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d != nullptr && *d != '\0') {
+    return std::string(d) + "/deepgrid/" + kCacheName;
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    return std::string(h) + "/.cache/deepgrid/" + kCacheName;
+  }
+  return {};
+}
+
+Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads) {
+  MachineProfile p;
+  DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, threads));
+  DG_ASSIGN_OR_RETURN(p.disk_read_bps, measure_read_bandwidth(grid, sample_planes(grid), 8));
+  p.disk_write_bps = p.disk_read_bps;
+  return p;
+}
+
+Result<MachineProfile> machine_profile(const Grid& grid, const Stencil& stencil, int threads,
+                                       bool remeasure) {
+  const std::string path = machine_cache_path();
+  json cache = path.empty() ? json::object() : read_cache(path);
+  const std::string ck = compute_key(grid, stencil, threads), dk = disk_key(grid);
+  MachineProfile p;
+  if (!remeasure) {
+    p.compute_mlups = cached_number(cache, "compute_mlups", ck);
+    p.disk_read_bps = dk.empty() ? 0 : cached_number(cache, "disk_read_bytes_per_second", dk);
+  }
+  p.cached = p.known();
+  if (p.compute_mlups <= 0) {
+    DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, threads));
+    cache["compute_mlups"][ck] = p.compute_mlups;
+  }
+  if (p.disk_read_bps <= 0) {
+    DG_ASSIGN_OR_RETURN(p.disk_read_bps, measure_read_bandwidth(grid, sample_planes(grid), 8));
+    if (!dk.empty()) cache["disk_read_bytes_per_second"][dk] = p.disk_read_bps;
+  }
+  p.disk_write_bps = p.disk_read_bps;
+  if (!p.cached && !path.empty()) write_cache(path, cache);
+  return p;
+}
+
+}  // namespace deepgrid
