@@ -286,6 +286,9 @@ class StreamRun {
         }
 #pragma omp barrier
         if (!shared.ok()) break;
+        convert_level0_planes();
+#pragma omp master
+        shared = recycle_read_buffers();
         for (int j = 0; j < stages_.size(); ++j) {
           const int64_t lag = int64_t{stages_.first(j)} * rz_;
           std::vector<Wave>& stage = waves[static_cast<size_t>(j)];
@@ -387,13 +390,15 @@ class StreamRun {
     return writes_[static_cast<size_t>(block_out_[static_cast<size_t>(z - block_z0_)])].data();
   }
 
-  // Before steps [i0, i1): their level-0 planes in frames, a frame for every plane a stage
-  // completes into the next one's pool, a write buffer per output plane.
+  // Before steps [i0, i1): a frame for each of their level-0 planes (converted by all threads
+  // next), a frame for every plane a stage completes into the next one's pool, a write buffer
+  // per output plane.
   Status prepare_block(int64_t i0, int64_t i1, StreamStats& stats) {
     const int64_t nz = s_.nz;
+    conversions_.clear();
     for (int64_t i = i0; i < i1; ++i) {
       if (b_.kind == Boundary::Kind::kPeriodic || i < nz) {
-        DG_RETURN_IF_ERROR(ensure_frame(((i % nz) + nz) % nz, stats));
+        DG_RETURN_IF_ERROR(claim_level0(((i % nz) + nz) % nz, stats));
       }
     }
     for (int j = 0; j + 1 < stages_.size(); ++j) {
@@ -414,7 +419,25 @@ class StreamRun {
       writes_[b].busy = true;  // claimed until finish_block submits it
       block_out_[static_cast<size_t>(i - i0)] = static_cast<int>(b);
     }
-    io_.flush();  // reads queued while converting start before the block computes
+    return Status::Ok();
+  }
+
+  // Level-0 planes from the disk layout into their frames, ghost frames filled by the
+  // boundary rule. Called by every thread of the team.
+  void convert_level0_planes() {
+#pragma omp for schedule(static)
+    for (size_t c = 0; c < conversions_.size(); ++c) {
+      const auto [buffer, frame] = conversions_[c];
+      frame->load_plane(0, reads_[buffer].data());
+      frame->fill_ghosts(b_, 1);
+    }
+  }
+
+  // After the conversions: their read buffers take the next reads.
+  Status recycle_read_buffers() {
+    for (const auto& c : conversions_) reads_[c.first] = IoBuffer{std::move(reads_[c.first].buf)};
+    DG_RETURN_IF_ERROR(pump_reads());
+    io_.flush();
     return Status::Ok();
   }
 
@@ -439,25 +462,24 @@ class StreamRun {
     return Status::Ok();
   }
 
-  // Makes level-0 plane p available in a frame: reads it if needed, converts it from the
-  // disk layout and fills its ghost frame by the boundary rule.
-  Status ensure_frame(int64_t p, StreamStats& stats) {
+  // Claims a frame for level-0 plane p unless it has one, once its read has arrived; the
+  // conversion into the frame is left to convert_level0_planes().
+  Status claim_level0(int64_t p, StreamStats& stats) {
     FramePool<T>& level0 = pools_[0];
     if (level0.has(p)) return Status::Ok();
     while (true) {
       DG_RETURN_IF_ERROR(pump_reads());
-      for (IoBuffer& r : reads_) {
-        if (r.plane == p && r.ready) {
+      for (size_t b = 0; b < reads_.size(); ++b) {
+        if (reads_[b].plane == p && reads_[b].ready) {
           DG_ASSIGN_OR_RETURN(PaddedGrid<T> * frame, level0.acquire(p));
-          frame->load_plane(0, r.data());
-          frame->fill_ghosts(b_, 1);
-          r = IoBuffer{std::move(r.buf)};
-          return pump_reads();
+          conversions_.emplace_back(b, frame);
+          return Status::Ok();
         }
       }
       DG_RETURN_IF_ERROR(complete_one(stats));
     }
   }
+
   // Starts reads of the next planes in order while read buffers are free.
   Status pump_reads() {
     for (size_t b = 0; b < reads_.size() && next_read_ < order_.size(); ++b) {
@@ -517,16 +539,17 @@ class StreamRun {
 
   size_t bytes() const { return static_cast<size_t>(m_.layout.plane_stride); }
 
-  // Reads in the order planes are first needed: periodic sweeps start with the last planes.
+  // Reads in the order planes are first needed (periodic sweeps start with the last planes),
+  // each plane once.
   void build_read_order() {
     order_.clear();
-    const int64_t edge = std::min(s_.nz, int64_t{levels_} * rz_);
-    if (b_.kind == Boundary::Kind::kPeriodic) {
-      for (int64_t p = s_.nz - edge; p < s_.nz; ++p) order_.push_back(p);
-    }
-    for (int64_t p = 0; p < s_.nz; ++p) {
-      if (b_.kind == Boundary::Kind::kPeriodic && p >= s_.nz - edge) break;
-      order_.push_back(p);
+    const int64_t nz = s_.nz;
+    std::vector<bool> seen(static_cast<size_t>(nz), false);
+    const int64_t first = b_.kind == Boundary::Kind::kPeriodic ? -int64_t{levels_} * rz_ : 0;
+    for (int64_t i = first; i < nz; ++i) {
+      const int64_t p = ((i % nz) + nz) % nz;
+      if (!seen[static_cast<size_t>(p)]) order_.push_back(p);
+      seen[static_cast<size_t>(p)] = true;
     }
   }
 
@@ -542,6 +565,7 @@ class StreamRun {
   PaddedGrid<T> constant_;           // dirichlet: the plane beyond z's ends
   std::vector<std::unique_ptr<internal::WavefrontWorkspace<T>>> ws_;  // stage-major, per tile
   std::vector<IoBuffer> reads_, writes_;
+  std::vector<std::pair<size_t, PaddedGrid<T>*>> conversions_;  // read buffer -> level-0 frame
   std::vector<int64_t> order_;
   size_t next_read_ = 0;
   int levels_ = 1;
