@@ -8,11 +8,12 @@
 #include <memory>
 #include <vector>
 
+#include "deepgrid/io/plane_transfer.h"
+
 namespace deepgrid {
 
 Result<GridSummary> summarize(const Grid& grid) {
   const Shape& s = grid.shape();
-  const int64_t batch = grid.manifest().layout.planes_per_chunk;
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
     return Status(ErrorCode::kResource, "cannot initialise SHA-256");
@@ -22,25 +23,23 @@ Result<GridSummary> summarize(const Grid& grid) {
   long double sum = 0, sum_sq = 0;
   Status st = dispatch_dtype(grid.dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
-    std::vector<T> buf(static_cast<size_t>(batch * s.plane_points()));
-    for (int64_t z0 = 0; z0 < s.nz; z0 += batch) {
-      const int64_t n = std::min(batch, s.nz - z0);
-      DG_RETURN_IF_ERROR(grid.read_planes(z0, n, buf.data()));
-      const size_t count = static_cast<size_t>(n * s.plane_points());
-      EVP_DigestUpdate(ctx.get(), buf.data(), count * sizeof(T));  // x86-64: little-endian
+    const size_t count = static_cast<size_t>(s.plane_points());
+    return io::read_plane_range(grid, 0, s.nz, [&](int64_t, const void* values) {
+      const T* v = static_cast<const T*>(values);
+      EVP_DigestUpdate(ctx.get(), v, count * sizeof(T));  // x86-64: little-endian
       for (size_t i = 0; i < count; ++i) {
-        const double v = buf[i];
-        if (std::isnan(v)) {
+        const double x = v[i];
+        if (std::isnan(x)) {
           ++out.nan_count;
           continue;
         }
-        lo = std::min(lo, v);
-        hi = std::max(hi, v);
-        sum += v;
-        sum_sq += static_cast<long double>(v) * v;
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+        sum += x;
+        sum_sq += static_cast<long double>(x) * x;
       }
-    }
-    return Status::Ok();
+      return Status::Ok();
+    });
   });
   DG_RETURN_IF_ERROR(st);
   unsigned char digest[EVP_MAX_MD_SIZE];

@@ -14,8 +14,7 @@
 #include <vector>
 
 #include "deepgrid/bench.h"
-#include "deepgrid/io/block_io.h"
-#include "internal/aligned_buffer.h"
+#include "deepgrid/io/plane_transfer.h"
 #include "internal/file_util.h"
 
 namespace deepgrid {
@@ -29,50 +28,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Reads planes [0, planes) of the grid with `depth` O_DIRECT requests in flight, as the
-// stream engine does; returns bytes per second.
-Result<double> measure_read_bandwidth(const Grid& grid, int64_t planes, unsigned depth) {
-  const Manifest& m = grid.manifest();
-  const size_t bytes = static_cast<size_t>(m.layout.plane_stride);
-  io::BlockIoOptions opt;
-  opt.queue_depth = depth;
-  auto made = io::make_block_io(opt);
-  if (!made.ok()) {
-    opt.backend = io::Backend::kThreads;
-    made = io::make_block_io(opt);
-  }
-  if (!made.ok()) return made.status();
-  io::BlockIo& io = **made;
-  std::vector<internal::AlignedBuffer> buffers;
-  for (unsigned i = 0; i < depth; ++i) buffers.emplace_back(bytes);
-  std::vector<std::string> paths;
-  for (size_t f = 0; f < m.layout.files.size(); ++f) {
-    paths.push_back(grid.file_path(static_cast<int>(f)));
-  }
-  auto submit = [&](int64_t plane, uint64_t slot) {
-    const PlaneLocation loc = m.locate(plane);
-    io::Request r;
-    r.fd = grid.fd(loc.file);
-    r.path = paths[static_cast<size_t>(loc.file)];
-    r.offset = loc.offset;
-    r.length = bytes;
-    r.buffer = buffers[slot].data();
-    r.tag = slot;
-    return io.submit(r);
-  };
+// Reads planes [0, planes) of the grid as the stream engine does (O_DIRECT, several in
+// flight); returns bytes per second.
+Result<double> measure_read_bandwidth(const Grid& grid, int64_t planes) {
   const auto t0 = std::chrono::steady_clock::now();
-  int64_t next = 0;
-  for (unsigned i = 0; i < depth && next < planes; ++i) DG_RETURN_IF_ERROR(submit(next++, i));
-  io.flush();
-  while (io.in_flight() > 0) {
-    DG_ASSIGN_OR_RETURN(io::Completion c, io.wait());
-    DG_RETURN_IF_ERROR(c.status);
-    if (next < planes) {
-      DG_RETURN_IF_ERROR(submit(next++, c.tag));
-      io.flush();
-    }
-  }
-  return static_cast<double>(planes) * static_cast<double>(bytes) /
+  DG_RETURN_IF_ERROR(
+      io::read_plane_range(grid, 0, planes, [](int64_t, const void*) { return Status::Ok(); }));
+  return static_cast<double>(planes * grid.manifest().layout.plane_stride) /
          std::max(seconds_since(t0), 1e-9);
 }
 
@@ -154,7 +116,7 @@ std::string machine_cache_path() {
 Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads) {
   MachineProfile p;
   DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, threads));
-  DG_ASSIGN_OR_RETURN(p.disk_read_bps, measure_read_bandwidth(grid, sample_planes(grid), 8));
+  DG_ASSIGN_OR_RETURN(p.disk_read_bps, measure_read_bandwidth(grid, sample_planes(grid)));
   p.disk_write_bps = p.disk_read_bps;
   return p;
 }
@@ -175,7 +137,7 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Stencil& stencil,
     cache["compute_mlups"][ck] = p.compute_mlups;
   }
   if (p.disk_read_bps <= 0) {
-    DG_ASSIGN_OR_RETURN(p.disk_read_bps, measure_read_bandwidth(grid, sample_planes(grid), 8));
+    DG_ASSIGN_OR_RETURN(p.disk_read_bps, measure_read_bandwidth(grid, sample_planes(grid)));
     if (!dk.empty()) cache["disk_read_bytes_per_second"][dk] = p.disk_read_bps;
   }
   p.disk_write_bps = p.disk_read_bps;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "deepgrid/io/plane_transfer.h"
 #include "internal/file_util.h"
 
 namespace deepgrid {
@@ -122,15 +123,11 @@ Result<Grid> import_npy(const std::string& npy_path, const std::string& dir,
   Fd f;
   f.fd = ::open(npy_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (f.fd < 0) return errno_status(errno, "open", npy_path);
-  const int64_t batch = grid.manifest().layout.planes_per_chunk;
   const int64_t plane_bytes = grid.manifest().layout.plane_bytes;
-  std::vector<char> buf(static_cast<size_t>(batch * plane_bytes));
-  for (int64_t z0 = 0; z0 < h.shape.nz; z0 += batch) {
-    const int64_t n = std::min(batch, h.shape.nz - z0);
-    DG_RETURN_IF_ERROR(internal::pread_full(f.fd, buf.data(), static_cast<size_t>(n * plane_bytes),
-                                            h.data_offset + z0 * plane_bytes, npy_path));
-    DG_RETURN_IF_ERROR(grid.write_planes(z0, n, buf.data()));
-  }
+  DG_RETURN_IF_ERROR(io::write_plane_range(grid, 0, h.shape.nz, [&](int64_t z, void* values) {
+    return internal::pread_full(f.fd, values, static_cast<size_t>(plane_bytes),
+                                h.data_offset + z * plane_bytes, npy_path);
+  }));
   Manifest m = grid.manifest();
   m.history.push_back({utc_now(), "import", "{\"from\": \"npy\"}"});
   DG_RETURN_IF_ERROR(grid.commit(m));
@@ -164,18 +161,12 @@ Status export_npy(const Grid& grid, const std::string& npy_path) {
   };
   Status st = internal::pwrite_full(f.fd, header.data(), header.size(), 0, tmp);
   if (!st.ok()) return fail(st);
-  const int64_t batch = grid.manifest().layout.planes_per_chunk;
   const int64_t plane_bytes = grid.manifest().layout.plane_bytes;
-  std::vector<char> buf(static_cast<size_t>(batch * plane_bytes));
-  for (int64_t z0 = 0; z0 < s.nz; z0 += batch) {
-    const int64_t n = std::min(batch, s.nz - z0);
-    st = grid.read_planes(z0, n, buf.data());
-    if (st.ok()) {
-      st = internal::pwrite_full(f.fd, buf.data(), static_cast<size_t>(n * plane_bytes),
-                                 static_cast<int64_t>(header.size()) + z0 * plane_bytes, tmp);
-    }
-    if (!st.ok()) return fail(st);
-  }
+  st = io::read_plane_range(grid, 0, s.nz, [&](int64_t z, const void* values) {
+    return internal::pwrite_full(f.fd, values, static_cast<size_t>(plane_bytes),
+                                 static_cast<int64_t>(header.size()) + z * plane_bytes, tmp);
+  });
+  if (!st.ok()) return fail(st);
   if (::fsync(f.fd) != 0) return fail(errno_status(errno, "fsync", tmp));
   if (::rename(tmp.c_str(), npy_path.c_str()) != 0) return fail(errno_status(errno, "rename", tmp));
   return Status::Ok();

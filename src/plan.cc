@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "deepgrid/bench.h"
+#include "deepgrid/io/plane_transfer.h"
 
 namespace deepgrid {
 namespace {
@@ -19,13 +20,13 @@ InCoreOptions incore_options(const RunOptions& opt) {
   return io;
 }
 
-// What the in-core method allocates: the engine and one chunk of I/O buffer.
+// What the in-core method allocates: the engine and the buffers of its plane transfers.
 uint64_t incore_memory(const Manifest& m, const RunOptions& opt) {
   return dispatch_dtype(m.dtype, [&](auto tag) {
     using T = decltype(tag);
     return static_cast<uint64_t>(
         InCoreEngine<T>::memory_bytes(m.shape, opt.stencil, opt.steps, incore_options(opt)) +
-        m.layout.planes_per_chunk * m.shape.plane_points() * static_cast<int64_t>(sizeof(T)));
+        io::plane_transfer_bytes(m));
   });
 }
 

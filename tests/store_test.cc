@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "deepgrid/io/plane_transfer.h"
 #include "deepgrid/npy.h"
 #include "deepgrid/run.h"
 #include "reference.h"
@@ -219,6 +220,51 @@ TEST_F(StoreTest, RejectedRunsChangeNothing) {
   EXPECT_EQ(run_grid(path("g"), run).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(slurp(path("g/manifest.json")), manifest);
   EXPECT_EQ(slurp(path("g/data.0.dgd")), data);
+}
+
+// Plane transfers: every plane in order through several requests in flight, over stripes,
+// and a consumer's or producer's error stops the transfer and comes back.
+TEST_F(StoreTest, PlaneTransfersKeepOrderAndReportErrors) {
+  CreateOptions co;
+  co.shape = {37, 11, 29};
+  co.chunk_target_bytes = 2 * 4096;  // chunks of 2 planes, alternating over 3 stripes
+  for (int s = 0; s < 3; ++s) {
+    co.stores.push_back(path("s") + std::to_string(s));
+    fs::create_directory(co.stores.back());
+  }
+  Grid g = Grid::create(path("g"), co).value();
+  const size_t n = static_cast<size_t>(co.shape.plane_points());
+  ASSERT_TRUE(io::write_plane_range(g, 3, 29, [&](int64_t z, void* values) {
+                auto* v = static_cast<float*>(values);
+                for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(z * 1000 + i);
+                return Status::Ok();
+              }).ok());
+  const std::vector<float> all = read_all<float>(g);
+  for (int64_t z = 0; z < co.shape.nz; ++z) {
+    const float want = z >= 3 ? static_cast<float>(z * 1000 + 5) : 0.0f;
+    EXPECT_EQ(all[static_cast<size_t>(z) * n + 5], want) << "plane " << z;
+  }
+  std::vector<int64_t> seen;
+  ASSERT_TRUE(io::read_plane_range(
+                  g, 2, 27,
+                  [&](int64_t z, const void* values) {
+                    seen.push_back(z);
+                    EXPECT_EQ(static_cast<const float*>(values)[7], z >= 3 ? z * 1000 + 7 : 0);
+                    return Status::Ok();
+                  },
+                  /*depth=*/3)
+                  .ok());
+  ASSERT_EQ(seen.size(), 25u);
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], static_cast<int64_t>(i) + 2);
+
+  const Status stop = io::read_plane_range(g, 0, 29, [](int64_t z, const void*) {
+    return z == 4 ? invalid_argument("stop at 4") : Status::Ok();
+  });
+  EXPECT_EQ(stop.message(), "stop at 4");
+  const Status fail = io::write_plane_range(g, 0, 29, [](int64_t z, void*) {
+    return z == 6 ? Status(ErrorCode::kIo, "no plane 6") : Status::Ok();
+  });
+  EXPECT_EQ(fail.message(), "no plane 6");
 }
 
 }  // namespace

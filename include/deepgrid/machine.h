@@ -24,7 +24,7 @@ struct MachineProfile {
 };
 
 // Measures the in-core rate on a small in-memory grid (~0.2 s) and the read bandwidth of the
-// grid's data files: O_DIRECT reads through io_uring, 8 planes in flight, up to 256 MiB
+// grid's data files: O_DIRECT reads through io_uring, several planes in flight, up to 256 MiB
 // (~0.3 s). Writes nothing.
 Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads);
 

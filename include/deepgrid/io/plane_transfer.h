@@ -1,0 +1,32 @@
+// Whole planes of a stored grid in order, through asynchronous direct I/O with several
+// requests in flight: what loading, storing, exporting and checksumming a grid use. Each plane
+// is handed over packed (plane_bytes: nx * ny values, no padding), in increasing z.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "deepgrid/store.h"
+
+namespace deepgrid::io {
+
+inline constexpr unsigned kPlanesInFlight = 8;
+
+// Reads planes [z0, z1) and calls consume(z, values) for each, in order. A consumer error
+// stops the transfer and is returned.
+using PlaneConsumer = std::function<Status(int64_t z, const void* values)>;
+Status read_plane_range(const Grid& grid, int64_t z0, int64_t z1, const PlaneConsumer& consume,
+                        unsigned depth = kPlanesInFlight);
+
+// Calls produce(z, values) for each plane of [z0, z1) in order and writes what it filled. A
+// producer error stops the transfer and is returned.
+using PlaneProducer = std::function<Status(int64_t z, void* values)>;
+Status write_plane_range(Grid& grid, int64_t z0, int64_t z1, const PlaneProducer& produce,
+                         unsigned depth = kPlanesInFlight);
+
+// Bytes of buffers the transfers above hold.
+inline int64_t plane_transfer_bytes(const Manifest& m, unsigned depth = kPlanesInFlight) {
+  return static_cast<int64_t>(depth) * m.layout.plane_stride;
+}
+
+}  // namespace deepgrid::io
