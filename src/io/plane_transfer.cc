@@ -127,24 +127,26 @@ Status write_range(Transfer& t, int64_t z0, int64_t z1, const PlaneProducer& pro
   return Status::Ok();
 }
 
-}  // namespace
-
-Status read_plane_range(const Grid& grid, int64_t z0, int64_t z1, const PlaneConsumer& consume,
-                        unsigned depth) {
+// Runs body(transfer) with `depth` buffers; after an error, waits for what is in flight.
+template <typename Body>
+Status with_transfer(const Grid& grid, unsigned depth, Body body) {
   Transfer t(grid, depth);
   DG_RETURN_IF_ERROR(t.init(depth));
-  Status st = read_range(t, z0, z1, consume);
+  Status st = body(t);
   if (!st.ok()) t.drain();
   return st;
 }
 
+}  // namespace
+
+Status read_plane_range(const Grid& grid, int64_t z0, int64_t z1, const PlaneConsumer& consume,
+                        unsigned depth) {
+  return with_transfer(grid, depth, [&](Transfer& t) { return read_range(t, z0, z1, consume); });
+}
+
 Status write_plane_range(Grid& grid, int64_t z0, int64_t z1, const PlaneProducer& produce,
                          unsigned depth) {
-  Transfer t(grid, depth);
-  DG_RETURN_IF_ERROR(t.init(depth));
-  Status st = write_range(t, z0, z1, produce);
-  if (!st.ok()) t.drain();
-  return st;
+  return with_transfer(grid, depth, [&](Transfer& t) { return write_range(t, z0, z1, produce); });
 }
 
 }  // namespace deepgrid::io
