@@ -2,6 +2,7 @@
 # Installs every system package deepgrid needs to build, test and run. Idempotent: installs
 # only what is missing, so both README commands can call it every time.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   build-essential   # g++ (C++20, OpenMP via libgomp)
@@ -16,6 +17,7 @@ packages=(
   liburing-dev               # io_uring (out-of-core engine)
   libasan8 libubsan1          # ASan+UBSan build
   clang-14 libomp-14-dev       # TSan build: clang with LLVM's OpenMP and its Archer tool
+  python3-venv python3-dev     # the Python package: a project venv, headers for the module
 )
 
 missing=()
@@ -29,3 +31,15 @@ if ((${#missing[@]})); then
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# The Python package's environment: a project venv (.venv, not the system's Python) holding
+# the build tools and the test and interop dependencies listed in pyproject.toml.
+venv=${DEEPGRID_VENV:-.venv}
+[ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+"$venv/bin/python" - <<'PY' >"$venv/requirements.txt"
+import tomllib
+p = tomllib.load(open("pyproject.toml", "rb"))
+extras = p["project"]["optional-dependencies"]
+print("\n".join(p["build-system"]["requires"] + p["project"]["dependencies"] + extras["test"] + extras["interop"]))
+PY
+"$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$venv/requirements.txt"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: a check that formatting is clean, the release build (warnings as errors) with
-# the full suite and a downstream find_package(deepgrid) project, then the same suite under
+# the full suite and a downstream find_package(deepgrid) project, the Python package (built by
+# pip into .venv, made by scripts/setup.sh) with its pytest suite, then the C++ suite under
 # ASan+UBSan and under TSan.
 set -euo pipefail
 jobs=${JOBS:-$(nproc)}
@@ -27,6 +28,10 @@ cmake --install build --prefix build/install >/dev/null
 cmake -S tests/downstream -B build/downstream -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
 cmake --build build/downstream >/dev/null
 build/downstream/downstream build/downstream-grid
+echo "== Python package: pip install . into the project venv, pytest"
+CMAKE_BUILD_PARALLEL_LEVEL=$jobs .venv/bin/python -m pip install -q --no-build-isolation \
+  --disable-pip-version-check .
+.venv/bin/python -m pytest -q tests/python
 echo "== ASan+UBSan build and tests"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   run_suite build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEEPGRID_SANITIZE=address -DDEEPGRID_BUILD_BENCH=OFF

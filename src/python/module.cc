@@ -1,0 +1,317 @@
+// deepgrid._core: the Python boundary of the library (nanobind). Thin: the package in
+// python/deepgrid/ adds indexing, interop and plots on top.
+//
+// Contracts kept here: the GIL is released during runs and all I/O; a run calls back into
+// Python after each pass (progress, Ctrl-C via PyErr_CheckSignals) and stops cleanly, with a
+// consistent grid, before the Python error is raised; library errors become the exceptions
+// of deepgrid.errors with the library's message.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "deepgrid/box_io.h"
+#include "deepgrid/checksum.h"
+#include "deepgrid/npy.h"
+#include "deepgrid/run.h"
+#include "deepgrid/stencil.h"
+#include "deepgrid/store.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace deepgrid::python {
+namespace {
+
+// A library error on its way to Python (translated by the registered translator).
+struct StatusError {
+  Status status;
+};
+
+void check(const Status& s) {
+  if (!s.ok()) throw StatusError{s};
+}
+template <typename T>
+T get(Result<T> r) {
+  check(r.status());
+  return std::move(r).value();
+}
+
+// The key deepgrid.errors.error_class() maps to an exception class.
+const char* error_code_key(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk:
+      break;
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kIo:
+      return "io";
+    case ErrorCode::kNoSpace:
+      return "no_space";
+    case ErrorCode::kCorrupt:
+      return "corrupt";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kResource:
+      return "resource";
+  }
+  return "unknown";
+}
+
+void translate_status_error(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const StatusError& e) {
+    nb::object cls = nb::module_::import_("deepgrid.errors")
+                         .attr("error_class")(error_code_key(e.status.code()));
+    PyErr_SetString(cls.ptr(), e.status.message().c_str());
+  }
+}
+
+// Runs `f` without the GIL and raises its error, if any, with the GIL held again.
+template <typename F>
+auto without_gil(F&& f) {
+  using R = decltype(f());
+  std::optional<R> r;
+  {
+    nb::gil_scoped_release release;
+    r.emplace(f());
+  }
+  if constexpr (std::is_same_v<R, Status>) {
+    check(*r);
+  } else {
+    return get(std::move(*r));
+  }
+}
+
+// numpy's (nz, ny, nx) order.
+using NumpyShape = std::tuple<int64_t, int64_t, int64_t>;
+// (start, count, step) along one axis.
+using Range = std::tuple<int64_t, int64_t, int64_t>;
+
+NumpyShape numpy_shape(const Shape& s) { return {s.nz, s.ny, s.nx}; }
+
+AxisRange axis_range(const Range& r) { return {std::get<0>(r), std::get<1>(r), std::get<2>(r)}; }
+
+const char* numpy_dtype(DType t) { return t == DType::kF32 ? "float32" : "float64"; }
+
+template <typename T>
+nb::object read_box_array(const Grid& grid, const Box& box) {
+  check(check_box(grid.shape(), box));
+  auto values = std::make_unique<T[]>(static_cast<size_t>(box.points()));
+  T* data = values.get();
+  without_gil([&] { return read_box(grid, box, data); });
+  nb::capsule owner(values.release(), [](void* p) noexcept { delete[] static_cast<T*>(p); });
+  nb::ndarray<nb::numpy, T> array(
+      data,
+      {static_cast<size_t>(box.z.count), static_cast<size_t>(box.y.count),
+       static_cast<size_t>(box.x.count)},
+      owner);
+  return nb::cast(array);
+}
+
+using ValuesArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+
+template <typename T>
+void write_box_array(Grid& grid, const Box& box, const ValuesArray& values) {
+  if (values.dtype() != nb::dtype<T>()) {
+    check(invalid_argument(std::string("values must be ") + numpy_dtype(grid.dtype()) +
+                           ", the grid's dtype"));
+  }
+  if (static_cast<int64_t>(values.size()) != box.points()) {
+    check(invalid_argument("got " + std::to_string(values.size()) + " values for a box of " +
+                           std::to_string(box.points()) + " points"));
+  }
+  const void* src = values.data();
+  without_gil([&] { return write_box(grid, box, src); });
+}
+
+Box make_box(const Range& z, const Range& y, const Range& x) {
+  return {axis_range(z), axis_range(y), axis_range(x)};
+}
+
+nb::object summary_dict(const Grid& grid) {
+  const GridSummary s = without_gil([&] { return summarize(grid); });
+  nb::dict d;
+  d["sha256"] = s.sha256;
+  d["min"] = s.min;
+  d["max"] = s.max;
+  d["mean"] = s.mean;
+  d["l2"] = s.l2;
+  d["nan_count"] = s.nan_count;
+  return d;
+}
+
+Grid create_grid(const std::string& path, const NumpyShape& shape, const std::string& dtype,
+                 const std::string& init, const std::vector<std::string>& stores) {
+  CreateOptions o;
+  o.shape = {std::get<2>(shape), std::get<1>(shape), std::get<0>(shape)};
+  o.dtype = get(parse_dtype(dtype));
+  o.init = get(parse_init(init));
+  o.stores = stores;
+  return without_gil([&] { return Grid::create(path, o); });
+}
+
+Grid open_grid(const std::string& path, bool writable) {
+  return without_gil(
+      [&] { return Grid::open(path, writable ? Grid::Mode::kReadWrite : Grid::Mode::kReadOnly); });
+}
+
+// The progress callback of a run: with the GIL, checks for signals (Ctrl-C) and calls the
+// Python callback; remembers the first Python error and stops the run on it.
+struct RunCallback {
+  nb::object callback;  // None or callable(done, total) -> bool | None
+  std::optional<nb::python_error> error;
+
+  bool operator()(int64_t done, int64_t total) {
+    nb::gil_scoped_acquire acquire;
+    try {
+      if (PyErr_CheckSignals() != 0) throw nb::python_error();
+      if (!callback.is_none()) {
+        nb::object keep_going = callback(done, total);
+        return keep_going.is_none() || nb::cast<bool>(keep_going);
+      }
+    } catch (nb::python_error& e) {
+      error.emplace(std::move(e));
+      return false;
+    }
+    return true;
+  }
+};
+
+struct RunArgs {
+  std::string stencil_json;
+  int64_t steps = 0;
+  std::string boundary, method, io;
+  uint64_t mem = 0;
+  int threads = 0, bt = 0;
+  int64_t tile_x = 0, tile_y = 0;
+};
+
+std::string run(const std::string& path, const RunArgs& a, nb::object progress) {
+  RunOptions o;
+  o.stencil = get(Stencil::from_json(a.stencil_json));
+  o.steps = a.steps;
+  o.boundary = get(parse_boundary(a.boundary));
+  o.method = get(parse_method(a.method));
+  o.io = get(io::parse_backend(a.io));
+  o.mem_budget = a.mem;
+  o.threads = a.threads;
+  o.bt = a.bt;
+  o.tile_x = a.tile_x;
+  o.tile_y = a.tile_y;
+  auto callback = std::make_shared<RunCallback>(RunCallback{std::move(progress), {}});
+  o.progress = [callback](int64_t done, int64_t total) { return (*callback)(done, total); };
+  std::optional<Result<RunReport>> report;
+  {
+    nb::gil_scoped_release release;
+    report.emplace(run_grid(path, o));
+  }
+  if (callback->error) throw std::move(*callback->error);
+  return get(std::move(*report)).to_json();
+}
+
+}  // namespace
+}  // namespace deepgrid::python
+
+using namespace deepgrid;
+using namespace deepgrid::python;
+
+NB_MODULE(_core, m) {
+  m.doc() = "deepgrid's C++ core (see the deepgrid package for the documented API)";
+  nb::register_exception_translator(translate_status_error);
+
+  nb::class_<Grid>(m, "Grid", "An open grid directory (from create() or open_grid())")
+      .def_prop_ro("path", &Grid::dir, "The grid directory")
+      .def_prop_ro(
+          "shape", [](const Grid& g) { return numpy_shape(g.shape()); }, "(nz, ny, nx)")
+      .def_prop_ro(
+          "dtype", [](const Grid& g) { return numpy_dtype(g.dtype()); }, "float32 or float64")
+      .def_prop_ro(
+          "step", [](const Grid& g) { return g.manifest().step; }, "The time step the data hold")
+      .def_prop_ro(
+          "planes_per_chunk", [](const Grid& g) { return g.manifest().layout.planes_per_chunk; },
+          "Planes per chunk of the layout")
+      .def_prop_ro("direct_io", &Grid::direct_io, "Whether the data files use O_DIRECT")
+      .def(
+          "manifest_json", [](const Grid& g) { return g.manifest().to_json(); },
+          "The manifest as JSON text")
+      .def(
+          "read_box",
+          [](const Grid& g, const Range& z, const Range& y, const Range& x) {
+            const Box box = make_box(z, y, x);
+            return dispatch_dtype(g.dtype(),
+                                  [&](auto tag) { return read_box_array<decltype(tag)>(g, box); });
+          },
+          "z"_a, "y"_a, "x"_a,
+          "Reads the box of (start, count, step) ranges as an array (z.count, y.count, x.count)")
+      .def(
+          "write_box",
+          [](Grid& g, const Range& z, const Range& y, const Range& x, const ValuesArray& values) {
+            const Box box = make_box(z, y, x);
+            dispatch_dtype(g.dtype(),
+                           [&](auto tag) { write_box_array<decltype(tag)>(g, box, values); });
+          },
+          "z"_a, "y"_a, "x"_a, "values"_a,
+          "Writes C-contiguous values of the grid's dtype, in box order, to the box")
+      .def("summary", &summary_dict,
+           "SHA-256 of the values, min, max, mean, L2 norm, NaN count (streamed)")
+      .def(
+          "export_npy",
+          [](const Grid& g, const std::string& path) {
+            without_gil([&] { return export_npy(g, path); });
+          },
+          "path"_a, "Writes the grid to a .npy file, one chunk of planes at a time");
+
+  m.def("create", &create_grid, "path"_a, "shape"_a, "dtype"_a, "init"_a, "stores"_a,
+        "Creates a grid directory; shape is (nz, ny, nx)");
+  m.def("open_grid", &open_grid, "path"_a, "writable"_a, "Opens a grid directory");
+  m.def(
+      "import_npy",
+      [](const std::string& npy, const std::string& path, const std::vector<std::string>& stores) {
+        return without_gil([&] { return import_npy(npy, path, stores); });
+      },
+      "npy"_a, "path"_a, "stores"_a, "Creates a grid from a .npy file, one chunk at a time");
+  m.def(
+      "preset_stencil",
+      [](const std::string& name, const std::string& coeffs) {
+        Stencil s = get(Stencil::preset(name));
+        if (!coeffs.empty()) s = get(s.with_coefficients(coeffs));
+        return s.to_json();
+      },
+      "name"_a, "coeffs"_a, "A preset stencil as JSON, with coefficients per shell or point");
+  m.def(
+      "canonical_stencil",
+      [](const std::string& json) { return get(Stencil::from_json(json)).to_json(); }, "json"_a,
+      "Checks a stencil's JSON and returns it with its points in canonical order");
+  m.def("preset_names", &preset_names, "Names of the preset stencils");
+  m.def(
+      "parse_size", [](const std::string& text) { return get(parse_size(text)); }, "text"_a,
+      "Bytes in a size like '2GiB'");
+
+  nb::class_<RunArgs>(m, "RunArgs", "Options of run(), as run_grid takes them")
+      .def(nb::init<>())
+      .def_rw("stencil_json", &RunArgs::stencil_json)
+      .def_rw("steps", &RunArgs::steps)
+      .def_rw("boundary", &RunArgs::boundary)
+      .def_rw("method", &RunArgs::method)
+      .def_rw("io", &RunArgs::io)
+      .def_rw("mem", &RunArgs::mem)
+      .def_rw("threads", &RunArgs::threads)
+      .def_rw("bt", &RunArgs::bt)
+      .def_rw("tile_x", &RunArgs::tile_x)
+      .def_rw("tile_y", &RunArgs::tile_y);
+  m.def("run", &run, "path"_a, "args"_a, "progress"_a.none(),
+        "Advances the grid in path; returns the run report as JSON. progress(done, total) is "
+        "called after each pass (returning False stops the run cleanly)");
+}

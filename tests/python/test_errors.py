@@ -1,0 +1,59 @@
+"""Library errors arrive as deepgrid.Error subclasses with the library's message."""
+
+import os
+
+import pytest
+
+import deepgrid
+from deepgrid.errors import error_class
+
+
+def test_hierarchy():
+    assert issubclass(deepgrid.InvalidArgument, ValueError)
+    assert issubclass(deepgrid.StorageError, OSError)
+    assert issubclass(deepgrid.NoSpace, deepgrid.StorageError)
+    assert issubclass(deepgrid.ResourceExhausted, MemoryError)
+    for cls in (deepgrid.InvalidArgument, deepgrid.NotFound, deepgrid.StorageError,
+                deepgrid.NoSpace, deepgrid.CorruptGrid, deepgrid.Unsupported,
+                deepgrid.ResourceExhausted):
+        assert issubclass(cls, deepgrid.Error)
+    codes = ["invalid_argument", "not_found", "io", "no_space", "corrupt", "unsupported", "resource"]
+    assert len({error_class(c) for c in codes}) == len(codes)
+
+
+def test_invalid_argument_message(tmp_path):
+    with pytest.raises(deepgrid.InvalidArgument, match="does not exist; create a grid"):
+        deepgrid.open(tmp_path / "missing")
+    with pytest.raises(deepgrid.InvalidArgument, match="init"):
+        deepgrid.create(tmp_path / "g", (2, 2, 2), init="nonsense")
+    with pytest.raises(deepgrid.InvalidArgument, match="dtype"):
+        deepgrid.create(tmp_path / "g", (2, 2, 2), dtype="int32")
+    assert not (tmp_path / "g").exists()  # nothing was created
+
+
+def test_corrupt_grid(tmp_path):
+    g = deepgrid.create(tmp_path / "g", (4, 8, 8), init="random:1")
+    data = os.path.join(g.path, "data.0.dgd")
+    os.truncate(data, 4096)
+    with pytest.raises(deepgrid.CorruptGrid, match="data.0.dgd has 4096 bytes"):
+        deepgrid.open(g.path)
+
+
+def test_unsupported_version(tmp_path):
+    g = deepgrid.create(tmp_path / "g", (2, 8, 8))
+    manifest = os.path.join(g.path, "manifest.json")
+    text = open(manifest).read().replace('"version": 1', '"version": 99')
+    open(manifest, "w").write(text)
+    with pytest.raises(deepgrid.Unsupported, match="upgrade deepgrid"):
+        deepgrid.open(g.path)
+
+
+def test_bad_stencil_and_run_options(tmp_path):
+    g = deepgrid.create(tmp_path / "g", (8, 8, 8))
+    with pytest.raises(deepgrid.InvalidArgument, match="twice"):
+        deepgrid.Stencil(points=[(0, 0, 0, 1.0), (0, 0, 0, 0.5)])
+    with pytest.raises(deepgrid.InvalidArgument, match="unknown method"):
+        deepgrid.run(g, "7pt", 1, method="fast", progress=False)
+    with pytest.raises(deepgrid.InvalidArgument):
+        deepgrid.run(g, "7pt", 1, mem="lots", progress=False)
+    assert g.step == 0

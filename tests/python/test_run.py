@@ -1,0 +1,142 @@
+"""deepgrid.run: the same results as the command line, progress, stopping, GIL, Ctrl-C."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import deepgrid
+from conftest import copy_grid, sha256_of
+
+
+def cli_run(cli, path, *args):
+    out = subprocess.run([cli, "run", path, *args, "--json"], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("method, mem", [("incore", None), ("stream", "256KiB")])
+def test_run_matches_the_command_line(tmp_path, cli, method, mem):
+    g = deepgrid.create(tmp_path / "a", (24, 40, 36), init="random:5")
+    other = copy_grid(g.path, tmp_path / "b")
+    report = deepgrid.run(g, deepgrid.stencils.nineteen_point(), 7, method=method, mem=mem,
+                          boundary="neumann", progress=False)
+    cli_args = ["--stencil", "19pt", "--steps", "7", "--method", method, "--boundary", "neumann"]
+    cli_report = cli_run(cli, other, *cli_args, *(["--mem", mem] if mem else []))
+    assert report["method"] == cli_report["method"] == method
+    assert (report["steps"], report["step_from"], report["step_to"]) == (7, 0, 7)
+    assert g.step == 7  # the Grid object sees the new step
+    assert sha256_of(g) == sha256_of(other)
+
+
+def test_run_changes_values_as_a_heat_step(tmp_path):
+    # One 7pt step with dirichlet:0 on a constant field: interior points keep the value,
+    # face points lose 1/8 per missing neighbour.
+    g = deepgrid.create(tmp_path / "g", (6, 6, 6), init="const:1")
+    deepgrid.run(g, "7pt", 1, progress=False)
+    assert g[3, 3, 3] == 1.0
+    assert g[0, 3, 3] == 0.875
+    assert g[0, 0, 0] == 0.625
+
+
+def test_custom_stencil_and_coefficients(tmp_path, cli):
+    g = deepgrid.create(tmp_path / "g", (10, 12, 14), init="random:9")
+    other = copy_grid(g.path, tmp_path / "h")
+    s = deepgrid.Stencil(points=[(0, 0, 0, 0.6), (-1, 0, 0, 0.3), (0, -1, 0, 0.1)], name="upwind")
+    assert s.points[0] == (0, -1, 0, 0.1)  # canonical (dz, dy, dx) order
+    assert s.radius == 1
+    deepgrid.run(g, s, 3, boundary="periodic", progress=False)
+    stencil_file = tmp_path / "upwind.json"
+    stencil_file.write_text(s.to_json())
+    cli_run(cli, other, "--stencil", str(stencil_file), "--steps", "3", "--boundary", "periodic")
+    assert sha256_of(g) == sha256_of(other)
+    seven = deepgrid.stencils.seven_point([0.4, 0.1])
+    assert sorted(c for *_, c in seven.points) == [0.1] * 6 + [0.4]
+    assert deepgrid.stencils.five_point().points != deepgrid.stencils.nine_point().points
+    assert "27pt" in deepgrid.stencils.preset_names()
+
+
+def test_progress_callback_and_stopping(tmp_path):
+    g = deepgrid.create(tmp_path / "g", (16, 32, 32), init="random:1")
+    seen = []
+
+    def progress(done, total):
+        seen.append((done, total))
+        return done < 4  # stop once 4 or more steps are done
+
+    report = deepgrid.run(g, "7pt", 20, method="incore", bt=2, progress=progress)
+    assert seen[0] == (2, 20) and seen[-1][0] == report["steps"] == 4
+    assert g.step == 4 == deepgrid.open(g.path).step
+    fresh = deepgrid.create(tmp_path / "f", (16, 32, 32), init="random:1")
+    deepgrid.run(fresh, "7pt", 4, method="incore", progress=False)
+    assert sha256_of(g) == sha256_of(fresh)  # stopped cleanly: exactly 4 steps' values
+
+
+def test_progress_bar(tmp_path, capsys):
+    g = deepgrid.create(tmp_path / "g", (8, 16, 16))
+    deepgrid.run(g, "7pt", 3, bt=1, method="incore", progress=True)
+    err = capsys.readouterr().err
+    assert "deepgrid run" in err and "3/3" in err
+
+
+def test_gil_is_released_during_a_run(tmp_path):
+    g = deepgrid.create(tmp_path / "g", (64, 128, 128), init="random:1")
+    ticks = []
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    t = threading.Thread(target=count)
+    t.start()
+    started = time.perf_counter()
+    report = deepgrid.run(g, "27pt", 40, method="incore", bt=40, threads=1, progress=False)
+    ended = time.perf_counter()
+    stop.set()
+    t.join()
+    assert report["steps"] == 40 and report["seconds"] > 0.2, "the run is too short to tell"
+    during = [x for x in ticks if started < x < ended]
+    # One pass (bt = 40) holds no GIL: the other thread keeps ticking through it.
+    assert len(during) > 20, f"only {len(during)} ticks in a {ended - started:.2f} s run"
+
+
+CTRL_C_SCRIPT = """
+import sys, deepgrid
+def progress(done, total):
+    print("progress", done, flush=True)
+try:
+    deepgrid.run(sys.argv[1], "27pt", 100000, method="stream", mem="1MiB", bt=1, progress=progress)
+except KeyboardInterrupt:
+    print("interrupted", deepgrid.open(sys.argv[1]).step, flush=True)
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_stops_cleanly(tmp_path):
+    g = deepgrid.create(tmp_path / "g", (32, 64, 64), init="random:4")
+    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, g.path], stdout=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line.split())
+        if len(lines) == 3:
+            proc.send_signal(signal.SIGINT)
+            break
+    rest = proc.communicate(timeout=120)[0].split("\n")
+    assert proc.returncode == 130, rest
+    final = [line.split() for line in rest if line.startswith("interrupted")]
+    assert final, rest
+    step = int(final[0][1])
+    assert 3 <= step < 100000
+    g.refresh()
+    assert g.step == step
+    # The grid holds exactly `step` steps: the same as a fresh run of that many.
+    fresh = deepgrid.create(tmp_path / "f", (32, 64, 64), init="random:4")
+    deepgrid.run(fresh, "27pt", step, method="incore", progress=False)
+    assert sha256_of(g) == sha256_of(fresh)
