@@ -30,7 +30,9 @@ struct RunOptions {
   int64_t tile_y = 0;
   uint64_t mem_budget = 0;               // bytes; 0: no limit (the stream methods need one)
   io::Backend io = io::Backend::kUring;  // stream methods: io_uring or a thread pool
-  ProgressFn progress;                   // may be empty
+  bool verify =
+      false;  // check every plane read against its recorded hash (Grid::enable_verification)
+  ProgressFn progress;  // may be empty
 };
 
 // Checks that the stencil and step count suit the grid (nothing is read or written).
