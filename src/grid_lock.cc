@@ -62,9 +62,10 @@ Status busy(const std::string& dir, int fd, GridLock::Kind kind) {
     }
   }
   if (holders.empty()) holders = "another process";
-  return Status(ErrorCode::kBusy, "grid " + dir + " is in use by " + holders +
-                                      (kind == GridLock::Kind::kExclusive ? "" : ", which changes it") +
-                                      "; wait until it finishes (or stop it) and try again");
+  return Status(ErrorCode::kBusy,
+                "grid " + dir + " is in use by " + holders +
+                    (kind == GridLock::Kind::kExclusive ? "" : ", which changes it") +
+                    "; wait until it finishes (or stop it) and try again");
 }
 
 }  // namespace
@@ -72,7 +73,8 @@ Status busy(const std::string& dir, int fd, GridLock::Kind kind) {
 Result<GridLock> GridLock::acquire(const std::string& dir, Kind kind) {
   const std::string path = join_path(dir, kLockFileName);
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0 && (errno == EACCES || errno == EROFS)) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && (errno == EACCES || errno == EROFS))
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (kind == Kind::kShared && (errno == EACCES || errno == EROFS)) return GridLock();
     return errno_status(errno, "open lock file", path);

@@ -48,11 +48,16 @@ std::string PlaneChecksums::to_json() const {
 
 Result<PlaneChecksums> PlaneChecksums::from_json(std::string_view text, int64_t planes) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("format", "") != kTableFormat) {
+  // A string field, or "" (json::value would throw on another type).
+  auto text_field = [&](const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (!j.is_object() || text_field("format") != kTableFormat) {
     return corrupt("checksum table is not valid (truncated or damaged)");
   }
-  if (j.value("algorithm", "") != kChecksumAlgorithm) {
-    return unsupported("checksum table uses algorithm '" + j.value("algorithm", "") +
+  if (text_field("algorithm") != kChecksumAlgorithm) {
+    return unsupported("checksum table uses algorithm '" + text_field("algorithm") +
                        "'; this deepgrid knows " + std::string(kChecksumAlgorithm));
   }
   const auto it = j.find("planes");

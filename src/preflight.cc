@@ -27,8 +27,8 @@ bool is_stream(Method m) { return m == Method::kStream || m == Method::kNaive; }
 Result<PreflightFacts> measure_preflight(const Grid& grid) {
   PreflightFacts f;
   DG_ASSIGN_OR_RETURN(f.grid_dir_free_bytes, internal::free_bytes(grid.dir()));
-  f.physical_memory =
-      static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  f.physical_memory = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                      static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   if (::access(grid.dir().c_str(), W_OK) != 0) f.unwritable.push_back(grid.dir());
   for (int file = 0; file < static_cast<int>(grid.manifest().layout.files.size()); ++file) {
     const std::string path = grid.file_path(file);
@@ -51,10 +51,10 @@ Status check_preflight(const Manifest& m, const RunPlan& plan, const PreflightFa
   }
   const uint64_t need = commit_space_needed(m);
   if (facts.grid_dir_free_bytes < need) {
-    return Status(ErrorCode::kNoSpace,
-                  "the grid directory has " + format_size(facts.grid_dir_free_bytes) +
-                      " free but a run needs " + format_size(need) +
-                      " there to commit its result; free some space first");
+    return Status(ErrorCode::kNoSpace, "the grid directory has " +
+                                           format_size(facts.grid_dir_free_bytes) +
+                                           " free but a run needs " + format_size(need) +
+                                           " there to commit its result; free some space first");
   }
   if (plan.memory_bytes > facts.physical_memory) {
     return invalid_argument(

@@ -115,6 +115,16 @@ std::string Manifest::to_json() const {
   return j.dump(2) + "\n";
 }
 
+namespace {
+// An integer field. Floats are refused rather than converted: converting an out-of-range one
+// is undefined behaviour.
+int64_t integer_at(const json& j, const char* key) {
+  const json& v = j.at(key);
+  if (!v.is_number_integer()) throw std::invalid_argument(std::string(key) + " is not an integer");
+  return v.get<int64_t>();
+}
+}  // namespace
+
 Result<Manifest> Manifest::from_json(std::string_view text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
@@ -125,7 +135,7 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
     if (j.value("format", "") != kFormatName) {
       return corrupt("manifest is not a deepgrid grid manifest (format field missing)");
     }
-    m.version = j.at("version").get<int>();
+    m.version = static_cast<int>(std::clamp<int64_t>(integer_at(j, "version"), -1, 1 << 20));
     if (m.version > kManifestVersion) {
       return unsupported("grid was written by a newer deepgrid (format version " +
                          std::to_string(m.version) + "; this one reads up to " +
@@ -134,17 +144,17 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
     if (m.version < 1) return corrupt("manifest has invalid format version");
     m.id = j.at("id").get<std::string>();
     const json& s = j.at("shape");
-    m.shape = {s.at("nx").get<int64_t>(), s.at("ny").get<int64_t>(), s.at("nz").get<int64_t>()};
+    m.shape = {integer_at(s, "nx"), integer_at(s, "ny"), integer_at(s, "nz")};
     auto dt = parse_dtype(j.at("dtype").get<std::string>());
     if (!dt.ok()) return corrupt("manifest: " + dt.status().message());
     m.dtype = *dt;
-    m.step = j.at("step").get<int64_t>();
+    m.step = integer_at(j, "step");
     const json& l = j.at("layout");
-    m.layout.plane_bytes = l.at("plane_bytes").get<int64_t>();
-    m.layout.plane_stride = l.at("plane_stride").get<int64_t>();
-    m.layout.planes_per_chunk = l.at("planes_per_chunk").get<int64_t>();
+    m.layout.plane_bytes = integer_at(l, "plane_bytes");
+    m.layout.plane_stride = integer_at(l, "plane_stride");
+    m.layout.planes_per_chunk = integer_at(l, "planes_per_chunk");
     for (const auto& f : l.at("files")) {
-      m.layout.files.push_back({f.at("path").get<std::string>(), f.at("bytes").get<int64_t>()});
+      m.layout.files.push_back({f.at("path").get<std::string>(), integer_at(f, "bytes")});
     }
     if (const auto c = j.find("checksums"); c != j.end()) {
       if (c->at("algorithm").get<std::string>() != kChecksumAlgorithm) {
@@ -152,22 +162,25 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
             "grid's checksums use an algorithm this deepgrid does not know; "
             "upgrade deepgrid");
       }
-      m.checksum_generation = c->at("generation").get<int64_t>();
+      m.checksum_generation = integer_at(*c, "generation");
       if (m.checksum_generation < 1) return corrupt("manifest has an invalid checksum generation");
     }
     for (const auto& h : j.value("history", json::array())) {
       m.history.push_back(
           {h.value("date", ""), h.value("command", ""), h.value("details", json::object()).dump()});
     }
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {  // json::exception, or integer_at's
     return corrupt(std::string("manifest is missing a field or has a wrong type: ") + e.what());
   }
   Status shape_ok = validate_shape(m.shape);
   if (!shape_ok.ok()) return corrupt("manifest: " + shape_ok.message());
+  // planes_per_chunk is bounded before anything multiplies it.
+  if (m.layout.planes_per_chunk < 1 || m.layout.planes_per_chunk > m.shape.nz) {
+    return corrupt("manifest layout has an invalid planes_per_chunk");
+  }
   DG_ASSIGN_OR_RETURN(Layout expected,
-                      plan_layout(m.shape, m.dtype, m.layout.files.size(), m.layout.chunk_bytes()));
-  if (m.step < 0 || m.layout.files.empty() || m.layout.planes_per_chunk < 1 ||
-      m.layout.plane_bytes != expected.plane_bytes ||
+                      plan_layout(m.shape, m.dtype, m.layout.files.size(), kDirectIoAlignment));
+  if (m.step < 0 || m.layout.files.empty() || m.layout.plane_bytes != expected.plane_bytes ||
       m.layout.plane_stride != expected.plane_stride) {
     return corrupt("manifest layout is inconsistent with its shape and dtype");
   }

@@ -169,8 +169,7 @@ TEST_F(Reliability, VerifiedRunsRefuseDamagedDataAndChangeNothing) {
     auto r = run_grid(g, o);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
-    EXPECT_NE(r.status().message().find("offset " + std::to_string(offset - 4)),
-              std::string::npos)
+    EXPECT_NE(r.status().message().find("offset " + std::to_string(offset - 4)), std::string::npos)
         << r.status().message();
     EXPECT_EQ(slurp(g + "/data.0.dgd"), data);
     EXPECT_EQ(slurp(g + "/manifest.json"), manifest);
