@@ -25,6 +25,7 @@
 
 extern char** environ;
 
+#include "damage.h"
 #include "grid_holder.h"
 #include "temp_dir.h"
 
@@ -450,14 +451,8 @@ void make_read_only(const fs::path& tmp) {
 // Flips one byte inside plane 2 of the grid's first data file.
 void damage_plane_2(const fs::path& tmp) {
   const json m = json::parse(read_file(manifest_of(tmp)));
-  const int64_t offset = 2 * m["layout"]["plane_stride"].get<int64_t>() + 5;
-  std::fstream f(data_file_of(tmp), std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(offset);
-  char c = 0;
-  f.read(&c, 1);
-  c = static_cast<char>(~c);
-  f.seekp(offset);
-  f.write(&c, 1);
+  deepgrid::testing::flip_byte(data_file_of(tmp),
+                               2 * m["layout"]["plane_stride"].get<int64_t>() + 5);
 }
 
 // Makes the grid look like one from format version 1, which had no checksum table.

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "damage.h"
 #include "deepgrid/fsck.h"
 #include "deepgrid/npy.h"
 #include "deepgrid/preflight.h"
@@ -45,16 +46,9 @@ std::string slurp(const std::string& p) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-// Flips the bits of one byte of data file `file` of the grid in `dir`.
+// Flips the bits of one byte of the first data file of the grid in `dir`.
 void flip_byte(const std::string& dir, int64_t offset) {
-  const Grid g = Grid::open(dir).value();
-  std::fstream f(g.file_path(0), std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(offset);
-  char c = 0;
-  f.read(&c, 1);
-  c = static_cast<char>(~c);
-  f.seekp(offset);
-  f.write(&c, 1);
+  testing::flip_byte(Grid::open(dir)->file_path(0), offset);
 }
 
 RunOptions seven_point(int64_t steps, Method method = Method::kInCore) {
