@@ -15,9 +15,11 @@ packages=(
   libpng-dev                 # PNG slices
   libssl-dev                 # SHA-256 (OpenSSL libcrypto) for checksums
   liburing-dev               # io_uring (out-of-core engine)
+  libxxhash-dev              # XXH3 per-plane checksums (fsck, --verify)
   libasan8 libubsan1          # ASan+UBSan build
   clang-14 libomp-14-dev       # TSan build: clang with LLVM's OpenMP and its Archer tool
   python3-venv python3-dev     # the Python package: a project venv, headers for the module
+  libclang-rt-14-dev           # libFuzzer targets (scripts/fuzz.sh)
 )
 
 missing=()

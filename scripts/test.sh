@@ -2,7 +2,7 @@
 # Every test: a check that formatting is clean, the release build (warnings as errors) with
 # the full suite and a downstream find_package(deepgrid) project, the Python package (built by
 # pip into .venv, made by scripts/setup.sh) with its pytest suite, then the C++ suite under
-# ASan+UBSan and under TSan.
+# ASan+UBSan and under TSan, and the parsers' fuzzers for 20 s each.
 set -euo pipefail
 jobs=${JOBS:-$(nproc)}
 
@@ -40,3 +40,5 @@ echo "== TSan build and tests"
 # reports them, so this build uses clang and libomp.
 CXX=clang++-14 OMP_TOOL_LIBRARIES=/usr/lib/llvm-14/lib/libarcher.so TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
   run_suite build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEEPGRID_SANITIZE=thread -DDEEPGRID_BUILD_BENCH=OFF
+echo "== fuzzing the parsers (libFuzzer, ${FUZZ_SECONDS:-20} s each)"
+JOBS=$jobs bash scripts/fuzz.sh

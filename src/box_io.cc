@@ -133,6 +133,22 @@ Status transfer_box(const Grid& grid, const Box& box, T* packed, bool write) {
   return move_run(run);
 }
 
+// Records the checksums of the planes a box write touched, from their whole stored values.
+Status rehash_planes(Grid& grid, const AxisRange& z) {
+  const int64_t stride = grid.manifest().layout.plane_stride;
+  AlignedBuffer plane(static_cast<size_t>(stride), kDirectIoAlignment);
+  if (!plane.ok()) return Status(ErrorCode::kResource, "out of memory for an I/O buffer");
+  for (int64_t k = 0; k < z.count; ++k) {
+    const int64_t p = z.start + k * z.step;
+    const PlaneLocation loc = grid.manifest().locate(p);
+    DG_RETURN_IF_ERROR(internal::pread_full(grid.fd(loc.file), plane.data(),
+                                            static_cast<size_t>(stride), loc.offset,
+                                            grid.file_path(loc.file)));
+    grid.record_plane(p, plane.data());
+  }
+  return Status::Ok();
+}
+
 Status check_writable(const Grid& grid) {
   const int flags = ::fcntl(grid.fd(0), F_GETFL);
   if (flags >= 0 && (flags & O_ACCMODE) == O_RDONLY) {
@@ -177,11 +193,13 @@ Status read_box(const Grid& grid, const Box& box, void* dst) {
 
 Status write_box(Grid& grid, const Box& box, const void* src) {
   DG_RETURN_IF_ERROR(check_writable(grid));
-  return dispatch_dtype(grid.dtype(), [&](auto tag) {
+  DG_RETURN_IF_ERROR(dispatch_dtype(grid.dtype(), [&](auto tag) {
     using T = decltype(tag);
     // transfer_box only reads from `packed` when writing.
     return transfer_box(grid, box, const_cast<T*>(static_cast<const T*>(src)), true);
-  });
+  }));
+  DG_RETURN_IF_ERROR(rehash_planes(grid, box.z));
+  return grid.commit(grid.manifest());
 }
 
 }  // namespace deepgrid

@@ -511,6 +511,7 @@ class StreamRun {
     r.length = bytes();
     r.buffer = buf.buf.data();
     r.tag = (op == io::Op::kWrite ? kWriteTag : 0) | index;
+    if (op == io::Op::kWrite) grid_.record_plane(plane, buf.buf.data());  // integrity hook
     return io_.submit(r);
   }
 
@@ -528,6 +529,7 @@ class StreamRun {
       buf.plane = -1;
     } else {
       stats.bytes_read += bytes();
+      DG_RETURN_IF_ERROR(grid_.verify_plane(buf.plane, buf.buf.data()));  // integrity hook
       buf.ready = true;
     }
     return Status::Ok();

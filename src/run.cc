@@ -4,8 +4,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "deepgrid/fsck.h"
 #include "deepgrid/io/plane_transfer.h"
 #include "deepgrid/plan.h"
+#include "deepgrid/preflight.h"
 #include "deepgrid/stream.h"
 
 namespace deepgrid {
@@ -127,6 +129,13 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
   DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
   DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, opt.machine));
+  DG_ASSIGN_OR_RETURN(const PreflightFacts facts, measure_preflight(grid));
+  DG_RETURN_IF_ERROR(check_preflight(grid.manifest(), plan, facts));
+  if (opt.verify) {
+    DG_RETURN_IF_ERROR(grid.enable_verification());
+    // In place, a sweep overwrites planes before it reads the last ones: find damage first.
+    if (plan.method != Method::kInCore) DG_RETURN_IF_ERROR(read_every_plane(grid));
+  }
   auto result =
       plan.method == Method::kInCore
           ? dispatch_dtype(grid.dtype(),

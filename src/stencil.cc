@@ -137,6 +137,12 @@ Result<Stencil> Stencil::from_json(std::string_view json_text, std::string name)
     return invalid_argument("stencil JSON has no \"points\" array" + std::string(kForm));
   }
   if (j.contains("name") && j["name"].is_string()) name = j["name"].get<std::string>();
+  // Offsets are read as int only within the largest radius: larger integers would wrap.
+  auto small_offset = [](const nlohmann::json& v) {
+    return v.is_number_integer() &&
+           (v.is_number_unsigned() ? v.get<uint64_t>() <= kMaxStencilRadius
+                                   : std::abs(v.get<int64_t>()) <= kMaxStencilRadius);
+  };
   std::vector<StencilPoint> pts;
   for (const auto& e : j["points"]) {
     bool ok = e.is_array() && e.size() == 4 && e[3].is_number();
@@ -144,6 +150,11 @@ Result<Stencil> Stencil::from_json(std::string_view json_text, std::string name)
     if (!ok) {
       return invalid_argument("stencil JSON point " + e.dump() +
                               " is not [dx, dy, dz, c] with integer offsets" + kForm);
+    }
+    if (!small_offset(e[0]) || !small_offset(e[1]) || !small_offset(e[2])) {
+      return invalid_argument("stencil JSON point " + e.dump() + " has an offset beyond " +
+                              std::to_string(kMaxStencilRadius) +
+                              ", the largest radius supported; use smaller offsets");
     }
     pts.push_back({e[0].get<int>(), e[1].get<int>(), e[2].get<int>(), e[3].get<double>()});
   }

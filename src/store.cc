@@ -13,10 +13,12 @@
 
 #include "internal/aligned_buffer.h"
 #include "internal/file_util.h"
+#include "internal/grid_lock.h"
 
 namespace deepgrid {
 
 using internal::AlignedBuffer;
+using internal::GridLock;
 using nlohmann::json;
 
 namespace {
@@ -105,8 +107,23 @@ std::string Manifest::to_json() const {
         {"files", files}}},
       {"history", hist},
   };
+  if (checksum_generation > 0) {
+    j["checksums"] = {{"algorithm", kChecksumAlgorithm},
+                      {"generation", checksum_generation},
+                      {"file", checksum_file_name(checksum_generation)}};
+  }
   return j.dump(2) + "\n";
 }
+
+namespace {
+// An integer field. Floats are refused rather than converted: converting an out-of-range one
+// is undefined behaviour.
+int64_t integer_at(const json& j, const char* key) {
+  const json& v = j.at(key);
+  if (!v.is_number_integer()) throw std::invalid_argument(std::string(key) + " is not an integer");
+  return v.get<int64_t>();
+}
+}  // namespace
 
 Result<Manifest> Manifest::from_json(std::string_view text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -118,7 +135,7 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
     if (j.value("format", "") != kFormatName) {
       return corrupt("manifest is not a deepgrid grid manifest (format field missing)");
     }
-    m.version = j.at("version").get<int>();
+    m.version = static_cast<int>(std::clamp<int64_t>(integer_at(j, "version"), -1, 1 << 20));
     if (m.version > kManifestVersion) {
       return unsupported("grid was written by a newer deepgrid (format version " +
                          std::to_string(m.version) + "; this one reads up to " +
@@ -127,31 +144,43 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
     if (m.version < 1) return corrupt("manifest has invalid format version");
     m.id = j.at("id").get<std::string>();
     const json& s = j.at("shape");
-    m.shape = {s.at("nx").get<int64_t>(), s.at("ny").get<int64_t>(), s.at("nz").get<int64_t>()};
+    m.shape = {integer_at(s, "nx"), integer_at(s, "ny"), integer_at(s, "nz")};
     auto dt = parse_dtype(j.at("dtype").get<std::string>());
     if (!dt.ok()) return corrupt("manifest: " + dt.status().message());
     m.dtype = *dt;
-    m.step = j.at("step").get<int64_t>();
+    m.step = integer_at(j, "step");
     const json& l = j.at("layout");
-    m.layout.plane_bytes = l.at("plane_bytes").get<int64_t>();
-    m.layout.plane_stride = l.at("plane_stride").get<int64_t>();
-    m.layout.planes_per_chunk = l.at("planes_per_chunk").get<int64_t>();
+    m.layout.plane_bytes = integer_at(l, "plane_bytes");
+    m.layout.plane_stride = integer_at(l, "plane_stride");
+    m.layout.planes_per_chunk = integer_at(l, "planes_per_chunk");
     for (const auto& f : l.at("files")) {
-      m.layout.files.push_back({f.at("path").get<std::string>(), f.at("bytes").get<int64_t>()});
+      m.layout.files.push_back({f.at("path").get<std::string>(), integer_at(f, "bytes")});
+    }
+    if (const auto c = j.find("checksums"); c != j.end()) {
+      if (c->at("algorithm").get<std::string>() != kChecksumAlgorithm) {
+        return unsupported(
+            "grid's checksums use an algorithm this deepgrid does not know; "
+            "upgrade deepgrid");
+      }
+      m.checksum_generation = integer_at(*c, "generation");
+      if (m.checksum_generation < 1) return corrupt("manifest has an invalid checksum generation");
     }
     for (const auto& h : j.value("history", json::array())) {
       m.history.push_back(
           {h.value("date", ""), h.value("command", ""), h.value("details", json::object()).dump()});
     }
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {  // json::exception, or integer_at's
     return corrupt(std::string("manifest is missing a field or has a wrong type: ") + e.what());
   }
   Status shape_ok = validate_shape(m.shape);
   if (!shape_ok.ok()) return corrupt("manifest: " + shape_ok.message());
+  // planes_per_chunk is bounded before anything multiplies it.
+  if (m.layout.planes_per_chunk < 1 || m.layout.planes_per_chunk > m.shape.nz) {
+    return corrupt("manifest layout has an invalid planes_per_chunk");
+  }
   DG_ASSIGN_OR_RETURN(Layout expected,
-                      plan_layout(m.shape, m.dtype, m.layout.files.size(), m.layout.chunk_bytes()));
-  if (m.step < 0 || m.layout.files.empty() || m.layout.planes_per_chunk < 1 ||
-      m.layout.plane_bytes != expected.plane_bytes ||
+                      plan_layout(m.shape, m.dtype, m.layout.files.size(), kDirectIoAlignment));
+  if (m.step < 0 || m.layout.files.empty() || m.layout.plane_bytes != expected.plane_bytes ||
       m.layout.plane_stride != expected.plane_stride) {
     return corrupt("manifest layout is inconsistent with its shape and dtype");
   }
@@ -185,6 +214,57 @@ Grid::Grid(Grid&&) noexcept = default;
 Grid& Grid::operator=(Grid&&) noexcept = default;
 Grid::~Grid() {
   for (int fd : fds_) ::close(fd);
+}
+
+std::string Grid::checksum_path(int64_t generation) const {
+  return internal::join_path(dir_, checksum_file_name(generation));
+}
+
+Status Grid::load_checksums() {
+  checksums_ = PlaneChecksums(manifest_.shape.nz);
+  if (manifest_.checksum_generation == 0) return Status::Ok();
+  const std::string path = checksum_path(manifest_.checksum_generation);
+  auto text = internal::read_small_file(path);
+  if (!text.ok()) {
+    checksum_problem_ = text.status().message();
+    return Status::Ok();
+  }
+  auto table = PlaneChecksums::from_json(*text, manifest_.shape.nz);
+  if (!table.ok()) {
+    checksum_problem_ = path + ": " + table.status().message();
+    return Status::Ok();
+  }
+  checksums_ = std::move(table).value();
+  return Status::Ok();
+}
+
+Status Grid::enable_verification() {
+  if (!checksum_problem_.empty()) {
+    return corrupt("cannot verify " + dir_ + ": " + checksum_problem_ + "; run 'deepgrid fsck " +
+                   dir_ + "'");
+  }
+  if (!checksums_.complete()) {
+    return invalid_argument("grid " + dir_ +
+                            " has no checksums to verify (written before format version 2); "
+                            "run once without --verify to record them");
+  }
+  verify_ = true;
+  return Status::Ok();
+}
+
+void Grid::record_plane(int64_t z, const void* values) {
+  checksums_.set(z, plane_hash(values, static_cast<size_t>(manifest_.layout.plane_bytes)));
+}
+
+Status Grid::verify_plane(int64_t z, const void* values) const {
+  if (!verify_) return Status::Ok();
+  const uint64_t got = plane_hash(values, static_cast<size_t>(manifest_.layout.plane_bytes));
+  if (got == checksums_.hash(z)) return Status::Ok();
+  const PlaneLocation loc = manifest_.locate(z);
+  return corrupt("plane " + std::to_string(z) + " in " + file_path(loc.file) + " at offset " +
+                 std::to_string(loc.offset) +
+                 " does not match its checksum: the data is damaged; run 'deepgrid fsck " + dir_ +
+                 "' and restore the grid from a backup");
 }
 
 std::string Grid::file_path(int file) const {
@@ -237,13 +317,18 @@ Result<Grid> Grid::open(const std::string& dir, Mode mode) {
     return invalid_argument("grid directory " + dir +
                             " is not writable; fix its permissions or copy the grid");
   }
+  DG_ASSIGN_OR_RETURN(GridLock lock,
+                      GridLock::acquire(dir, mode == Mode::kReadWrite ? GridLock::Kind::kExclusive
+                                                                      : GridLock::Kind::kShared));
   DG_ASSIGN_OR_RETURN(std::string text, internal::read_small_file(mpath));
   auto m = Manifest::from_json(text);
   if (!m.ok()) return m.status().with_context(mpath);
   Grid g;
+  g.lock_ = std::make_unique<GridLock>(std::move(lock));
   g.dir_ = dir;
   g.manifest_ = std::move(m).value();
   DG_RETURN_IF_ERROR(g.open_files(mode));
+  DG_RETURN_IF_ERROR(g.load_checksums());
   return g;
 }
 
@@ -255,6 +340,11 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   if (dir_existed) {
     DG_ASSIGN_OR_RETURN(bool empty, internal::directory_is_empty(dir));
     if (!empty) {
+      // A grid being worked on is named as such, with its holder.
+      const std::string lock_path = internal::join_path(dir, internal::kLockFileName);
+      if (::access(lock_path.c_str(), F_OK) == 0) {
+        DG_RETURN_IF_ERROR(GridLock::acquire(dir, GridLock::Kind::kExclusive).status());
+      }
       return invalid_argument("directory " + dir +
                               " exists and is not empty; choose a new directory for the grid");
     }
@@ -305,6 +395,7 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
 
   Grid g;
   g.dir_ = dir;
+  g.checksums_ = PlaneChecksums(opt.shape.nz);
   g.manifest_.id = id;
   g.manifest_.shape = opt.shape;
   g.manifest_.dtype = opt.dtype;
@@ -321,6 +412,10 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
     for (size_t f = 0; f < layout.files.size(); ++f)
       ::unlink(g.file_path(static_cast<int>(f)).c_str());
     ::unlink(internal::join_path(dir, std::string(kManifestName) + ".tmp").c_str());
+    ::unlink(g.checksum_path(1).c_str());
+    ::unlink(g.checksum_path(1).append(".tmp").c_str());
+    g.lock_.reset();
+    ::unlink(internal::join_path(dir, internal::kLockFileName).c_str());
     if (!dir_existed) ::rmdir(dir.c_str());
     return st;
   };
@@ -328,6 +423,9 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   if (!dir_existed && ::mkdir(dir.c_str(), 0755) != 0) {
     return errno_status(errno, "create directory", dir);
   }
+  auto lock = GridLock::acquire(dir, GridLock::Kind::kExclusive);
+  if (!lock.ok()) return cleanup(lock.status());
+  g.lock_ = std::make_unique<GridLock>(std::move(lock).value());
   g.direct_io_ = true;
   for (size_t f = 0; f < layout.files.size(); ++f) {
     const std::string path = g.file_path(static_cast<int>(f));
@@ -341,7 +439,10 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
       if (rc != 0) return cleanup(errno_status(rc, "allocate", path, 0));
     }
   }
-  if (opt.init.kind != InitSpec::Kind::kZero) {
+  if (opt.init.kind == InitSpec::Kind::kZero) {  // fallocate gave zeros
+    const std::vector<std::byte> zeros(static_cast<size_t>(layout.plane_bytes));
+    for (int64_t z = 0; z < opt.shape.nz; ++z) g.record_plane(z, zeros.data());
+  } else {
     const int64_t batch = layout.planes_per_chunk;
     Status st = dispatch_dtype(opt.dtype, [&](auto tag) -> Status {
       using T = decltype(tag);
@@ -398,9 +499,12 @@ Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) c
 Status Grid::read_planes(int64_t z0, int64_t count, void* dst) const {
   const int64_t pb = manifest_.layout.plane_bytes;
   auto* out = static_cast<std::byte*>(dst);
+  Status verified;
   DG_RETURN_IF_ERROR(transfer_planes(z0, count, false, [&](std::byte* plane, int64_t i) {
+    if (verified.ok()) verified = verify_plane(z0 + i, plane);
     std::memcpy(out + i * pb, plane, static_cast<size_t>(pb));
   }));
+  DG_RETURN_IF_ERROR(verified);
   bytes_read_ += static_cast<uint64_t>(count * manifest_.layout.plane_stride);
   return Status::Ok();
 }
@@ -410,6 +514,7 @@ Status Grid::write_planes(int64_t z0, int64_t count, const void* src) {
   const auto* in = static_cast<const std::byte*>(src);
   DG_RETURN_IF_ERROR(transfer_planes(z0, count, true, [&](std::byte* plane, int64_t i) {
     std::memcpy(plane, in + i * pb, static_cast<size_t>(pb));
+    record_plane(z0 + i, plane);
   }));
   bytes_written_ += static_cast<uint64_t>(count * manifest_.layout.plane_stride);
   return Status::Ok();
@@ -421,8 +526,21 @@ Status Grid::commit(const Manifest& m) {
       return errno_status(errno, "fsync", file_path(static_cast<int>(f)));
     }
   }
-  DG_RETURN_IF_ERROR(internal::write_file_atomic(dir_, kManifestName, m.to_json()));
-  manifest_ = m;
+  Manifest next = m;
+  next.version = kManifestVersion;
+  next.checksum_generation = 0;
+  if (checksums_.complete()) {
+    next.checksum_generation = manifest_.checksum_generation + 1;
+    DG_RETURN_IF_ERROR(internal::write_file_atomic(
+        dir_, checksum_file_name(next.checksum_generation), checksums_.to_json()));
+  }
+  DG_RETURN_IF_ERROR(internal::write_file_atomic(dir_, kManifestName, next.to_json()));
+  if (manifest_.checksum_generation > 0) {
+    ::unlink(checksum_path(manifest_.checksum_generation)
+                 .c_str());  // superseded; a leftover is harmless
+  }
+  manifest_ = std::move(next);
+  checksum_problem_.clear();
   return Status::Ok();
 }
 

@@ -25,6 +25,8 @@
 
 extern char** environ;
 
+#include "damage.h"
+#include "grid_holder.h"
 #include "temp_dir.h"
 
 namespace {
@@ -446,6 +448,32 @@ void make_read_only(const fs::path& tmp) {
   fs::permissions(grid, fs::perms(0555));
 }
 
+// Flips one byte inside plane 2 of the grid's first data file.
+void damage_plane_2(const fs::path& tmp) {
+  const json m = json::parse(read_file(manifest_of(tmp)));
+  deepgrid::testing::flip_byte(data_file_of(tmp),
+                               2 * m["layout"]["plane_stride"].get<int64_t>() + 5);
+}
+
+// Makes the grid look like one from format version 1, which had no checksum table.
+void drop_checksums(const fs::path& tmp) {
+  json m = json::parse(read_file(manifest_of(tmp)));
+  fs::remove(tmp / "grid" / m["checksums"]["file"].get<std::string>());
+  m.erase("checksums");
+  m["version"] = 1;
+  write_file(manifest_of(tmp), m.dump(2) + "\n");
+}
+
+Setup set_manifest_field(std::string section, std::string key, json value) {
+  return [=](const fs::path& tmp) {
+    json m = json::parse(read_file(manifest_of(tmp)));
+    (section.empty() ? m : m[section])[key] = value;
+    write_file(manifest_of(tmp), m.dump(2) + "\n");
+  };
+}
+
+void remove_data_file(const fs::path& tmp) { fs::remove(data_file_of(tmp)); }
+
 const Setup kGrid16 = grid_of("16x16x4");
 
 std::vector<std::string> run_args(std::string dir, std::vector<std::string> extra = {}) {
@@ -539,6 +567,64 @@ std::vector<BadInputCase> bad_input_cases() {
        then(kGrid16, truncate_data_by_4096),
        {"checksum", kGrid},
        {"bytes", "damaged"}},
+      {"InfoMissingDataFile", then(kGrid16, remove_data_file), {"info", kGrid}, {"missing"}},
+      {"InfoManifestExtentNotAnInteger",
+       then(kGrid16, set_manifest_field("shape", "nx", 1e300)),
+       {"info", kGrid},
+       {"integer"}},
+      {"InfoManifestLayoutInconsistent",
+       then(kGrid16, set_manifest_field("layout", "plane_stride", 12345)),
+       {"info", kGrid},
+       {"layout"}},
+      {"InfoManifestNotAGridManifest",
+       then(kGrid16, set_manifest_field("", "format", "something-else")),
+       {"info", kGrid},
+       {"manifest"}},
+      // damaged values, found through the per-plane checksums
+      {"RunVerifyDamagedPlane",
+       then(kGrid16, damage_plane_2),
+       run_args(kGrid, {"--verify"}),
+       {"checksum"}},
+      {"RunStreamVerifyDamagedPlane",
+       then(kGrid16, damage_plane_2),
+       run_args(kGrid, {"--verify", "--method", "stream", "--mem", "8MiB"}),
+       {"checksum"}},
+      {"ChecksumVerifyDamagedPlane",
+       then(kGrid16, damage_plane_2),
+       {"checksum", kGrid, "--verify"},
+       {"checksum"}},
+      {"ExportVerifyDamagedPlane",
+       then(kGrid16, damage_plane_2),
+       {"export", kGrid, "{tmp}/out.npy", "--verify"},
+       {"checksum"}},
+      {"RunVerifyWithoutChecksums",
+       then(kGrid16, drop_checksums),
+       run_args(kGrid, {"--verify"}),
+       {"checksums"}},
+      {"ChecksumVerifyMissingChecksumTable",
+       then(kGrid16, then(drop_checksums,
+                          set_manifest_field("", "checksums",
+                                             {{"algorithm", "xxh3-64"}, {"generation", 7}}))),
+       {"checksum", kGrid, "--verify"},
+       {"checksums.7.json"}},
+      // more options
+      {"RunStencilOffsetBeyondRadius",
+       then(kGrid16, file_with("far.json", R"({"points": [[0,0,0,1], [4294967297,0,0,0]]})")),
+       run_with_stencil("{tmp}/far.json"),
+       {"offset"}},
+      {"RunMemBelowTheMinimum",
+       kGrid16,
+       run_with_stencil("7pt", {"--method", "stream", "--mem", "1KiB"}),
+       {"--mem"}},
+      {"RunMalformedMemSize", kGrid16, run_with_stencil("7pt", {"--mem", "12XB"}), {"size"}},
+      {"RunStreamWithoutMem", kGrid16, run_with_stencil("7pt", {"--method", "stream"}), {"--mem"}},
+      {"RunMalformedTile", kGrid16, run_with_stencil("7pt", {"--tile", "8x"}), {"shape", "tile"}},
+      {"RunUnknownIoBackend", kGrid16, run_with_stencil("7pt", {"--io", "aio"}), {"uring"}},
+      {"ImportNotANpyFile",
+       file_with("bad.npy", "not numpy"),
+       {"import", "{tmp}/bad.npy", "{tmp}/new"},
+       {"npy"}},
+      {"PlotBadSlice", kGrid16, {"plot", kGrid, "--slice", "w=3", "-o", "{tmp}/x.png"}, {"slice"}},
   };
   // Commands on a directory that does not exist, or is not a grid.
   const std::vector<std::pair<std::string, std::function<std::vector<std::string>(std::string)>>>
@@ -563,6 +649,25 @@ std::vector<BadInputCase> bad_input_cases() {
 }
 
 class BadInputTest : public ::testing::TestWithParam<BadInputCase> {};
+
+// `text` with the temporary directory written as {tmp}, as the catalogue shows it.
+std::string with_tmp_placeholder(std::string text, const fs::path& tmp) {
+  const std::string t = tmp.string();
+  for (size_t pos; (pos = text.find(t)) != std::string::npos;) text.replace(pos, t.size(), "{tmp}");
+  return text;
+}
+
+// With DEEPGRID_BAD_INPUT_TABLE=FILE, each case appends its row of docs/bad_input.md there:
+// how the table's messages are regenerated.
+void append_catalogue_row(const char* table, const BadInputCase& c, const RunResult& r,
+                          const fs::path& tmp) {
+  std::string command = "deepgrid";
+  for (const auto& a : c.args) command += " " + a;
+  std::string message = with_tmp_placeholder(r.err, tmp);
+  if (!message.empty() && message.back() == '\n') message.pop_back();
+  std::ofstream(table, std::ios::app)
+      << "| " << c.name << " | `" << command << "` | `" << message << "` |\n";
+}
 
 TEST_P(BadInputTest, ExitsTwoWithOneLineAndChangesNothing) {
   const BadInputCase& c = GetParam();
@@ -594,11 +699,86 @@ TEST_P(BadInputTest, ExitsTwoWithOneLineAndChangesNothing) {
   if (!c.must_not_exist.empty()) {
     EXPECT_FALSE(fs::exists(c.must_not_exist)) << c.must_not_exist << " was created";
   }
+  if (const char* table = std::getenv("DEEPGRID_BAD_INPUT_TABLE")) {
+    append_catalogue_row(table, c, r, tmp.path());
+  }
+}
+
+TEST(BadInputCatalogue, DocsListEveryCase) {
+  const std::string doc = read_file(fs::path(DEEPGRID_SOURCE_DIR) / "docs" / "bad_input.md");
+  ASSERT_FALSE(doc.empty()) << "docs/bad_input.md is missing";
+  for (const BadInputCase& c : bad_input_cases()) {
+    EXPECT_TRUE(contains(doc, "| " + c.name + " |"))
+        << c.name << " has no row in docs/bad_input.md";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalogue, BadInputTest, ::testing::ValuesIn(bad_input_cases()),
                          [](const ::testing::TestParamInfo<BadInputCase>& param_info) {
                            return param_info.param.name;
                          });
+
+// ---------------------------------------------------------------------------------------------
+// Integrity and exclusive access
+
+TEST_F(CliTest, FsckPassesASoundGridAndNamesADamagedPlanesFileAndOffset) {
+  const std::string g = create("g", "64x32x12", {"--init", "random:2"});
+  ASSERT_TRUE(Succeeded(run_cli({"run", g, "--stencil", "7pt", "--steps", "2"})));
+  const RunResult sound = run_cli({"fsck", g});
+  ASSERT_TRUE(Succeeded(sound));
+  EXPECT_TRUE(contains(sound.out, "12 planes checked, 0 damaged")) << sound;
+
+  const int64_t plane_stride = 64 * 32 * 4;  // 8 KiB: a multiple of 4096, so no padding
+  const std::string data = g + "/data.0.dgd";
+  std::string bytes = read_file(data);
+  bytes[static_cast<size_t>(5 * plane_stride + 100)] ^= 1;
+  write_file(data, bytes);
+  const RunResult damaged = run_cli({"fsck", g, "--json"});
+  EXPECT_EQ(damaged.exit_code, 4) << damaged;
+  const json j = parse_one_json_object(damaged);
+  ASSERT_EQ(j["damaged"].size(), 1u) << damaged;
+  EXPECT_EQ(j["damaged"][0]["plane"], 5);
+  EXPECT_EQ(j["damaged"][0]["file"], data);
+  EXPECT_EQ(j["damaged"][0]["offset"], 5 * plane_stride);
+  const RunResult text = run_cli({"fsck", g});
+  EXPECT_EQ(text.exit_code, 4) << text;
+  EXPECT_TRUE(
+      contains(text.out, "plane 5 in " + data + " at offset " + std::to_string(5 * plane_stride)))
+      << text;
+}
+
+// Exit code 3, one line naming the holder's pid, nothing changed.
+void expect_busy(const RunResult& r, pid_t holder) {
+  EXPECT_EQ(r.exit_code, 3) << r;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r;
+  EXPECT_TRUE(contains(r.err, "pid " + std::to_string(holder))) << r;
+}
+
+TEST_F(CliTest, AWriterHoldsTheGridAloneUntilItEndsEvenByKill) {
+  const std::string g = create("g", kShape, {"--init", "random:2"});
+  const std::string npy = tmp_ / "g.npy";
+  ASSERT_TRUE(Succeeded(run_cli({"export", g, npy})));
+  const Snapshot before = snapshot(tmp_.path());
+  deepgrid::testing::GridHolder writer(g, deepgrid::Grid::Mode::kReadWrite);
+  ASSERT_TRUE(writer.held());
+  expect_busy(run_cli(run_args(g)), writer.pid());
+  expect_busy(run_cli({"checksum", g}), writer.pid());
+  expect_busy(run_cli({"export", g, tmp_ / "other.npy"}), writer.pid());
+  expect_busy(run_cli({"import", npy, g}), writer.pid());
+  expect_busy(run_cli({"create", g, "--shape", "8x8x8"}), writer.pid());
+  EXPECT_TRUE(snapshot(tmp_.path()) == before);
+  writer.kill();  // as a crash would end it: the kernel releases the lock
+  EXPECT_TRUE(Succeeded(run_cli(run_args(g))));
+}
+
+TEST_F(CliTest, ReadersShareTheGridButKeepWritersOut) {
+  const std::string g = create("g", kShape, {"--init", "random:2"});
+  deepgrid::testing::GridHolder reader(g, deepgrid::Grid::Mode::kReadOnly);
+  ASSERT_TRUE(reader.held());
+  EXPECT_TRUE(Succeeded(run_cli({"checksum", g})));
+  EXPECT_TRUE(Succeeded(run_cli({"fsck", g})));
+  EXPECT_TRUE(Succeeded(run_cli({"export", g, tmp_ / "g.npy"})));
+  expect_busy(run_cli(run_args(g)), reader.pid());
+}
 
 }  // namespace

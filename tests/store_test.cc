@@ -82,13 +82,15 @@ TEST_F(StoreTest, StripesOverThreeDirectoriesRoundTrip) {
   opt.shape = {33, 17, 41};
   opt.stores = {path("s0"), path("s1"), path("s2")};
   opt.chunk_target_bytes = 4096 * 3;
-  Grid g = Grid::create(path("g"), opt).value();
-  ASSERT_EQ(g.manifest().layout.files.size(), 3u);
-  for (const char* d : {"s0", "s1", "s2"}) {
-    EXPECT_EQ(std::distance(fs::directory_iterator(path(d)), fs::directory_iterator{}), 1) << d;
-  }
   const auto values = testing::random_values<float>(opt.shape, 77);
-  ASSERT_TRUE(g.write_planes(0, opt.shape.nz, values.data()).ok());
+  {
+    Grid g = Grid::create(path("g"), opt).value();
+    ASSERT_EQ(g.manifest().layout.files.size(), 3u);
+    for (const char* d : {"s0", "s1", "s2"}) {
+      EXPECT_EQ(std::distance(fs::directory_iterator(path(d)), fs::directory_iterator{}), 1) << d;
+    }
+    ASSERT_TRUE(g.write_planes(0, opt.shape.nz, values.data()).ok());
+  }
   Grid again = Grid::open(path("g")).value();
   EXPECT_EQ(read_all<float>(again), values);
   // Partial reads that straddle chunks and files.
@@ -101,11 +103,13 @@ TEST_F(StoreTest, StripesOverThreeDirectoriesRoundTrip) {
 TEST_F(StoreTest, CommitReplacesTheManifestAtomically) {
   CreateOptions opt;
   opt.shape = {8, 8, 8};
-  Grid g = Grid::create(path("g"), opt).value();
-  Manifest m = g.manifest();
-  m.step = 12;
-  m.history.push_back({utc_now(), "run", R"({"steps": 12})"});
-  ASSERT_TRUE(g.commit(m).ok());
+  {
+    Grid g = Grid::create(path("g"), opt).value();
+    Manifest m = g.manifest();
+    m.step = 12;
+    m.history.push_back({utc_now(), "run", R"({"steps": 12})"});
+    ASSERT_TRUE(g.commit(m).ok());
+  }
   EXPECT_FALSE(fs::exists(path("g/manifest.json.tmp")));
   Grid again = Grid::open(path("g")).value();
   EXPECT_EQ(again.manifest().step, 12);

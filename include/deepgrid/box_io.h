@@ -41,7 +41,8 @@ Status check_box(const Shape& shape, const Box& box);
 Status read_box(const Grid& grid, const Box& box, void* dst);
 
 // Writes the packed values in `src` (same order as read_box) to the box. The grid must have
-// been opened for writing.
+// been opened for writing. The touched planes' checksums are recorded and committed with the
+// manifest (data fsynced; the time step and history are unchanged).
 Status write_box(Grid& grid, const Box& box, const void* src);
 
 }  // namespace deepgrid

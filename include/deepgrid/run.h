@@ -32,6 +32,7 @@ struct RunOptions {
   int64_t tile_y = 0;
   uint64_t mem_budget = 0;               // bytes; 0: no limit (the stream methods need one)
   io::Backend io = io::Backend::kUring;  // stream methods: io_uring or a thread pool
+  bool verify = false;                   // check every plane read against its recorded hash
   MachineProfile machine;  // rates for the cost model; unknown: the planner's defaults
   ProgressFn progress;     // may be empty
 };

@@ -18,6 +18,7 @@ enum class ErrorCode {
   kCorrupt,          // stored data or metadata is inconsistent
   kUnsupported,      // valid, but not supported here (format version, filesystem)
   kResource,         // memory budget or other resource exhausted
+  kBusy,             // another process holds the grid (see Grid::open)
 };
 
 class [[nodiscard]] Status {

@@ -6,7 +6,13 @@
 // are little-endian IEEE.
 //
 // The manifest (DIR/manifest.json) is replaced atomically: written to a temporary file,
-// fsynced, renamed over the old one, and the directory fsynced.
+// fsynced, renamed over the old one, and the directory fsynced. Beside it, a checksum table
+// (integrity.h) holds the hash of every plane; the manifest names the table's generation, so
+// replacing the manifest commits both at once.
+//
+// Access: a Grid holds the grid's lock (DIR/deepgrid.lock, flock(2)) for its lifetime; read-only
+// Grids share it, a read-write Grid holds it alone. Opening a grid another process holds in a
+// conflicting way fails at once with ErrorCode::kBusy, naming the holder's process id.
 #pragma once
 
 #include <cstdint>
@@ -17,11 +23,17 @@
 #include "deepgrid/dtype.h"
 #include "deepgrid/geometry.h"
 #include "deepgrid/init.h"
+#include "deepgrid/integrity.h"
 #include "deepgrid/status.h"
 
 namespace deepgrid {
 
-inline constexpr int kManifestVersion = 1;
+namespace internal {
+class GridLock;
+}
+
+// Version 2 added the checksum table; version-1 grids are read and get one when next written.
+inline constexpr int kManifestVersion = 2;
 inline constexpr int64_t kDirectIoAlignment = 4096;
 
 struct DataFile {
@@ -58,6 +70,7 @@ struct Manifest {
   DType dtype = DType::kF32;
   Layout layout;
   int64_t step = 0;
+  int64_t checksum_generation = 0;  // names the checksum table; 0: none recorded (version 1)
   std::vector<HistoryEntry> history;
 
   PlaneLocation locate(int64_t z) const;
@@ -84,9 +97,10 @@ class Grid {
 
   // Creates DIR (which must not exist, or be an empty directory) and its data files, filled
   // with the initial condition. Checks free space before writing anything; on failure removes
-  // what it created.
+  // what it created. The Grid returned is read-write and holds the grid alone.
   static Result<Grid> create(const std::string& dir, const CreateOptions& options);
-  // Opens an existing grid, checking the manifest and the data files' sizes.
+  // Opens an existing grid, checking the manifest and the data files' sizes. kReadOnly shares
+  // the grid with other readers; kReadWrite holds it alone (kBusy when another process holds it).
   static Result<Grid> open(const std::string& dir, Mode mode = Mode::kReadOnly);
 
   Grid(Grid&&) noexcept;
@@ -104,10 +118,25 @@ class Grid {
 
   // Reads planes [z0, z0 + count) into `dst`, packed (count * nx * ny values, no padding).
   Status read_planes(int64_t z0, int64_t count, void* dst) const;
-  // Writes packed planes [z0, z0 + count) from `src`.
+  // Writes packed planes [z0, z0 + count) from `src`, recording their hashes.
   Status write_planes(int64_t z0, int64_t count, const void* src);
 
-  // Atomically replaces the manifest with `m` (same layout), fsyncing data files first.
+  // From now on every plane read (read_planes, and the stream engine's reads) is compared with
+  // its recorded hash; a mismatch fails with kCorrupt naming the file and offset. Fails when
+  // the grid has no complete checksum table.
+  Status enable_verification();
+  // For writers with their own I/O (the stream engine): plane z is about to be written with the
+  // plane_bytes of values at `values`. The hash is committed by the next commit().
+  void record_plane(int64_t z, const void* values);
+  // For readers with their own I/O: checks plane z's values when verification is on.
+  Status verify_plane(int64_t z, const void* values) const;
+  // The recorded hashes (complete() when the table was loaded or every plane was written).
+  const PlaneChecksums& checksums() const { return checksums_; }
+  // Why the grid's checksum table could not be loaded; empty when it was, or when it has none.
+  const std::string& checksum_problem() const { return checksum_problem_; }
+
+  // Atomically replaces the manifest with `m` (same layout), fsyncing data files first, and
+  // with it the checksum table when every plane's hash is known (else the grid has none).
   Status commit(const Manifest& m);
   uint64_t bytes_read() const { return bytes_read_; }
   uint64_t bytes_written() const { return bytes_written_; }
@@ -118,8 +147,15 @@ class Grid {
   template <typename Copy>
   Status transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) const;
 
+  Status load_checksums();
+  std::string checksum_path(int64_t generation) const;
+
+  std::unique_ptr<internal::GridLock> lock_;  // first member: released last
   std::string dir_;
   Manifest manifest_;
+  PlaneChecksums checksums_;
+  std::string checksum_problem_;
+  bool verify_ = false;
   std::vector<int> fds_;
   bool direct_io_ = false;
   mutable uint64_t bytes_read_ = 0;

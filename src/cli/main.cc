@@ -1,5 +1,6 @@
 // The deepgrid command line: a thin front end over the library. Errors become one line on
-// stderr and exit code 2 (bad input) or 1 (a failure while working).
+// stderr and exit code 2 (bad input), 1 (a failure while working) or 3 (the grid is in use by
+// another process); fsck exits 4 when it finds damage.
 #include <omp.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 
 #include "deepgrid/bench.h"
 #include "deepgrid/checksum.h"
+#include "deepgrid/fsck.h"
 #include "deepgrid/image.h"
 #include "deepgrid/npy.h"
 #include "deepgrid/plan.h"
@@ -40,8 +42,19 @@ void check(const Status& s) {
   if (!s.ok()) throw Failure{s};
 }
 
+constexpr int kExitBusy = 3;
+constexpr int kExitDamaged = 4;
+
 int exit_code_for(ErrorCode code) {
+  if (code == ErrorCode::kBusy) return kExitBusy;
   return code == ErrorCode::kIo || code == ErrorCode::kResource ? 1 : 2;
+}
+
+// Opens a grid to read, checking every plane read against its checksum when asked to.
+Grid open_to_read(const std::string& dir, bool verify) {
+  Grid g = get(Grid::open(dir));
+  if (verify) check(g.enable_verification());
+  return g;
 }
 
 std::vector<std::string> split_csv(const std::string& s) {
@@ -149,7 +162,7 @@ struct RunArgs {
   int64_t steps = -1;
   int threads = 0;
   BlockingArgs blocking;
-  bool json = false, remeasure = false;
+  bool json = false, remeasure = false, verify = false;
 };
 
 // This machine's rates for the grid's disks and the run's stencil (cached after the first
@@ -176,6 +189,7 @@ RunOptions run_options(const RunArgs& a) {
   opt.cache_bt = a.blocking.cache_bt;
   if (!a.mem.empty()) opt.mem_budget = get(parse_size(a.mem));
   opt.io = get(io::parse_backend(a.io));
+  opt.verify = a.verify;
   return opt;
 }
 
@@ -235,8 +249,8 @@ int cmd_info(const std::string& dir, bool as_json) {
   return 0;
 }
 
-int cmd_checksum(const std::string& dir, bool as_json) {
-  Grid g = get(Grid::open(dir));
+int cmd_checksum(const std::string& dir, bool as_json, bool verify) {
+  Grid g = open_to_read(dir, verify);
   GridSummary s = get(summarize(g));
   if (as_json) {
     json j = {{"sha256", s.sha256},       {"min", s.min}, {"max", s.max},
@@ -249,6 +263,42 @@ int cmd_checksum(const std::string& dir, bool as_json) {
     if (s.nan_count > 0) std::printf("nan     %lld\n", static_cast<long long>(s.nan_count));
   }
   return 0;
+}
+
+int cmd_fsck(const std::string& dir, bool as_json) {
+  const Grid g = get(Grid::open(dir));
+  const FsckReport r = get(fsck_grid(g));
+  if (as_json) {
+    json damaged = json::array();
+    for (const DamagedPlane& d : r.damaged) {
+      damaged.push_back({{"plane", d.z}, {"file", d.file}, {"offset", d.offset}});
+    }
+    std::printf("%s\n", json{{"damage_found", r.damage_found()},
+                             {"has_checksums", r.has_checksums},
+                             {"problem", r.problem},
+                             {"planes_checked", r.planes_checked},
+                             {"damaged", damaged}}
+                            .dump()
+                            .c_str());
+  } else {
+    for (const DamagedPlane& d : r.damaged) {
+      std::printf("damaged: plane %lld in %s at offset %lld does not match its checksum\n",
+                  static_cast<long long>(d.z), d.file.c_str(), static_cast<long long>(d.offset));
+    }
+    if (!r.problem.empty()) {
+      std::printf("damaged: %s; planes not checked\n", r.problem.c_str());
+    } else if (!r.has_checksums) {
+      std::printf(
+          "%s: structure ok; planes not checked: no checksums (written before format "
+          "version 2), the next run records them\n",
+          dir.c_str());
+    } else {
+      std::printf("%s: %lld planes checked, %zu damaged%s\n", dir.c_str(),
+                  static_cast<long long>(r.planes_checked), r.damaged.size(),
+                  r.damaged.empty() ? "" : "; restore the grid from a backup");
+    }
+  }
+  return r.damage_found() ? kExitDamaged : 0;
 }
 
 int cmd_plot(const std::string& dir, const std::string& slice, const std::string& out) {
@@ -488,6 +538,8 @@ int run_cli(int argc, char** argv) {
                 "Measure this machine's compute rate and disk bandwidth again instead of using "
                 "the cached figures the stream methods plan with");
   run->add_flag("--json", ra.json, "Print the report as one JSON object on stdout");
+  run->add_flag("--verify", ra.verify,
+                "Check every plane read against its checksum; refuse damaged data");
 
   RunArgs pa;
   auto* plan = app.add_subcommand(
@@ -513,6 +565,15 @@ int run_cli(int argc, char** argv) {
       "checksum", "SHA-256 of the values (little-endian, (z, y, x) order) and min/max/mean/L2");
   checksum->add_option("DIR", ck_dir, "Grid directory")->required();
   checksum->add_flag("--json", ck_json, "Print as one JSON object");
+  bool ck_verify = false;
+  checksum->add_flag("--verify", ck_verify, "Check every plane against its recorded checksum");
+
+  std::string fsck_dir;
+  bool fsck_json = false;
+  auto* fsck = app.add_subcommand(
+      "fsck", "Check every plane against its recorded checksum; list damaged planes (exit 4)");
+  fsck->add_option("DIR", fsck_dir, "Grid directory")->required();
+  fsck->add_flag("--json", fsck_json, "Print as one JSON object");
 
   std::string im_in, im_dir, im_stores;
   auto* import = app.add_subcommand("import", "Create a grid from a .npy file (streamed)");
@@ -525,6 +586,8 @@ int run_cli(int argc, char** argv) {
   auto* exp = app.add_subcommand("export", "Write a grid to a .npy file (streamed)");
   exp->add_option("DIR", ex_dir, "Grid directory")->required();
   exp->add_option("OUT", ex_out, "Output .npy, shape (nz, ny, nx)")->required();
+  bool ex_verify = false;
+  exp->add_flag("--verify", ex_verify, "Check every plane against its recorded checksum");
 
   std::string pl_dir, pl_slice = "z=mid", pl_out;
   auto* plot = app.add_subcommand("plot", "Draw a slice of a grid as a PNG with a colour bar");
@@ -577,7 +640,8 @@ int run_cli(int argc, char** argv) {
   if (*info) return cmd_info(info_dir, info_json);
   if (*run) return cmd_run(ra);
   if (*plan) return cmd_plan(pa);
-  if (*checksum) return cmd_checksum(ck_dir, ck_json);
+  if (*checksum) return cmd_checksum(ck_dir, ck_json, ck_verify);
+  if (*fsck) return cmd_fsck(fsck_dir, fsck_json);
   if (*import) {
     Grid g = get(import_npy(im_in, im_dir, split_csv(im_stores)));
     std::printf("imported %s into %s: %s %s\n", im_in.c_str(), im_dir.c_str(),
@@ -585,7 +649,7 @@ int run_cli(int argc, char** argv) {
     return 0;
   }
   if (*exp) {
-    check(export_npy(get(Grid::open(ex_dir)), ex_out));
+    check(export_npy(open_to_read(ex_dir, ex_verify), ex_out));
     std::printf("exported %s to %s\n", ex_dir.c_str(), ex_out.c_str());
     return 0;
   }

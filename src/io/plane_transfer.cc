@@ -40,6 +40,7 @@ class Transfer {
     return Status::Ok();
   }
 
+  const Grid& grid() const { return grid_; }
   size_t slots() const { return buffers_.size(); }
   void* buffer(size_t slot) { return buffers_[slot].data(); }
 
@@ -101,13 +102,14 @@ Status read_range(Transfer& t, int64_t z0, int64_t z1, const PlaneConsumer& cons
       arrived[done] = true;
     }
     order.pop_front();
+    DG_RETURN_IF_ERROR(t.grid().verify_plane(plane_of[head], t.buffer(head)));
     DG_RETURN_IF_ERROR(consume(plane_of[head], t.buffer(head)));
     DG_RETURN_IF_ERROR(issue(head));
   }
   return Status::Ok();
 }
 
-Status write_range(Transfer& t, int64_t z0, int64_t z1, const PlaneProducer& produce) {
+Status write_range(Grid& grid, Transfer& t, int64_t z0, int64_t z1, const PlaneProducer& produce) {
   std::vector<size_t> idle;
   for (size_t s = 0; s < t.slots(); ++s) idle.push_back(s);
   size_t in_flight = 0;
@@ -120,6 +122,7 @@ Status write_range(Transfer& t, int64_t z0, int64_t z1, const PlaneProducer& pro
     const size_t slot = idle.back();
     idle.pop_back();
     DG_RETURN_IF_ERROR(produce(z, t.buffer(slot)));
+    grid.record_plane(z, t.buffer(slot));
     DG_RETURN_IF_ERROR(t.submit(Op::kWrite, z, slot));
     ++in_flight;
   }
@@ -146,7 +149,8 @@ Status read_plane_range(const Grid& grid, int64_t z0, int64_t z1, const PlaneCon
 
 Status write_plane_range(Grid& grid, int64_t z0, int64_t z1, const PlaneProducer& produce,
                          unsigned depth) {
-  return with_transfer(grid, depth, [&](Transfer& t) { return write_range(t, z0, z1, produce); });
+  return with_transfer(grid, depth,
+                       [&](Transfer& t) { return write_range(grid, t, z0, z1, produce); });
 }
 
 }  // namespace deepgrid::io

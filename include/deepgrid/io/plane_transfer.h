@@ -1,6 +1,8 @@
 // Whole planes of a stored grid in order, through asynchronous direct I/O with several
 // requests in flight: what loading, storing, exporting and checksumming a grid use. Each plane
-// is handed over packed (plane_bytes: nx * ny values, no padding), in increasing z.
+// is handed over packed (plane_bytes: nx * ny values, no padding), in increasing z. Reads are
+// checked against the grid's checksums when it verifies (Grid::enable_verification); writes
+// record them (committed by the next Grid::commit).
 #pragma once
 
 #include <cstdint>

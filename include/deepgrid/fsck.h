@@ -1,0 +1,38 @@
+// Checking a stored grid's integrity: every plane's values against the hash recorded when it
+// was written (`deepgrid fsck`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "deepgrid/status.h"
+#include "deepgrid/store.h"
+
+namespace deepgrid {
+
+struct DamagedPlane {
+  int64_t z = 0;
+  std::string file;  // path of the data file holding it
+  int64_t offset = 0;
+};
+
+struct FsckReport {
+  bool has_checksums = false;  // false: nothing to compare planes with
+  std::string problem;         // the checksum table is missing or damaged (empty: a version-1
+                               // grid, which has none)
+  int64_t planes_checked = 0;
+  std::vector<DamagedPlane> damaged;
+
+  bool damage_found() const { return !problem.empty() || !damaged.empty(); }
+};
+
+// Reads every plane of `grid` (already checked for structure by Grid::open) and lists those
+// whose values do not match their recorded hash. I/O errors end the check with their status.
+Result<FsckReport> fsck_grid(const Grid& grid);
+
+// Reads every plane once through Grid::read_planes: with verification enabled, the first
+// damaged plane fails it (naming its file and offset).
+Status read_every_plane(const Grid& grid);
+
+}  // namespace deepgrid

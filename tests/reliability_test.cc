@@ -1,0 +1,321 @@
+// Reliability of stored grids: exclusive access between processes, per-plane checksums kept by
+// every writer and checked by fsck and verified reads, and the preflight checks of a run.
+#include <gtest/gtest.h>
+#include <sys/vfs.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "damage.h"
+#include "deepgrid/fsck.h"
+#include "deepgrid/npy.h"
+#include "deepgrid/preflight.h"
+#include "deepgrid/run.h"
+#include "deepgrid/store.h"
+#include "grid_holder.h"
+#include "reference.h"
+#include "temp_dir.h"
+
+namespace deepgrid {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class Reliability : public ::testing::Test {
+ protected:
+  std::string path(const std::string& name) const { return tmp_ / name; }
+
+  // A random f32 grid of `shape`, released once created.
+  std::string make_grid(const std::string& name, Shape shape = {24, 16, 12},
+                        int64_t chunk_bytes = 4 << 12) {
+    CreateOptions co;
+    co.shape = shape;
+    co.init = *parse_init("random:5");
+    co.chunk_target_bytes = chunk_bytes;
+    EXPECT_TRUE(Grid::create(path(name), co).ok());
+    return path(name);
+  }
+
+  testing::TempDir tmp_;
+};
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// Flips the bits of one byte of the first data file of the grid in `dir`.
+void flip_byte(const std::string& dir, int64_t offset) {
+  testing::flip_byte(Grid::open(dir)->file_path(0), offset);
+}
+
+RunOptions seven_point(int64_t steps, Method method = Method::kInCore) {
+  RunOptions o;
+  o.stencil = Stencil::preset("7pt").value();
+  o.steps = steps;
+  o.method = method;
+  if (method != Method::kInCore) o.mem_budget = 4 << 20;
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exclusive access
+
+TEST_F(Reliability, AWriterInAnotherProcessKeepsEveryoneElseOutNamingItsPid) {
+  const std::string g = make_grid("g");
+  testing::GridHolder writer(g, Grid::Mode::kReadWrite);
+  ASSERT_TRUE(writer.held());
+  for (Grid::Mode mode : {Grid::Mode::kReadWrite, Grid::Mode::kReadOnly}) {
+    auto r = Grid::open(g, mode);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), ErrorCode::kBusy);
+    EXPECT_NE(r.status().message().find("pid " + std::to_string(writer.pid())), std::string::npos)
+        << r.status().message();
+  }
+  EXPECT_EQ(run_grid(g, seven_point(1)).status().code(), ErrorCode::kBusy);
+}
+
+TEST_F(Reliability, ReadersShareButExcludeAWriter) {
+  const std::string g = make_grid("g");
+  testing::GridHolder reader(g, Grid::Mode::kReadOnly);
+  ASSERT_TRUE(reader.held());
+  EXPECT_TRUE(Grid::open(g, Grid::Mode::kReadOnly).ok());
+  EXPECT_EQ(Grid::open(g, Grid::Mode::kReadWrite).status().code(), ErrorCode::kBusy);
+}
+
+TEST_F(Reliability, AKilledHolderLeavesNoLockBehind) {
+  const std::string g = make_grid("g");
+  testing::GridHolder writer(g, Grid::Mode::kReadWrite);
+  ASSERT_TRUE(writer.held());
+  ASSERT_FALSE(Grid::open(g, Grid::Mode::kReadWrite).ok());
+  writer.kill();
+  EXPECT_TRUE(Grid::open(g, Grid::Mode::kReadWrite).ok());
+}
+
+TEST_F(Reliability, CreateOverAHeldGridNamesTheHolder) {
+  const std::string g = make_grid("g");
+  testing::GridHolder writer(g, Grid::Mode::kReadWrite);
+  ASSERT_TRUE(writer.held());
+  CreateOptions co;
+  co.shape = {8, 8, 8};
+  EXPECT_EQ(Grid::create(g, co).status().code(), ErrorCode::kBusy);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checksums
+
+// fsck of a grid every plane of which must match its recorded hash.
+void expect_clean(const std::string& dir) {
+  const Grid g = Grid::open(dir).value();
+  const FsckReport r = fsck_grid(g).value();
+  EXPECT_TRUE(r.has_checksums) << dir;
+  EXPECT_FALSE(r.damage_found()) << r.problem;
+  EXPECT_EQ(r.planes_checked, g.shape().nz);
+}
+
+TEST_F(Reliability, EveryWriterRecordsTheChecksumsOfWhatItWrote) {
+  CreateOptions zero;
+  zero.shape = {20, 9, 7};
+  ASSERT_TRUE(Grid::create(path("zero"), zero).ok());
+  expect_clean(path("zero"));
+  const std::string g = make_grid("g");
+  expect_clean(g);
+  ASSERT_TRUE(run_grid(g, seven_point(3)).ok());
+  expect_clean(g);
+  ASSERT_TRUE(run_grid(g, seven_point(5, Method::kStream)).ok());
+  expect_clean(g);
+  ASSERT_TRUE(export_npy(Grid::open(g).value(), path("g.npy")).ok());
+  ASSERT_TRUE(import_npy(path("g.npy"), path("imported"), {}).ok());
+  expect_clean(path("imported"));
+  // Only the table the manifest names is left.
+  int tables = 0;
+  for (const auto& e : fs::directory_iterator(g)) {
+    tables += e.path().filename().string().rfind("checksums.", 0) == 0;
+  }
+  EXPECT_EQ(tables, 1);
+}
+
+TEST_F(Reliability, FsckNamesEveryDamagedPlaneWithFileAndOffset) {
+  const std::string g = make_grid("g");
+  const Manifest m = Grid::open(g)->manifest();
+  for (int64_t z : {3, 7}) flip_byte(g, m.locate(z).offset + 17);
+  const Grid grid = Grid::open(g).value();
+  const FsckReport r = fsck_grid(grid).value();
+  ASSERT_EQ(r.damaged.size(), 2u);
+  EXPECT_EQ(r.damaged[0].z, 3);
+  EXPECT_EQ(r.damaged[0].offset, m.locate(3).offset);
+  EXPECT_EQ(r.damaged[0].file, grid.file_path(0));
+  EXPECT_EQ(r.damaged[1].z, 7);
+  EXPECT_EQ(r.planes_checked, m.shape.nz);
+}
+
+TEST_F(Reliability, VerifiedRunsRefuseDamagedDataAndChangeNothing) {
+  for (Method method : {Method::kInCore, Method::kStream}) {
+    SCOPED_TRACE(std::string(method_name(method)));
+    const std::string g = make_grid(std::string(method_name(method)));
+    const int64_t offset = Grid::open(g)->manifest().locate(9).offset + 4;
+    flip_byte(g, offset);
+    const std::string data = slurp(g + "/data.0.dgd"), manifest = slurp(g + "/manifest.json");
+    RunOptions o = seven_point(2, method);
+    o.verify = true;
+    auto r = run_grid(g, o);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+    EXPECT_NE(r.status().message().find("offset " + std::to_string(offset - 4)), std::string::npos)
+        << r.status().message();
+    EXPECT_EQ(slurp(g + "/data.0.dgd"), data);
+    EXPECT_EQ(slurp(g + "/manifest.json"), manifest);
+  }
+}
+
+TEST_F(Reliability, VerifiedReadsOfSoundGridsSucceed) {
+  const std::string g = make_grid("g");
+  RunOptions o = seven_point(4, Method::kStream);
+  o.verify = true;
+  ASSERT_TRUE(run_grid(g, o).ok());
+  o.method = Method::kInCore;
+  ASSERT_TRUE(run_grid(g, o).ok());  // reads what the stream engine wrote and recorded
+  Grid grid = Grid::open(g).value();
+  ASSERT_TRUE(grid.enable_verification().ok());
+  EXPECT_TRUE(read_every_plane(grid).ok());
+}
+
+// A grid as deepgrid wrote it before checksums: format version 1, no table.
+void make_version_1(const std::string& dir) {
+  json m = json::parse(slurp(dir + "/manifest.json"));
+  fs::remove(dir + "/" + m["checksums"]["file"].get<std::string>());
+  m.erase("checksums");
+  m["version"] = 1;
+  std::ofstream(dir + "/manifest.json") << m.dump(2);
+}
+
+TEST_F(Reliability, VersionOneGridsAreReadAndGetChecksumsWhenNextWritten) {
+  const std::string g = make_grid("g");
+  make_version_1(g);
+  {
+    Grid grid = Grid::open(g).value();
+    const FsckReport r = fsck_grid(grid).value();
+    EXPECT_FALSE(r.has_checksums);
+    EXPECT_FALSE(r.damage_found());
+    EXPECT_EQ(grid.enable_verification().code(), ErrorCode::kInvalidArgument);
+  }
+  ASSERT_TRUE(run_grid(g, seven_point(1)).ok());
+  EXPECT_EQ(json::parse(slurp(g + "/manifest.json"))["version"], kManifestVersion);
+  expect_clean(g);
+}
+
+TEST_F(Reliability, ADamagedChecksumTableIsReportedNotTrusted) {
+  const std::string g = make_grid("g");
+  const std::string table = json::parse(slurp(g + "/manifest.json"))["checksums"]["file"];
+  std::ofstream(g + "/" + table) << "{\"format\": \"deepgrid-checksums\", \"planes\": [";
+  Grid grid = Grid::open(g).value();
+  const FsckReport r = fsck_grid(grid).value();
+  EXPECT_TRUE(r.damage_found());
+  EXPECT_NE(r.problem.find(table), std::string::npos) << r.problem;
+  EXPECT_EQ(grid.enable_verification().code(), ErrorCode::kCorrupt);
+}
+
+TEST(PlaneChecksums, RoundTripAndRejectDamage) {
+  PlaneChecksums t(3);
+  EXPECT_FALSE(t.complete());
+  for (int64_t z = 0; z < 3; ++z) t.set(z, plane_hash(&z, sizeof z));
+  ASSERT_TRUE(t.complete());
+  const PlaneChecksums back = PlaneChecksums::from_json(t.to_json(), 3).value();
+  for (int64_t z = 0; z < 3; ++z) EXPECT_EQ(back.hash(z), t.hash(z));
+  EXPECT_FALSE(PlaneChecksums::from_json(t.to_json(), 4).ok());
+  std::string bad = t.to_json();
+  bad[bad.find('"', bad.find('[')) + 1] = 'g';
+  EXPECT_FALSE(PlaneChecksums::from_json(bad, 3).ok());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Preflight
+
+class Preflight : public Reliability {
+ protected:
+  void SetUp() override {
+    grid_ = make_grid("g");
+    m_ = Grid::open(grid_)->manifest();
+    facts_.grid_dir_free_bytes = uint64_t{1} << 40;
+    facts_.physical_memory = uint64_t{1} << 36;
+    plan_.method = Method::kStream;
+    plan_.memory_bytes = 4 << 20;
+  }
+  std::string grid_;
+  Manifest m_;
+  PreflightFacts facts_;
+  RunPlan plan_;
+};
+
+TEST_F(Preflight, ASoundMachinePasses) { EXPECT_TRUE(check_preflight(m_, plan_, facts_).ok()); }
+
+TEST_F(Preflight, TooLittleSpaceToCommit) {
+  facts_.grid_dir_free_bytes = commit_space_needed(m_) - 1;
+  const Status st = check_preflight(m_, plan_, facts_);
+  EXPECT_EQ(st.code(), ErrorCode::kNoSpace);
+  EXPECT_NE(st.message().find("free"), std::string::npos) << st.message();
+}
+
+TEST_F(Preflight, MoreMemoryThanTheMachineHas) {
+  plan_.method = Method::kInCore;
+  facts_.physical_memory = plan_.memory_bytes - 1;
+  const Status st = check_preflight(m_, plan_, facts_);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("--method stream"), std::string::npos) << st.message();
+}
+
+TEST_F(Preflight, StreamingNeedsDirectIoButInCoreDoesNot) {
+  facts_.without_direct_io = {"/dev/shm"};
+  const Status st = check_preflight(m_, plan_, facts_);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("O_DIRECT"), std::string::npos) << st.message();
+  plan_.method = Method::kInCore;
+  EXPECT_TRUE(check_preflight(m_, plan_, facts_).ok());
+}
+
+TEST_F(Preflight, UnwritableFiles) {
+  facts_.unwritable = {grid_ + "/data.0.dgd"};
+  const Status st = check_preflight(m_, plan_, facts_);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("data.0.dgd"), std::string::npos) << st.message();
+}
+
+TEST_F(Preflight, MeasuresThisMachineAndTheGridsFilesystems) {
+  const Grid g = Grid::open(grid_).value();
+  const PreflightFacts f = measure_preflight(g).value();
+  EXPECT_GT(f.grid_dir_free_bytes, 0u);
+  EXPECT_GT(f.physical_memory, uint64_t{1} << 20);
+  if (::geteuid() != 0) {
+    fs::permissions(g.file_path(0), fs::perms(0444));
+    EXPECT_EQ(measure_preflight(g)->unwritable.size(), 1u);
+  }
+}
+
+// A real filesystem without O_DIRECT: tmpfs before Linux 6.6.
+TEST_F(Preflight, AStreamRunOnTmpfsFailsFastWithTheFix) {
+  struct statfs sf {};
+  constexpr long kTmpfsMagic = 0x01021994;
+  if (::statfs("/dev/shm", &sf) != 0 || sf.f_type != kTmpfsMagic || ::access("/dev/shm", W_OK)) {
+    GTEST_SKIP() << "no writable tmpfs at /dev/shm to test a filesystem without O_DIRECT";
+  }
+  const std::string dir = "/dev/shm/deepgrid-preflight-" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  CreateOptions co;
+  co.shape = {16, 16, 8};
+  ASSERT_TRUE(Grid::create(dir, co).ok());
+  if (Grid::open(dir)->direct_io()) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << "tmpfs supports O_DIRECT on this kernel (Linux >= 6.6)";
+  }
+  const auto r = run_grid(dir, seven_point(1, Method::kStream));
+  const auto incore = run_grid(dir, seven_point(1));
+  fs::remove_all(dir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("O_DIRECT"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(incore.ok()) << incore.status().message();
+}
+
+}  // namespace
+}  // namespace deepgrid
