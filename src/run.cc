@@ -6,6 +6,8 @@
 
 #include "deepgrid/plan.h"
 #include "deepgrid/stream.h"
+#include "deepgrid/tiled.h"
+#include "internal/file_util.h"
 
 namespace deepgrid {
 namespace {
@@ -23,10 +25,11 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   io.bt = plan.incore.bt;
   io.tile_x = plan.incore.tile_x;
   io.tile_y = plan.incore.tile_y;
+  if (plan.method == Method::kMmap) io.scratch_dir = grid.dir();
   DG_ASSIGN_OR_RETURN(InCoreEngine<T> engine,
                       InCoreEngine<T>::create(s, opt.stencil, opt.steps, io));
 
-  const int64_t batch = grid.manifest().layout.planes_per_chunk;
+  const int64_t batch = plan.io_batch;
   std::vector<T> packed(static_cast<size_t>(batch * s.plane_points()));
   for (int64_t z0 = 0; z0 < s.nz; z0 += batch) {
     const int64_t n = std::min(batch, s.nz - z0);
@@ -79,6 +82,53 @@ Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& p
   return r;
 }
 
+Result<RunReport> run_tiled(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
+  DG_ASSIGN_OR_RETURN(TiledStats stats, advance_tiled(grid, opt.stencil, opt.boundary, opt.steps,
+                                                      plan.tiled, opt.progress));
+  RunReport r;
+  r.method = std::string(method_name(plan.method));
+  r.threads = plan.tiled.threads;
+  r.bt = plan.tiled.bt;
+  r.tile = std::to_string(grid.shape().nx) + "x" + std::to_string(plan.tiled.block_y) + "x" +
+           std::to_string(plan.tiled.block_z);
+  r.steps = stats.steps;
+  r.compute_seconds = stats.compute_seconds;
+  r.io_wait_seconds = stats.io_seconds;
+  r.bytes_read = stats.bytes_read;
+  r.bytes_written = stats.bytes_written;
+  r.engine_memory = plan.memory_bytes;
+  return r;
+}
+
+// What the plan writes beside the grid (mmap: scratch files in the grid directory; tiled: a
+// second copy beside each data file) must fit before anything is touched.
+Status check_scratch_space(const Grid& grid, const RunPlan& plan) {
+  std::vector<internal::SpaceNeed> needs;
+  if (plan.method == Method::kMmap) needs.push_back({grid.dir(), plan.disk_bytes});
+  if (plan.method == Method::kTiled && plan.tiled.passes > 0) {
+    for (size_t f = 0; f < grid.manifest().layout.files.size(); ++f) {
+      needs.push_back({internal::parent_path(grid.file_path(static_cast<int>(f))),
+                       static_cast<uint64_t>(grid.manifest().layout.files[f].bytes)});
+    }
+  }
+  return internal::check_free_space(
+      needs, "the " + std::string(method_name(plan.method)) + " method's scratch copy");
+}
+
+Result<RunReport> run_method(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
+  switch (plan.method) {
+    case Method::kInCore:
+    case Method::kMmap:
+      return dispatch_dtype(grid.dtype(), [&](auto tag) {
+        return run_incore<decltype(tag)>(grid, opt, plan);
+      });
+    case Method::kTiled:
+      return run_tiled(grid, opt, plan);
+    default:
+      return run_stream(grid, opt, plan);
+  }
+}
+
 }  // namespace
 
 std::string_view method_name(Method m) {
@@ -91,6 +141,10 @@ std::string_view method_name(Method m) {
       return "stream";
     case Method::kNaive:
       return "naive";
+    case Method::kMmap:
+      return "mmap";
+    case Method::kTiled:
+      return "tiled";
   }
   return "?";
 }
@@ -100,8 +154,10 @@ Result<Method> parse_method(std::string_view text) {
   if (text == "incore") return Method::kInCore;
   if (text == "stream") return Method::kStream;
   if (text == "naive") return Method::kNaive;
+  if (text == "mmap") return Method::kMmap;
+  if (text == "tiled") return Method::kTiled;
   return invalid_argument("unknown method '" + std::string(text) +
-                          "'; use auto, incore, stream or naive");
+                          "'; use auto, incore, stream, naive, mmap or tiled");
 }
 
 Status check_run(const Manifest& m, const RunOptions& opt) {
@@ -131,11 +187,8 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
   DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
   DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, MachineProfile{}));
-  auto result =
-      plan.method == Method::kInCore
-          ? dispatch_dtype(grid.dtype(),
-                           [&](auto tag) { return run_incore<decltype(tag)>(grid, opt, plan); })
-          : run_stream(grid, opt, plan);
+  DG_RETURN_IF_ERROR(check_scratch_space(grid, plan));
+  auto result = run_method(grid, opt, plan);
   if (!result.ok()) return result.status();
   RunReport r = std::move(result).value();
   const Manifest& before = grid.manifest();

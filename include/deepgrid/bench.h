@@ -55,9 +55,9 @@ struct MethodsBenchOptions {
   int64_t steps = 0;
   double mem_ratio = 16;  // out-of-core methods get --mem = grid bytes / mem_ratio
   int threads = 0;
-  std::vector<std::string> methods;  // incore, stream, naive
-  std::vector<int> bts = {0};        // stream: each bt (0: automatic)
-  std::vector<double> ratios;        // stream: each memory ratio (overrides mem_ratio)
+  std::vector<std::string> methods;  // incore, stream, naive, mmap, tiled
+  std::vector<int> bts = {0};        // stream and tiled: each bt (0: automatic)
+  std::vector<double> ratios;        // out-of-core: each memory ratio (overrides mem_ratio)
 };
 
 struct MethodsBenchRow {

@@ -126,7 +126,9 @@ struct BlockingArgs {
     cmd->add_option("--bt", bt,
                     "Time steps per pass over memory (temporal blocking depth); 0: automatic")
         ->capture_default_str();
-    cmd->add_option("--tile", tile, "x-y tile of the wavefront, NXxNY (default: automatic)");
+    cmd->add_option("--tile", tile,
+                    "x-y tile of the wavefront, NXxNY; for --method tiled the blocks' extents "
+                    "along y and z, NYxNZ (default: automatic)");
   }
   void apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const {
     if (bt < 0) check(invalid_argument("--bt must be >= 1 (or 0 for automatic)"));
@@ -446,7 +448,9 @@ int run_cli(int argc, char** argv) {
   run->add_option("--method", ra.method,
                   "auto: in-core when the grid fits --mem, else stream | incore: load, advance in "
                   "memory, write back | stream: out-of-core, temporal blocking, async direct I/O | "
-                  "naive: stream with bt 1")
+                  "naive: stream with bt 1 | mmap: in-core engine on memory-mapped scratch files, "
+                  "paged by the OS | tiled: 3D blocks with halos, two copies on disk (seed paper "
+                  "001)")
       ->capture_default_str();
   run->add_option("--io", ra.io,
                   "Stream I/O backend: uring (io_uring) | threads (pread/pwrite pool)")
@@ -467,7 +471,7 @@ int run_cli(int argc, char** argv) {
   plan->add_option("--stencil", pa.stencil, "Preset or JSON file")->required();
   plan->add_option("--coeffs", pa.coeffs, "Coefficient override, as for run");
   plan->add_option("--steps", pa.steps, "Number of time steps")->required();
-  plan->add_option("--method", pa.method, "auto | incore | stream | naive")->capture_default_str();
+  plan->add_option("--method", pa.method, "auto | incore | stream | naive | mmap | tiled")->capture_default_str();
   plan->add_option("--boundary", pa.boundary, "dirichlet:V | neumann | periodic")
       ->capture_default_str();
   plan->add_option("--threads", pa.threads, "Compute threads (0: all cores)");
@@ -515,10 +519,10 @@ int run_cli(int argc, char** argv) {
   ba.blocking.add_to(bench);
   bench->add_option("--methods", ba.methods,
                     "Run one problem through these methods on disk and compare: e.g. "
-                    "incore,stream,naive (without it: the in-core engine in memory only)");
+                    "incore,stream,naive,mmap,tiled (without it: the in-core engine in memory only)");
   bench->add_option("--mem-ratio", ba.mem_ratio, "Out-of-core methods get --mem = grid size / this")
       ->capture_default_str();
-  bench->add_option("--sweep-bt", ba.sweep_bt, "Stream: run each bt, e.g. 1,2,4,8,16,32");
+  bench->add_option("--sweep-bt", ba.sweep_bt, "Stream and tiled: run each bt, e.g. 1,2,4,8,16,32");
   bench->add_option("--sweep-ratio", ba.sweep_ratio,
                     "Out-of-core: run each memory ratio, e.g. 1,2,4,8,16,32");
   bench->add_option("--dir", ba.dir, "Scratch directory for the grids (emptied after)")
