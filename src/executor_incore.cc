@@ -124,7 +124,7 @@ int64_t InCoreEngine<T>::scratch_bytes(const Shape& shape, const Stencil& stenci
                                        const InCoreOptions& options) {
   if (options.scratch_dir.empty()) return 0;
   return grid_copies_bytes<T>(shape, stencil,
-                           plan_wavefront(shape, stencil, sizeof(T), steps, options));
+                              plan_wavefront(shape, stencil, sizeof(T), steps, options));
 }
 
 template <typename T>

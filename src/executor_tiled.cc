@@ -67,12 +67,12 @@ int64_t even_extent(int64_t b, int64_t n) {
 }
 
 struct Geometry {
-  int64_t stride = 0;         // values per buffer row
-  int64_t rows = 0;           // rows per buffer plane
-  int64_t planes = 0;         // buffer planes
-  int64_t io_bytes = 0;       // aligned buffer for one plane's rows
-  int64_t buffer_bytes = 0;   // one block buffer
-  int64_t memory_bytes = 0;   // two block buffers and the I/O buffer
+  int64_t stride = 0;        // values per buffer row
+  int64_t rows = 0;          // rows per buffer plane
+  int64_t planes = 0;        // buffer planes
+  int64_t io_bytes = 0;      // aligned buffer for one plane's rows
+  int64_t buffer_bytes = 0;  // one block buffer
+  int64_t memory_bytes = 0;  // two block buffers and the I/O buffer
 };
 
 // Buffers for blocks of by x bz with halos of bt * r (each axis's buffer starts bt * r before
@@ -85,9 +85,9 @@ Geometry geometry(const Manifest& m, const Stencil& st, int bt, int64_t by, int6
   g.rows = by + 2 * int64_t{bt} * st.radius_y();
   g.planes = bz + 2 * int64_t{bt} * st.radius_z();
   const int64_t row_bytes = s.nx * vb;
-  g.io_bytes = std::min(m.layout.plane_stride,
-                        round_up(std::min(s.ny, g.rows) * row_bytes, kDirectIoAlignment) +
-                            kDirectIoAlignment);
+  g.io_bytes = std::min(
+      m.layout.plane_stride,
+      round_up(std::min(s.ny, g.rows) * row_bytes, kDirectIoAlignment) + kDirectIoAlignment);
   g.buffer_bytes = round_up(g.stride * g.rows * g.planes * vb, 64);
   g.memory_bytes = 2 * g.buffer_bytes + g.io_bytes;
   return g;
@@ -167,9 +167,9 @@ class TiledRun {
       const std::string grid_path = grid_.file_path(static_cast<int>(f));
       copies_.push_back({grid_path + kCopySuffix, -1});
       bool direct = false;
-      DG_ASSIGN_OR_RETURN(copies_.back().fd,
-                          internal::open_data_file(copies_.back().path,
-                                                   O_RDWR | O_CREAT | O_TRUNC, &direct));
+      DG_ASSIGN_OR_RETURN(
+          copies_.back().fd,
+          internal::open_data_file(copies_.back().path, O_RDWR | O_CREAT | O_TRUNC, &direct));
       const int64_t bytes = m_.layout.files[f].bytes;
       const int rc = bytes > 0 ? ::posix_fallocate(copies_.back().fd, 0, bytes) : 0;
       if (rc != 0) return errno_status(rc, "allocate", copies_.back().path, 0);
@@ -265,8 +265,8 @@ class TiledRun {
     const int64_t begin = offset + row0 * row_bytes;
     const int64_t first = begin / kDirectIoAlignment * kDirectIoAlignment;
     const int64_t last = round_up(begin + rows * row_bytes, kDirectIoAlignment);
-    DG_RETURN_IF_ERROR(internal::pread_full(f.fd, io_.data(), static_cast<size_t>(last - first),
-                                            first, f.path));
+    DG_RETURN_IF_ERROR(
+        internal::pread_full(f.fd, io_.data(), static_cast<size_t>(last - first), first, f.path));
     stats.bytes_read += static_cast<uint64_t>(last - first);
     return reinterpret_cast<const T*>(io_.data() + (begin - first));
   }
@@ -282,7 +282,8 @@ class TiledRun {
         const int64_t sy = wrap(y, s_.ny);
         const int64_t rows = std::min(ys.hi - y, s_.ny - sy);  // contiguous source rows
         DG_ASSIGN_OR_RETURN(const T* in, read_rows(f, loc.offset, sy, rows, stats));
-        for (int64_t j = 0; j < rows; ++j) copy_row(in + j * s_.nx, at(blk, 0, xs.lo, y + j, z), xs);
+        for (int64_t j = 0; j < rows; ++j)
+          copy_row(in + j * s_.nx, at(blk, 0, xs.lo, y + j, z), xs);
         y += rows;
       }
     }
@@ -318,16 +319,16 @@ class TiledRun {
         DG_RETURN_IF_ERROR(internal::pread_full(f.fd, buf, kDirectIoAlignment, first, f.path));
       }
       if (tail) {
-        DG_RETURN_IF_ERROR(internal::pread_full(f.fd, buf + (last_page - first),
-                                                kDirectIoAlignment, last_page, f.path));
+        DG_RETURN_IF_ERROR(internal::pread_full(f.fd, buf + (last_page - first), kDirectIoAlignment,
+                                                last_page, f.path));
       }
       T* out = reinterpret_cast<T*>(buf + (begin - first));
       for (int64_t y = blk.y0; y < blk.y1; ++y) {
         std::memcpy(out + (y - blk.y0) * s_.nx, at(blk, levels, 0, y, z),
                     static_cast<size_t>(row_bytes));
       }
-      DG_RETURN_IF_ERROR(internal::pwrite_full(f.fd, buf, static_cast<size_t>(last - first),
-                                               first, f.path));
+      DG_RETURN_IF_ERROR(
+          internal::pwrite_full(f.fd, buf, static_cast<size_t>(last - first), first, f.path));
       stats.bytes_written += static_cast<uint64_t>(last - first);
     }
     return Status::Ok();
@@ -409,8 +410,8 @@ class TiledRun {
 
 }  // namespace
 
-Result<TiledPlan> plan_tiled(const Manifest& m, const Stencil& st, const Boundary& b,
-                             int64_t steps, const TiledOptions& opt) {
+Result<TiledPlan> plan_tiled(const Manifest& m, const Stencil& st, const Boundary& b, int64_t steps,
+                             const TiledOptions& opt) {
   if (opt.mem_budget == 0) {
     return invalid_argument("the tiled method needs a memory budget; give --mem, e.g. --mem 1GiB");
   }
@@ -450,8 +451,8 @@ Result<TiledPlan> plan_tiled(const Manifest& m, const Stencil& st, const Boundar
         "--mem " + format_size(opt.mem_budget) + " is below what the tiled method needs" +
         (opt.bt > 0 ? " with bt " + std::to_string(bt_lo) : std::string()) +
         (opt.block_y > 0 || opt.block_z > 0 ? " and the blocks asked for" : "") +
-        " (the minimum, bt 1, is " +
-        format_size(static_cast<uint64_t>(minimum.memory_bytes)) + "); raise --mem" +
+        " (the minimum, bt 1, is " + format_size(static_cast<uint64_t>(minimum.memory_bytes)) +
+        "); raise --mem" +
         (opt.bt > 0 || opt.block_y > 0 || opt.block_z > 0 ? " or ask for less" : ""));
   }
   p.minimum_bytes = minimum.memory_bytes;

@@ -1,7 +1,5 @@
 #include "internal/file_util.h"
 
-#include "deepgrid/geometry.h"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,6 +10,8 @@
 #include <climits>
 #include <cstdlib>
 #include <map>
+
+#include "deepgrid/geometry.h"
 
 namespace deepgrid::internal {
 

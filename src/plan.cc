@@ -219,9 +219,9 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
                 opt.mem_budget ? (" of --mem " + format_size(opt.mem_budget)).c_str() : "",
                 method == Method::kMmap ? ", besides the mappings" : "", predicted_seconds,
                 predicted_compute_seconds, predicted_io_seconds,
-                overlapped                 ? ", overlapped"
+                overlapped                ? ", overlapped"
                 : method == Method::kMmap ? "; paging not modelled"
-                                           : "");
+                                          : "");
   return buf;
 }
 

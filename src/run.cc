@@ -119,9 +119,8 @@ Result<RunReport> run_method(Grid& grid, const RunOptions& opt, const RunPlan& p
   switch (plan.method) {
     case Method::kInCore:
     case Method::kMmap:
-      return dispatch_dtype(grid.dtype(), [&](auto tag) {
-        return run_incore<decltype(tag)>(grid, opt, plan);
-      });
+      return dispatch_dtype(grid.dtype(),
+                            [&](auto tag) { return run_incore<decltype(tag)>(grid, opt, plan); });
     case Method::kTiled:
       return run_tiled(grid, opt, plan);
     default:

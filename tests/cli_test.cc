@@ -338,8 +338,8 @@ TEST_F(CliTest, PlanShowsTheMmapAndTiledMethods) {
       {"run", g, "--stencil", "7pt", "--steps", "4", "--method", "tiled", "--mem", "256KiB"});
   ASSERT_TRUE(Succeeded(run));
   for (const auto& entry : fs::directory_iterator(g)) {
-    EXPECT_EQ(entry.path().extension(), entry.path().filename() == "manifest.json" ? ".json"
-                                                                                    : ".dgd")
+    EXPECT_EQ(entry.path().extension(),
+              entry.path().filename() == "manifest.json" ? ".json" : ".dgd")
         << "left behind: " << entry.path();
   }
 }

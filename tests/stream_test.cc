@@ -44,9 +44,9 @@ struct Case {
 };
 
 std::string describe(const Case& c, const Boundary& b) {
-  return std::string(method_name(c.method)) + " " + c.stencil + " " + c.shape.to_string() + " " + std::string(dtype_name(c.dtype)) + " " +
-         b.to_string() + ", " + std::to_string(c.steps) + " steps, bt " + std::to_string(c.bt) +
-         ", " + std::to_string(c.stripes) + " stripes, io " +
+  return std::string(method_name(c.method)) + " " + c.stencil + " " + c.shape.to_string() + " " +
+         std::string(dtype_name(c.dtype)) + " " + b.to_string() + ", " + std::to_string(c.steps) +
+         " steps, bt " + std::to_string(c.bt) + ", " + std::to_string(c.stripes) + " stripes, io " +
          std::string(io::backend_name(c.backend));
 }
 

@@ -42,10 +42,10 @@ struct TiledPlan {
   int64_t passes = 0;
   int64_t block_buffer_bytes = 0;  // each of the two
   int64_t io_buffer_bytes = 0;
-  int64_t memory_bytes = 0;   // what the method allocates
-  int64_t minimum_bytes = 0;  // the smallest working set (bt 1, blocks of one row and plane)
-  int64_t disk_bytes = 0;     // the second copy of the grid
-  double redundancy = 1;      // computed updates / useful updates
+  int64_t memory_bytes = 0;       // what the method allocates
+  int64_t minimum_bytes = 0;      // the smallest working set (bt 1, blocks of one row and plane)
+  int64_t disk_bytes = 0;         // the second copy of the grid
+  double redundancy = 1;          // computed updates / useful updates
   double read_amplification = 1;  // bytes read per pass / the grid's bytes
 };
 

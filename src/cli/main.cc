@@ -471,7 +471,8 @@ int run_cli(int argc, char** argv) {
   plan->add_option("--stencil", pa.stencil, "Preset or JSON file")->required();
   plan->add_option("--coeffs", pa.coeffs, "Coefficient override, as for run");
   plan->add_option("--steps", pa.steps, "Number of time steps")->required();
-  plan->add_option("--method", pa.method, "auto | incore | stream | naive | mmap | tiled")->capture_default_str();
+  plan->add_option("--method", pa.method, "auto | incore | stream | naive | mmap | tiled")
+      ->capture_default_str();
   plan->add_option("--boundary", pa.boundary, "dirichlet:V | neumann | periodic")
       ->capture_default_str();
   plan->add_option("--threads", pa.threads, "Compute threads (0: all cores)");
@@ -517,9 +518,10 @@ int run_cli(int argc, char** argv) {
   bench->add_option("--repeats", ba.repeats, "Timed repeats (the best counts)")
       ->capture_default_str();
   ba.blocking.add_to(bench);
-  bench->add_option("--methods", ba.methods,
-                    "Run one problem through these methods on disk and compare: e.g. "
-                    "incore,stream,naive,mmap,tiled (without it: the in-core engine in memory only)");
+  bench->add_option(
+      "--methods", ba.methods,
+      "Run one problem through these methods on disk and compare: e.g. "
+      "incore,stream,naive,mmap,tiled (without it: the in-core engine in memory only)");
   bench->add_option("--mem-ratio", ba.mem_ratio, "Out-of-core methods get --mem = grid size / this")
       ->capture_default_str();
   bench->add_option("--sweep-bt", ba.sweep_bt, "Stream and tiled: run each bt, e.g. 1,2,4,8,16,32");
