@@ -72,6 +72,9 @@ struct MethodsBenchRow {
   // in the same benchmark run (bench_incore): the strictest yardstick.
   double ratio_to_incore_warm = 0;
   double compute_ratio_to_incore = 0;  // whole-run MLUP/s / in-core MLUP/s over its compute only
+  // Share of the run's wall time the block device holding the grid was busy (io_ticks from
+  // /sys/dev/block; other processes' I/O counts too); -1 where the grid is not on one.
+  double disk_busy = -1;
 };
 
 struct MethodsBench {
