@@ -19,8 +19,8 @@ constexpr int kLeft = 90, kRight = 190, kTop = 50, kBottom = 70;  // margins aro
 using Rgb = std::array<unsigned char, 3>;
 constexpr Rgb kBlack{0, 0, 0}, kGrey{215, 215, 215};
 // Matplotlib's tab10 colours, one per series.
-constexpr Rgb kPalette[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
-                            {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {127, 127, 127}};
+constexpr Rgb kPalette[] = {{31, 119, 180},  {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
+                            {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {127, 127, 127}};
 
 class Canvas {
  public:
@@ -29,7 +29,8 @@ class Canvas {
   void blend(int x, int y, Rgb c, double alpha = 1) {
     if (x < 0 || y < 0 || x >= kWidth || y >= kHeight) return;
     unsigned char* p = rgb_.data() + (static_cast<size_t>(y) * kWidth + x) * 3;
-    for (int i = 0; i < 3; ++i) p[i] = static_cast<unsigned char>(std::lround(p[i] * (1 - alpha) + c[i] * alpha));
+    for (int i = 0; i < 3; ++i)
+      p[i] = static_cast<unsigned char>(std::lround(p[i] * (1 - alpha) + c[i] * alpha));
   }
   void rect(int x0, int y0, int x1, int y1, Rgb c) {
     for (int y = y0; y <= y1; ++y) {
@@ -76,7 +77,8 @@ class Text {
     FT_Set_Pixel_Sizes(face_, 0, static_cast<FT_UInt>(px));
     int w = 0;
     for (unsigned char ch : s) {
-      if (FT_Load_Char(face_, ch, FT_LOAD_DEFAULT) == 0) w += static_cast<int>(face_->glyph->advance.x >> 6);
+      if (FT_Load_Char(face_, ch, FT_LOAD_DEFAULT) == 0)
+        w += static_cast<int>(face_->glyph->advance.x >> 6);
     }
     return w;
   }
@@ -91,10 +93,11 @@ class Text {
       const FT_GlyphSlot g = face_->glyph;
       for (unsigned row = 0; row < g->bitmap.rows; ++row) {
         for (unsigned col = 0; col < g->bitmap.width; ++col) {
-          const double a = g->bitmap.buffer[row * static_cast<unsigned>(g->bitmap.pitch) + col] / 255.0;
+          const double a =
+              g->bitmap.buffer[row * static_cast<unsigned>(g->bitmap.pitch) + col] / 255.0;
           if (a == 0) continue;
           const int u = pen + g->bitmap_left + static_cast<int>(col);  // along the text
-          const int v = static_cast<int>(row) - g->bitmap_top;          // down from the baseline
+          const int v = static_cast<int>(row) - g->bitmap_top;         // down from the baseline
           if (vertical) {
             c.blend(x + v, y - u, colour, a);
           } else {

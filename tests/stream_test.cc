@@ -50,6 +50,14 @@ std::string describe(const Case& c, const Boundary& b) {
          std::string(io::backend_name(c.backend));
 }
 
+// A manifest for planning only (no files): f32, one stripe, 8 MiB chunks.
+Manifest planning_manifest(const Shape& shape) {
+  Manifest m;
+  m.shape = shape;
+  m.layout = plan_layout(shape, DType::kF32, 1, 8 << 20).value();
+  return m;
+}
+
 class StreamGolden : public ::testing::Test {
  protected:
   template <typename T>
@@ -250,9 +258,7 @@ TEST_F(StreamGolden, TiledOnATightBudget) {
   Case c{"13pt", {40, 36, 30}, DType::kF32, 7, 0, 3, io::Backend::kUring};
   c.method = Method::kTiled;
   c.mem = 160 << 10;
-  Manifest m;
-  m.shape = c.shape;
-  m.layout = plan_layout(m.shape, c.dtype, 1, 8 << 20).value();
+  const Manifest m = planning_manifest(c.shape);
   TiledOptions opt;
   opt.mem_budget = c.mem;
   const TiledPlan p = plan_tiled(m, testing_stencil(c.stencil), Boundary{}, c.steps, opt).value();
@@ -294,9 +300,7 @@ TEST_F(StreamGolden, TiledStopsBetweenPassesAndLeavesNoCopy) {
 }
 
 TEST(TiledPlan, ForcedBlocksAndAClearMinimum) {
-  Manifest m;
-  m.shape = {256, 256, 512};
-  m.layout = plan_layout(m.shape, DType::kF32, 1, 8 << 20).value();
+  const Manifest m = planning_manifest({256, 256, 512});
   const Stencil st = Stencil::preset("7pt").value();
   TiledOptions opt;
   opt.mem_budget = 16 << 20;
@@ -326,9 +330,7 @@ TEST(TiledPlan, ForcedBlocksAndAClearMinimum) {
 }
 
 TEST(StreamPlan, CostModelAndAClearMinimum) {
-  Manifest m;
-  m.shape = {256, 256, 4096};
-  m.layout = plan_layout(m.shape, DType::kF32, 1, 8 << 20).value();
+  const Manifest m = planning_manifest({256, 256, 4096});
   const Stencil st = Stencil::preset("7pt").value();
   StreamOptions opt;
   opt.mem_budget = 64 << 20;

@@ -10,7 +10,7 @@
 namespace deepgrid {
 
 struct PlotSeries {
-  std::string name;                             // the legend entry
+  std::string name;                               // the legend entry
   std::vector<std::pair<double, double>> points;  // (x, y), drawn in order
 };
 
