@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,9 +16,25 @@
 namespace deepgrid {
 namespace {
 
-// Creates a fresh grid, runs it with `opt`, removes it.
+// Milliseconds the block device holding `path` has spent doing I/O (io_ticks, the 10th field
+// of /sys/dev/block/MAJ:MIN/stat), or -1 where its filesystem is not on a block device (tmpfs,
+// overlay, network filesystems).
+int64_t disk_busy_ms(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return -1;
+  std::ifstream in("/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                   std::to_string(minor(st.st_dev)) + "/stat");
+  int64_t fields[10];
+  for (int64_t& f : fields) {
+    if (!(in >> f)) return -1;
+  }
+  return fields[9];
+}
+
+// Creates a fresh grid, runs it with `opt`, removes it. *disk_busy: the share of the run's
+// wall time the grid's disk was busy (anyone's I/O counts), or -1 when unknown.
 Result<RunReport> run_fresh(const MethodsBenchOptions& o, const std::string& name,
-                            const RunOptions& opt) {
+                            const RunOptions& opt, double* disk_busy) {
   const std::string dir = o.dir + "/" + name;
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
@@ -31,7 +49,15 @@ Result<RunReport> run_fresh(const MethodsBenchOptions& o, const std::string& nam
   std::this_thread::sleep_for(std::chrono::seconds(2));
   // Each run reports its own peak: reset the process's high-water mark (Linux >= 4.0).
   std::ofstream("/proc/self/clear_refs") << "5";
+  const int64_t busy0 = disk_busy_ms(dir);
+  const auto t0 = std::chrono::steady_clock::now();
   auto r = run_grid(dir, opt);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t busy1 = disk_busy_ms(dir);
+  *disk_busy = busy0 >= 0 && busy1 >= 0 && ms > 0
+                   ? std::min(1.0, static_cast<double>(busy1 - busy0) / ms)
+                   : -1;
   std::filesystem::remove_all(dir, ec);
   return r;
 }
@@ -47,10 +73,15 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
   std::optional<size_t> incore;  // the first in-core row: the yardstick
   for (const std::string& name : o.methods) {
     DG_ASSIGN_OR_RETURN(Method method, parse_method(name));
-    const bool out_of_core = method == Method::kStream || method == Method::kNaive;
+    // mmap runs without a budget here, like in-core: a budget would cap only its own
+    // buffers, while the OS pages its grid copies as it likes; only a cgroup memory limit holds
+    // it to a budget (bench/mmap_vs_stream.sh).
+    const bool out_of_core =
+        method == Method::kStream || method == Method::kNaive || method == Method::kTiled;
     const std::vector<double> ratios =
         out_of_core && !o.ratios.empty() ? o.ratios : std::vector<double>{o.mem_ratio};
-    const std::vector<int> bts = method == Method::kStream ? o.bts : std::vector<int>{0};
+    const bool blocked = method == Method::kStream || method == Method::kTiled;
+    const std::vector<int> bts = blocked ? o.bts : std::vector<int>{0};
     for (double ratio : ratios) {
       for (int bt : bts) {
         RunOptions opt;
@@ -69,7 +100,7 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
           row.mem_budget = static_cast<uint64_t>(grid_bytes / ratio);
           opt.mem_budget = row.mem_budget;
         }
-        auto report = run_fresh(o, name, opt);
+        auto report = run_fresh(o, name, opt, &row.disk_busy);
         if (!report.ok() && report.status().code() == ErrorCode::kInvalidArgument &&
             (bts.size() > 1 || ratios.size() > 1)) {
           row.bt = bt;

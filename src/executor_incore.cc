@@ -63,6 +63,13 @@ Halo frame_halo(const WavefrontPlan& p, int rx, int ry, int rz) {
   return {p.bt * rx, p.bt * ry, p.bt * rz};
 }
 
+// The two padded copies of the grid.
+template <typename T>
+int64_t grid_copies_bytes(const Shape& shape, const Stencil& stencil, const WavefrontPlan& p) {
+  return 2 * PaddedGrid<T>::bytes_needed(
+                 shape, frame_halo(p, stencil.radius_x(), stencil.radius_y(), stencil.radius_z()));
+}
+
 }  // namespace
 
 WavefrontPlan plan_wavefront(const Shape& s, const Stencil& stencil, size_t value_bytes,
@@ -107,10 +114,17 @@ WavefrontPlan plan_wavefront(const Shape& s, const Stencil& stencil, size_t valu
 template <typename T>
 int64_t InCoreEngine<T>::memory_bytes(const Shape& shape, const Stencil& stencil, int64_t steps,
                                       const InCoreOptions& options) {
-  const StencilKernel<T> k(stencil);
   const WavefrontPlan p = plan_wavefront(shape, stencil, sizeof(T), steps, options);
-  return 2 * PaddedGrid<T>::bytes_needed(shape, frame_halo(p, k.rx(), k.ry(), k.rz())) +
-         p.threads * p.workspace_bytes;
+  const int64_t grids = options.scratch_dir.empty() ? grid_copies_bytes<T>(shape, stencil, p) : 0;
+  return grids + p.threads * p.workspace_bytes;
+}
+
+template <typename T>
+int64_t InCoreEngine<T>::scratch_bytes(const Shape& shape, const Stencil& stencil, int64_t steps,
+                                       const InCoreOptions& options) {
+  if (options.scratch_dir.empty()) return 0;
+  return grid_copies_bytes<T>(shape, stencil,
+                              plan_wavefront(shape, stencil, sizeof(T), steps, options));
 }
 
 template <typename T>
@@ -120,7 +134,9 @@ Result<InCoreEngine<T>> InCoreEngine<T>::create(const Shape& shape, const Stenci
   InCoreEngine e(stencil, plan_wavefront(shape, stencil, sizeof(T), steps, options));
   const Halo halo = frame_halo(e.plan_, k.rx(), k.ry(), k.rz());
   for (PaddedGrid<T>& g : e.grids_) {
-    DG_ASSIGN_OR_RETURN(g, PaddedGrid<T>::allocate(shape, halo));
+    DG_ASSIGN_OR_RETURN(g, options.scratch_dir.empty()
+                               ? PaddedGrid<T>::allocate(shape, halo)
+                               : PaddedGrid<T>::map_scratch_file(shape, halo, options.scratch_dir));
   }
   return e;
 }

@@ -9,6 +9,9 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <map>
+
+#include "deepgrid/geometry.h"
 
 namespace deepgrid::internal {
 
@@ -89,6 +92,41 @@ Result<std::string> read_small_file(const std::string& path) {
   }
   ::close(fd);
   return out;
+}
+
+Result<int> open_data_file(const std::string& path, int flags, bool* direct) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_DIRECT, 0644);
+  if (fd >= 0) {
+    *direct = true;
+    return fd;
+  }
+  if (errno != EINVAL) return errno_status(errno, "open", path);
+  fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status(errno, "open", path);
+  *direct = false;
+  return fd;
+}
+
+Status check_free_space(const std::vector<SpaceNeed>& needs, const std::string& purpose) {
+  std::map<dev_t, uint64_t> per_filesystem;
+  std::vector<dev_t> devices;
+  for (const SpaceNeed& n : needs) {
+    struct stat st {};
+    if (::stat(n.dir.c_str(), &st) != 0) return errno_status(errno, "stat", n.dir);
+    per_filesystem[st.st_dev] += n.bytes;
+    devices.push_back(st.st_dev);
+  }
+  for (size_t i = 0; i < needs.size(); ++i) {
+    DG_ASSIGN_OR_RETURN(uint64_t avail, free_bytes(needs[i].dir));
+    const uint64_t need = per_filesystem[devices[i]] + (1 << 20);
+    if (avail < need) {
+      return Status(ErrorCode::kNoSpace, "not enough free space in " + needs[i].dir + ": " +
+                                             purpose + " needs " + format_size(need) +
+                                             " there but " + format_size(avail) +
+                                             " is free; free space or use --method stream");
+    }
+  }
+  return Status::Ok();
 }
 
 Result<uint64_t> free_bytes(const std::string& path) {

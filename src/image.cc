@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "internal/png_file.h"
+
 namespace deepgrid {
 namespace {
 
@@ -25,31 +27,6 @@ std::array<unsigned char, 3> viridis(double t) {
     rgb[c] = static_cast<unsigned char>(std::lround(kStops[i][c] * (1 - f) + kStops[i + 1][c] * f));
   }
   return rgb;
-}
-
-Status write_png(const std::string& path, int64_t w, int64_t h,
-                 const std::vector<unsigned char>& rgb) {
-  FILE* fp = std::fopen(path.c_str(), "wb");
-  if (fp == nullptr) return errno_status(errno, "create", path);
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png ? png_create_info_struct(png) : nullptr;
-  if (png == nullptr || info == nullptr || setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    std::fclose(fp);
-    return Status(ErrorCode::kIo, "cannot write PNG " + path);
-  }
-  png_init_io(png, fp);
-  png_set_IHDR(png, info, static_cast<png_uint_32>(w), static_cast<png_uint_32>(h), 8,
-               PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-               PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (int64_t y = 0; y < h; ++y) {
-    png_write_row(png, const_cast<png_bytep>(rgb.data() + y * w * 3));
-  }
-  png_write_end(png, nullptr);
-  png_destroy_write_struct(&png, &info);
-  if (std::fclose(fp) != 0) return errno_status(errno, "close", path);
-  return Status::Ok();
 }
 
 // The slice's values, row-major: width along the first free axis (x, or y when x is fixed).
@@ -141,8 +118,37 @@ Result<SliceImageInfo> write_slice_png(const Grid& grid, SliceSpec sl, const std
     for (int64_t px = w * scale + gap; px < info.width; ++px)
       std::copy(c.begin(), c.end(), row + px * 3);
   }
-  DG_RETURN_IF_ERROR(write_png(path, info.width, info.height, rgb));
+  DG_RETURN_IF_ERROR(internal::write_rgb_png(path, info.width, info.height, rgb));
   return info;
 }
 
 }  // namespace deepgrid
+
+namespace deepgrid::internal {
+
+Status write_rgb_png(const std::string& path, int64_t w, int64_t h,
+                     const std::vector<unsigned char>& rgb) {
+  FILE* fp = std::fopen(path.c_str(), "wb");
+  if (fp == nullptr) return errno_status(errno, "create", path);
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png ? png_create_info_struct(png) : nullptr;
+  if (png == nullptr || info == nullptr || setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    std::fclose(fp);
+    return Status(ErrorCode::kIo, "cannot write PNG " + path);
+  }
+  png_init_io(png, fp);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(w), static_cast<png_uint_32>(h), 8,
+               PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (int64_t y = 0; y < h; ++y) {
+    png_write_row(png, const_cast<png_bytep>(rgb.data() + y * w * 3));
+  }
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+  if (std::fclose(fp) != 0) return errno_status(errno, "close", path);
+  return Status::Ok();
+}
+
+}  // namespace deepgrid::internal

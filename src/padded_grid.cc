@@ -1,10 +1,15 @@
 #include "deepgrid/padded_grid.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+
+#include "internal/file_util.h"
 
 namespace deepgrid {
 namespace {
@@ -15,11 +20,6 @@ constexpr size_t kHugePage = size_t{2} << 20;
 template <typename T>
 constexpr int64_t lane() {
   return kAlignBytes / static_cast<int64_t>(sizeof(T));
-}
-
-template <typename T>
-void free_aligned(T* p) {
-  std::free(p);
 }
 
 // Fills a row's x ghost cells; the row's interior is valid.
@@ -45,38 +45,63 @@ int64_t PaddedGrid<T>::bytes_needed(const Shape& s, Halo h) {
 }
 
 template <typename T>
-Result<PaddedGrid<T>> PaddedGrid<T>::allocate(const Shape& s, Halo h) {
-  PaddedGrid g;
-  g.shape_ = s;
-  g.halo_ = h;
+void PaddedGrid<T>::Release::operator()(T* p) const {
+  if (mapped_bytes > 0) {
+    ::munmap(p, mapped_bytes);
+  } else {
+    std::free(p);
+  }
+}
+
+template <typename T>
+PaddedGrid<T>::PaddedGrid(const Shape& s, Halo h, T* storage, Release release)
+    : shape_(s), halo_(h), storage_(storage, release), base_(storage) {
   const int64_t left = round_up(h.x, lane<T>());
-  g.stride_ = round_up(left + s.nx + h.x, lane<T>());
-  g.plane_stride_ = g.stride_ * (s.ny + 2 * h.y);
-  g.origin_ = h.y * g.stride_ + left;
+  stride_ = round_up(left + s.nx + h.x, lane<T>());
+  plane_stride_ = stride_ * (s.ny + 2 * h.y);
+  origin_ = h.y * stride_ + left;
+}
+
+template <typename T>
+Result<PaddedGrid<T>> PaddedGrid<T>::allocate(const Shape& s, Halo h) {
   const size_t bytes = static_cast<size_t>(bytes_needed(s, h));
   // Large grids on 2 MiB pages where the kernel allows it: tiles stream through many planes,
   // and 4 KiB pages would cost a TLB miss per plane row.
   const size_t align = bytes >= kHugePage ? kHugePage : kAlignBytes;
   T* p = static_cast<T*>(std::aligned_alloc(align, round_up(bytes, align)));
-  if (p != nullptr && align == kHugePage) ::madvise(p, round_up(bytes, align), MADV_HUGEPAGE);
-  if (p != nullptr) {
-    // Zero (and so fault in) the pages now, in parallel, rather than inside the first pass.
-    auto* bytes_ptr = reinterpret_cast<unsigned char*>(p);
-    const int64_t total = static_cast<int64_t>(round_up(bytes, align));
-    const int64_t chunk = int64_t{1} << 21;
-#pragma omp parallel for schedule(static)
-    for (int64_t off = 0; off < total; off += chunk) {
-      std::memset(bytes_ptr + off, 0, static_cast<size_t>(std::min(chunk, total - off)));
-    }
-  }
   if (p == nullptr) {
     return Status(ErrorCode::kResource, "cannot allocate " + format_size(bytes) +
                                             " for the grid in memory; use a smaller grid or "
                                             "more memory");
   }
-  g.storage_ = {p, &free_aligned<T>};
-  g.base_ = p;
-  return g;
+  if (align == kHugePage) ::madvise(p, round_up(bytes, align), MADV_HUGEPAGE);
+  // Zero (and so fault in) the pages now, in parallel, rather than inside the first pass.
+  auto* bytes_ptr = reinterpret_cast<unsigned char*>(p);
+  const int64_t total = static_cast<int64_t>(round_up(bytes, align));
+  const int64_t chunk = int64_t{1} << 21;
+#pragma omp parallel for schedule(static)
+  for (int64_t off = 0; off < total; off += chunk) {
+    std::memset(bytes_ptr + off, 0, static_cast<size_t>(std::min(chunk, total - off)));
+  }
+  return PaddedGrid(s, h, p, Release{});
+}
+
+template <typename T>
+Result<PaddedGrid<T>> PaddedGrid<T>::map_scratch_file(const Shape& s, Halo h,
+                                                      const std::string& dir) {
+  const size_t bytes = static_cast<size_t>(bytes_needed(s, h));
+  std::string path = internal::join_path(dir, "deepgrid-mmap-XXXXXX");
+  const int fd = ::mkostemp(path.data(), O_CLOEXEC);
+  if (fd < 0) return errno_status(errno, "create scratch file", path);
+  ::unlink(path.c_str());  // the mapping keeps the file alive; nothing is left behind
+  const int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  void* p = rc == 0 ? ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : nullptr;
+  const int err = rc != 0 ? rc : errno;
+  ::close(fd);
+  if (rc != 0) return errno_status(err, "allocate scratch file", path, 0);
+  if (p == MAP_FAILED) return errno_status(err, "map scratch file", path);
+  // The file reads as zeros, like allocate()'s memory.
+  return PaddedGrid(s, h, static_cast<T*>(p), Release{bytes});
 }
 
 template <typename T>

@@ -11,23 +11,65 @@
 namespace deepgrid {
 namespace {
 
-InCoreOptions incore_options(const RunOptions& opt) {
+// mmap: the in-core engine with its grids in scratch files in `scratch_dir`.
+InCoreOptions incore_options(const RunOptions& opt, Method method, const std::string& scratch_dir) {
   InCoreOptions io;
   io.threads = opt.threads;
   io.bt = opt.bt;
   io.tile_x = opt.tile_x;
   io.tile_y = opt.tile_y;
+  if (method == Method::kMmap) io.scratch_dir = scratch_dir;
   return io;
 }
 
 // What the in-core method allocates: the engine and the buffers of its plane transfers.
-uint64_t incore_memory(const Manifest& m, const RunOptions& opt) {
+uint64_t incore_memory(const Manifest& m, const RunOptions& opt, const InCoreOptions& io) {
   return dispatch_dtype(m.dtype, [&](auto tag) {
     using T = decltype(tag);
     return static_cast<uint64_t>(
-        InCoreEngine<T>::memory_bytes(m.shape, opt.stencil, opt.steps, incore_options(opt)) +
+        InCoreEngine<T>::memory_bytes(m.shape, opt.stencil, opt.steps, io) +
         io::plane_transfer_bytes(m));
   });
+}
+
+uint64_t incore_scratch_bytes(const Manifest& m, const RunOptions& opt, const InCoreOptions& io) {
+  return dispatch_dtype(m.dtype, [&](auto tag) {
+    return static_cast<uint64_t>(
+        InCoreEngine<decltype(tag)>::scratch_bytes(m.shape, opt.stencil, opt.steps, io));
+  });
+}
+
+// Disk bandwidth / compute rate, what the out-of-core planners weigh disk traffic with (0:
+// unknown, keep their default).
+double disk_bytes_per_update(const MachineProfile& machine, double directions) {
+  if (machine.compute_mlups <= 0 || machine.disk_read_bps <= 0) return 0;
+  return directions * machine.disk_read_bps / (machine.compute_mlups * 1e6);
+}
+
+Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
+                               const MachineProfile& machine, RunPlan plan, double read_s,
+                               double write_s, double rate) {
+  TiledOptions to;
+  to.threads = opt.threads;
+  to.bt = opt.bt;
+  to.mem_budget = opt.mem_budget;
+  to.block_y = opt.tile_x;  // --tile NYxNZ: the tiled method's blocks
+  to.block_z = opt.tile_y;
+  // Reads and writes of a pass follow each other: one direction's bandwidth at a time.
+  if (const double d = disk_bytes_per_update(machine, 1); d > 0) to.disk_bytes_per_update = d;
+  DG_ASSIGN_OR_RETURN(plan.tiled, plan_tiled(m, opt.stencil, opt.boundary, opt.steps, to));
+  plan.memory_bytes = static_cast<uint64_t>(plan.tiled.memory_bytes);
+  plan.disk_bytes = static_cast<uint64_t>(plan.tiled.disk_bytes);
+  const double points = static_cast<double>(m.shape.points());
+  for (int64_t done = 0; done < opt.steps; done += plan.tiled.bt) {
+    const double levels = static_cast<double>(std::min<int64_t>(plan.tiled.bt, opt.steps - done));
+    const double compute = rate > 0 ? points * levels * plan.tiled.redundancy / rate : 0;
+    const double io = read_s * plan.tiled.read_amplification + write_s;
+    plan.predicted_compute_seconds += compute;
+    plan.predicted_io_seconds += io;
+    plan.predicted_seconds += compute + io;
+  }
+  return plan;
 }
 
 }  // namespace
@@ -35,7 +77,7 @@ uint64_t incore_memory(const Manifest& m, const RunOptions& opt) {
 Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineProfile& machine) {
   const Manifest& m = grid.manifest();
   RunPlan plan;
-  const uint64_t incore = incore_memory(m, opt);
+  const uint64_t incore = incore_memory(m, opt, incore_options(opt, Method::kInCore, ""));
   plan.method = opt.method;
   if (plan.method == Method::kAuto) {
     plan.method =
@@ -46,19 +88,24 @@ Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineP
   const double rate = machine.compute_mlups * 1e6;
   const double read_s = machine.disk_read_bps > 0 ? grid_bytes / machine.disk_read_bps : 0;
   const double write_s = machine.disk_write_bps > 0 ? grid_bytes / machine.disk_write_bps : 0;
-  if (plan.method == Method::kInCore) {
-    if (opt.mem_budget != 0 && incore > opt.mem_budget) {
-      return invalid_argument("the in-core method needs " + format_size(incore) +
-                              " for this grid but --mem is " + format_size(opt.mem_budget) +
-                              "; raise --mem or use --method stream");
+  if (plan.method == Method::kInCore || plan.method == Method::kMmap) {
+    const InCoreOptions io = incore_options(opt, plan.method, grid.dir());
+    const uint64_t memory = incore_memory(m, opt, io);
+    if (opt.mem_budget != 0 && memory > opt.mem_budget) {
+      return invalid_argument("the " + std::string(method_name(plan.method)) + " method needs " +
+                              format_size(memory) + " for this grid but --mem is " +
+                              format_size(opt.mem_budget) + "; raise --mem or use --method stream");
     }
-    plan.memory_bytes = incore;
-    plan.incore =
-        plan_wavefront(m.shape, opt.stencil, dtype_size(m.dtype), opt.steps, incore_options(opt));
+    plan.memory_bytes = memory;
+    plan.disk_bytes = incore_scratch_bytes(m, opt, io);
+    plan.incore = plan_wavefront(m.shape, opt.stencil, dtype_size(m.dtype), opt.steps, io);
     plan.predicted_compute_seconds = rate > 0 ? points * static_cast<double>(opt.steps) / rate : 0;
     plan.predicted_io_seconds = read_s + write_s;
     plan.predicted_seconds = plan.predicted_compute_seconds + plan.predicted_io_seconds;
     return plan;
+  }
+  if (plan.method == Method::kTiled) {
+    return plan_tiled_run(m, opt, machine, std::move(plan), read_s, write_s, rate);
   }
   StreamOptions& so = plan.stream_options;
   so.threads = opt.threads;
@@ -68,11 +115,9 @@ Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineP
   so.io = opt.io;
   so.tile_x = opt.tile_x;
   so.tile_y = opt.tile_y;
-  if (machine.compute_mlups > 0 && machine.disk_read_bps > 0) {
-    // Reads and writes go to the disks concurrently (measured: a sweep moves both directions
-    // at about twice the read-only bandwidth).
-    so.disk_bytes_per_update = 2 * machine.disk_read_bps / (machine.compute_mlups * 1e6);
-  }
+  // Reads and writes go to the disks concurrently (measured: a sweep moves both directions
+  // at about twice the read-only bandwidth).
+  if (const double d = disk_bytes_per_update(machine, 2); d > 0) so.disk_bytes_per_update = d;
   DG_ASSIGN_OR_RETURN(plan.stream, plan_stream(m, opt.stencil, opt.boundary, opt.steps, so));
   plan.memory_bytes = static_cast<uint64_t>(plan.stream.memory_bytes);
   for (int64_t done = 0; done < opt.steps; done += plan.stream.bt) {
@@ -93,10 +138,25 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
       format_size(static_cast<uint64_t>(m.shape.points()) * dtype_size(m.dtype)).c_str(),
       opt.stencil.describe().c_str(), static_cast<long long>(opt.steps),
       std::string(method_name(method)).c_str());
-  if (method == Method::kInCore) {
+  const bool incore_engine = method == Method::kInCore || method == Method::kMmap;
+  if (incore_engine) {
     n += std::snprintf(buf + n, sizeof buf - n, "blocking    bt %d, tiles %lldx%lld, %d threads\n",
                        incore.bt, static_cast<long long>(incore.tile_x),
                        static_cast<long long>(incore.tile_y), incore.threads);
+  } else if (method == Method::kTiled) {
+    n += std::snprintf(
+        buf + n, sizeof buf - n,
+        "blocking    bt %d (%lld passes), blocks %lldx%lldx%lld (%lld per pass, %.0f%% redundant "
+        "halo work, reads %.2fx the grid per pass), %d threads\n"
+        "buffers     2 block buffers of %s, an I/O buffer of %s\n"
+        "minimum     %s (bt 1)\n",
+        tiled.bt, static_cast<long long>(tiled.passes), static_cast<long long>(m.shape.nx),
+        static_cast<long long>(tiled.block_y), static_cast<long long>(tiled.block_z),
+        static_cast<long long>(tiled.blocks), 100 * (tiled.redundancy - 1),
+        tiled.read_amplification, tiled.threads,
+        format_size(static_cast<uint64_t>(tiled.block_buffer_bytes)).c_str(),
+        format_size(static_cast<uint64_t>(tiled.io_buffer_bytes)).c_str(),
+        format_size(static_cast<uint64_t>(tiled.minimum_bytes)).c_str());
   } else {
     n += std::snprintf(
         buf + n, sizeof buf - n,
@@ -113,12 +173,26 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
         static_cast<long long>(stream.ring_frames), static_cast<long long>(stream.io_buffers),
         format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
   }
+  if (method == Method::kMmap) {
+    n += std::snprintf(buf + n, sizeof buf - n,
+                       "disk        %s of scratch files in the grid directory: the two padded grid "
+                       "copies, MAP_SHARED and paged by the OS\n",
+                       format_size(disk_bytes).c_str());
+  } else if (method == Method::kTiled) {
+    n += std::snprintf(buf + n, sizeof buf - n,
+                       "disk        %s for the second copy of the grid, beside its data files\n",
+                       format_size(disk_bytes).c_str());
+  }
+  const bool overlapped = method == Method::kStream || method == Method::kNaive;
   std::snprintf(buf + n, sizeof buf - n,
-                "memory      %s%s\npredicted   %.2f s (compute %.2f s, disk %.2f s%s)\n",
+                "memory      %s%s%s\npredicted   %.2f s (compute %.2f s, disk %.2f s%s)\n",
                 format_size(memory_bytes).c_str(),
                 opt.mem_budget ? (" of --mem " + format_size(opt.mem_budget)).c_str() : "",
-                predicted_seconds, predicted_compute_seconds, predicted_io_seconds,
-                method == Method::kInCore ? "" : ", overlapped");
+                method == Method::kMmap ? ", besides the mappings" : "", predicted_seconds,
+                predicted_compute_seconds, predicted_io_seconds,
+                overlapped                ? ", overlapped"
+                : method == Method::kMmap ? "; paging not modelled"
+                                          : "");
   return buf;
 }
 
@@ -127,11 +201,23 @@ std::string RunPlan::to_json() const {
                       {"memory_bytes", memory_bytes},
                       {"predicted_seconds", predicted_seconds},
                       {"predicted_compute_seconds", predicted_compute_seconds},
-                      {"predicted_io_seconds", predicted_io_seconds}};
-  if (method == Method::kInCore) {
+                      {"predicted_io_seconds", predicted_io_seconds},
+                      {"disk_bytes", disk_bytes}};
+  if (method == Method::kInCore || method == Method::kMmap) {
     j["bt"] = incore.bt;
     j["tile"] = {incore.tile_x, incore.tile_y};
     j["threads"] = incore.threads;
+  } else if (method == Method::kTiled) {
+    j["bt"] = tiled.bt;
+    j["passes"] = tiled.passes;
+    j["threads"] = tiled.threads;
+    j["block"] = {tiled.block_y, tiled.block_z};
+    j["blocks"] = tiled.blocks;
+    j["redundancy"] = tiled.redundancy;
+    j["read_amplification"] = tiled.read_amplification;
+    j["block_buffer_bytes"] = tiled.block_buffer_bytes;
+    j["io_buffer_bytes"] = tiled.io_buffer_bytes;
+    j["minimum_bytes"] = tiled.minimum_bytes;
   } else {
     j["bt"] = stream.bt;
     j["sweeps"] = stream.sweeps;

@@ -9,6 +9,8 @@
 #include "deepgrid/plan.h"
 #include "deepgrid/preflight.h"
 #include "deepgrid/stream.h"
+#include "deepgrid/tiled.h"
+#include "internal/file_util.h"
 
 namespace deepgrid {
 namespace {
@@ -26,6 +28,7 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   io.bt = plan.incore.bt;
   io.tile_x = plan.incore.tile_x;
   io.tile_y = plan.incore.tile_y;
+  if (plan.method == Method::kMmap) io.scratch_dir = grid.dir();
   DG_ASSIGN_OR_RETURN(InCoreEngine<T> engine,
                       InCoreEngine<T>::create(s, opt.stencil, opt.steps, io));
 
@@ -77,6 +80,66 @@ Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& p
   return r;
 }
 
+// The tiled method writes blocks (parts of planes) and may rename its copy over the grid's
+// files: afterwards every plane is read back and its checksum recorded.
+Status record_checksums_from_disk(Grid& grid) {
+  DG_RETURN_IF_ERROR(grid.reopen_data_files());
+  return io::read_plane_range(
+      grid, 0, grid.shape().nz,
+      [&](int64_t z, const void* values) {
+        grid.record_plane(z, values);
+        return Status::Ok();
+      },
+      io::kPlanesInFlight, /*verify=*/false);
+}
+
+Result<RunReport> run_tiled(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
+  DG_ASSIGN_OR_RETURN(TiledStats stats, advance_tiled(grid, opt.stencil, opt.boundary, opt.steps,
+                                                      plan.tiled, opt.progress));
+  DG_RETURN_IF_ERROR(record_checksums_from_disk(grid));
+  RunReport r;
+  r.method = std::string(method_name(plan.method));
+  r.threads = plan.tiled.threads;
+  r.bt = plan.tiled.bt;
+  r.tile = std::to_string(grid.shape().nx) + "x" + std::to_string(plan.tiled.block_y) + "x" +
+           std::to_string(plan.tiled.block_z);
+  r.steps = stats.steps;
+  r.compute_seconds = stats.compute_seconds;
+  r.io_wait_seconds = stats.io_seconds;
+  r.bytes_read = stats.bytes_read;
+  r.bytes_written = stats.bytes_written;
+  r.engine_memory = plan.memory_bytes;
+  return r;
+}
+
+// What the plan writes beside the grid (mmap: scratch files in the grid directory; tiled: a
+// second copy beside each data file) must fit before anything is touched.
+Status check_scratch_space(const Grid& grid, const RunPlan& plan) {
+  std::vector<internal::SpaceNeed> needs;
+  if (plan.method == Method::kMmap) needs.push_back({grid.dir(), plan.disk_bytes});
+  if (plan.method == Method::kTiled && plan.tiled.passes > 0) {
+    for (size_t f = 0; f < grid.manifest().layout.files.size(); ++f) {
+      needs.push_back({internal::parent_path(grid.file_path(static_cast<int>(f))),
+                       static_cast<uint64_t>(grid.manifest().layout.files[f].bytes)});
+    }
+  }
+  return internal::check_free_space(
+      needs, "the " + std::string(method_name(plan.method)) + " method's scratch copy");
+}
+
+Result<RunReport> run_method(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
+  switch (plan.method) {
+    case Method::kInCore:
+    case Method::kMmap:
+      return dispatch_dtype(grid.dtype(),
+                            [&](auto tag) { return run_incore<decltype(tag)>(grid, opt, plan); });
+    case Method::kTiled:
+      return run_tiled(grid, opt, plan);
+    default:
+      return run_stream(grid, opt, plan);
+  }
+}
+
 }  // namespace
 
 std::string_view method_name(Method m) {
@@ -89,6 +152,10 @@ std::string_view method_name(Method m) {
       return "stream";
     case Method::kNaive:
       return "naive";
+    case Method::kMmap:
+      return "mmap";
+    case Method::kTiled:
+      return "tiled";
   }
   return "?";
 }
@@ -98,8 +165,10 @@ Result<Method> parse_method(std::string_view text) {
   if (text == "incore") return Method::kInCore;
   if (text == "stream") return Method::kStream;
   if (text == "naive") return Method::kNaive;
+  if (text == "mmap") return Method::kMmap;
+  if (text == "tiled") return Method::kTiled;
   return invalid_argument("unknown method '" + std::string(text) +
-                          "'; use auto, incore, stream or naive");
+                          "'; use auto, incore, stream, naive, mmap or tiled");
 }
 
 Status check_run(const Manifest& m, const RunOptions& opt) {
@@ -129,18 +198,18 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
   DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
   DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, opt.machine));
+  DG_RETURN_IF_ERROR(check_scratch_space(grid, plan));
   DG_ASSIGN_OR_RETURN(const PreflightFacts facts, measure_preflight(grid));
   DG_RETURN_IF_ERROR(check_preflight(grid.manifest(), plan, facts));
   if (opt.verify) {
     DG_RETURN_IF_ERROR(grid.enable_verification());
     // In place, a sweep overwrites planes before it reads the last ones: find damage first.
-    if (plan.method != Method::kInCore) DG_RETURN_IF_ERROR(read_every_plane(grid));
+    // (The in-core engines verify as they load.)
+    if (plan.method != Method::kInCore && plan.method != Method::kMmap) {
+      DG_RETURN_IF_ERROR(read_every_plane(grid));
+    }
   }
-  auto result =
-      plan.method == Method::kInCore
-          ? dispatch_dtype(grid.dtype(),
-                           [&](auto tag) { return run_incore<decltype(tag)>(grid, opt, plan); })
-          : run_stream(grid, opt, plan);
+  auto result = run_method(grid, opt, plan);
   if (!result.ok()) return result.status();
   RunReport r = std::move(result).value();
   const Manifest& before = grid.manifest();

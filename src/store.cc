@@ -50,20 +50,6 @@ std::string random_id() {
   return buf;
 }
 
-// Opens a data file, with O_DIRECT where the filesystem allows it.
-Result<int> open_data_file(const std::string& path, int flags, bool* direct) {
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_DIRECT, 0644);
-  if (fd >= 0) {
-    *direct = true;
-    return fd;
-  }
-  if (errno != EINVAL) return errno_status(errno, "open", path);
-  fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
-  if (fd < 0) return errno_status(errno, "open", path);
-  *direct = false;
-  return fd;
-}
-
 }  // namespace
 
 std::string utc_now() {
@@ -277,7 +263,7 @@ Status Grid::open_files(Mode mode) {
   for (size_t f = 0; f < manifest_.layout.files.size(); ++f) {
     const std::string path = file_path(static_cast<int>(f));
     bool direct = false;
-    auto fd = open_data_file(path, flags, &direct);
+    auto fd = internal::open_data_file(path, flags, &direct);
     if (!fd.ok()) {
       if (fd.status().code() == ErrorCode::kNotFound) {
         return corrupt("data file " + path + " is missing; the grid is damaged");
@@ -301,6 +287,12 @@ Status Grid::open_files(Mode mode) {
     }
   }
   return Status::Ok();
+}
+
+Status Grid::reopen_data_files() {
+  for (int fd : fds_) ::close(fd);
+  fds_.clear();
+  return open_files(Mode::kReadWrite);
 }
 
 Result<Grid> Grid::open(const std::string& dir, Mode mode) {
@@ -430,7 +422,7 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   for (size_t f = 0; f < layout.files.size(); ++f) {
     const std::string path = g.file_path(static_cast<int>(f));
     bool direct = false;
-    auto fd = open_data_file(path, O_RDWR | O_CREAT | O_EXCL, &direct);
+    auto fd = internal::open_data_file(path, O_RDWR | O_CREAT | O_EXCL, &direct);
     if (!fd.ok()) return cleanup(fd.status());
     g.fds_.push_back(*fd);
     g.direct_io_ = g.direct_io_ && direct;

@@ -322,6 +322,31 @@ TEST_F(CliTest, PlotWritesAPng) {
   EXPECT_EQ(read_file(png).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
+// plan shows what the comparison methods would do, with the disk space they need.
+TEST_F(CliTest, PlanShowsTheMmapAndTiledMethods) {
+  const std::string g = create("g", "32x24x20", {"--init", "random:2"});
+  const RunResult mm =
+      run_cli({"plan", g, "--stencil", "7pt", "--steps", "4", "--method", "mmap", "--json"});
+  ASSERT_TRUE(Succeeded(mm));
+  const json m = parse_one_json_object(mm);
+  EXPECT_EQ(m["method"], "mmap");
+  EXPECT_GE(m["disk_bytes"].get<uint64_t>(), 2u * 32 * 24 * 20 * 4) << "two padded copies";
+  const RunResult td = run_cli(
+      {"plan", g, "--stencil", "7pt", "--steps", "4", "--method", "tiled", "--mem", "256KiB"});
+  ASSERT_TRUE(Succeeded(td));
+  EXPECT_TRUE(contains(td.out, "blocks 32x")) << td;
+  EXPECT_TRUE(contains(td.out, "second copy")) << td;
+  const RunResult run = run_cli(
+      {"run", g, "--stencil", "7pt", "--steps", "4", "--method", "tiled", "--mem", "256KiB"});
+  ASSERT_TRUE(Succeeded(run));
+  for (const auto& entry : fs::directory_iterator(g)) {  // the grid's own files, no scratch
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name == "manifest.json" || name == "deepgrid.lock" ||
+                name.rfind("checksums.", 0) == 0 || entry.path().extension() == ".dgd")
+        << "left behind: " << entry.path();
+  }
+}
+
 TEST(CliHelpTest, HelpMentionsStencilPresetsAndBoundary) {
   const RunResult top = run_cli({"--help"});
   ASSERT_TRUE(Succeeded(top));
@@ -544,6 +569,26 @@ std::vector<BadInputCase> bad_input_cases() {
        run_with_stencil("7pt", {"--boundary", "dirichlet:abc"}),
        {"boundary"}},
       {"RunUnknownMethod", kGrid16, run_with_stencil("7pt", {"--method", "magic"}), {"method"}},
+      {"RunTiledWithoutBudget",
+       kGrid16,
+       run_with_stencil("7pt", {"--method", "tiled"}),
+       {"budget"}},
+      {"RunTiledBudgetBelowMinimum",
+       kGrid16,
+       run_with_stencil("7pt", {"--method", "tiled", "--mem", "4KiB"}),
+       {"minimum"}},
+      {"RunTiledBlocksOverBudget",
+       kGrid16,
+       run_with_stencil("7pt", {"--method", "tiled", "--mem", "24KiB", "--tile", "16x16"}),
+       {"minimum"}},
+      {"PlanTiledBudgetBelowMinimum",
+       kGrid16,
+       {"plan", kGrid, "--stencil", "7pt", "--steps", "1", "--method", "tiled", "--mem", "4KiB"},
+       {"minimum"}},
+      {"RunMmapOverBudget",
+       kGrid16,
+       run_with_stencil("7pt", {"--method", "mmap", "--mem", "1KiB"}),
+       {"--mem"}},
       {"RunWithoutStencil", kGrid16, {"run", kGrid, "--steps", "1"}, {"stencil"}},
       // run: the grid itself
       BadInputCase("RunUnwritableGrid", then(kGrid16, make_read_only), run_args(kGrid),

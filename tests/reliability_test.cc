@@ -126,6 +126,14 @@ TEST_F(Reliability, EveryWriterRecordsTheChecksumsOfWhatItWrote) {
   expect_clean(g);
   ASSERT_TRUE(run_grid(g, seven_point(5, Method::kStream)).ok());
   expect_clean(g);
+  ASSERT_TRUE(run_grid(g, seven_point(2, Method::kMmap)).ok());
+  expect_clean(g);
+  for (int64_t passes : {1, 2}) {  // the result in the second copy (renamed over) or in place
+    RunOptions tiled = seven_point(passes, Method::kTiled);
+    tiled.bt = 1;
+    ASSERT_TRUE(run_grid(g, tiled).ok());
+    expect_clean(g);
+  }
   ASSERT_TRUE(export_npy(Grid::open(g).value(), path("g.npy")).ok());
   ASSERT_TRUE(import_npy(path("g.npy"), path("imported"), {}).ok());
   expect_clean(path("imported"));

@@ -14,6 +14,7 @@
 #include "deepgrid/io/plane_transfer.h"
 #include "deepgrid/npy.h"
 #include "deepgrid/run.h"
+#include "internal/file_util.h"
 #include "reference.h"
 #include "temp_dir.h"
 
@@ -165,6 +166,20 @@ TEST_F(StoreTest, CreateRefusesBadTargetsWithoutTouchingTheDisk) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kNoSpace);
   EXPECT_FALSE(fs::exists(path("huge")));
+}
+
+// The mmap and tiled methods' up-front check: needs of directories on one filesystem add up,
+// and a shortfall names the directory and what is free.
+TEST_F(StoreTest, FreeSpaceCheckAddsUpNeedsPerFilesystem) {
+  const std::string dir = tmp_.path().string();
+  const uint64_t avail = internal::free_bytes(dir).value();
+  EXPECT_TRUE(internal::check_free_space({{dir, avail / 4}}, "a copy").ok());
+  const auto st = internal::check_free_space({{dir, avail / 2 + (1 << 21)}, {dir, avail / 2}},
+                                             "the tiled method's scratch copy");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), ErrorCode::kNoSpace);
+  EXPECT_NE(st.message().find(dir), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("is free"), std::string::npos) << st.message();
 }
 
 TEST_F(StoreTest, NpyRoundTrip) {

@@ -1,6 +1,8 @@
-// The stream engine against the scalar reference, bitwise, through real files: presets, both
-// dtypes, every boundary, odd shapes, bt from 1 to past the step count, step counts that bt
-// does not divide, one and three stripes, both I/O backends; and its memory plan.
+// Every engine against the scalar reference, bitwise, through real files (EngineGolden, one
+// suite with the method as its parameter: incore, stream, mmap, tiled): presets, both dtypes,
+// every boundary, odd shapes, bt from 1 to past the step count, step counts that bt does not
+// divide, forced tiles (tiled: forced blocks), one and three stripes, both I/O backends. Then
+// the stream engine's own cases and its memory plan.
 #include "deepgrid/stream.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "deepgrid/run.h"
+#include "deepgrid/tiled.h"
 #include "reference.h"
 #include "temp_dir.h"
 
@@ -38,14 +41,22 @@ struct Case {
   uint64_t mem = 64 << 20;
   Method method = Method::kStream;
   int64_t tile_x = 0, tile_y = 0;
-  int cache_bt = 0;  // steps per stage of a sweep; 0: automatic
+  int cache_bt = 0;  // stream: steps per stage of a sweep; 0: automatic
 };
 
 std::string describe(const Case& c, const Boundary& b) {
-  return c.stencil + " " + c.shape.to_string() + " " + std::string(dtype_name(c.dtype)) + " " +
-         b.to_string() + ", " + std::to_string(c.steps) + " steps, bt " + std::to_string(c.bt) +
-         ", cache bt " + std::to_string(c.cache_bt) + ", " + std::to_string(c.stripes) +
-         " stripes, io " + std::string(io::backend_name(c.backend));
+  return std::string(method_name(c.method)) + " " + c.stencil + " " + c.shape.to_string() + " " +
+         std::string(dtype_name(c.dtype)) + " " + b.to_string() + ", " + std::to_string(c.steps) +
+         " steps, bt " + std::to_string(c.bt) + ", cache bt " + std::to_string(c.cache_bt) + ", " +
+         std::to_string(c.stripes) + " stripes, io " + std::string(io::backend_name(c.backend));
+}
+
+// A manifest for planning only (no files): f32, one stripe, 8 MiB chunks.
+Manifest planning_manifest(const Shape& shape) {
+  Manifest m;
+  m.shape = shape;
+  m.layout = plan_layout(shape, DType::kF32, 1, 8 << 20).value();
+  return m;
 }
 
 class StreamGolden : public ::testing::Test {
@@ -117,7 +128,16 @@ class StreamGolden : public ::testing::Test {
   int counter_ = 0;
 };
 
-TEST_F(StreamGolden, PresetsDtypesAndBoundaries) {
+// The shared suite: each case through the method under test.
+class EngineGolden : public StreamGolden, public ::testing::WithParamInterface<Method> {
+ protected:
+  void expect_all_boundaries(Case c) {
+    c.method = GetParam();
+    StreamGolden::expect_all_boundaries(c);
+  }
+};
+
+TEST_P(EngineGolden, PresetsDtypesAndBoundaries) {
   for (const char* st : {"7pt", "13pt", "19pt", "27pt", "5pt", "9pt"}) {
     for (DType dt : {DType::kF32, DType::kF64}) {
       expect_all_boundaries({st, {23, 17, 13}, dt, 5, 0, 1, io::Backend::kUring});
@@ -126,12 +146,51 @@ TEST_F(StreamGolden, PresetsDtypesAndBoundaries) {
   expect_all_boundaries({"25pt", {19, 11, 12}, DType::kF32, 3, 0, 1, io::Backend::kUring});
 }
 
-TEST_F(StreamGolden, EveryDepthIncludingDeeperThanTheRun) {
+TEST_P(EngineGolden, EveryDepthIncludingDeeperThanTheRun) {
   for (int bt : {1, 2, 3, 4, 7, 9}) {
     expect_all_boundaries({"7pt", {21, 9, 11}, DType::kF32, 7, bt, 1, io::Backend::kUring});
   }
   expect_all_boundaries({"13pt", {9, 8, 5}, DType::kF64, 5, 2, 1, io::Backend::kUring});
 }
+
+// Small forced tiles: interior tiles, edge tiles and tiles narrower than their halo (stream:
+// each carrying its rings across blocks of z-steps; tiled: blocks of NYxNZ, so blocks split
+// along y and z with interior faces, single rows and planes, and halos wider than blocks).
+TEST_P(EngineGolden, ForcedTiles) {
+  for (int bt : {1, 3, 5}) {
+    for (auto [tx, ty] : {std::pair{4, 3}, {7, 5}, {1, 1}, {23, 2}}) {
+      Case c{"7pt", {23, 17, 13}, DType::kF32, 6, bt, 1, io::Backend::kUring};
+      c.tile_x = tx;
+      c.tile_y = ty;
+      expect_all_boundaries(c);
+    }
+  }
+  Case c{"27pt", {19, 14, 9}, DType::kF64, 5, 2, 1, io::Backend::kThreads};
+  c.tile_x = 5;
+  c.tile_y = 6;
+  expect_all_boundaries(c);
+}
+
+TEST_P(EngineGolden, OddShapes) {
+  for (Shape s : {Shape{1, 1, 1}, Shape{64, 48, 1}, Shape{2, 3, 40}, Shape{1, 7, 3}}) {
+    expect_all_boundaries({"7pt", s, DType::kF32, 4, 3, 1, io::Backend::kUring});
+  }
+}
+
+TEST_P(EngineGolden, StripesAndBothBackends) {
+  for (io::Backend be : {io::Backend::kUring, io::Backend::kThreads}) {
+    for (int stripes : {1, 3}) {
+      expect_all_boundaries({"27pt", {40, 24, 30}, DType::kF32, 6, 4, stripes, be});
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, EngineGolden,
+                         ::testing::Values(Method::kInCore, Method::kStream, Method::kMmap,
+                                           Method::kTiled),
+                         [](const auto& param_info) {
+                           return std::string(method_name(param_info.param));
+                         });
 
 // Two-level blocking: sweeps of bt levels as stages of cache_bt levels, including stages
 // that do not divide bt, a last sweep shorter than one stage, and radius-2 stencils whose
@@ -148,37 +207,6 @@ TEST_F(StreamGolden, StagesWithinASweep) {
     c.tile_x = 6;
     c.tile_y = 4;
     expect_all_boundaries(c);
-  }
-}
-
-// Small forced tiles: interior tiles, edge tiles and tiles narrower than their halo, each
-// carrying its rings across blocks of z-steps.
-TEST_F(StreamGolden, ForcedTiles) {
-  for (int bt : {1, 3, 5}) {
-    for (auto [tx, ty] : {std::pair{4, 3}, {7, 5}, {1, 1}, {23, 2}}) {
-      Case c{"7pt", {23, 17, 13}, DType::kF32, 6, bt, 1, io::Backend::kUring};
-      c.tile_x = tx;
-      c.tile_y = ty;
-      expect_all_boundaries(c);
-    }
-  }
-  Case c{"27pt", {19, 14, 9}, DType::kF64, 5, 2, 1, io::Backend::kThreads};
-  c.tile_x = 5;
-  c.tile_y = 6;
-  expect_all_boundaries(c);
-}
-
-TEST_F(StreamGolden, OddShapes) {
-  for (Shape s : {Shape{1, 1, 1}, Shape{64, 48, 1}, Shape{2, 3, 40}, Shape{1, 7, 3}}) {
-    expect_all_boundaries({"7pt", s, DType::kF32, 4, 3, 1, io::Backend::kUring});
-  }
-}
-
-TEST_F(StreamGolden, StripesAndBothBackends) {
-  for (io::Backend be : {io::Backend::kUring, io::Backend::kThreads}) {
-    for (int stripes : {1, 3}) {
-      expect_all_boundaries({"27pt", {40, 24, 30}, DType::kF32, 6, 4, stripes, be});
-    }
   }
 }
 
@@ -248,10 +276,86 @@ TEST_F(StreamGolden, BlockSizes) {
   }
 }
 
+// The tiled method on a budget that leaves room for a few rows and planes per block: the
+// planner picks bt and blocks itself, splits the grid and stays within the budget.
+TEST_F(StreamGolden, TiledOnATightBudget) {
+  Case c{"13pt", {40, 36, 30}, DType::kF32, 7, 0, 3, io::Backend::kUring};
+  c.method = Method::kTiled;
+  c.mem = 160 << 10;
+  const Manifest m = planning_manifest(c.shape);
+  TiledOptions opt;
+  opt.mem_budget = c.mem;
+  const TiledPlan p = plan_tiled(m, testing_stencil(c.stencil), Boundary{}, c.steps, opt).value();
+  EXPECT_GT(p.blocks, 1);
+  EXPECT_LE(static_cast<uint64_t>(p.memory_bytes), c.mem);
+  expect_all_boundaries(c);
+}
+
+// Asked to stop, the tiled method finishes the pass; the grid holds the steps it reports and
+// the second copy is gone, whichever copy the pass wrote.
+TEST_F(StreamGolden, TiledStopsBetweenPassesAndLeavesNoCopy) {
+  const Shape shape{16, 12, 20};
+  const Stencil st = testing_stencil("7pt");
+  for (int passes : {1, 2}) {
+    const std::string dir = root_ + "/stop" + std::to_string(passes);
+    CreateOptions co;
+    co.shape = shape;
+    Grid g = Grid::create(dir, co).value();
+    const auto u = testing::random_values<float>(shape, 8);
+    ASSERT_TRUE(g.write_planes(0, shape.nz, u.data()).ok());
+    TiledOptions opt;
+    opt.mem_budget = 1 << 20;
+    opt.bt = 3;
+    opt.block_y = 5;
+    opt.block_z = 4;
+    const TiledPlan plan = plan_tiled(g.manifest(), st, Boundary{}, 12, opt).value();
+    int calls = 0;
+    const auto stats = advance_tiled(g, st, Boundary{}, 12, plan, [&](int64_t, int64_t) {
+                         return ++calls < passes;
+                       }).value();
+    EXPECT_EQ(stats.steps, 3 * passes);
+    EXPECT_FALSE(fs::exists(g.file_path(0) + ".tiled"));
+    std::vector<float> got(u.size());
+    ASSERT_TRUE(g.reopen_data_files().ok());  // the copy may have been renamed over them
+    ASSERT_TRUE(g.read_planes(0, shape.nz, got.data()).ok());
+    EXPECT_EQ(testing::first_bitwise_difference(
+                  testing::reference_run(u, shape, st, Boundary{}, stats.steps), got),
+              -1);
+  }
+}
+
+TEST(TiledPlan, ForcedBlocksAndAClearMinimum) {
+  const Manifest m = planning_manifest({256, 256, 512});
+  const Stencil st = Stencil::preset("7pt").value();
+  TiledOptions opt;
+  opt.mem_budget = 16 << 20;
+  const TiledPlan p = plan_tiled(m, st, Boundary{}, 100, opt).value();
+  EXPECT_LE(static_cast<uint64_t>(p.memory_bytes), opt.mem_budget);
+  EXPECT_GE(p.redundancy, 1.0);
+  EXPECT_EQ(p.passes, (100 + p.bt - 1) / p.bt);
+  EXPECT_EQ(p.disk_bytes, m.layout.files[0].bytes) << "one second copy of the grid";
+  opt.bt = 4;
+  opt.block_y = 32;
+  opt.block_z = 16;
+  const TiledPlan forced = plan_tiled(m, st, Boundary{}, 100, opt).value();
+  EXPECT_EQ(forced.bt, 4);
+  EXPECT_EQ(forced.block_y, 32);
+  EXPECT_EQ(forced.block_z, 16);
+  EXPECT_EQ(forced.blocks, (256 / 32) * (512 / 16));
+  opt.block_z = 512;  // the whole grid's depth at 32 rows does not fit 16 MiB
+  EXPECT_FALSE(plan_tiled(m, st, Boundary{}, 100, opt).ok());
+  opt = TiledOptions{};
+  opt.mem_budget = 16 << 10;  // below two buffers of 3 rows by 3 planes of 272 values
+  auto tiny = plan_tiled(m, st, Boundary{}, 100, opt);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_EQ(tiny.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(tiny.status().message().find("minimum"), std::string::npos);
+  opt.mem_budget = 0;
+  EXPECT_FALSE(plan_tiled(m, st, Boundary{}, 100, opt).ok()) << "tiled needs a budget";
+}
+
 TEST(StreamPlan, CostModelAndAClearMinimum) {
-  Manifest m;
-  m.shape = {256, 256, 4096};
-  m.layout = plan_layout(m.shape, DType::kF32, 1, 8 << 20).value();
+  const Manifest m = planning_manifest({256, 256, 4096});
   const Stencil st = Stencil::preset("7pt").value();
   StreamOptions opt;
   opt.mem_budget = 64 << 20;

@@ -55,11 +55,11 @@ struct MethodsBenchOptions {
   int64_t steps = 0;
   double mem_ratio = 16;  // out-of-core methods get --mem = grid bytes / mem_ratio
   int threads = 0;
-  std::vector<std::string> methods;  // incore, stream, naive
-  std::vector<int> bts = {0};        // stream: each bt (0: automatic)
+  std::vector<std::string> methods;  // incore, stream, naive, mmap, tiled
+  std::vector<int> bts = {0};        // stream and tiled: each bt (0: automatic)
   int cache_bt = 0;                  // stream: steps per stage (0: automatic)
-  int64_t tile_x = 0, tile_y = 0;    // every method's x-y tiles (0: automatic)
-  std::vector<double> ratios;        // stream: each memory ratio (overrides mem_ratio)
+  int64_t tile_x = 0, tile_y = 0;    // every method's tiles (0: automatic)
+  std::vector<double> ratios;        // out-of-core: each memory ratio (overrides mem_ratio)
 };
 
 struct MethodsBenchRow {
@@ -74,6 +74,9 @@ struct MethodsBenchRow {
   // in the same benchmark run (bench_incore): the strictest yardstick.
   double ratio_to_incore_warm = 0;
   double compute_ratio_to_incore = 0;  // whole-run MLUP/s / in-core MLUP/s over its compute only
+  // Share of the run's wall time the block device holding the grid was busy (io_ticks from
+  // /sys/dev/block; other processes' I/O counts too); -1 where the grid is not on one.
+  double disk_busy = -1;
 };
 
 struct MethodsBench {

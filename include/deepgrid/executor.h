@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "deepgrid/boundary.h"
 #include "deepgrid/padded_grid.h"
@@ -19,6 +20,9 @@ struct InCoreOptions {
   int64_t tile_x = 0;  // x-y tile extents of the wavefront; 0: automatic
   int64_t tile_y = 0;
   int64_t cache_bytes = int64_t{3} << 19;  // per-thread working set the tiles are sized for
+  // Where the two grid copies live: empty, in memory; else in MAP_SHARED mappings of scratch
+  // files in this directory, paged by the OS (the mmap method).
+  std::string scratch_dir;
 };
 
 // How the in-core engine splits the work: bt steps per pass; x-y tiles streamed along z.
@@ -46,9 +50,12 @@ class InCoreEngine {
   // Plans for `steps` steps and allocates; kResource when memory is short.
   static Result<InCoreEngine> create(const Shape& shape, const Stencil& stencil, int64_t steps,
                                      const InCoreOptions& options);
-  // Bytes create() would allocate.
+  // Bytes of memory create() would allocate (without the scratch files' mappings).
   static int64_t memory_bytes(const Shape& shape, const Stencil& stencil, int64_t steps,
                               const InCoreOptions& options);
+  // Bytes of scratch files create() would make (0 without options.scratch_dir).
+  static int64_t scratch_bytes(const Shape& shape, const Stencil& stencil, int64_t steps,
+                               const InCoreOptions& options);
 
   void load_plane(int64_t z, const T* packed) { grids_[cur_].load_plane(z, packed); }
   void store_plane(int64_t z, T* packed) const { grids_[cur_].store_plane(z, packed); }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "deepgrid/boundary.h"
 #include "deepgrid/geometry.h"
@@ -22,8 +23,14 @@ struct Halo {
 template <typename T>
 class PaddedGrid {
  public:
+  PaddedGrid() = default;  // empty; assign an allocated grid
   // Allocates; fails (kResource) when memory is short.
   static Result<PaddedGrid> allocate(const Shape& shape, Halo halo);
+  // Storage in a MAP_SHARED mapping of a scratch file created in `dir` (space reserved with
+  // posix_fallocate, so paging it out never meets a full disk) and unlinked at once: the OS
+  // pages it between memory and the file, and the file is gone when the grid is.
+  // kNoSpace when the disk is short.
+  static Result<PaddedGrid> map_scratch_file(const Shape& shape, Halo halo, const std::string& dir);
   // Bytes allocate() would take.
   static int64_t bytes_needed(const Shape& shape, Halo halo);
 
@@ -48,7 +55,15 @@ class PaddedGrid {
   Shape shape_;
   Halo halo_;
   ptrdiff_t stride_ = 0, plane_stride_ = 0, origin_ = 0;
-  std::unique_ptr<T[], void (*)(T*)> storage_{nullptr, nullptr};
+  // Frees heap storage, or unmaps `mapped_bytes` of a file mapping.
+  struct Release {
+    size_t mapped_bytes = 0;
+    void operator()(T* p) const;
+  };
+  // Sets the strides for `shape` and `halo` and takes `storage` (bytes_needed() of it).
+  PaddedGrid(const Shape& shape, Halo halo, T* storage, Release release);
+
+  std::unique_ptr<T[], Release> storage_;
   T* base_ = nullptr;
 };
 

@@ -9,15 +9,18 @@
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
 #include "deepgrid/stream.h"
+#include "deepgrid/tiled.h"
 
 namespace deepgrid {
 
 struct RunPlan {
   Method method = Method::kInCore;
-  WavefrontPlan incore;          // when method == kInCore
+  WavefrontPlan incore;          // when method is kInCore or kMmap
   StreamPlan stream;             // when method is kStream or kNaive
   StreamOptions stream_options;  // what `stream` was planned with, for advance_stream
-  uint64_t memory_bytes = 0;     // what the engine will allocate
+  TiledPlan tiled;               // when method == kTiled
+  uint64_t memory_bytes = 0;     // what the engine will allocate (mmap: besides its mappings)
+  uint64_t disk_bytes = 0;       // scratch files beside the grid (mmap, tiled)
   double predicted_seconds = 0;  // the cost model's estimate
   double predicted_io_seconds = 0;
   double predicted_compute_seconds = 0;
@@ -30,7 +33,9 @@ struct RunPlan {
 // from `machine`; unknown rates leave the planner's defaults and predict nothing):
 // stream time = sweeps * max(compute, disk) per sweep, reads and writes overlapping compute and
 // each other;
-// in-core time = load + compute + store.
+// in-core time = load + compute + store (mmap: the same; the OS's paging is not modelled);
+// tiled time = passes * (read widened blocks + compute with halo work + write), one after
+// the other.
 Result<RunPlan> plan_run(const Grid& grid, const RunOptions& options,
                          const MachineProfile& machine);
 

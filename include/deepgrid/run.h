@@ -16,7 +16,9 @@ namespace deepgrid {
 
 // auto: in-core when the grid fits the memory budget (or no budget is given), else stream.
 // naive: stream with bt = 1, what out-of-core costs without temporal blocking.
-enum class Method { kAuto, kInCore, kStream, kNaive };
+// mmap: the in-core engine on grid copies in memory-mapped scratch files, paged by the OS.
+// tiled: the published method (tiled.h): blocks with halos, two copies of the grid on disk.
+enum class Method { kAuto, kInCore, kStream, kNaive, kMmap, kTiled };
 Result<Method> parse_method(std::string_view text);
 std::string_view method_name(Method m);  // the name parse_method accepts
 
@@ -28,7 +30,7 @@ struct RunOptions {
   int threads = 0;     // 0: all cores
   int bt = 0;          // steps per pass over memory (temporal blocking); 0: automatic
   int cache_bt = 0;    // stream methods: steps per pass over the cache within a sweep; 0: auto
-  int64_t tile_x = 0;  // x-y tile of the wavefront; 0: automatic
+  int64_t tile_x = 0;  // x-y tile of the wavefront (tiled: block extents along y, z); 0: automatic
   int64_t tile_y = 0;
   uint64_t mem_budget = 0;               // bytes; 0: no limit (the stream methods need one)
   io::Backend io = io::Backend::kUring;  // stream methods: io_uring or a thread pool

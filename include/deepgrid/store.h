@@ -116,6 +116,10 @@ class Grid {
   std::string file_path(int file) const;                              // path of data file `file`
   int fd(int file) const { return fds_[static_cast<size_t>(file)]; }  // for direct block I/O
 
+  // For engines that replace the data files by renaming new ones over them (tiled): opens the
+  // files at the grid's paths again, read-write.
+  Status reopen_data_files();
+
   // Reads planes [z0, z0 + count) into `dst`, packed (count * nx * ny values, no padding).
   Status read_planes(int64_t z0, int64_t count, void* dst) const;
   // Writes packed planes [z0, z0 + count) from `src`, recording their hashes.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "deepgrid/checksum.h"
 #include "deepgrid/fsck.h"
 #include "deepgrid/image.h"
+#include "deepgrid/line_plot.h"
 #include "deepgrid/npy.h"
 #include "deepgrid/plan.h"
 #include "deepgrid/run.h"
@@ -143,7 +145,9 @@ struct BlockingArgs {
                     "Stream methods: steps per pass over the cache within one pass over the disk "
                     "(two-level blocking); 0: automatic")
         ->capture_default_str();
-    cmd->add_option("--tile", tile, "x-y tile of the wavefront, NXxNY (default: automatic)");
+    cmd->add_option("--tile", tile,
+                    "x-y tile of the wavefront, NXxNY; for --method tiled the blocks' extents "
+                    "along y and z, NYxNZ (default: automatic)");
   }
   void apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const {
     if (bt < 0) check(invalid_argument("--bt must be >= 1 (or 0 for automatic)"));
@@ -312,7 +316,7 @@ int cmd_plot(const std::string& dir, const std::string& slice, const std::string
 
 struct BenchArgs {
   std::string shape = "256x256x256", stencil = "7pt", dtype = "f32";
-  std::string methods, dir = "scratch/bench", csv, sweep_bt, sweep_ratio;
+  std::string methods, dir = "scratch/bench", csv, sweep_bt, sweep_ratio, plot;
   double mem_ratio = 16;
   int64_t steps = 10;
   int threads = 0, repeats = 3;
@@ -332,6 +336,29 @@ std::vector<double> parse_numbers(const std::string& csv, const char* option) {
     out.push_back(v);
   }
   return out;
+}
+
+// The sweep as a line plot: MLUP/s against bt (or the memory ratio), one line per method.
+void plot_sweep(const BenchArgs& a, const MethodsBenchOptions& o,
+                const std::vector<MethodsBenchRow>& rows) {
+  const bool by_bt = !a.sweep_bt.empty();
+  LinePlot plot;
+  char ratio[64];
+  std::snprintf(ratio, sizeof ratio, ", --mem = grid / %g", o.mem_ratio);
+  plot.title = o.stencil.name() + " " + o.shape.to_string() + " " +
+               std::string(dtype_name(o.dtype)) + ", " + std::to_string(o.steps) + " steps" +
+               (by_bt ? ratio : "");
+  plot.x_label = by_bt ? "bt (time steps per pass)" : "memory ratio (grid / --mem)";
+  plot.y_label = "MLUP/s (whole run)";
+  plot.log2_x = true;
+  for (const MethodsBenchRow& r : rows) {
+    if (!r.skipped.empty() || (!by_bt && r.mem_ratio <= 0)) continue;
+    auto it = std::find_if(plot.series.begin(), plot.series.end(),
+                           [&](const PlotSeries& s) { return s.name == r.method; });
+    if (it == plot.series.end()) it = plot.series.insert(plot.series.end(), {r.method, {}});
+    it->points.push_back({by_bt ? std::max(1, r.bt) : r.mem_ratio, r.report.mlups()});
+  }
+  check(write_line_plot_png(plot, a.plot));
 }
 
 // deepgrid bench --methods ...: one problem through several methods, as a table.
@@ -356,21 +383,24 @@ int cmd_bench_methods(const BenchArgs& a) {
     for (double v : parse_numbers(a.sweep_bt, "--sweep-bt")) o.bts.push_back(static_cast<int>(v));
   }
   if (!a.sweep_ratio.empty()) o.ratios = parse_numbers(a.sweep_ratio, "--sweep-ratio");
+  if (!a.plot.empty() && a.sweep_bt.empty() && a.sweep_ratio.empty()) {
+    check(invalid_argument("--plot draws a sweep; add --sweep-bt or --sweep-ratio"));
+  }
   const MethodsBench bench = get(bench_methods(o));
   const std::vector<MethodsBenchRow>& rows = bench.rows;
   json all = json::array();
   std::string csv =
       "method,bt,mem_ratio,mem_budget_bytes,seconds,mlups,gflops,ratio_to_incore,"
       "ratio_to_incore_compute,ratio_to_incore_warm,bytes_read,bytes_written,compute_busy,io_wait,"
-      "peak_memory_bytes\n";
+      "disk_busy,peak_memory_bytes\n";
   if (!a.json) {
     std::printf("%s %s %s, %lld steps, %d threads; out-of-core budget = grid / ratio\n",
                 o.stencil.name().c_str(), o.shape.to_string().c_str(),
                 std::string(dtype_name(o.dtype)).c_str(), static_cast<long long>(o.steps),
                 rows.empty() ? 0 : rows.front().report.threads);
-    std::printf("%-7s %4s %6s %9s %8s %9s %7s %8s %9s %7s %9s %7s %7s %10s\n", "method", "bt",
+    std::printf("%-7s %4s %6s %9s %8s %9s %7s %8s %9s %7s %9s %7s %7s %9s %10s\n", "method", "bt",
                 "ratio", "mem", "time s", "MLUP/s", "GFlop/s", "/incore", "/incore*", "/warm",
-                "read", "compute", "io wait", "peak mem");
+                "read", "compute", "io wait", "disk busy", "peak mem");
   }
   for (const MethodsBenchRow& r : rows) {
     if (!r.skipped.empty()) {
@@ -386,13 +416,15 @@ int cmd_bench_methods(const BenchArgs& a) {
     const double compute_busy = p.seconds > 0 ? p.compute_seconds / p.seconds : 0;
     const double io_wait = p.seconds > 0 ? p.io_wait_seconds / p.seconds : 0;
     char line[512];
-    std::snprintf(
-        line, sizeof line, "%s,%d,%g,%llu,%.4f,%.1f,%.3f,%.4f,%.4f,%.4f,%llu,%llu,%.4f,%.4f,%llu\n",
-        r.method.c_str(), r.bt, r.mem_ratio, static_cast<unsigned long long>(r.mem_budget),
-        p.seconds, p.mlups(), p.gflops(), r.ratio_to_incore, r.compute_ratio_to_incore,
-        r.ratio_to_incore_warm, static_cast<unsigned long long>(p.bytes_read),
-        static_cast<unsigned long long>(p.bytes_written), compute_busy, io_wait,
-        static_cast<unsigned long long>(p.peak_memory));
+    std::snprintf(line, sizeof line,
+                  "%s,%d,%g,%llu,%.4f,%.1f,%.3f,%.4f,%.4f,%.4f,%llu,%llu,%.4f,%.4f,%s,%llu\n",
+                  r.method.c_str(), r.bt, r.mem_ratio,
+                  static_cast<unsigned long long>(r.mem_budget), p.seconds, p.mlups(), p.gflops(),
+                  r.ratio_to_incore, r.compute_ratio_to_incore, r.ratio_to_incore_warm,
+                  static_cast<unsigned long long>(p.bytes_read),
+                  static_cast<unsigned long long>(p.bytes_written), compute_busy, io_wait,
+                  r.disk_busy >= 0 ? std::to_string(r.disk_busy).c_str() : "",
+                  static_cast<unsigned long long>(p.peak_memory));
     csv += line;
     json j = json::parse(p.to_json());
     j["mem_ratio"] = r.mem_ratio;
@@ -400,15 +432,17 @@ int cmd_bench_methods(const BenchArgs& a) {
     j["ratio_to_incore"] = r.ratio_to_incore;
     j["ratio_to_incore_compute"] = r.compute_ratio_to_incore;
     j["ratio_to_incore_warm"] = r.ratio_to_incore_warm;
+    if (r.disk_busy >= 0) j["disk_busy"] = r.disk_busy;
     all.push_back(j);
     if (!a.json) {
       std::printf(
-          "%-7s %4d %6s %9s %8.3f %9.1f %7.2f %8.3f %9.3f %7.3f %9s %6.0f%% %6.0f%% %10s\n",
+          "%-7s %4d %6s %9s %8.3f %9.1f %7.2f %8.3f %9.3f %7.3f %9s %6.0f%% %6.0f%% %9s %10s\n",
           r.method.c_str(), r.bt,
           r.mem_ratio > 0 ? (std::to_string(static_cast<int>(r.mem_ratio)) + "x").c_str() : "-",
           r.mem_budget ? format_size(r.mem_budget).c_str() : "-", p.seconds, p.mlups(), p.gflops(),
           r.ratio_to_incore, r.compute_ratio_to_incore, r.ratio_to_incore_warm,
           format_size(p.bytes_read).c_str(), 100 * compute_busy, 100 * io_wait,
+          r.disk_busy >= 0 ? (std::to_string(std::lround(100 * r.disk_busy)) + "%").c_str() : "-",
           format_size(p.peak_memory).c_str());
     }
   }
@@ -424,6 +458,7 @@ int cmd_bench_methods(const BenchArgs& a) {
     out << csv;
     if (!out) check(Status(ErrorCode::kIo, "cannot write " + a.csv));
   }
+  if (!a.plot.empty()) plot_sweep(a, o, rows);
   if (a.json) std::printf("%s\n", all.dump().c_str());
   return 0;
 }
@@ -522,7 +557,9 @@ int run_cli(int argc, char** argv) {
   run->add_option("--method", ra.method,
                   "auto: in-core when the grid fits --mem, else stream | incore: load, advance in "
                   "memory, write back | stream: out-of-core, temporal blocking, async direct I/O | "
-                  "naive: stream with bt 1")
+                  "naive: stream with bt 1 | mmap: in-core engine on memory-mapped scratch files, "
+                  "paged by the OS | tiled: 3D blocks with halos, two copies on disk (seed paper "
+                  "001)")
       ->capture_default_str();
   run->add_option("--io", ra.io,
                   "Stream I/O backend: uring (io_uring) | threads (pread/pwrite pool)")
@@ -548,7 +585,8 @@ int run_cli(int argc, char** argv) {
   plan->add_option("--stencil", pa.stencil, "Preset or JSON file")->required();
   plan->add_option("--coeffs", pa.coeffs, "Coefficient override, as for run");
   plan->add_option("--steps", pa.steps, "Number of time steps")->required();
-  plan->add_option("--method", pa.method, "auto | incore | stream | naive")->capture_default_str();
+  plan->add_option("--method", pa.method, "auto | incore | stream | naive | mmap | tiled")
+      ->capture_default_str();
   plan->add_option("--boundary", pa.boundary, "dirichlet:V | neumann | periodic")
       ->capture_default_str();
   plan->add_option("--threads", pa.threads, "Compute threads (0: all cores)");
@@ -607,17 +645,21 @@ int run_cli(int argc, char** argv) {
   bench->add_option("--repeats", ba.repeats, "Timed repeats (the best counts)")
       ->capture_default_str();
   ba.blocking.add_to(bench);
-  bench->add_option("--methods", ba.methods,
-                    "Run one problem through these methods on disk and compare: e.g. "
-                    "incore,stream,naive (without it: the in-core engine in memory only)");
+  bench->add_option(
+      "--methods", ba.methods,
+      "Run one problem through these methods on disk and compare: e.g. "
+      "incore,stream,naive,mmap,tiled (without it: the in-core engine in memory only)");
   bench->add_option("--mem-ratio", ba.mem_ratio, "Out-of-core methods get --mem = grid size / this")
       ->capture_default_str();
-  bench->add_option("--sweep-bt", ba.sweep_bt, "Stream: run each bt, e.g. 1,2,4,8,16,32");
+  bench->add_option("--sweep-bt", ba.sweep_bt, "Stream and tiled: run each bt, e.g. 1,2,4,8,16,32");
   bench->add_option("--sweep-ratio", ba.sweep_ratio,
                     "Out-of-core: run each memory ratio, e.g. 1,2,4,8,16,32");
   bench->add_option("--dir", ba.dir, "Scratch directory for the grids (emptied after)")
       ->capture_default_str();
   bench->add_option("--csv", ba.csv, "Also write the table as CSV");
+  bench->add_option("--plot", ba.plot,
+                    "With --sweep-bt or --sweep-ratio: also draw MLUP/s against it as a PNG, one "
+                    "line per method");
   bench->add_flag("--no-bandwidth", ba.no_bandwidth, "Skip the DRAM bandwidth measurement");
   bench->add_flag("--json", ba.json, "Print as one JSON object");
 

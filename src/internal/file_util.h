@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "deepgrid/status.h"
 
@@ -17,8 +18,21 @@ Status pwrite_full(int fd, const void* buf, size_t n, int64_t offset, const std:
 Status write_file_atomic(const std::string& dir, const std::string& name, const std::string& text);
 Result<std::string> read_small_file(const std::string& path);
 
+// Opens a data file with O_DIRECT where the filesystem allows it (else without; *direct says
+// which).
+Result<int> open_data_file(const std::string& path, int flags, bool* direct);
+
 // Bytes available to unprivileged users on the filesystem holding `path`.
 Result<uint64_t> free_bytes(const std::string& path);
+
+// Bytes a method will write into a directory beside the grid.
+struct SpaceNeed {
+  std::string dir;
+  uint64_t bytes = 0;
+};
+// Checks that each filesystem has room for the needs of all its directories together;
+// kNoSpace naming the directory, what `purpose` needs there and what is free.
+Status check_free_space(const std::vector<SpaceNeed>& needs, const std::string& purpose);
 bool is_directory(const std::string& path);
 Result<bool> directory_is_empty(const std::string& path);
 Status fsync_path(const std::string& path);

@@ -15,10 +15,11 @@ namespace deepgrid::io {
 inline constexpr unsigned kPlanesInFlight = 8;
 
 // Reads planes [z0, z1) and calls consume(z, values) for each, in order. A consumer error
-// stops the transfer and is returned.
+// stops the transfer and is returned. `verify` false skips the checksum comparison (for a
+// caller about to record new checksums).
 using PlaneConsumer = std::function<Status(int64_t z, const void* values)>;
 Status read_plane_range(const Grid& grid, int64_t z0, int64_t z1, const PlaneConsumer& consume,
-                        unsigned depth = kPlanesInFlight);
+                        unsigned depth = kPlanesInFlight, bool verify = true);
 
 // Calls produce(z, values) for each plane of [z0, z1) in order and writes what it filled. A
 // producer error stops the transfer and is returned.
