@@ -13,6 +13,7 @@ from ._run import run
 from .errors import (
     CorruptGrid,
     Error,
+    GridBusy,
     InvalidArgument,
     NoSpace,
     NotFound,
@@ -28,6 +29,7 @@ __all__ = [
     "CorruptGrid",
     "Error",
     "Grid",
+    "GridBusy",
     "InvalidArgument",
     "NoSpace",
     "NotFound",

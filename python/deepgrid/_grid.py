@@ -29,27 +29,41 @@ class Grid:
     """
 
     def __init__(self, native: _core.Grid, mode: str) -> None:
-        self._native = native
+        # A Grid holds no files or lock between operations: each one opens the directory
+        # (shared lock to read, exclusive to write) and lets go when done, so that runs, the
+        # CLI and other processes can use the grid in between.
+        self._path = native.path
         self._mode = mode
+        self._shape: tuple[int, int, int] = tuple(native.shape)  # type: ignore[assignment]
+        self._dtype = np.dtype(native.dtype)
+
+    @property
+    def _open(self) -> _core.Grid:
+        """The grid opened to read (a shared lock, so reads in several threads coexist)."""
+        return _core.open_grid(self._path, False)
+
+    @property
+    def _open_to_write(self) -> _core.Grid:
+        return _core.open_grid(self._path, True)
 
     # --- what the grid is ---------------------------------------------------------------
     @property
     def path(self) -> str:
-        return self._native.path
+        return self._path
 
     @property
     def shape(self) -> tuple[int, int, int]:
         """numpy shape ``(nz, ny, nx)``: x is the fastest axis."""
-        return tuple(self._native.shape)  # type: ignore[return-value]
+        return self._shape
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self._native.dtype)
+        return self._dtype
 
     @property
     def step(self) -> int:
         """The time step the data hold (advanced by :func:`deepgrid.run`)."""
-        return self._native.step
+        return self._open.step
 
     @property
     def mode(self) -> str:
@@ -72,18 +86,27 @@ class Grid:
 
     def info(self) -> dict[str, Any]:
         """The manifest (shape, dtype, layout, files, step, history) as a dict."""
-        info = json.loads(self._native.manifest_json())
+        info = json.loads(self._open.manifest_json())
         info["directory"] = self.path
-        info["direct_io"] = self._native.direct_io
+        info["direct_io"] = self._open.direct_io
         return info
 
     def checksum(self) -> dict[str, Any]:
         """SHA-256 of the values (as ``deepgrid checksum``), min, max, mean, L2 norm, NaNs."""
-        return self._native.summary()
+        return self._open.summary()
 
     def refresh(self) -> None:
-        """Re-reads the manifest (after the grid was changed elsewhere, e.g. by the CLI)."""
-        self._native = _core.open_grid(self.path, self._mode == "r+")
+        """Checks that the grid can still be opened (each access reads the manifest anew)."""
+        self._open  # noqa: B018 (opening is the check)
+
+    def close(self) -> None:
+        """Nothing to release (a Grid holds no lock between operations); for ``with``."""
+
+    def __enter__(self) -> Grid:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"deepgrid.Grid({self.path!r}, shape={self.shape}, dtype={self.dtype}, step={self.step})"
@@ -91,7 +114,7 @@ class Grid:
     # --- slicing ------------------------------------------------------------------------
     def __getitem__(self, key: object) -> np.ndarray:
         sel = select(key, self.shape)
-        box = self._native.read_box(*sel.ranges)
+        box = self._open.read_box(*sel.ranges)
         return box[sel.box_to_result].reshape(sel.result_shape)
 
     def __setitem__(self, key: object, values: Any) -> None:
@@ -102,7 +125,7 @@ class Grid:
         # Dropping the None axes (size 1) gives the shape of box[box_to_result].
         box[sel.box_to_result] = values.reshape(box[sel.box_to_result].shape)
         if not sel.empty:
-            self._native.write_box(*sel.ranges, box)
+            self._open_to_write.write_box(*sel.ranges, box)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         """The whole grid in memory (only for grids that fit)."""
@@ -111,12 +134,12 @@ class Grid:
 
     def chunk_planes(self) -> int:
         """Planes per chunk of the on-disk layout (about 8 MiB): the unit interop streams."""
-        return self._native.planes_per_chunk
+        return self._open.planes_per_chunk
 
     # --- interop (streamed one chunk of planes at a time) --------------------------------
     def to_npy(self, path: str | os.PathLike[str]) -> None:
         """Writes the grid to a .npy file of shape (nz, ny, nx)."""
-        self._native.export_npy(os.fspath(path))
+        self._open.export_npy(os.fspath(path))
 
     def to_zarr(self, store: Any, **kwargs: Any) -> zarr.Array:
         """Writes the grid to a new zarr v3 array (see :func:`deepgrid._interop.to_zarr`)."""

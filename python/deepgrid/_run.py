@@ -90,6 +90,4 @@ def run(
     finally:
         if bar is not None:
             bar.close()
-        if isinstance(grid, Grid):
-            grid.refresh()
     return report

@@ -37,6 +37,10 @@ class ResourceExhausted(Error, MemoryError):
     """The memory budget or another resource is exhausted."""
 
 
+class GridBusy(Error, BlockingIOError):
+    """Another process (or another open Grid) holds the grid: a run, an import, a writer."""
+
+
 _BY_CODE = {
     "invalid_argument": InvalidArgument,
     "not_found": NotFound,
@@ -45,6 +49,7 @@ _BY_CODE = {
     "corrupt": CorruptGrid,
     "unsupported": Unsupported,
     "resource": ResourceExhausted,
+    "busy": GridBusy,
 }
 
 

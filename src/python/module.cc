@@ -64,6 +64,8 @@ const char* error_code_key(ErrorCode code) {
       return "unsupported";
     case ErrorCode::kResource:
       return "resource";
+    case ErrorCode::kBusy:
+      return "busy";
   }
   return "unknown";
 }

@@ -1,6 +1,8 @@
 """Library errors arrive as deepgrid.Error subclasses with the library's message."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -15,9 +17,10 @@ def test_hierarchy():
     assert issubclass(deepgrid.ResourceExhausted, MemoryError)
     for cls in (deepgrid.InvalidArgument, deepgrid.NotFound, deepgrid.StorageError,
                 deepgrid.NoSpace, deepgrid.CorruptGrid, deepgrid.Unsupported,
-                deepgrid.ResourceExhausted):
+                deepgrid.ResourceExhausted, deepgrid.GridBusy):
         assert issubclass(cls, deepgrid.Error)
-    codes = ["invalid_argument", "not_found", "io", "no_space", "corrupt", "unsupported", "resource"]
+    codes = ["invalid_argument", "not_found", "io", "no_space", "corrupt", "unsupported", "resource",
+             "busy"]
     assert len({error_class(c) for c in codes}) == len(codes)
 
 
@@ -42,7 +45,7 @@ def test_corrupt_grid(tmp_path):
 def test_unsupported_version(tmp_path):
     g = deepgrid.create(tmp_path / "g", (2, 8, 8))
     manifest = os.path.join(g.path, "manifest.json")
-    text = open(manifest).read().replace('"version": 1', '"version": 99')
+    text = open(manifest).read().replace('"version": 2', '"version": 99')
     open(manifest, "w").write(text)
     with pytest.raises(deepgrid.Unsupported, match="upgrade deepgrid"):
         deepgrid.open(g.path)
@@ -57,3 +60,27 @@ def test_bad_stencil_and_run_options(tmp_path):
     with pytest.raises(deepgrid.InvalidArgument):
         deepgrid.run(g, "7pt", 1, mem="lots", progress=False)
     assert g.step == 0
+
+
+def test_grid_busy(tmp_path):
+    # A Grid holds no lock between operations; a process holding the grid makes them wait.
+    g = deepgrid.create(tmp_path / "g", (64, 64, 64), init="random:1")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_SCRIPT, g.path], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        with pytest.raises(deepgrid.GridBusy, match="in use by pid"):
+            g[0]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert g[0].shape == (64, 64)  # free again once the holder is gone
+
+
+HOLD_SCRIPT = """
+import sys, time
+from deepgrid import _core
+grid = _core.open_grid(sys.argv[1], True)
+print("holding", flush=True)
+time.sleep(60)
+"""
