@@ -132,6 +132,8 @@ class Grid {
   // For writers with their own I/O (the stream engine): plane z is about to be written with the
   // plane_bytes of values at `values`. The hash is committed by the next commit().
   void record_plane(int64_t z, const void* values);
+  // The same with the hash already computed (plane_hash of its plane_bytes), e.g. in parallel.
+  void record_plane_hash(int64_t z, uint64_t hash);
   // For readers with their own I/O: checks plane z's values when verification is on.
   Status verify_plane(int64_t z, const void* values) const;
   // The recorded hashes (complete() when the table was loaded or every plane was written).
