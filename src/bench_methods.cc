@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "deepgrid/bench.h"
+#include "deepgrid/machine.h"
 #include "deepgrid/run.h"
 
 namespace deepgrid {
@@ -43,6 +44,11 @@ Result<RunReport> run_fresh(const MethodsBenchOptions& o, const std::string& nam
   co.dtype = o.dtype;
   co.init = InitSpec{InitSpec::Kind::kRandom, 0, 1};
   DG_RETURN_IF_ERROR(Grid::create(dir, co).status());
+  RunOptions planned = opt;  // out-of-core methods plan with this machine's rates, as run does
+  if (opt.mem_budget > 0) {
+    DG_ASSIGN_OR_RETURN(const Grid g, Grid::open(dir));
+    DG_ASSIGN_OR_RETURN(planned.machine, machine_profile(g, opt.stencil, opt.threads));
+  }
   // Let the previous run's and the creation's writes drain so that runs do not slow each
   // other down (measured on a virtio disk: up to 20% when runs follow each other directly).
   ::sync();
@@ -51,7 +57,7 @@ Result<RunReport> run_fresh(const MethodsBenchOptions& o, const std::string& nam
   std::ofstream("/proc/self/clear_refs") << "5";
   const int64_t busy0 = disk_busy_ms(dir);
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = run_grid(dir, opt);
+  auto r = run_grid(dir, planned);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const int64_t busy1 = disk_busy_ms(dir);
