@@ -684,8 +684,12 @@ Result<StreamStats> advance_stream(Grid& grid, const Stencil& stencil, const Bou
     DG_RETURN_IF_ERROR(run.allocate());
     while (stats.steps < steps) {
       const int levels = static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps));
+      DG_RETURN_IF_ERROR(grid.mark_sweep(levels));
       DG_RETURN_IF_ERROR(run.sweep(levels, stats));
       stats.steps += levels;
+      Manifest swept = grid.manifest();
+      swept.step += levels;
+      DG_RETURN_IF_ERROR(grid.commit(swept));
       if (progress && !progress(stats.steps, steps)) break;
     }
     return Status::Ok();

@@ -41,6 +41,7 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   const int64_t done = engine.advance(opt.boundary, opt.steps, opt.progress);
   const double compute = seconds_since(tc);
 
+  DG_RETURN_IF_ERROR(grid.mark_sweep(static_cast<int>(done)));  // the store rewrites in place
   DG_RETURN_IF_ERROR(io::write_plane_range(grid, 0, s.nz, [&](int64_t z, void* values) {
     engine.store_plane(z, static_cast<T*>(values));
     return Status::Ok();
@@ -193,11 +194,27 @@ Status check_run(const Manifest& m, const RunOptions& opt) {
   return Status::Ok();
 }
 
+namespace {
+
+// A grid whose in-place sweep never committed holds planes of two time steps: refuse to
+// compute on it.
+Status check_not_interrupted(const Grid& grid) {
+  if (grid.interrupted_sweep().empty()) return Status::Ok();
+  return corrupt("grid " + grid.dir() + " was interrupted in the middle of an in-place " +
+                 grid.interrupted_sweep() +
+                 ": its planes mix two time steps and cannot be resumed yet; restore the grid "
+                 "from a backup ('deepgrid fsck' lists the planes that changed)");
+}
+
+}  // namespace
+
 Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
+  DG_RETURN_IF_ERROR(check_not_interrupted(grid));
   DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
   DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, opt.machine));
+  const int64_t step0 = grid.manifest().step;  // stream sweeps commit the step as they go
   DG_RETURN_IF_ERROR(check_scratch_space(grid, plan));
   DG_ASSIGN_OR_RETURN(const PreflightFacts facts, measure_preflight(grid));
   DG_RETURN_IF_ERROR(check_preflight(grid.manifest(), plan, facts));
@@ -221,8 +238,8 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   r.dtype = std::string(dtype_name(before.dtype));
   r.boundary = opt.boundary.to_string();
   r.points = before.shape.points();
-  r.step_from = before.step;
-  r.step_to = before.step + r.steps;
+  r.step_from = step0;
+  r.step_to = step0 + r.steps;
 
   Manifest after = before;
   after.step = r.step_to;

@@ -24,6 +24,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kManifestName = "manifest.json";
+constexpr const char* kSweepMarkName = "sweep.json";
 constexpr const char* kFormatName = "deepgrid-grid";
 
 int64_t chunk_count(const Shape& s, const Layout& l) {
@@ -323,7 +324,28 @@ Result<Grid> Grid::open(const std::string& dir, Mode mode) {
   g.manifest_ = std::move(m).value();
   DG_RETURN_IF_ERROR(g.open_files(mode));
   DG_RETURN_IF_ERROR(g.load_checksums());
+  g.load_sweep_mark();
   return g;
+}
+
+void Grid::load_sweep_mark() {
+  auto text = internal::read_small_file(internal::join_path(dir_, kSweepMarkName));
+  if (!text.ok()) return;  // no mark: the data hold the manifest's step
+  const json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    interrupted_sweep_ = "an in-place sweep (its mark is unreadable)";
+    return;
+  }
+  const int64_t from = j.value("step_from", int64_t{-1});
+  if (from != manifest_.step) return;  // stale: the manifest committed that sweep already
+  interrupted_sweep_ = "sweep from step " + std::to_string(from) + " over " +
+                       std::to_string(j.value("levels", 0)) + " steps started " +
+                       j.value("started", std::string("?"));
+}
+
+Status Grid::mark_sweep(int levels) {
+  const json j = {{"step_from", manifest_.step}, {"levels", levels}, {"started", utc_now()}};
+  return internal::write_file_atomic(dir_, kSweepMarkName, j.dump() + "\n");
 }
 
 Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
@@ -535,6 +557,12 @@ Status Grid::commit(const Manifest& m) {
   }
   manifest_ = std::move(next);
   checksum_problem_.clear();
+  // The data now match the manifest: an in-place sweep's mark goes (a leftover after a crash
+  // here is cleared by the next commit, and only overstates the danger).
+  if (::unlink(internal::join_path(dir_, kSweepMarkName).c_str()) == 0) {
+    DG_RETURN_IF_ERROR(internal::fsync_path(dir_));
+  }
+  interrupted_sweep_.clear();
   return Status::Ok();
 }
 

@@ -2,7 +2,11 @@
 // every writer and checked by fsck and verified reads, and the preflight checks of a run.
 #include <gtest/gtest.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +17,7 @@
 #include "deepgrid/preflight.h"
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
+#include "deepgrid/stream.h"
 #include "grid_holder.h"
 #include "reference.h"
 #include "temp_dir.h"
@@ -323,6 +328,123 @@ TEST_F(Preflight, AStreamRunOnTmpfsFailsFastWithTheFix) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("O_DIRECT"), std::string::npos) << r.status().message();
   EXPECT_TRUE(incore.ok()) << incore.status().message();
+}
+
+}  // namespace
+}  // namespace deepgrid
+
+// ---------------------------------------------------------------------------------------------
+// Crashes: a process killed between sweeps leaves a consistent grid at the last committed
+// step; one killed inside a sweep leaves a mark that every later open reports.
+
+namespace deepgrid {
+namespace {
+
+constexpr int kCrashExit = 77;
+
+// The body of the crashing child: a stream run of 9 steps (bt 3) on DEEPGRID_CRASH_DIR that
+// _exit()s at the moment DEEPGRID_CRASH_AT says: "after-sweep:K" once K sweeps are done, or
+// "write:N" as the N-th plane write starts. Runs only as a child of the tests below (it is a
+// separate process so that the kill is real: nothing is flushed or committed afterwards).
+TEST(CrashChild, RunsAStreamAndDies) {
+  const char* dir = std::getenv("DEEPGRID_CRASH_DIR");
+  const char* at = std::getenv("DEEPGRID_CRASH_AT");
+  if (dir == nullptr || at == nullptr) GTEST_SKIP() << "runs only as a crash test's child";
+  const std::string when = at;
+  Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+  const Stencil st = Stencil::preset("7pt").value();
+  StreamOptions opt;
+  opt.mem_budget = 8 << 20;
+  opt.bt = 3;
+  opt.block = 2;
+  std::atomic<int> writes{0};
+  if (when.rfind("write:", 0) == 0) {
+    const int n = std::stoi(when.substr(6));
+    opt.fault_hook = [&writes, n](const io::Request& r, int64_t, size_t) -> int64_t {
+      if (r.op == io::Op::kWrite && ++writes == n) ::_exit(kCrashExit);
+      return 0;
+    };
+  }
+  const int sweeps = when.rfind("after-sweep:", 0) == 0 ? std::stoi(when.substr(12)) : 0;
+  const StreamPlan plan = plan_stream(g.manifest(), st, Boundary{}, 9, opt).value();
+  (void)advance_stream(g, st, Boundary{}, 9, plan, opt, [sweeps](int64_t done, int64_t) {
+    if (sweeps > 0 && done == 3 * sweeps) ::_exit(kCrashExit);
+    return true;
+  });
+  ::_exit(1);  // the crash point was never reached
+}
+
+// Runs CrashChild in a fresh process (fork + exec of this test program) and waits for it.
+int run_crash_child(const std::string& dir, const std::string& at) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("DEEPGRID_CRASH_DIR", dir.c_str(), 1);
+    ::setenv("DEEPGRID_CRASH_AT", at.c_str(), 1);
+    ::execl("/proc/self/exe", "reliability_test", "--gtest_filter=CrashChild.*", nullptr);
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+class Crash : public ::testing::Test {
+ protected:
+  std::string make(const std::string& name) {
+    CreateOptions co;
+    co.shape = shape_;
+    co.chunk_target_bytes = 3 * 4096;
+    Grid g = Grid::create(tmp_ / name, co).value();
+    EXPECT_TRUE(g.write_planes(0, shape_.nz, u_.data()).ok());
+    EXPECT_TRUE(g.commit(g.manifest()).ok());
+    return tmp_ / name;
+  }
+
+  const Shape shape_{20, 14, 17};
+  const std::vector<float> u_ = testing::random_values<float>(shape_, 3);
+  testing::TempDir tmp_;
+};
+
+TEST_F(Crash, BetweenSweepsTheGridHoldsTheLastCommittedStep) {
+  for (int sweeps : {1, 2}) {
+    std::string name = "g", at = "after-sweep:";  // (appends: GCC 12 -Wrestrict misfires on +)
+    name += std::to_string(sweeps);
+    at += std::to_string(sweeps);
+    const std::string dir = make(name);
+    ASSERT_EQ(run_crash_child(dir, at), kCrashExit);
+    const Grid g = Grid::open(dir).value();
+    EXPECT_EQ(g.manifest().step, 3 * sweeps);
+    EXPECT_TRUE(g.interrupted_sweep().empty()) << g.interrupted_sweep();
+    const FsckReport fsck = fsck_grid(g).value();
+    EXPECT_FALSE(fsck.damage_found()) << fsck.damaged.size() << " planes differ";
+    std::vector<float> got(u_.size());
+    ASSERT_TRUE(g.read_planes(0, shape_.nz, got.data()).ok());
+    const Stencil st = Stencil::preset("7pt").value();
+    EXPECT_EQ(testing::first_bitwise_difference(
+                  testing::reference_run(u_, shape_, st, Boundary{}, 3 * sweeps), got),
+              -1);
+  }
+}
+
+TEST_F(Crash, InsideASweepEveryOpenSaysSoAndRunsRefuse) {
+  const std::string dir = make("g");
+  // The 25th plane write is in the second sweep (20 planes per sweep).
+  ASSERT_EQ(run_crash_child(dir, "write:25"), kCrashExit);
+  {
+    const Grid g = Grid::open(dir).value();
+    EXPECT_EQ(g.manifest().step, 3);
+    EXPECT_NE(g.interrupted_sweep().find("sweep from step 3 over 3 steps"), std::string::npos)
+        << g.interrupted_sweep();
+  }
+  RunOptions opt;
+  opt.stencil = Stencil::preset("7pt").value();
+  opt.steps = 1;
+  const auto r = run_grid(dir, opt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
+  EXPECT_NE(r.status().message().find("interrupted in the middle of an in-place sweep"),
+            std::string::npos)
+      << r.status().message();
 }
 
 }  // namespace

@@ -141,6 +141,15 @@ class Grid {
   // Why the grid's checksum table could not be loaded; empty when it was, or when it has none.
   const std::string& checksum_problem() const { return checksum_problem_; }
 
+  // Marks the data files as being rewritten in place by a sweep of `levels` steps from the
+  // manifest's step: a file DIR/sweep.json, made durable before the first plane is
+  // overwritten and removed by the next commit(). A crash in between leaves planes of two time
+  // steps, and the mark says so to every later open (interrupted_sweep()).
+  Status mark_sweep(int levels);
+  // What a sweep that never committed left behind, e.g. "sweep from step 12 over 8 steps
+  // started 2026-11-22T20:25:30Z"; empty when the data files hold the manifest's step.
+  const std::string& interrupted_sweep() const { return interrupted_sweep_; }
+
   // Atomically replaces the manifest with `m` (same layout), fsyncing data files first, and
   // with it the checksum table when every plane's hash is known (else the grid has none).
   Status commit(const Manifest& m);
@@ -154,6 +163,7 @@ class Grid {
   Status transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) const;
 
   Status load_checksums();
+  void load_sweep_mark();
   std::string checksum_path(int64_t generation) const;
 
   std::unique_ptr<internal::GridLock> lock_;  // first member: released last
@@ -161,6 +171,7 @@ class Grid {
   Manifest manifest_;
   PlaneChecksums checksums_;
   std::string checksum_problem_;
+  std::string interrupted_sweep_;
   bool verify_ = false;
   std::vector<int> fds_;
   bool direct_io_ = false;

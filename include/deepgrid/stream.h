@@ -72,9 +72,12 @@ struct StreamStats {
   io::Backend backend = io::Backend::kUring;
 };
 
-// Advances the grid (opened read-write) by `steps` steps in place. After each sweep the data
-// files hold a consistent state and `progress` is asked whether to go on. On an I/O error the
-// run stops with a Status naming the file and offset.
+// Advances the grid (opened read-write) by `steps` steps in place. Each sweep is marked on
+// disk before it overwrites anything (Grid::mark_sweep) and committed after it (the manifest's
+// step and the planes' checksums), so a crash between sweeps leaves a consistent grid at the
+// last committed step and one inside a sweep is reported by Grid::interrupted_sweep. After each
+// sweep `progress` is asked whether to go on. On an I/O error the run stops with a Status
+// naming the file and offset.
 Result<StreamStats> advance_stream(Grid& grid, const Stencil& stencil, const Boundary& boundary,
                                    int64_t steps, const StreamPlan& plan,
                                    const StreamOptions& options, const ProgressFn& progress = {});

@@ -77,6 +77,7 @@ json manifest_json(const Grid& g) {
   int64_t total = 0;
   for (const auto& f : g.manifest().layout.files) total += f.bytes;
   j["bytes_on_disk"] = total;
+  j["interrupted_sweep"] = g.interrupted_sweep();  // empty: the data hold the step shown
   return j;
 }
 
@@ -91,6 +92,11 @@ void print_info(const Grid& g) {
   std::printf("values      %lld (%s)\n", static_cast<long long>(m.shape.points()),
               format_size(static_cast<uint64_t>(m.shape.points()) * dtype_size(m.dtype)).c_str());
   std::printf("time step   %lld\n", static_cast<long long>(m.step));
+  std::printf("state       %s\n", g.interrupted_sweep().empty()
+                                      ? "consistent (the data hold this time step)"
+                                      : ("INTERRUPTED in an in-place " + g.interrupted_sweep() +
+                                         ": planes mix two time steps; restore from a backup")
+                                            .c_str());
   std::printf(
       "layout      planes of %s padded to %s, %lld planes per chunk, %zu file%s, %s on disk\n",
       format_size(static_cast<uint64_t>(m.layout.plane_bytes)).c_str(),
