@@ -435,6 +435,10 @@ TEST_F(Crash, InsideASweepEveryOpenSaysSoAndRunsRefuse) {
     EXPECT_EQ(g.manifest().step, 3);
     EXPECT_NE(g.interrupted_sweep().find("sweep from step 3 over 3 steps"), std::string::npos)
         << g.interrupted_sweep();
+    const FsckReport fsck = fsck_grid(g).value();
+    EXPECT_TRUE(fsck.damage_found());
+    EXPECT_EQ(fsck.interrupted_sweep, g.interrupted_sweep());
+    EXPECT_FALSE(fsck.damaged.empty()) << "the rewritten planes no longer match their checksums";
   }
   RunOptions opt;
   opt.stencil = Stencil::preset("7pt").value();

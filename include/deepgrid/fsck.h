@@ -18,20 +18,23 @@ struct DamagedPlane {
 };
 
 struct FsckReport {
-  bool has_checksums = false;  // false: nothing to compare planes with
-  std::string problem;         // the checksum table is missing or damaged (empty: a version-1
-                               // grid, which has none)
+  bool has_checksums = false;     // false: nothing to compare planes with
+  std::string problem;            // the checksum table is missing or damaged (empty: a version-1
+                                  // grid, which has none)
+  std::string interrupted_sweep;  // an in-place rewrite a crash cut short (Grid::interrupted_sweep)
   int64_t planes_checked = 0;
   std::vector<DamagedPlane> damaged;
 
-  bool damage_found() const { return !problem.empty() || !damaged.empty(); }
+  bool damage_found() const {
+    return !problem.empty() || !interrupted_sweep.empty() || !damaged.empty();
+  }
 };
 
 // Reads every plane of `grid` (already checked for structure by Grid::open) and lists those
 // whose values do not match their recorded hash. I/O errors end the check with their status.
 Result<FsckReport> fsck_grid(const Grid& grid);
 
-// Reads every plane once through Grid::read_planes: with verification enabled, the first
+// Reads every plane once (plane transfers, several in flight): with verification enabled, the first
 // damaged plane fails it (naming its file and offset).
 Status read_every_plane(const Grid& grid);
 

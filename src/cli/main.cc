@@ -286,11 +286,16 @@ int cmd_fsck(const std::string& dir, bool as_json) {
     std::printf("%s\n", json{{"damage_found", r.damage_found()},
                              {"has_checksums", r.has_checksums},
                              {"problem", r.problem},
+                             {"interrupted_sweep", r.interrupted_sweep},
                              {"planes_checked", r.planes_checked},
                              {"damaged", damaged}}
                             .dump()
                             .c_str());
   } else {
+    if (!r.interrupted_sweep.empty()) {
+      std::printf("damaged: a crash interrupted an in-place %s; its planes mix two time steps\n",
+                  r.interrupted_sweep.c_str());
+    }
     for (const DamagedPlane& d : r.damaged) {
       std::printf("damaged: plane %lld in %s at offset %lld does not match its checksum\n",
                   static_cast<long long>(d.z), d.file.c_str(), static_cast<long long>(d.offset));
