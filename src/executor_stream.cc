@@ -21,7 +21,7 @@ double seconds_since(Clock::time_point t0) {
 
 // Blocks of z-steps: at most this deep (memory permitting). Each block reloads every tile's
 // rings (about 3 planes per level) from memory; measured on this class of machine, a 7-point
-// sweep computes ~1.3x slower with blocks of 16 than of 64, which (1 + kRingReload / block)
+// sweep ran 1.2-1.3x slower with blocks of 16 than of 64, which (1 + kRingReload / block)
 // models.
 constexpr int kMaxBlock = 64;
 constexpr double kRingReload = 8;
@@ -474,7 +474,7 @@ class StreamRun {
         DG_RETURN_IF_ERROR(submit(writes_[static_cast<size_t>(b)], io::Op::kWrite, z, b));
       }
       const int64_t q0 = i - 2 * rz_;
-      if (q0 >= 0 && q0 < s_.nz && !is_pinned(b_, levels_, rz_, s_.nz, q0)) pools_[0].release(q0);
+      if (!is_pinned(b_, levels_, rz_, s_.nz, q0)) pools_[0].release(q0);
       for (int j = 1; j < stages_.size(); ++j) {
         pools_[static_cast<size_t>(j)].release(q0 - int64_t{stages_.first(j)} * rz_);
       }

@@ -177,12 +177,11 @@ struct RunArgs {
 
 // This machine's rates for the grid's disks and the run's stencil (cached after the first
 // measurement), when the run may stream: they choose the stream's depth.
-MachineProfile machine_for(const RunArgs& a, const RunOptions& opt) {
+MachineProfile machine_for(const RunArgs& a, const Grid& g, const RunOptions& opt) {
   if (!a.remeasure && opt.method != Method::kStream && opt.method != Method::kNaive &&
       (opt.method != Method::kAuto || opt.mem_budget == 0)) {
     return {};
   }
-  const Grid g = get(Grid::open(a.dir));
   return get(machine_profile(g, opt.stencil, opt.threads, a.remeasure));
 }
 
@@ -205,8 +204,11 @@ RunOptions run_options(const RunArgs& a) {
 
 int cmd_run(const RunArgs& a) {
   RunOptions opt = run_options(a);
-  check(check_run(get(Grid::open(a.dir)).manifest(), opt));
-  opt.machine = machine_for(a, opt);
+  {  // checked and measured before anything runs; released for run_grid, which writes
+    const Grid g = get(Grid::open(a.dir));
+    check(check_run(g.manifest(), opt));
+    opt.machine = machine_for(a, g, opt);
+  }
   install_interrupt_handler();
   opt.progress = terminal_progress("run");
   RunReport r = get(run_grid(a.dir, opt));
