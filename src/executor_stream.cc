@@ -296,7 +296,7 @@ class StreamRun {
         if (!shared.ok()) break;
         convert_level0_planes();
 #pragma omp master
-        shared = recycle_read_buffers();
+        shared = recycle_read_buffers();  // ok before: the barrier above broke out otherwise
         for (int j = 0; j < stages_.size(); ++j) {
           const int64_t lag = int64_t{stages_.first(j)} * rz_;
           std::vector<Wave>& stage = waves[static_cast<size_t>(j)];
@@ -310,7 +310,7 @@ class StreamRun {
 #pragma omp master
         {
           stats.compute_seconds += seconds_since(t0);
-          shared = finish_block(i0, i1);
+          if (shared.ok()) shared = finish_block(i0, i1);  // keeps recycle's error
         }
       }
     }
