@@ -208,9 +208,7 @@ Status check_not_interrupted(const Grid& grid) {
 
 }  // namespace
 
-Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
-  const auto t0 = std::chrono::steady_clock::now();
-  DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
+Result<RunReport> advance_grid(Grid& grid, const RunOptions& opt) {
   DG_RETURN_IF_ERROR(check_not_interrupted(grid));
   DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
   DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, opt.machine));
@@ -240,9 +238,15 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   r.points = before.shape.points();
   r.step_from = step0;
   r.step_to = step0 + r.steps;
+  return r;
+}
 
-  Manifest after = before;
-  after.step = r.step_to;
+Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
+  DG_ASSIGN_OR_RETURN(RunReport r, advance_grid(grid, opt));
+  Manifest after = grid.manifest();
+  after.step = r.step_to;  // the stream methods committed it already, sweep by sweep
   nlohmann::json details = {{"stencil", nlohmann::json::parse(opt.stencil.to_json())},
                             {"boundary", r.boundary},
                             {"method", r.method},
