@@ -16,6 +16,7 @@
 
 #include "deepgrid/bench.h"
 #include "deepgrid/checksum.h"
+#include "deepgrid/distributed.h"
 #include "deepgrid/fsck.h"
 #include "deepgrid/image.h"
 #include "deepgrid/line_plot.h"
@@ -23,6 +24,7 @@
 #include "deepgrid/plan.h"
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
+#include "distributed_commands.h"
 #include "progress.h"
 
 namespace deepgrid::cli {
@@ -125,6 +127,10 @@ int cmd_create(const CreateArgs& a) {
   opt.dtype = get(parse_dtype(a.dtype));
   opt.init = get(parse_init(a.init));
   opt.stores = split_csv(a.stores);
+  if (in_mpi_job()) {  // a distributed grid over the job's ranks
+    check(mpi_create(a.dir, opt, a.json));
+    return 0;
+  }
   Grid g = get(Grid::create(a.dir, opt));
   if (a.json) {
     std::printf("%s\n", manifest_json(g).dump().c_str());
@@ -177,11 +183,12 @@ struct RunArgs {
 
 // This machine's rates for the grid's disks and the run's stencil (cached after the first
 // measurement), when the run may stream: they choose the stream's depth.
+bool needs_machine(const RunArgs& a, const RunOptions& opt) {
+  return a.remeasure || opt.method == Method::kStream || opt.method == Method::kNaive ||
+         (opt.method == Method::kAuto && opt.mem_budget > 0);
+}
 MachineProfile machine_for(const RunArgs& a, const Grid& g, const RunOptions& opt) {
-  if (!a.remeasure && opt.method != Method::kStream && opt.method != Method::kNaive &&
-      (opt.method != Method::kAuto || opt.mem_budget == 0)) {
-    return {};
-  }
+  if (!needs_machine(a, opt)) return {};
   return get(machine_profile(g, opt.stencil, opt.threads, a.remeasure));
 }
 
@@ -204,6 +211,11 @@ RunOptions run_options(const RunArgs& a) {
 
 int cmd_run(const RunArgs& a) {
   RunOptions opt = run_options(a);
+  if (in_mpi_job()) {
+    check(mpi_run(a.dir, opt, needs_machine(a, opt), a.remeasure, a.json));
+    return 0;
+  }
+  check(refuse_distributed(a.dir, "run"));
   {  // checked and measured before anything runs; released for run_grid, which writes
     const Grid g = get(Grid::open(a.dir));
     check(check_run(g.manifest(), opt));
@@ -229,6 +241,7 @@ int cmd_run(const RunArgs& a) {
 
 int cmd_plan(const RunArgs& a) {
   const RunOptions opt = run_options(a);
+  check(refuse_distributed(a.dir, "plan"));
   Grid g = get(Grid::open(a.dir));
   check(check_run(g.manifest(), opt));
   const MachineProfile machine = get(machine_profile(g, opt.stencil, opt.threads, a.remeasure));
@@ -253,6 +266,10 @@ int cmd_plan(const RunArgs& a) {
 }
 
 int cmd_info(const std::string& dir, bool as_json) {
+  if (in_mpi_job() || is_distributed_grid(dir)) {
+    check(distributed_info(dir, as_json));
+    return 0;
+  }
   Grid g = get(Grid::open(dir));
   if (as_json)
     std::printf("%s\n", manifest_json(g).dump().c_str());
@@ -262,12 +279,20 @@ int cmd_info(const std::string& dir, bool as_json) {
 }
 
 int cmd_checksum(const std::string& dir, bool as_json, bool verify) {
-  Grid g = open_to_read(dir, verify);
-  GridSummary s = get(summarize(g));
+  GridSummary s;
+  int64_t step = 0;
+  if (in_mpi_job() || is_distributed_grid(dir)) {
+    s = get(distributed_summary(dir, verify, &step));
+    if (!prints()) return 0;
+  } else {
+    Grid g = open_to_read(dir, verify);
+    s = get(summarize(g));
+    step = g.manifest().step;
+  }
   if (as_json) {
-    json j = {{"sha256", s.sha256},       {"min", s.min}, {"max", s.max},
-              {"mean", s.mean},           {"l2", s.l2},   {"nan_count", s.nan_count},
-              {"step", g.manifest().step}};
+    json j = {{"sha256", s.sha256}, {"min", s.min}, {"max", s.max},
+              {"mean", s.mean},     {"l2", s.l2},   {"nan_count", s.nan_count},
+              {"step", step}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("sha256  %s\nmin     %.17g\nmax     %.17g\nmean    %.17g\nl2      %.17g\n",
@@ -278,6 +303,7 @@ int cmd_checksum(const std::string& dir, bool as_json, bool verify) {
 }
 
 int cmd_fsck(const std::string& dir, bool as_json) {
+  check(refuse_distributed(dir, "fsck"));
   const Grid g = get(Grid::open(dir));
   const FsckReport r = get(fsck_grid(g));
   if (as_json) {
@@ -319,6 +345,7 @@ int cmd_fsck(const std::string& dir, bool as_json) {
 }
 
 int cmd_plot(const std::string& dir, const std::string& slice, const std::string& out) {
+  check(refuse_distributed(dir, "plot"));
   Grid g = get(Grid::open(dir));
   SliceImageInfo info = get(write_slice_png(g, get(parse_slice(slice)), out));
   std::printf("wrote %s: slice %s, %lldx%lld pixels, colours from %.6g (dark) to %.6g (bright)\n",
@@ -691,6 +718,9 @@ int run_cli(int argc, char** argv) {
                      : (app.get_subcommands().front()->get_name() + " ").c_str());
     return 2;
   }
+  for (const auto* cmd : {plan, fsck, import, plot, bench}) {
+    if (*cmd) check(refuse_under_mpi(cmd->get_name()));
+  }
   if (*create) return cmd_create(ca);
   if (*info) return cmd_info(info_dir, info_json);
   if (*run) return cmd_run(ra);
@@ -704,7 +734,12 @@ int run_cli(int argc, char** argv) {
     return 0;
   }
   if (*exp) {
-    check(export_npy(open_to_read(ex_dir, ex_verify), ex_out));
+    if (in_mpi_job() || is_distributed_grid(ex_dir)) {
+      check(distributed_export(ex_dir, ex_out, ex_verify));
+      if (!prints()) return 0;
+    } else {
+      check(export_npy(open_to_read(ex_dir, ex_verify), ex_out));
+    }
     std::printf("exported %s to %s\n", ex_dir.c_str(), ex_out.c_str());
     return 0;
   }
@@ -718,9 +753,14 @@ int run_cli(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
+    // Under mpirun every rank runs the same command; errors are agreed between the ranks
+    // (src/mpi/comm.h), so rank 0 alone prints them and every rank exits with the same code.
+    deepgrid::cli::check(deepgrid::cli::start_mpi_if_launched(&argc, &argv));
     return deepgrid::cli::run_cli(argc, argv);
   } catch (const deepgrid::cli::Failure& f) {
-    std::fprintf(stderr, "deepgrid: error: %s\n", f.status.message().c_str());
+    if (deepgrid::cli::prints()) {
+      std::fprintf(stderr, "deepgrid: error: %s\n", f.status.message().c_str());
+    }
     return deepgrid::cli::exit_code_for(f.status.code());
   }
 }
