@@ -62,6 +62,8 @@ Status agree(const Status& mine) {
 
 double agree_wait_seconds() { return g_agree_wait; }
 
+void barrier() { MPI_Barrier(MPI_COMM_WORLD); }
+
 std::string broadcast(const std::string& text, int root) {
   int64_t n = static_cast<int64_t>(text.size());
   MPI_Bcast(&n, 1, MPI_INT64_T, root, MPI_COMM_WORLD);

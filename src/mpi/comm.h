@@ -37,6 +37,8 @@ Status agree(const Status& mine);
 // slower ranks finished their phase.
 double agree_wait_seconds();
 
+// Returns when every rank has called it. Collective.
+void barrier();
 // Root's text on every rank. Collective.
 std::string broadcast(const std::string& text, int root = 0);
 // Every rank's text, in rank order, on every rank. Collective.

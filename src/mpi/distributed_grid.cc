@@ -99,6 +99,11 @@ Result<PartInfo> create_part(const std::string& dir, const std::string& id,
   info.slab = slab;
   info.stores = expand_rank(global.stores, rank());
   for (std::string& s : info.stores) s = internal::absolute_path(s);
+  for (const std::string& s : info.stores) {  // the part's directory goes into the first
+    if (!internal::is_directory(s)) {
+      return invalid_argument("store directory " + s + " does not exist; create it first");
+    }
+  }
   info.dir = part_directory(dir, id, rank(), info.stores);
   CreateOptions opt;
   opt.shape = {global.shape.nx, global.shape.ny, slab.planes()};
@@ -173,6 +178,7 @@ Result<DistributedManifest> create_distributed(const std::string& dir,
       ::unlink(internal::join_path(dir, "manifest.json").c_str());
       ::rmdir(dir.c_str());
     }
+    barrier();  // every rank returns once nothing is left
     return st;
   }
   return m;
