@@ -208,6 +208,16 @@ Status check_not_interrupted(const Grid& grid) {
 
 }  // namespace
 
+void describe_problem(RunReport* r, const Shape& shape, DType dtype, const RunOptions& opt) {
+  r->stencil = opt.stencil.name();
+  r->stencil_points = opt.stencil.size();
+  r->flops_per_update = opt.stencil.flops_per_update();
+  r->shape = shape.to_string();
+  r->dtype = std::string(dtype_name(dtype));
+  r->boundary = opt.boundary.to_string();
+  r->points = shape.points();
+}
+
 Result<RunReport> advance_grid(Grid& grid, const RunOptions& opt) {
   DG_RETURN_IF_ERROR(check_not_interrupted(grid));
   DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
@@ -227,15 +237,8 @@ Result<RunReport> advance_grid(Grid& grid, const RunOptions& opt) {
   auto result = run_method(grid, opt, plan);
   if (!result.ok()) return result.status();
   RunReport r = std::move(result).value();
-  const Manifest& before = grid.manifest();
   r.direct_io = grid.direct_io();
-  r.stencil = opt.stencil.name();
-  r.stencil_points = opt.stencil.size();
-  r.flops_per_update = opt.stencil.flops_per_update();
-  r.shape = before.shape.to_string();
-  r.dtype = std::string(dtype_name(before.dtype));
-  r.boundary = opt.boundary.to_string();
-  r.points = before.shape.points();
+  describe_problem(&r, grid.shape(), grid.dtype(), opt);
   r.step_from = step0;
   r.step_to = step0 + r.steps;
   return r;

@@ -47,6 +47,10 @@ Status check_run(const Manifest& m, const RunOptions& options);
 // progress callback writes the steps done and reports them.
 Result<RunReport> run_grid(const std::string& dir, const RunOptions& options);
 
+// Fills the report's description of the problem: stencil, shape, dtype, boundary, points.
+void describe_problem(RunReport* report, const Shape& shape, DType dtype,
+                      const RunOptions& options);
+
 // run_grid's work on a grid the caller holds open read-write, for callers that run one grid
 // many times (the distributed run advances each rank's part once per halo exchange): checks,
 // plans, preflights and advances. The caller commits the new step (report.step_to); only the

@@ -366,38 +366,14 @@ Status fit_halos(const std::string& dir, DistributedManifest* m, int64_t halo, b
 
 }  // namespace
 
-std::string RankFigures::to_json() const {
-  return json{{"rank", rank},
-              {"method", method},
-              {"engine_bt", engine_bt},
-              {"part_planes", part_planes},
-              {"seconds", seconds},
-              {"compute_seconds", compute_seconds},
-              {"io_wait_seconds", io_wait_seconds},
-              {"exchange_seconds", exchange_seconds},
-              {"wait_seconds", wait_seconds},
-              {"bytes_read", bytes_read},
-              {"bytes_written", bytes_written},
-              {"bytes_sent", bytes_sent}}
-      .dump();
-}
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankFigures, rank, method, engine_bt, part_planes, seconds,
+                                   compute_seconds, io_wait_seconds, exchange_seconds, wait_seconds,
+                                   bytes_read, bytes_written, bytes_sent)
+
+std::string RankFigures::to_json() const { return json(*this).dump(); }
 
 RankFigures RankFigures::from_json(const std::string& text) {
-  const json j = json::parse(text);
-  RankFigures f;
-  f.rank = j.at("rank");
-  f.method = j.at("method");
-  f.engine_bt = j.at("engine_bt");
-  f.part_planes = j.at("part_planes");
-  f.seconds = j.at("seconds");
-  f.compute_seconds = j.at("compute_seconds");
-  f.io_wait_seconds = j.at("io_wait_seconds");
-  f.exchange_seconds = j.at("exchange_seconds");
-  f.wait_seconds = j.at("wait_seconds");
-  f.bytes_read = j.at("bytes_read");
-  f.bytes_written = j.at("bytes_written");
-  f.bytes_sent = j.at("bytes_sent");
-  return f;
+  return json::parse(text).get<RankFigures>();
 }
 
 std::string DistributedRunReport::to_json() const {
@@ -520,16 +496,10 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   }
   RunReport& t = report.total;
   t.method = "mpi:" + mine.method;
-  t.stencil = opt.stencil.name();
-  t.stencil_points = opt.stencil.size();
-  t.flops_per_update = opt.stencil.flops_per_update();
-  t.shape = m.shape.to_string();
-  t.dtype = std::string(dtype_name(m.dtype));
-  t.boundary = opt.boundary.to_string();
+  describe_problem(&t, m.shape, m.dtype, opt);
   t.threads = opt.threads;
   t.bt = k;
   t.tile = std::to_string(size()) + " z-slabs";
-  t.points = m.shape.points();
   t.steps = opt.steps;
   t.step_from = m.step;
   t.step_to = m.step + opt.steps;
