@@ -59,6 +59,8 @@ j = json.load(sys.stdin)
 assert j["step"] == 7 and j["decomposition"]["ranks"] == '"$ranks"', j
 assert all("consistent" in s for s in j["parts_state"]), j["parts_state"]'
 "$dg" info "$tmp/d" | grep -q "distributed over $ranks ranks" || fail "serial info"
+mpi import "$tmp/serial.npy" "$tmp/imported" --store "$tmp/ssd0/%r" >/dev/null
+[ "$(sha "$tmp/imported")" = "$want" ] || fail "import under mpirun differs from the .npy"
 
 # Bad input and failing ranks: one message, the same exit code everywhere, nothing changed.
 expect_error 2 "mpirun -n $ranks deepgrid run" "$dg" run "$tmp/d" "${run_args[@]}"

@@ -150,6 +150,21 @@ Status mpi_create(const std::string& dir, const CreateOptions& options, bool as_
 #endif
 }
 
+Status mpi_import(const std::string& npy_path, const std::string& dir,
+                  const std::vector<std::string>& stores) {
+#ifdef DEEPGRID_MPI
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::import_distributed(npy_path, dir, stores));
+  if (prints()) {
+    std::printf("imported %s into %s: %s %s, %d parts\n", npy_path.c_str(), dir.c_str(),
+                m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(), m.ranks());
+  }
+  return Status::Ok();
+#else
+  (void)npy_path, (void)dir, (void)stores;
+  return built_without_mpi();
+#endif
+}
+
 Status mpi_run(const std::string& dir, RunOptions options, bool measure_machine, bool remeasure,
                bool as_json) {
 #ifdef DEEPGRID_MPI
@@ -192,8 +207,8 @@ Status refuse_distributed(const std::string& dir, const std::string& command) {
 Status refuse_under_mpi(const std::string& command) {
   if (!in_mpi_job()) return Status::Ok();
   return invalid_argument("'deepgrid " + command +
-                          "' does not run under mpirun; run it without mpirun (create, run, "
-                          "info, checksum and export work under mpirun)");
+                          "' does not run under mpirun; run it without mpirun (create, import, "
+                          "run, info, checksum and export work under mpirun)");
 }
 
 }  // namespace deepgrid::cli

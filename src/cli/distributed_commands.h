@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "deepgrid/checksum.h"
 #include "deepgrid/run.h"
@@ -25,9 +26,11 @@ Status distributed_info(const std::string& dir, bool as_json);
 Result<GridSummary> distributed_summary(const std::string& dir, bool verify, int64_t* step);
 Status distributed_export(const std::string& dir, const std::string& out, bool verify);
 
-// mpirun -n P deepgrid create / run. `measure_machine`: the run may stream, so each rank
+// mpirun -n P deepgrid create / import / run. `measure_machine`: the run may stream, so each rank
 // needs this machine's rates for its part (rank 0 measures first; the others find its cache).
 Status mpi_create(const std::string& dir, const CreateOptions& options, bool as_json);
+Status mpi_import(const std::string& npy_path, const std::string& dir,
+                  const std::vector<std::string>& stores);
 Status mpi_run(const std::string& dir, RunOptions options, bool measure_machine, bool remeasure,
                bool as_json);
 

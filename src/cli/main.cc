@@ -718,7 +718,7 @@ int run_cli(int argc, char** argv) {
                      : (app.get_subcommands().front()->get_name() + " ").c_str());
     return 2;
   }
-  for (const auto* cmd : {plan, fsck, import, plot, bench}) {
+  for (const auto* cmd : {plan, fsck, plot, bench}) {
     if (*cmd) check(refuse_under_mpi(cmd->get_name()));
   }
   if (*create) return cmd_create(ca);
@@ -728,6 +728,10 @@ int run_cli(int argc, char** argv) {
   if (*checksum) return cmd_checksum(ck_dir, ck_json, ck_verify);
   if (*fsck) return cmd_fsck(fsck_dir, fsck_json);
   if (*import) {
+    if (in_mpi_job()) {
+      check(mpi_import(im_in, im_dir, split_csv(im_stores)));
+      return 0;
+    }
     Grid g = get(import_npy(im_in, im_dir, split_csv(im_stores)));
     std::printf("imported %s into %s: %s %s\n", im_in.c_str(), im_dir.c_str(),
                 g.shape().to_string().c_str(), std::string(dtype_name(g.dtype())).c_str());

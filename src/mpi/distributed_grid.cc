@@ -1,5 +1,6 @@
 #include "mpi/distributed_grid.h"
 
+#include <fcntl.h>
 #include <mpi.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,10 +9,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "deepgrid/init.h"
+#include "deepgrid/npy.h"
 #include "internal/file_util.h"
 #include "mpi/comm.h"
 #include "mpi/halo_exchange.h"
@@ -65,23 +68,69 @@ Status make_top_directory(const std::string& dir, bool* made) {
   return Status::Ok();
 }
 
-// Writes the initial condition of the slab's planes at their global coordinates.
-Status fill_slab(Grid& part, const CreateOptions& global, const Slab& slab) {
-  if (global.init.kind == InitSpec::Kind::kZero) return Status::Ok();  // created as zeros
+// Where a new grid's values come from, filling one slab of a part at a time, and what the
+// grid's history says about it.
+struct SlabSource {
+  std::function<Status(Grid& part, const Slab& slab)> fill;
+  std::string command;  // "create", "import"
+  json details;
+};
+
+// Writes the slab's planes in batches of a chunk: produce(z, n, values) fills global planes
+// [z, z + n) packed.
+Status write_slab(Grid& part, const Slab& slab,
+                  const std::function<Status(int64_t, int64_t, std::byte*)>& produce) {
   const int64_t batch = part.manifest().layout.planes_per_chunk;
-  const int64_t plane = global.shape.plane_points();
-  return dispatch_dtype(global.dtype, [&](auto tag) -> Status {
-    using T = decltype(tag);
-    std::vector<T> planes(static_cast<size_t>(batch * plane));
-    for (int64_t z = slab.z0; z < slab.z1; z += batch) {
-      const int64_t n = std::min(batch, slab.z1 - z);
-      for (int64_t i = 0; i < n; ++i) {
-        init_plane(global.init, global.shape, z + i, planes.data() + i * plane);
-      }
-      DG_RETURN_IF_ERROR(part.write_planes(z - slab.z0, n, planes.data()));
-    }
-    return Status::Ok();
-  });
+  const int64_t plane_bytes = part.manifest().layout.plane_bytes;
+  std::vector<std::byte> planes(static_cast<size_t>(batch * plane_bytes));
+  for (int64_t z = slab.z0; z < slab.z1; z += batch) {
+    const int64_t n = std::min(batch, slab.z1 - z);
+    DG_RETURN_IF_ERROR(produce(z, n, planes.data()));
+    DG_RETURN_IF_ERROR(part.write_planes(z - slab.z0, n, planes.data()));
+  }
+  return Status::Ok();
+}
+
+// The initial condition at the planes' global coordinates.
+SlabSource initial_condition(const CreateOptions& global) {
+  SlabSource source;
+  source.command = "create";
+  source.details = {{"shape", global.shape.to_string()},
+                    {"dtype", dtype_name(global.dtype)},
+                    {"init", global.init.to_string()}};
+  source.fill = [global](Grid& part, const Slab& slab) -> Status {
+    if (global.init.kind == InitSpec::Kind::kZero) return Status::Ok();  // created as zeros
+    const int64_t plane = global.shape.plane_points();
+    return write_slab(part, slab, [&](int64_t z, int64_t n, std::byte* out) {
+      dispatch_dtype(global.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        for (int64_t i = 0; i < n; ++i) {
+          init_plane(global.init, global.shape, z + i, reinterpret_cast<T*>(out) + i * plane);
+        }
+      });
+      return Status::Ok();
+    });
+  };
+  return source;
+}
+
+// The planes of a .npy file every rank can read (a shared filesystem, or one machine).
+SlabSource npy_planes(const std::string& path, const NpyHeader& header) {
+  SlabSource source;
+  source.command = "import";
+  source.details = {{"from", "npy"}, {"file", internal::absolute_path(path)}};
+  source.fill = [path, header](Grid& part, const Slab& slab) -> Status {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno_status(errno, "open", path);
+    const int64_t plane_bytes = part.manifest().layout.plane_bytes;
+    const Status st = write_slab(part, slab, [&](int64_t z, int64_t n, std::byte* out) {
+      return internal::pread_full(fd, out, static_cast<size_t>(n * plane_bytes),
+                                  header.data_offset + z * plane_bytes, path);
+    });
+    ::close(fd);
+    return st;
+  };
+  return source;
 }
 
 Status commit_with_history(Grid& grid, int64_t step, const std::string& command,
@@ -92,9 +141,10 @@ Status commit_with_history(Grid& grid, int64_t step, const std::string& command,
   return grid.commit(m);
 }
 
-// This rank's part of a new grid, with its slab's initial values.
+// This rank's part of a new grid, with its slab's values.
 Result<PartInfo> create_part(const std::string& dir, const std::string& id,
-                             const CreateOptions& global, const Slab& slab) {
+                             const CreateOptions& global, const SlabSource& source,
+                             const Slab& slab) {
   PartInfo info;
   info.slab = slab;
   info.stores = expand_rank(global.stores, rank());
@@ -110,14 +160,14 @@ Result<PartInfo> create_part(const std::string& dir, const std::string& id,
   opt.dtype = global.dtype;
   opt.stores = info.stores;
   DG_ASSIGN_OR_RETURN(Grid part, Grid::create(info.dir, opt));
-  Status st = fill_slab(part, global, slab);
+  Status st = source.fill(part, slab);
   if (st.ok()) {
     st = commit_with_history(part, 0, "part",
                              {{"grid", internal::absolute_path(dir)},
                               {"rank", rank()},
                               {"z0", slab.z0},
                               {"z1", slab.z1},
-                              {"init", global.init.to_string()}});
+                              {source.command, source.details}});
   }
   if (!st.ok()) {
     (void)remove_part(info.dir);
@@ -148,8 +198,10 @@ Status write_on_root(const std::string& dir, const DistributedManifest& m) {
 
 }  // namespace
 
-Result<DistributedManifest> create_distributed(const std::string& dir,
-                                               const CreateOptions& options) {
+namespace {
+
+Result<DistributedManifest> make_distributed(const std::string& dir, const CreateOptions& options,
+                                             const SlabSource& source) {
   DG_ASSIGN_OR_RETURN(const std::vector<Slab> slabs, decompose_z(options.shape.nz, size()));
   DG_RETURN_IF_ERROR(plan_layout(options.shape, options.dtype, 1, kDirectIoAlignment).status());
   bool made_dir = false;
@@ -160,16 +212,13 @@ Result<DistributedManifest> create_distributed(const std::string& dir,
   m.dtype = options.dtype;
   m.parts.resize(slabs.size());
   for (size_t r = 0; r < slabs.size(); ++r) m.parts[r].slab = slabs[r];
-  auto part = create_part(dir, m.id, options, slabs[static_cast<size_t>(rank())]);
+  auto part = create_part(dir, m.id, options, source, slabs[static_cast<size_t>(rank())]);
   Status st = agree(part.status());
   if (st.ok()) {
     share_parts(&m, *part);
-    m.history.push_back({utc_now(), "create",
-                         json{{"shape", options.shape.to_string()},
-                              {"dtype", dtype_name(options.dtype)},
-                              {"init", options.init.to_string()},
-                              {"ranks", size()}}
-                             .dump()});
+    json details = source.details;
+    details["ranks"] = size();
+    m.history.push_back({utc_now(), source.command, details.dump()});
     st = write_on_root(dir, m);
   }
   if (!st.ok()) {  // nothing stays behind
@@ -182,6 +231,24 @@ Result<DistributedManifest> create_distributed(const std::string& dir,
     return st;
   }
   return m;
+}
+
+}  // namespace
+
+Result<DistributedManifest> create_distributed(const std::string& dir,
+                                               const CreateOptions& options) {
+  return make_distributed(dir, options, initial_condition(options));
+}
+
+Result<DistributedManifest> import_distributed(const std::string& npy_path, const std::string& dir,
+                                               const std::vector<std::string>& stores) {
+  auto header = read_npy_header(npy_path);
+  DG_RETURN_IF_ERROR(agree(header.status()));
+  CreateOptions options;
+  options.shape = header->shape;
+  options.dtype = header->dtype;
+  options.stores = stores;
+  return make_distributed(dir, options, npy_planes(npy_path, *header));
 }
 
 Result<DistributedManifest> load_distributed(const std::string& dir) {

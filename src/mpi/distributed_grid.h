@@ -19,6 +19,11 @@ namespace deepgrid::mpi {
 Result<DistributedManifest> create_distributed(const std::string& dir,
                                                const CreateOptions& options);
 
+// Creates distributed grid DIR from a .npy file (float32/float64, C order) that every rank can
+// read (one machine, or a shared filesystem): each rank reads its slab's planes.
+Result<DistributedManifest> import_distributed(const std::string& npy_path, const std::string& dir,
+                                               const std::vector<std::string>& stores);
+
 // A rank's share of a distributed run.
 struct RankFigures {
   int rank = 0;
