@@ -140,10 +140,8 @@ Status write_distributed_manifest(const std::string& dir, const DistributedManif
 
 std::string part_directory(const std::string& dir, const std::string& id, int rank,
                            const std::vector<std::string>& stores) {
-  const std::string name = "part." + std::to_string(rank);
-  if (stores.empty()) return internal::join_path(internal::absolute_path(dir), name);
-  return internal::join_path(internal::absolute_path(stores.front()),
-                             "deepgrid-" + id + "." + name);
+  const std::string name = "deepgrid-" + id + ".part." + std::to_string(rank);
+  return internal::join_path(internal::absolute_path(stores.empty() ? dir : stores.front()), name);
 }
 
 Result<Grid> open_part(const DistributedManifest& m, int rank, Grid::Mode mode) {

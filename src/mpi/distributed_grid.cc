@@ -72,8 +72,9 @@ Status make_top_directory(const std::string& dir, bool* made) {
 // grid's history says about it.
 struct SlabSource {
   std::function<Status(Grid& part, const Slab& slab)> fill;
-  std::string command;  // "create", "import"
+  std::string command;  // "create", "import", "redistribute"
   json details;
+  int64_t step = 0;  // the time step of the values
 };
 
 // Writes the slab's planes in batches of a chunk: produce(z, n, values) fills global planes
@@ -162,7 +163,7 @@ Result<PartInfo> create_part(const std::string& dir, const std::string& id,
   DG_ASSIGN_OR_RETURN(Grid part, Grid::create(info.dir, opt));
   Status st = source.fill(part, slab);
   if (st.ok()) {
-    st = commit_with_history(part, 0, "part",
+    st = commit_with_history(part, source.step, "part",
                              {{"grid", internal::absolute_path(dir)},
                               {"rank", rank()},
                               {"z0", slab.z0},
@@ -486,12 +487,70 @@ std::string DistributedRunReport::to_text() const {
 
 namespace {
 
-Status check_ranks(const std::string& dir, const DistributedManifest& m) {
-  if (m.ranks() == size()) return Status::Ok();
-  return invalid_argument("grid " + dir + " is split over " + std::to_string(m.ranks()) +
-                          " ranks but this job has " + std::to_string(size()) +
-                          "; run it with mpirun -n " + std::to_string(m.ranks()) +
-                          " (redistributing to another number of ranks is not supported yet)");
+// The slab's planes read from the parts of an older decomposition of the same grid.
+SlabSource old_parts(const DistributedManifest& old) {
+  SlabSource source;
+  source.command = "redistribute";
+  source.details = {{"from_ranks", old.ranks()}};
+  source.step = old.step;
+  source.fill = [&old](Grid& part, const Slab& slab) -> Status {
+    for (int o = owner_of(old.slabs(), slab.z0); o < old.ranks(); ++o) {
+      const PartInfo& from = old.parts[static_cast<size_t>(o)];
+      if (from.slab.z0 >= slab.z1) break;
+      DG_ASSIGN_OR_RETURN(Grid old_part, open_part(old, o, Grid::Mode::kReadOnly));
+      const int64_t lo = std::max(slab.z0, from.slab.z0), hi = std::min(slab.z1, from.slab.z1);
+      const int64_t first = from.halo.below - from.slab.z0;  // part plane of global plane 0
+      DG_RETURN_IF_ERROR(io::read_plane_range(
+          old_part, first + lo, first + hi, [&](int64_t p, const void* values) {
+            return part.write_planes(p - first - slab.z0, 1, values);
+          }));
+    }
+    return Status::Ok();
+  };
+  return source;
+}
+
+// A grid split over another number of ranks than this job has is split again over this job's:
+// new parts (under a new id, beside the old ones) are filled from the old parts, which every
+// rank must be able to read (one machine, or a shared filesystem); then the manifest naming
+// the new parts is committed and the old parts are removed. New rank r keeps its part in the
+// stores of old rank r mod (old ranks).
+Status redistribute(const std::string& dir, DistributedManifest* m) {
+  if (m->ranks() == size()) return Status::Ok();
+  const DistributedManifest old = *m;
+  DG_ASSIGN_OR_RETURN(const std::vector<Slab> slabs, decompose_z(old.shape.nz, size()));
+  DistributedManifest next = old;
+  next.id = broadcast(rank() == 0 ? new_id() : std::string());
+  next.parts.assign(slabs.size(), {});
+  for (size_t r = 0; r < slabs.size(); ++r) next.parts[r].slab = slabs[r];
+  CreateOptions options;
+  options.shape = old.shape;
+  options.dtype = old.dtype;
+  options.stores = old.parts[static_cast<size_t>(rank() % old.ranks())].stores;
+  auto part =
+      create_part(dir, next.id, options, old_parts(old), slabs[static_cast<size_t>(rank())]);
+  Status st = agree(part.status());
+  if (st.ok()) {
+    share_parts(&next, *part);
+    next.history.push_back({utc_now(), "redistribute",
+                            json{{"from_ranks", old.ranks()}, {"to_ranks", size()}}.dump()});
+    st = write_on_root(dir, next);
+  }
+  if (!st.ok()) {  // the old parts still hold the grid
+    if (part.ok()) (void)remove_part(part->dir);
+    return st;
+  }
+  *m = next;
+  Status removed;
+  for (int o = rank(); o < old.ranks(); o += size()) {
+    const Status gone = remove_part(old.parts[static_cast<size_t>(o)].dir);
+    if (removed.ok() && !gone.ok()) {
+      removed = Status(gone.code(), "the grid was redistributed, but its old part " +
+                                        std::to_string(o) + " could not be removed (" +
+                                        gone.message() + "); remove it by hand");
+    }
+  }
+  return agree(removed);
 }
 
 // Adds one advance of the part to the rank's figures.
@@ -517,7 +576,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   const auto t0 = std::chrono::steady_clock::now();
   const double wait0 = agree_wait_seconds();
   DG_ASSIGN_OR_RETURN(DistributedManifest m, load_distributed(dir));
-  DG_RETURN_IF_ERROR(check_ranks(dir, m));
+  DG_RETURN_IF_ERROR(redistribute(dir, &m));
   Manifest global;
   global.shape = m.shape;
   DG_RETURN_IF_ERROR(check_run(global, opt));
