@@ -78,6 +78,10 @@ std::string DistributedManifest::to_json() const {
 
 Result<DistributedManifest> DistributedManifest::from_json(std::string_view text) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.value("format", "") == "deepgrid-grid") {
+    return invalid_argument(
+        "this is a serial grid, not a distributed one; run the command without mpirun");
+  }
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != kFormatName) {
     return corrupt("manifest is not a distributed deepgrid grid's");
   }

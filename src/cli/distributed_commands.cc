@@ -172,8 +172,8 @@ Status mpi_run(const std::string& dir, RunOptions options, bool measure_machine,
     DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::load_distributed(dir));
     Result<MachineProfile> profile = MachineProfile{};
     for (int turn = 0; turn < 2; ++turn) {
-      if ((mpi::rank() == 0) == (turn == 0) && mpi::rank() < m.ranks()) {
-        auto part = open_part(m, mpi::rank(), Grid::Mode::kReadOnly);
+      if ((mpi::rank() == 0) == (turn == 0)) {  // a part on this rank's disks, or near them
+        auto part = open_part(m, mpi::rank() % m.ranks(), Grid::Mode::kReadOnly);
         profile = part.ok() ? machine_profile(*part, options.stencil, options.threads, remeasure)
                             : Result<MachineProfile>(part.status());
       }

@@ -706,12 +706,13 @@ int run_cli(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return prints() ? app.exit(e) : 0;
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return prints() ? app.exit(e) : 0;
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return prints() ? app.exit(e) : 0;
   } catch (const CLI::ParseError& e) {
+    if (!prints()) return 2;  // every rank parses the same arguments; rank 0 says it
     std::fprintf(stderr, "deepgrid: error: %s; see 'deepgrid %s--help'\n", e.what(),
                  app.get_subcommands().empty()
                      ? ""

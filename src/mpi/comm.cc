@@ -3,7 +3,6 @@
 #include <mpi.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 
 namespace deepgrid::mpi {
@@ -24,9 +23,9 @@ bool launched_by_mpirun() {
 
 Session::Session(int* argc, char*** argv) {
   int provided = 0;
+  // MPI calls come from the main thread only (the engines' OpenMP threads make none). MPI's
+  // own errors stay fatal (its default): they end the whole job rather than one rank.
   MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
-  // Errors come back as codes and become a clear message and MPI_Abort, not a silent exit.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
 Session::~Session() { MPI_Finalize(); }
@@ -91,13 +90,6 @@ std::vector<std::string> all_gather(const std::string& text) {
                              static_cast<size_t>(counts[static_cast<size_t>(r)])));
   }
   return out;
-}
-
-void abort_job(const std::string& message, int code) {
-  std::fprintf(stderr, "deepgrid: rank %d: error: %s\n", rank(), message.c_str());
-  std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, code);
-  std::abort();
 }
 
 }  // namespace deepgrid::mpi

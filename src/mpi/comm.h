@@ -18,8 +18,7 @@ namespace deepgrid::mpi {
 // Whether this process was started by mpirun/mpiexec (OpenMPI, or a PMI/PMIx launcher).
 bool launched_by_mpirun();
 
-// MPI_Init_thread on construction (threads: MPI calls from the main thread only),
-// MPI_Finalize on destruction.
+// MPI_Init_thread on construction, MPI_Finalize on destruction.
 class Session {
  public:
   Session(int* argc, char*** argv);
@@ -43,8 +42,5 @@ void barrier();
 std::string broadcast(const std::string& text, int root = 0);
 // Every rank's text, in rank order, on every rank. Collective.
 std::vector<std::string> all_gather(const std::string& text);
-// Ends the job at once with `code` after a message on stderr: for errors a rank cannot share
-// through agree() (it would wait forever for the others).
-[[noreturn]] void abort_job(const std::string& message, int code);
 
 }  // namespace deepgrid::mpi
