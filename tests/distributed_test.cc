@@ -1,10 +1,10 @@
 // The pieces of distributed grids that need no MPI: the decomposition, halo extents, the plane
 // transfers of a halo exchange, and the top-level manifest.
+#include "deepgrid/distributed.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
-
-#include "deepgrid/distributed.h"
 
 namespace deepgrid {
 namespace {
@@ -64,7 +64,8 @@ TEST(HaloTransfers, EveryHaloPlaneComesFromItsOwner) {
         for (int64_t halo : {1, 2, 7}) {
           const std::vector<Slab> slabs = *decompose_z(nz, ranks);
           std::vector<PartInfo> parts;
-          for (const Slab& s : slabs) parts.push_back({s, needed_halo(s, nz, halo, periodic), "", {}});
+          for (const Slab& s : slabs)
+            parts.push_back({s, needed_halo(s, nz, halo, periodic), "", {}});
           const auto transfers = halo_transfers(parts, nz, periodic);
           std::map<std::pair<int, int64_t>, int> filled;
           for (const PlaneTransfer& t : transfers) {
