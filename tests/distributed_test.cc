@@ -121,8 +121,11 @@ TEST(DistributedManifest, InconsistentManifestsAreRefused) {
   EXPECT_EQ(damaged([](auto& m) { m.parts[0].halo.below = -1; }).code(), ErrorCode::kCorrupt);
   EXPECT_EQ(damaged([](auto& m) { m.parts.clear(); }).code(), ErrorCode::kCorrupt);
   EXPECT_EQ(damaged([](auto& m) { m.version = 99; }).code(), ErrorCode::kUnsupported);
-  EXPECT_EQ(DistributedManifest::from_json("{\"format\": \"deepgrid-grid\"}").status().code(),
+  EXPECT_EQ(DistributedManifest::from_json("{\"format\": \"other\"}").status().code(),
             ErrorCode::kCorrupt);
+  const Status serial = DistributedManifest::from_json("{\"format\": \"deepgrid-grid\"}").status();
+  EXPECT_EQ(serial.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(serial.message().find("without mpirun"), std::string::npos) << serial.message();
   EXPECT_EQ(DistributedManifest::from_json("not json").status().code(), ErrorCode::kCorrupt);
 }
 

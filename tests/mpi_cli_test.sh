@@ -66,6 +66,8 @@ mpi import "$tmp/serial.npy" "$tmp/imported" >/dev/null
 expect_error 2 "mpirun -n $ranks deepgrid run" "$dg" run "$tmp/d" "${run_args[@]}"
 expect_error 2 "does not work on distributed grids" "$dg" plot "$tmp/d" -o "$tmp/p.png"
 expect_error 2 "does not run under mpirun" mpi fsck "$tmp/serial"
+expect_error 3 "grid $tmp/d is in use by" flock -n "$tmp/d/deepgrid.lock" \
+  timeout 120 "$mpiexec" --oversubscribe -n "$ranks" "$dg" run "$tmp/d" "${run_args[@]}"
 [ "$(sha "$tmp/d")" = "$want" ] || fail "a refused run changed the grid"
 for r in $(seq 0 $((ranks - 2))); do mkdir -p "$tmp/other/$r"; done  # none for the last rank
 expect_error 2 "store directory $tmp/other/$((ranks - 1)) does not exist" \

@@ -11,11 +11,13 @@
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "deepgrid/init.h"
 #include "deepgrid/npy.h"
 #include "internal/file_util.h"
+#include "internal/grid_lock.h"
 #include "mpi/comm.h"
 #include "mpi/halo_exchange.h"
 
@@ -576,6 +578,16 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   const auto t0 = std::chrono::steady_clock::now();
   const double wait0 = agree_wait_seconds();
   DG_ASSIGN_OR_RETURN(DistributedManifest m, load_distributed(dir));
+  // Rank 0 holds DIR's lock for the run (the parts have their own): a second run of the grid
+  // is refused before it lays out or redistributes anything.
+  std::optional<internal::GridLock> lock;
+  Status locked;
+  if (rank() == 0) {
+    auto held = internal::GridLock::acquire(dir, internal::GridLock::Kind::kExclusive);
+    locked = held.status();
+    if (held.ok()) lock.emplace(std::move(held).value());
+  }
+  DG_RETURN_IF_ERROR(agree(locked));
   DG_RETURN_IF_ERROR(redistribute(dir, &m));
   Manifest global;
   global.shape = m.shape;
