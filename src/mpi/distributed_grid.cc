@@ -421,17 +421,21 @@ Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExt
   return Status::Ok();
 }
 
-// Makes every part's halo fit k steps, sharing the result in the manifest on disk.
+// Makes every part's halo fit k steps, sharing the result in the manifest on disk. When some
+// rank fails, the parts laid out again on the others are recorded all the same, so that the
+// manifest keeps describing every part.
 Status fit_halos(const std::string& dir, DistributedManifest* m, int64_t halo, bool periodic) {
   PartInfo mine = m->parts[static_cast<size_t>(rank())];
   const HaloExtent need = needed_halo(mine.slab, m->shape.nz, halo, periodic);
   const bool fits = halo_suffices(mine.halo, need, mine.slab, m->shape.nz, periodic);
-  int changed = fits ? 0 : 1;
-  DG_RETURN_IF_ERROR(agree(fits ? Status::Ok() : relayout_part(*m, &mine, need)));
+  const Status laid_out = agree(fits ? Status::Ok() : relayout_part(*m, &mine, need));
+  int changed = mine.halo == m->parts[static_cast<size_t>(rank())].halo ? 0 : 1;
   MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (changed == 0) return Status::Ok();
-  share_parts(m, mine);
-  return write_on_root(dir, *m);
+  if (changed != 0) {
+    share_parts(m, mine);
+    DG_RETURN_IF_ERROR(write_on_root(dir, *m));
+  }
+  return laid_out;
 }
 
 }  // namespace
