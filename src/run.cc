@@ -1,7 +1,10 @@
 #include "deepgrid/run.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "deepgrid/fsck.h"
@@ -41,11 +44,16 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   const int64_t done = engine.advance(opt.boundary, opt.steps, opt.progress);
   const double compute = seconds_since(tc);
 
-  DG_RETURN_IF_ERROR(grid.mark_sweep(static_cast<int>(done)));  // the store rewrites in place
-  DG_RETURN_IF_ERROR(io::write_plane_range(grid, 0, s.nz, [&](int64_t z, void* values) {
-    engine.store_plane(z, static_cast<T*>(values));
-    return Status::Ok();
-  }));
+  // The new state goes into a replacement of the data files, committed by run_grid: a crash
+  // before that leaves the grid at its old step.
+  DG_RETURN_IF_ERROR(grid.create_replacement());
+  DG_RETURN_IF_ERROR(io::write_plane_range(
+      grid, 0, s.nz,
+      [&](int64_t z, void* values) {
+        engine.store_plane(z, static_cast<T*>(values));
+        return Status::Ok();
+      },
+      io::kPlanesInFlight, FileSet::kReplacement));
   const uint64_t grid_bytes = static_cast<uint64_t>(s.nz * grid.manifest().layout.plane_stride);
 
   RunReport r;
@@ -113,12 +121,15 @@ Result<RunReport> run_tiled(Grid& grid, const RunOptions& opt, const RunPlan& pl
   return r;
 }
 
+bool writes_replacement(Method m) { return m == Method::kInCore || m == Method::kMmap; }
+
 // What the plan writes beside the grid (mmap: scratch files in the grid directory; tiled: a
-// second copy beside each data file) must fit before anything is touched.
+// second copy beside each data file; in-core: the replacement data files) must fit before
+// anything is touched.
 Status check_scratch_space(const Grid& grid, const RunPlan& plan) {
   std::vector<internal::SpaceNeed> needs;
   if (plan.method == Method::kMmap) needs.push_back({grid.dir(), plan.disk_bytes});
-  if (plan.method == Method::kTiled && plan.tiled.passes > 0) {
+  if (writes_replacement(plan.method) || (plan.method == Method::kTiled && plan.tiled.passes > 0)) {
     for (size_t f = 0; f < grid.manifest().layout.files.size(); ++f) {
       needs.push_back({internal::parent_path(grid.file_path(static_cast<int>(f))),
                        static_cast<uint64_t>(grid.manifest().layout.files[f].bytes)});
@@ -196,22 +207,115 @@ Status check_run(const Manifest& m, const RunOptions& opt) {
 
 namespace {
 
-// A grid whose in-place sweep never committed holds planes of two time steps: refuse to
-// compute on it.
-Status check_not_interrupted(const Grid& grid) {
-  if (grid.interrupted_sweep().empty()) return Status::Ok();
-  return corrupt("grid " + grid.dir() + " was interrupted in the middle of an in-place " +
-                 grid.interrupted_sweep() +
-                 ": its planes mix two time steps and cannot be resumed yet; restore the grid "
-                 "from a backup ('deepgrid fsck' lists the planes that changed)");
+std::string run_record_path(const Grid& grid) {
+  return internal::join_path(grid.dir(), kRunRecordName);
 }
 
 }  // namespace
 
-Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
+std::optional<RunRecord> unfinished_run(const Grid& grid) {
+  auto text = internal::read_small_file(run_record_path(grid));
+  if (!text.ok()) return std::nullopt;
+  auto r = RunRecord::from_json(*text);
+  const int64_t step = grid.manifest().step;
+  if (!r.ok() || step < r->step_from || step >= r->step_to) return std::nullopt;
+  return std::move(r).value();
+}
+
+namespace {
+
+std::string describe(const RunRecord& r) {
+  return "a run from step " + std::to_string(r.step_from) + " to " + std::to_string(r.step_to) +
+         " (" + r.method + ", boundary " + r.boundary + ") started " + r.started;
+}
+
+// The options that finish an unfinished run: its stencil, boundary and target.
+Result<RunOptions> resumed_options(const Grid& grid, const RunRecord& r, RunOptions opt) {
+  DG_ASSIGN_OR_RETURN(opt.stencil, Stencil::from_json(r.stencil));
+  DG_ASSIGN_OR_RETURN(opt.boundary, parse_boundary(r.boundary));
+  DG_ASSIGN_OR_RETURN(const Method m, parse_method(r.method));
+  if (opt.method == Method::kAuto) opt.method = m;
+  opt.steps = r.step_to - grid.manifest().step;
+  return opt;
+}
+
+// What this command is to do on this grid: `opt` as given, or, with --resume or the same
+// command as an unfinished run's, the rest of that run. A sweep interrupted in its middle is
+// finished by the stream engine with its own depth; nothing else may run before it.
+Result<RunOptions> options_for(const Grid& grid, RunOptions opt, bool* resumed) {
+  const std::optional<RunRecord> unfinished = unfinished_run(grid);
+  const auto& sweep = grid.sweep_record();
+  if (!grid.interrupted_sweep().empty() && !sweep) {
+    return corrupt("grid " + grid.dir() + " was interrupted in an in-place " +
+                   grid.interrupted_sweep() +
+                   " and cannot be resumed; restore the grid from a backup");
+  }
+  *resumed = false;
+  if (unfinished) {
+    const bool same = opt.steps == unfinished->step_to - unfinished->step_from &&
+                      json_equal(unfinished->stencil, opt.stencil.to_json()) &&
+                      unfinished->boundary == opt.boundary.to_string();
+    if (opt.resume || same) {
+      *resumed = true;
+      DG_ASSIGN_OR_RETURN(opt, resumed_options(grid, *unfinished, std::move(opt)));
+    } else if (sweep) {
+      return invalid_argument("grid " + grid.dir() + " holds " + describe(*unfinished) +
+                              ", interrupted in the middle of a sweep; finish it first with "
+                              "'deepgrid run " +
+                              grid.dir() + " --resume'");
+    }
+  } else if (opt.resume) {
+    if (!sweep) {
+      return invalid_argument("grid " + grid.dir() +
+                              " has no unfinished run to resume (it is at "
+                              "step " +
+                              std::to_string(grid.manifest().step) +
+                              "); give --steps to start one");
+    }
+    // A sweep without a run record (a library caller's): finish that sweep only.
+    *resumed = true;
+    DG_ASSIGN_OR_RETURN(opt.stencil, Stencil::from_json(sweep->stencil));
+    DG_ASSIGN_OR_RETURN(opt.boundary, parse_boundary(sweep->boundary));
+    opt.steps = sweep->levels;
+  }
+  if (sweep) {
+    if (!json_equal(sweep->stencil, opt.stencil.to_json()) ||
+        sweep->boundary != opt.boundary.to_string()) {
+      return invalid_argument("grid " + grid.dir() +
+                              " was interrupted in the middle of a sweep "
+                              "with another stencil or boundary (" +
+                              sweep->boundary + "); finish it first with 'deepgrid run " +
+                              grid.dir() + " --resume --mem SIZE'");
+    }
+    opt.method = opt.method == Method::kNaive ? Method::kNaive : Method::kStream;
+    opt.bt = sweep->levels;
+  }
+  return opt;
+}
+
+// Only the stream methods commit before the end (after each sweep); a run of the others that
+// stops leaves the grid at its first step, where the same command again does the whole run.
+Status save_run_record(const Grid& grid, const RunOptions& opt, const RunPlan& plan, bool resumed) {
+  if (resumed || (plan.method != Method::kStream && plan.method != Method::kNaive)) {
+    return Status::Ok();  // a resumed run's record stays until it is done
+  }
+  RunRecord r;
+  r.step_from = grid.manifest().step;
+  r.step_to = r.step_from + opt.steps;
+  r.stencil = opt.stencil.to_json();
+  r.boundary = opt.boundary.to_string();
+  r.method = std::string(method_name(plan.method));
+  r.started = utc_now();
+  return internal::write_file_atomic(grid.dir(), kRunRecordName, r.to_json());
+}
+
+}  // namespace
+
+Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   const auto t0 = std::chrono::steady_clock::now();
   DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
-  DG_RETURN_IF_ERROR(check_not_interrupted(grid));
+  bool resumed = false;
+  DG_ASSIGN_OR_RETURN(const RunOptions opt, options_for(grid, given, &resumed));
   DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
   DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, opt.machine));
   const int64_t step0 = grid.manifest().step;  // stream sweeps commit the step as they go
@@ -226,6 +330,7 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
       DG_RETURN_IF_ERROR(read_every_plane(grid));
     }
   }
+  DG_RETURN_IF_ERROR(save_run_record(grid, opt, plan, resumed));
   auto result = run_method(grid, opt, plan);
   if (!result.ok()) return result.status();
   RunReport r = std::move(result).value();
@@ -240,6 +345,7 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
   r.points = before.shape.points();
   r.step_from = step0;
   r.step_to = step0 + r.steps;
+  r.step_target = step0 + opt.steps;
 
   Manifest after = before;
   after.step = r.step_to;
@@ -249,8 +355,12 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
                             {"steps", r.steps},
                             {"step_from", r.step_from},
                             {"step_to", r.step_to}};
+  if (resumed) details["resumed"] = true;
   after.history.push_back({utc_now(), "run", details.dump()});
-  DG_RETURN_IF_ERROR(grid.commit(after));
+  DG_RETURN_IF_ERROR(writes_replacement(plan.method) ? grid.commit_replacement(after)
+                                                     : grid.commit(after));
+  r.resumed = resumed;
+  if (r.steps == opt.steps) ::unlink(run_record_path(grid).c_str());  // else resumable
   r.seconds = seconds_since(t0);
   r.peak_memory = peak_resident_bytes();
   return r;

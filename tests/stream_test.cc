@@ -55,7 +55,7 @@ std::string describe(const Case& c, const Boundary& b) {
 Manifest planning_manifest(const Shape& shape) {
   Manifest m;
   m.shape = shape;
-  m.layout = plan_layout(shape, DType::kF32, 1, 8 << 20).value();
+  m.layout = plan_layout(shape, DType::kF32, 1, 8 << 20, default_spare_planes(shape.nz)).value();
   return m;
 }
 

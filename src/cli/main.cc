@@ -69,6 +69,22 @@ std::vector<std::string> split_csv(const std::string& s) {
   return out;
 }
 
+// Whether the data hold the manifest's step, and what is left to finish.
+std::string grid_state(const Grid& g) {
+  const std::optional<RunRecord> run = unfinished_run(g);
+  const std::string finish = "; finish it with 'deepgrid run " + g.dir() + " --resume'";
+  if (!g.interrupted_sweep().empty()) {
+    if (!g.sweep_record()) return "DAMAGED: " + g.interrupted_sweep() + "; restore from a backup";
+    return "INTERRUPTED in an in-place " + g.interrupted_sweep() +
+           " (planes mix two time steps until it is finished)" + finish;
+  }
+  if (run) {
+    return "consistent at this step; an unfinished run to step " + std::to_string(run->step_to) +
+           " stopped here" + finish;
+  }
+  return "consistent (the data hold this time step)";
+}
+
 json manifest_json(const Grid& g) {
   json j = json::parse(g.manifest().to_json());
   j["directory"] = g.dir();
@@ -78,6 +94,7 @@ json manifest_json(const Grid& g) {
   for (const auto& f : g.manifest().layout.files) total += f.bytes;
   j["bytes_on_disk"] = total;
   j["interrupted_sweep"] = g.interrupted_sweep();  // empty: the data hold the step shown
+  j["state"] = grid_state(g);
   return j;
 }
 
@@ -92,11 +109,7 @@ void print_info(const Grid& g) {
   std::printf("values      %lld (%s)\n", static_cast<long long>(m.shape.points()),
               format_size(static_cast<uint64_t>(m.shape.points()) * dtype_size(m.dtype)).c_str());
   std::printf("time step   %lld\n", static_cast<long long>(m.step));
-  std::printf("state       %s\n", g.interrupted_sweep().empty()
-                                      ? "consistent (the data hold this time step)"
-                                      : ("INTERRUPTED in an in-place " + g.interrupted_sweep() +
-                                         ": planes mix two time steps; restore from a backup")
-                                            .c_str());
+  std::printf("state       %s\n", grid_state(g).c_str());
   std::printf(
       "layout      planes of %s padded to %s, %lld planes per chunk, %zu file%s, %s on disk\n",
       format_size(static_cast<uint64_t>(m.layout.plane_bytes)).c_str(),
@@ -172,7 +185,7 @@ struct RunArgs {
   int64_t steps = -1;
   int threads = 0;
   BlockingArgs blocking;
-  bool json = false, remeasure = false, verify = false;
+  bool json = false, remeasure = false, verify = false, resume = false;
 };
 
 // This machine's rates for the grid's disks and the run's stencil (cached after the first
@@ -199,14 +212,20 @@ RunOptions run_options(const RunArgs& a) {
   if (!a.mem.empty()) opt.mem_budget = get(parse_size(a.mem));
   opt.io = get(io::parse_backend(a.io));
   opt.verify = a.verify;
+  opt.resume = a.resume;
   return opt;
 }
 
 int cmd_run(const RunArgs& a) {
+  if (a.steps < 0 && !a.resume) {
+    check(
+        invalid_argument("give the number of steps with --steps N, or --resume to finish an "
+                         "interrupted run"));
+  }
   RunOptions opt = run_options(a);
   {  // checked and measured before anything runs; released for run_grid, which writes
     const Grid g = get(Grid::open(a.dir));
-    check(check_run(g.manifest(), opt));
+    if (!a.resume) check(check_run(g.manifest(), opt));
     opt.machine = machine_for(a, g, opt);
   }
   install_interrupt_handler();
@@ -217,11 +236,12 @@ int cmd_run(const RunArgs& a) {
   } else {
     std::printf("%s", r.to_text().c_str());
   }
-  if (r.steps < a.steps) {
+  if (r.step_to < r.step_target) {
     std::fprintf(stderr,
-                 "stopped early: the grid holds time step %lld (consistent); run again "
-                 "for the remaining %lld steps\n",
-                 static_cast<long long>(r.step_to), static_cast<long long>(a.steps - r.steps));
+                 "stopped early: the grid holds time step %lld (consistent); finish the "
+                 "remaining %lld steps with 'deepgrid run %s --resume'\n",
+                 static_cast<long long>(r.step_to),
+                 static_cast<long long>(r.step_target - r.step_to), a.dir.c_str());
     return 130;
   }
   return 0;
@@ -566,7 +586,10 @@ int run_cli(int argc, char** argv) {
   run->add_option("--coeffs", ra.coeffs,
                   "Override coefficients: one per point in (dz, dy, dx) order, or one per "
                   "distance shell, centre first (7pt: --coeffs 0.4,0.1)");
-  run->add_option("--steps", ra.steps, "Number of time steps (>= 0)")->required();
+  run->add_option("--steps", ra.steps, "Number of time steps (>= 0)");
+  run->add_flag("--resume", ra.resume,
+                "Finish the grid's interrupted or stopped run (its stencil, boundary and target "
+                "step); the same command as that run's does the same");
   run->add_option("--method", ra.method,
                   "auto: in-core when the grid fits --mem, else stream | incore: load, advance in "
                   "memory, write back | stream: out-of-core, temporal blocking, async direct I/O | "
