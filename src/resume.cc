@@ -31,8 +31,8 @@ Status parse_record(std::string_view text, std::string_view format, Read read) {
   try {
     return read(j);
   } catch (const std::exception& e) {
-    return corrupt(std::string(format) + " record is missing a field or has a wrong type: " +
-                   e.what());
+    return corrupt(std::string(format) +
+                   " record is missing a field or has a wrong type: " + e.what());
   }
 }
 
@@ -46,11 +46,16 @@ bool json_equal(std::string_view a, std::string_view b) {
 std::string SweepRecord::to_json() const {
   json h = json::array();
   for (uint64_t v : hashes) h.push_back(hex(v));
-  const json j = {{"format", "deepgrid-sweep"}, {"step_from", step_from},
-                  {"levels", levels},           {"base_from", base_from},
-                  {"spare", spare},             {"done", done},
-                  {"hashes", h},                {"stencil", json::parse(stencil)},
-                  {"boundary", boundary},       {"side_file", side_file},
+  const json j = {{"format", "deepgrid-sweep"},
+                  {"step_from", step_from},
+                  {"levels", levels},
+                  {"base_from", base_from},
+                  {"spare", spare},
+                  {"done", done},
+                  {"hashes", h},
+                  {"stencil", json::parse(stencil)},
+                  {"boundary", boundary},
+                  {"side_file", side_file},
                   {"started", started}};
   return j.dump() + "\n";
 }
@@ -84,9 +89,9 @@ Result<SweepRecord> SweepRecord::from_json(std::string_view text) {
 }
 
 std::string RunRecord::to_json() const {
-  const json j = {{"format", "deepgrid-run"},      {"step_from", step_from},
-                  {"step_to", step_to},            {"stencil", json::parse(stencil)},
-                  {"boundary", boundary},          {"method", method},
+  const json j = {{"format", "deepgrid-run"}, {"step_from", step_from},
+                  {"step_to", step_to},       {"stencil", json::parse(stencil)},
+                  {"boundary", boundary},     {"method", method},
                   {"started", started}};
   return j.dump(2) + "\n";
 }

@@ -213,13 +213,19 @@ std::string run_record_path(const Grid& grid) {
 
 }  // namespace
 
-std::optional<RunRecord> unfinished_run(const Grid& grid) {
+std::optional<RunRecord> current_run(const Grid& grid) {
   auto text = internal::read_small_file(run_record_path(grid));
   if (!text.ok()) return std::nullopt;
   auto r = RunRecord::from_json(*text);
   const int64_t step = grid.manifest().step;
-  if (!r.ok() || step < r->step_from || step >= r->step_to) return std::nullopt;
+  if (!r.ok() || step < r->step_from || step > r->step_to) return std::nullopt;
   return std::move(r).value();
+}
+
+std::optional<RunRecord> unfinished_run(const Grid& grid) {
+  std::optional<RunRecord> r = current_run(grid);
+  if (r && grid.manifest().step == r->step_to) return std::nullopt;
+  return r;
 }
 
 namespace {
@@ -243,7 +249,9 @@ Result<RunOptions> resumed_options(const Grid& grid, const RunRecord& r, RunOpti
 // command as an unfinished run's, the rest of that run. A sweep interrupted in its middle is
 // finished by the stream engine with its own depth; nothing else may run before it.
 Result<RunOptions> options_for(const Grid& grid, RunOptions opt, bool* resumed) {
-  const std::optional<RunRecord> unfinished = unfinished_run(grid);
+  // A run killed after its last commit left its record: the same command again notices that
+  // it is done (0 steps) rather than starting over.
+  const std::optional<RunRecord> unfinished = current_run(grid);
   const auto& sweep = grid.sweep_record();
   if (!grid.interrupted_sweep().empty() && !sweep) {
     return corrupt("grid " + grid.dir() + " was interrupted in an in-place " +
@@ -293,12 +301,10 @@ Result<RunOptions> options_for(const Grid& grid, RunOptions opt, bool* resumed) 
   return opt;
 }
 
-// Only the stream methods commit before the end (after each sweep); a run of the others that
-// stops leaves the grid at its first step, where the same command again does the whole run.
+// The record lets the same command again tell a run to finish (the stream methods commit after
+// each sweep) from a run already done (killed after its last commit) from a new one.
 Status save_run_record(const Grid& grid, const RunOptions& opt, const RunPlan& plan, bool resumed) {
-  if (resumed || (plan.method != Method::kStream && plan.method != Method::kNaive)) {
-    return Status::Ok();  // a resumed run's record stays until it is done
-  }
+  if (resumed) return Status::Ok();  // the record that brought us here stays until it is done
   RunRecord r;
   r.step_from = grid.manifest().step;
   r.step_to = r.step_from + opt.steps;
@@ -332,7 +338,13 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   }
   DG_RETURN_IF_ERROR(save_run_record(grid, opt, plan, resumed));
   auto result = run_method(grid, opt, plan);
-  if (!result.ok()) return result.status();
+  if (!result.ok()) {
+    // A run that failed before changing anything leaves nothing behind either.
+    const bool changed = grid.manifest().step != step0 ||
+                         ::access(internal::join_path(dir, kSweepRecordName).c_str(), F_OK) == 0;
+    if (!changed && !resumed) ::unlink(run_record_path(grid).c_str());
+    return result.status();
+  }
   RunReport r = std::move(result).value();
   const Manifest& before = grid.manifest();
   r.direct_io = grid.direct_io();

@@ -235,6 +235,48 @@ TEST_F(Reliability, VersionOneGridsAreReadAndGetChecksumsWhenNextWritten) {
   expect_clean(g);
 }
 
+// A version-2 grid has no spare slots: its first stream run lengthens the files to make them,
+// and gives the same values as a stream run on a version-3 grid.
+TEST_F(Reliability, VersionTwoGridsGetSpareSlotsFromTheirFirstStreamRun) {
+  const std::string old = make_grid("old"), fresh = make_grid("fresh");
+  make_version(old, 2);
+  EXPECT_EQ(Grid::open(old)->manifest().layout.spare_planes, 0);
+  for (const std::string& g : {old, fresh}) {
+    RunOptions o = seven_point(7, Method::kStream);
+    o.bt = 3;
+    ASSERT_TRUE(run_grid(g, o).ok()) << g;
+    expect_clean(g);
+  }
+  const Grid a = Grid::open(old).value(), b = Grid::open(fresh).value();
+  EXPECT_EQ(a.manifest().version, kManifestVersion);
+  EXPECT_GT(a.manifest().layout.spare_planes, 3);
+  EXPECT_NE(a.manifest().base, 0) << "the sweeps moved the planes through the ring";
+  std::vector<float> va(static_cast<size_t>(a.shape().points())), vb(va.size());
+  ASSERT_TRUE(a.read_planes(0, a.shape().nz, va.data()).ok());
+  ASSERT_TRUE(b.read_planes(0, b.shape().nz, vb.data()).ok());
+  EXPECT_EQ(testing::first_bitwise_difference(va, vb), -1);
+}
+
+// Once the planes wrap around the ring, the spare slots cannot grow: the planner keeps each
+// sweep's reach (bt * rz) below them.
+TEST_F(Reliability, AWrappedRingLimitsTheSweepDepthToItsSpareSlots) {
+  CreateOptions co;
+  co.shape = {16, 8, 40};
+  co.spare_planes = 6;
+  Grid g = Grid::create(path("g"), co).value();
+  Manifest m = g.manifest();
+  m.base = 30;                    // planes 10.. wrap to the start of the ring
+  ASSERT_TRUE(g.commit(m).ok());  // zeros everywhere: any base holds the same grid
+  ASSERT_FALSE(g.can_grow_spare());
+  StreamOptions opt;
+  opt.mem_budget = 8 << 20;
+  opt.bt = 20;
+  const Stencil st = Stencil::preset("7pt").value();
+  EXPECT_EQ(plan_stream(g.manifest(), st, Boundary{}, 20, opt)->bt, 5);
+  opt.bt = 0;
+  EXPECT_LE(plan_stream(g.manifest(), st, Boundary{}, 20, opt)->bt, 5);
+}
+
 TEST_F(Reliability, ADamagedChecksumTableIsReportedNotTrusted) {
   const std::string g = make_grid("g");
   const std::string table = json::parse(slurp(g + "/manifest.json"))["checksums"]["file"];
@@ -490,6 +532,9 @@ TEST_F(Crash, AtRandomWritesTheNextRunFinishesBitwise) {
         EXPECT_EQ(g.manifest().step, (n - 1) / shape_.nz * 3);
         ASSERT_TRUE(g.sweep_record().has_value()) << "the kill came inside a sweep";
         EXPECT_NE(g.interrupted_sweep().find("over 3 steps"), std::string::npos);
+        const FsckReport fsck = fsck_grid(g).value();  // the old planes the sweep needs
+        EXPECT_TRUE(fsck.resumable);
+        EXPECT_FALSE(fsck.damage_found()) << fsck.damaged.size() << " needed planes damaged";
         ASSERT_TRUE(stream_to_the_end(g, boundary_named(boundary)).ok());
       }
       expect_reference(dir, boundary, kCrashSteps);

@@ -53,8 +53,16 @@ int exit_code_for(ErrorCode code) {
 }
 
 // Opens a grid to read, checking every plane read against its checksum when asked to.
+// A grid whose in-place sweep was interrupted mixes two time steps: its values mean nothing
+// until the sweep is finished.
 Grid open_to_read(const std::string& dir, bool verify) {
   Grid g = get(Grid::open(dir));
+  if (!g.interrupted_sweep().empty()) {
+    check(invalid_argument("grid " + dir + " was interrupted in an in-place " +
+                           g.interrupted_sweep() +
+                           " and its planes mix two time steps; finish it with 'deepgrid run " +
+                           dir + " --resume --mem SIZE'"));
+  }
   if (verify) check(g.enable_verification());
   return g;
 }
@@ -111,9 +119,11 @@ void print_info(const Grid& g) {
   std::printf("time step   %lld\n", static_cast<long long>(m.step));
   std::printf("state       %s\n", grid_state(g).c_str());
   std::printf(
-      "layout      planes of %s padded to %s, %lld planes per chunk, %zu file%s, %s on disk\n",
+      "layout      planes of %s padded to %s, %lld spare slots, %lld slots per chunk, %zu "
+      "file%s, %s on disk\n",
       format_size(static_cast<uint64_t>(m.layout.plane_bytes)).c_str(),
       format_size(static_cast<uint64_t>(m.layout.plane_stride)).c_str(),
+      static_cast<long long>(m.layout.spare_planes),
       static_cast<long long>(m.layout.planes_per_chunk), m.layout.files.size(),
       m.layout.files.size() == 1 ? "" : "s", format_size(static_cast<uint64_t>(total)).c_str());
   for (int f = 0; f < static_cast<int>(m.layout.files.size()); ++f) {
@@ -129,6 +139,7 @@ void print_info(const Grid& g) {
 
 struct CreateArgs {
   std::string dir, shape, dtype = "f32", init = "zero", stores;
+  int64_t spare_planes = -1;
   bool json = false;
 };
 
@@ -138,6 +149,8 @@ int cmd_create(const CreateArgs& a) {
   opt.dtype = get(parse_dtype(a.dtype));
   opt.init = get(parse_init(a.init));
   opt.stores = split_csv(a.stores);
+  if (a.spare_planes < -1) check(invalid_argument("--spare-planes must be >= 0"));
+  opt.spare_planes = a.spare_planes;
   Grid g = get(Grid::create(a.dir, opt));
   if (a.json) {
     std::printf("%s\n", manifest_json(g).dump().c_str());
@@ -309,12 +322,18 @@ int cmd_fsck(const std::string& dir, bool as_json) {
                              {"has_checksums", r.has_checksums},
                              {"problem", r.problem},
                              {"interrupted_sweep", r.interrupted_sweep},
+                             {"resumable", r.resumable},
                              {"planes_checked", r.planes_checked},
                              {"damaged", damaged}}
                             .dump()
                             .c_str());
   } else {
-    if (!r.interrupted_sweep.empty()) {
+    if (!r.interrupted_sweep.empty() && r.resumable) {
+      std::printf(
+          "interrupted: a crash cut short an in-place %s; the old planes it needs were checked "
+          "below; finish it with 'deepgrid run %s --resume --mem SIZE'\n",
+          r.interrupted_sweep.c_str(), dir.c_str());
+    } else if (!r.interrupted_sweep.empty()) {
       std::printf("damaged: a crash interrupted an in-place %s; its planes mix two time steps\n",
                   r.interrupted_sweep.c_str());
     }
@@ -568,6 +587,10 @@ int run_cli(int argc, char** argv) {
   create->add_option("--store", ca.stores,
                      "Comma-separated data directories (e.g. one per SSD); chunks of planes are "
                      "striped round-robin over them. Default: the grid directory");
+  create->add_option("--spare-planes", ca.spare_planes,
+                     "Extra plane slots that let in-place sweeps be resumed after a crash "
+                     "(a sweep of bt steps needs more than bt * stencil z-radius; default "
+                     "max(64, nz/16))");
   create->add_flag("--json", ca.json, "Print the manifest as JSON");
 
   std::string info_dir;
