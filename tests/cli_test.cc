@@ -563,6 +563,15 @@ std::vector<BadInputCase> bad_input_cases() {
        {"point"}},
       {"RunStencilLargerThanGrid", grid_of("4x4x2"), run_with_stencil("25pt"), {"grid"}},
       {"RunNegativeSteps", kGrid16, {"run", kGrid, "--stencil", "7pt", "--steps", "-3"}, {"steps"}},
+      {"RunWithoutSteps", kGrid16, {"run", kGrid, "--stencil", "7pt"}, {"--steps", "--resume"}},
+      {"RunResumeWithNothingToResume",
+       kGrid16,
+       {"run", kGrid, "--resume"},
+       {"no unfinished run", "--steps"}},
+      {"CreateNegativeSparePlanes",
+       {},
+       create_args({"--shape", "8x8x8", "--spare-planes", "-5"}),
+       {"--spare-planes"}},
       {"RunUnknownBoundary",
        kGrid16,
        run_with_stencil("7pt", {"--boundary", "reflect"}),
@@ -913,6 +922,11 @@ TEST_F(CliTest, RunsKilledAtRandomMomentsFinishWithTheSameCommand) {
         EXPECT_TRUE(contains(info.out, "consistent (the data hold")) << info;
       } else {
         ++killed;
+        if (contains(info.out, "INTERRUPTED")) {  // mid-sweep: readers refuse the mixed planes
+          const RunResult read = run_cli({"checksum", dir});
+          EXPECT_EQ(read.exit_code, 2) << read;
+          EXPECT_TRUE(contains(read.err, "--resume")) << read;
+        }
         const RunResult again = run_cli(command(dir));
         ASSERT_TRUE(Succeeded(again)) << info << again;
       }
