@@ -89,10 +89,9 @@ Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& p
   return r;
 }
 
-// The tiled method writes blocks (parts of planes) and may rename its copy over the grid's
-// files: afterwards every plane is read back and its checksum recorded.
+// The tiled method writes blocks (parts of planes): afterwards every plane is read back and
+// its checksum recorded.
 Status record_checksums_from_disk(Grid& grid) {
-  DG_RETURN_IF_ERROR(grid.reopen_data_files());
   return io::read_plane_range(
       grid, 0, grid.shape().nz,
       [&](int64_t z, const void* values) {

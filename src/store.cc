@@ -323,12 +323,6 @@ Status Grid::open_files(Mode mode) {
   return Status::Ok();
 }
 
-Status Grid::reopen_data_files() {
-  for (int fd : fds_) ::close(fd);
-  fds_.clear();
-  return open_files(Mode::kReadWrite);
-}
-
 Result<Grid> Grid::open(const std::string& dir, Mode mode) {
   if (!internal::is_directory(dir)) {
     return invalid_argument("grid directory " + dir +

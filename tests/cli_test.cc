@@ -876,9 +876,9 @@ std::string sha256_of(const std::string& dir) {
   return json::parse(r.out).value("sha256", "");
 }
 
-// kill -9 at random moments of stream runs (periodic and neumann z, several sweeps) and
-// in-core runs: `info` says what state the grid is in, and the same command again finishes the
-// run bitwise as if it had never been interrupted.
+// kill -9 at random moments of stream runs (periodic and neumann z, several sweeps), in-core
+// runs and tiled runs: `info` says what state the grid is in, and the same command again finishes
+// the run bitwise as if it had never been interrupted.
 TEST_F(CliTest, RunsKilledAtRandomMomentsFinishWithTheSameCommand) {
   struct Case {
     const char* name;
@@ -891,6 +891,7 @@ TEST_F(CliTest, RunsKilledAtRandomMomentsFinishWithTheSameCommand) {
        9},
       {"neumann", {"--method", "stream", "--mem", "3MiB", "--bt", "5", "--boundary", "neumann"}, 9},
       {"incore", {"--method", "incore", "--boundary", "dirichlet:1"}, 6},
+      {"tiled", {"--method", "tiled", "--mem", "2MiB", "--bt", "3"}, 4},
   };
   std::mt19937 rng(20261123);
   int killed = 0;

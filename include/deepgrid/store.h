@@ -141,10 +141,6 @@ class Grid {
     return (set == FileSet::kCurrent ? fds_ : replacement_fds_)[static_cast<size_t>(file)];
   }
 
-  // For engines that replace the data files by renaming new ones over them (tiled): opens the
-  // files at the grid's paths again, read-write.
-  Status reopen_data_files();
-
   // Reads planes [z0, z0 + count) into `dst`, packed (count * nx * ny values, no padding).
   Status read_planes(int64_t z0, int64_t count, void* dst) const;
   // Writes packed planes [z0, z0 + count) from `src`, recording their hashes.
@@ -161,6 +157,9 @@ class Grid {
   void record_plane_hash(int64_t z, uint64_t hash);
   // For readers with their own I/O: checks plane z's values when verification is on.
   Status verify_plane(int64_t z, const void* values) const;
+  // For writers that cannot hash whole planes as they write (tiled's blocks): the hashes are
+  // unknown again until recorded, so a commit before then writes no table.
+  void forget_checksums() { checksums_ = PlaneChecksums(manifest_.shape.nz); }
   // The recorded hashes (complete() when the table was loaded or every plane was written).
   const PlaneChecksums& checksums() const { return checksums_; }
   // Why the grid's checksum table could not be loaded; empty when it was, or when it has none.

@@ -231,10 +231,12 @@ RunOptions run_options(const RunArgs& a) {
 
 int cmd_run(RunArgs a) {
   if (!a.resume) {
-    if (a.stencil.empty()) check(invalid_argument("--stencil is required; see 'deepgrid run --help'"));
+    if (a.stencil.empty())
+      check(invalid_argument("--stencil is required; see 'deepgrid run --help'"));
     if (a.steps < 0) {
-      check(invalid_argument("give the number of steps with --steps N, or --resume to finish an "
-                             "interrupted run"));
+      check(
+          invalid_argument("give the number of steps with --steps N, or --resume to finish an "
+                           "interrupted run"));
     }
   } else if (a.stencil.empty()) {
     a.stencil = "7pt";  // a placeholder: the unfinished run's own stencil replaces it
@@ -606,10 +608,10 @@ int run_cli(int argc, char** argv) {
   RunArgs ra;
   auto* run = app.add_subcommand("run", "Advance a grid by N time steps");
   run->add_option("DIR", ra.dir, "Grid directory")->required();
-  run->add_option(
-         "--stencil", ra.stencil,
-         "Preset (" + presets_help() + ") or a JSON file {\"points\": [[dx, dy, dz, c], ...]}; "
-         "required unless --resume");
+  run->add_option("--stencil", ra.stencil,
+                  "Preset (" + presets_help() +
+                      ") or a JSON file {\"points\": [[dx, dy, dz, c], ...]}; "
+                      "required unless --resume");
   run->add_option("--coeffs", ra.coeffs,
                   "Override coefficients: one per point in (dz, dy, dx) order, or one per "
                   "distance shell, centre first (7pt: --coeffs 0.4,0.1)");
