@@ -1,12 +1,15 @@
 // Reliability of stored grids: exclusive access between processes, per-plane checksums kept by
 // every writer and checked by fsck and verified reads, and the preflight checks of a run.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -541,6 +544,90 @@ TEST_F(Crash, AtRandomWritesTheNextRunFinishesBitwise) {
       ++interrupted;
     }
   }
+}
+
+// An I/O error or a full disk at a random write ends the run with that error; once the
+// problem is gone the next run finishes it, bitwise.
+TEST_F(Crash, AfterAnIoErrorTheNextRunFinishesBitwise) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> moment(1, static_cast<int>(kCrashSteps / 3 * shape_.nz));
+  int trial = 0;
+  for (const int error : {EIO, ENOSPC, EIO, ENOSPC, EIO, ENOSPC}) {
+    const char* boundary = trial % 2 == 0 ? "periodic" : "dirichlet:0";
+    const int n = moment(rng);
+    std::string name = "g";
+    name += std::to_string(trial++);
+    SCOPED_TRACE(std::string(boundary) + " " + std::strerror(error) + " at write " +
+                 std::to_string(n));
+    const std::string dir = make(name);
+    {
+      Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+      std::atomic<int> writes{0};
+      const Status st = stream_to_the_end(
+          g, boundary_named(boundary), [&writes, n, error](const io::Request& r, int64_t, size_t) {
+            return r.op == io::Op::kWrite && ++writes == n ? -int64_t{error} : int64_t{0};
+          });
+      ASSERT_FALSE(st.ok());
+      EXPECT_NE(st.message().find(std::strerror(error)), std::string::npos) << st.message();
+    }
+    {
+      Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+      ASSERT_TRUE(stream_to_the_end(g, boundary_named(boundary)).ok());
+    }
+    expect_reference(dir, boundary, kCrashSteps);
+  }
+}
+
+// A real full filesystem (a size-limited tmpfs; root only): the disk fills between two
+// sweeps, the run stops with ENOSPC naming the file, and once space is freed the same call
+// finishes the run bitwise.
+TEST_F(Crash, AFullFilesystemStopsTheRunAndItResumesOnceSpaceIsFreed) {
+  const std::string mnt = tmp_ / "small";
+  fs::create_directories(mnt);
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=4m") != 0) {
+    GTEST_SKIP() << "cannot mount a small tmpfs (" << std::strerror(errno)
+                 << "): needs root and mount permission";
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  CreateOptions co;
+  co.shape = shape_;
+  co.spare_planes = 8;
+  const std::string dir = mnt + "/g";
+  {
+    Grid g = Grid::create(dir, co).value();
+    ASSERT_TRUE(g.write_planes(0, shape_.nz, u_.data()).ok());
+    ASSERT_TRUE(g.commit(g.manifest()).ok());
+  }
+  RunOptions opt;
+  opt.stencil = Stencil::preset("7pt").value();
+  opt.boundary = boundary_named("neumann");
+  opt.steps = kCrashSteps;
+  opt.method = Method::kStream;
+  opt.bt = 3;
+  opt.mem_budget = 8 << 20;
+  const std::string filler = mnt + "/filler";
+  opt.progress = [&](int64_t done, int64_t) {
+    if (done == 3) {  // fill the disk to the last byte
+      std::ofstream out(filler, std::ios::binary);
+      const std::string block(4096, 'x');
+      while (out.write(block.data(), block.size())) {
+      }
+    }
+    return true;
+  };
+  const auto full = run_grid(dir, opt);
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.status().code(), ErrorCode::kNoSpace) << full.status().message();
+  EXPECT_NE(full.status().message().find(dir), std::string::npos) << full.status().message();
+  fs::remove(filler);
+  opt.progress = {};
+  const auto resumed = run_grid(dir, opt);  // the same call again
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  EXPECT_TRUE(resumed->resumed);
+  expect_reference(dir, "neumann", kCrashSteps);
 }
 
 TEST_F(Crash, AnInterruptedSweepIsFinishedOnlyWithItsOwnStencil) {
