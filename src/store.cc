@@ -313,7 +313,8 @@ Status Grid::open_files(Mode mode) {
     direct_io_ = direct_io_ && direct;
     struct stat st {};
     if (::fstat(*fd, &st) != 0) return errno_status(errno, "stat", path);
-    if (st.st_size != manifest_.layout.files[f].bytes) {
+    // Longer is harmless: a crash while the spare slots grew (grow_spare) leaves it so.
+    if (st.st_size < manifest_.layout.files[f].bytes) {
       return corrupt("data file " + path + " has " + std::to_string(st.st_size) +
                      " bytes but the manifest expects " +
                      std::to_string(manifest_.layout.files[f].bytes) +

@@ -260,6 +260,19 @@ TEST_F(Reliability, VersionTwoGridsGetSpareSlotsFromTheirFirstStreamRun) {
   EXPECT_EQ(testing::first_bitwise_difference(va, vb), -1);
 }
 
+// A crash while the first stream run lengthened the files for spare slots, before it committed
+// the manifest, leaves them longer than the manifest says: that grid opens and runs.
+TEST_F(Reliability, ACrashWhileTheSpareSlotsGrowLeavesAGridThatRuns) {
+  const std::string g = make_grid("g");
+  make_version(g, 2);
+  const std::string data = Grid::open(g)->file_path(0);
+  fs::resize_file(data, fs::file_size(data) + 5 * 4096);
+  ASSERT_TRUE(Grid::open(g).ok());
+  ASSERT_TRUE(run_grid(g, seven_point(2, Method::kStream)).ok());
+  expect_clean(g);
+  EXPECT_GT(Grid::open(g)->manifest().layout.spare_planes, 0);
+}
+
 // Once the planes wrap around the ring, the spare slots cannot grow: the planner keeps each
 // sweep's reach (bt * rz) below them.
 TEST_F(Reliability, AWrappedRingLimitsTheSweepDepthToItsSpareSlots) {
