@@ -259,6 +259,9 @@ class StreamRun {
     for (auto& r : reads_) ok = ok && r.buf.ok();
     for (auto& w : writes_) ok = ok && w.buf.ok();
     if (!ok) return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
+    new_hash_.assign(static_cast<size_t>(s_.nz), 0);
+    written_.assign(static_cast<size_t>(s_.nz), false);
+    committer_ = std::make_unique<internal::SweepCommitter>(grid_, new_hash_);
     return Status::Ok();
   }
 
@@ -268,13 +271,11 @@ class StreamRun {
     record_ = &record;
     Status st = open_side_file(record);
     if (st.ok()) {
-      internal::SweepCommitter committer(grid_, record, new_hash_);
-      committer_ = &committer;
+      committer_->begin(record);
       st = sweep_unchecked(record.levels, stats);
       if (!st.ok()) drain();  // the kernel must not write into buffers about to be freed
-      const Status stopped = committer.stop();
-      if (st.ok()) st = stopped;
-      committer_ = nullptr;
+      const Status committed = committer_->finish();
+      if (st.ok()) st = committed;
     }
     if (side_fd_ >= 0) ::close(side_fd_);
     side_fd_ = -1;
@@ -292,11 +293,11 @@ class StreamRun {
     reset_pools();
     build_read_order();
     next_read_ = 0;
-    new_hash_.assign(static_cast<size_t>(s_.nz), 0);
+    std::fill(new_hash_.begin(), new_hash_.end(), 0);
     std::copy(record_->hashes.begin(), record_->hashes.end(), new_hash_.begin());
     for (int64_t z = 0; z < from_; ++z)
       grid_.record_plane_hash(z, new_hash_[static_cast<size_t>(z)]);
-    written_.assign(static_cast<size_t>(s_.nz), false);
+    std::fill(written_.begin(), written_.end(), false);
     written_prefix_ = requested_ = from_;
     std::vector<std::vector<Wave>> waves(static_cast<size_t>(stages_.size()));
     for (int j = 0; j < stages_.size(); ++j) make_waves(j, waves[static_cast<size_t>(j)]);
@@ -707,7 +708,7 @@ class StreamRun {
   std::vector<uint64_t> new_hash_;  // checksums of the new planes
   std::vector<bool> written_;       // new planes whose write completed
   int64_t written_prefix_ = 0, requested_ = 0;
-  internal::SweepCommitter* committer_ = nullptr;
+  std::unique_ptr<internal::SweepCommitter> committer_;
   int side_fd_ = -1;
   int64_t side_planes_ = 0;
   std::string side_path_;

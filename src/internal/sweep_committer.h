@@ -17,16 +17,32 @@
 
 namespace deepgrid::internal {
 
+// One thread for a whole run, serving its sweeps one after the other.
 class SweepCommitter {
  public:
   // `hashes` holds the new planes' checksums; entries below a requested prefix are final.
-  SweepCommitter(const Grid& grid, SweepRecord record, const std::vector<uint64_t>& hashes)
-      : grid_(grid), record_(std::move(record)), hashes_(hashes), durable_(record_.done) {
+  SweepCommitter(const Grid& grid, const std::vector<uint64_t>& hashes)
+      : grid_(grid), hashes_(hashes) {
     thread_ = std::thread([this] { loop(); });
   }
   SweepCommitter(const SweepCommitter&) = delete;
   SweepCommitter& operator=(const SweepCommitter&) = delete;
-  ~SweepCommitter() { (void)stop(); }
+  ~SweepCommitter() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  // Starts serving a sweep whose record (already durable) says `record.done` planes are done.
+  void begin(SweepRecord record) {
+    std::lock_guard<std::mutex> lock(mu_);
+    record_ = std::move(record);
+    wanted_ = durable_ = record_.done;
+    error_ = Status::Ok();
+  }
 
   // Asks for new planes [0, done) to be made durable (no-op when they are already asked for).
   void request(int64_t done) {
@@ -51,14 +67,10 @@ class SweepCommitter {
     return durable_;
   }
 
-  // Finishes what was requested and ends the thread; returns its error, if any.
-  Status stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+  // Waits until what was requested is durable (or failed); returns the sweep's error, if any.
+  Status finish() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return durable_ >= wanted_ || !error_.ok(); });
     return error_;
   }
 
@@ -66,8 +78,8 @@ class SweepCommitter {
   void loop() {
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      cv_.wait(lock, [&] { return wanted_ > durable_ || stopping_; });
-      if (wanted_ <= durable_ || !error_.ok()) return;  // stopping, nothing left to do
+      cv_.wait(lock, [&] { return (wanted_ > durable_ && error_.ok()) || stopping_; });
+      if (stopping_) return;
       record_.done = wanted_;
       record_.hashes.assign(hashes_.begin(), hashes_.begin() + record_.done);
       lock.unlock();
@@ -79,17 +91,16 @@ class SweepCommitter {
         error_ = st;
       }
       cv_.notify_all();
-      if (!error_.ok()) return;
     }
   }
 
   const Grid& grid_;
-  SweepRecord record_;  // the committer thread's copy
+  SweepRecord record_;  // the sweep being served
   const std::vector<uint64_t>& hashes_;
   std::mutex mu_;
   std::condition_variable cv_;
   int64_t wanted_ = 0;
-  int64_t durable_;
+  int64_t durable_ = 0;
   bool stopping_ = false;
   Status error_;
   std::thread thread_;
