@@ -1,4 +1,6 @@
+#include <fcntl.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -8,6 +10,8 @@
 #include "deepgrid/padded_grid.h"
 #include "deepgrid/stream.h"
 #include "internal/aligned_buffer.h"
+#include "internal/file_util.h"
+#include "internal/sweep_committer.h"
 #include "internal/wavefront.h"
 
 namespace deepgrid {
@@ -255,13 +259,26 @@ class StreamRun {
     for (auto& r : reads_) ok = ok && r.buf.ok();
     for (auto& w : writes_) ok = ok && w.buf.ok();
     if (!ok) return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
+    new_hash_.assign(static_cast<size_t>(s_.nz), 0);
+    written_.assign(static_cast<size_t>(s_.nz), false);
+    committer_ = std::make_unique<internal::SweepCommitter>(grid_, new_hash_);
     return Status::Ok();
   }
 
-  // One sweep of `levels` steps, in place: reads run ahead, writes behind, compute between.
-  Status sweep(int levels, StreamStats& stats) {
-    Status st = sweep_unchecked(levels, stats);
-    if (!st.ok()) drain();  // the kernel must not write into buffers about to be freed
+  // One sweep in place, from the record's `done` plane on (0: a new sweep): reads run ahead,
+  // writes behind, compute between; the committer makes the progress durable behind them.
+  Status sweep(const SweepRecord& record, StreamStats& stats) {
+    record_ = &record;
+    Status st = open_side_file(record);
+    if (st.ok()) {
+      committer_->begin(record);
+      st = sweep_unchecked(record.levels, stats);
+      if (!st.ok()) drain();  // the kernel must not write into buffers about to be freed
+      const Status committed = committer_->finish();
+      if (st.ok()) st = committed;
+    }
+    if (side_fd_ >= 0) ::close(side_fd_);
+    side_fd_ = -1;
     return st;
   }
 
@@ -271,14 +288,20 @@ class StreamRun {
 
   Status sweep_unchecked(int levels, StreamStats& stats) {
     levels_ = levels;
+    from_ = record_->done;
     stages_ = Stages{levels, plan_.cache_bt};
     reset_pools();
     build_read_order();
     next_read_ = 0;
+    std::fill(new_hash_.begin(), new_hash_.end(), 0);
+    std::copy(record_->hashes.begin(), record_->hashes.end(), new_hash_.begin());
+    for (int64_t z = 0; z < from_; ++z)
+      grid_.record_plane_hash(z, new_hash_[static_cast<size_t>(z)]);
+    std::fill(written_.begin(), written_.end(), false);
+    written_prefix_ = requested_ = from_;
     std::vector<std::vector<Wave>> waves(static_cast<size_t>(stages_.size()));
     for (int j = 0; j < stages_.size(); ++j) make_waves(j, waves[static_cast<size_t>(j)]);
-    const bool periodic = b_.kind == Boundary::Kind::kPeriodic;
-    const int64_t first = periodic ? -int64_t{levels} * rz_ : 0;
+    const int64_t first = level_begin(0);
     const int64_t end = s_.nz + int64_t{levels} * rz_;
     const int64_t ntiles = static_cast<int64_t>(waves.front().size());
     Status shared;
@@ -310,7 +333,7 @@ class StreamRun {
 #pragma omp master
         {
           stats.compute_seconds += seconds_since(t0);
-          if (shared.ok()) shared = finish_block(i0, i1);  // keeps recycle's error
+          if (shared.ok()) shared = finish_block(i0, i1, stats);  // keeps recycle's error
         }
       }
     }
@@ -328,12 +351,19 @@ class StreamRun {
                : 0;
   }
 
+  // The first plane of level k the sweep computes (level 0: reads): what the output from plane
+  // from_ on needs; below 0 only for periodic levels, which extend past the ends.
+  int64_t level_begin(int k) const {
+    const int64_t begin = from_ - int64_t{levels_ - k} * rz_;
+    return b_.kind == Boundary::Kind::kPeriodic ? begin : std::max<int64_t>(0, begin);
+  }
+
   // The z range of stage j's output plane at global step i; empty for planes outside it.
   int64_t stage_output_plane(int j, int64_t i) const {
     return i - int64_t{stages_.first(j) + stages_.count(j)} * rz_;
   }
   bool stage_output_in_range(int j, int64_t z) const {
-    return z >= -extension(j) && z < s_.nz + extension(j);
+    return z >= level_begin(stages_.first(j) + stages_.count(j)) && z < s_.nz + extension(j);
   }
 
   void reset_pools() {
@@ -349,6 +379,7 @@ class StreamRun {
     const std::vector<Tile> all = tiles();
     const int n = stages_.count(j);
     const bool last = j + 1 == stages_.size();
+    const int64_t from = from_ - int64_t{levels_ - stages_.first(j) - n} * rz_;
     FramePool<T>& in = pools_[static_cast<size_t>(j)];
     for (size_t t = 0; t < all.size(); ++t) {
       const Tile tile = all[t];
@@ -359,7 +390,8 @@ class StreamRun {
       if (last) {
         out.emplace_back(
             kernel_, b_, s_, n, tile, ws, level0, in.stride(),
-            [this, tile](int64_t z) { return output_plane(z) + tile.y0 * s_.nx + tile.x0; }, s_.nx);
+            [this, tile](int64_t z) { return output_plane(z) + tile.y0 * s_.nx + tile.x0; }, s_.nx,
+            0, from);
       } else {
         FramePool<T>& next = pools_[static_cast<size_t>(j + 1)];
         out.emplace_back(
@@ -368,7 +400,7 @@ class StreamRun {
               PaddedGrid<T>& f = next.frame(z);
               return f.plane(0) + tile.y0 * f.stride() + tile.x0;
             },
-            next.stride(), extension(j));
+            next.stride(), extension(j), from);
       }
     }
   }
@@ -435,7 +467,7 @@ class StreamRun {
     block_hash_.assign(static_cast<size_t>(i1 - i0), 0);
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t z = stage_output_plane(last, i);
-      if (z < 0 || z >= nz) continue;
+      if (z < from_ || z >= nz) continue;
       DG_ASSIGN_OR_RETURN(const size_t b, idle_write_buffer(stats));
       writes_[b].busy = true;  // claimed until finish_block submits it
       block_out_[static_cast<size_t>(i - i0)] = static_cast<int>(b);
@@ -464,13 +496,16 @@ class StreamRun {
 
   // After steps [i0, i1): write the finished planes, free the planes no stage needs any more
   // (stage j's input plane q after its step q + 2 rz), read further ahead.
-  Status finish_block(int64_t i0, int64_t i1) {
+  Status finish_block(int64_t i0, int64_t i1, StreamStats& stats) {
     const int last = stages_.size() - 1;
     for (int64_t i = i0; i < i1; ++i) {
       const int b = block_out_[static_cast<size_t>(i - i0)];
       if (b >= 0) {
         const int64_t z = stage_output_plane(last, i);
-        grid_.record_plane_hash(z, block_hash_[static_cast<size_t>(i - i0)]);
+        const uint64_t hash = block_hash_[static_cast<size_t>(i - i0)];
+        grid_.record_plane_hash(z, hash);
+        new_hash_[static_cast<size_t>(z)] = hash;
+        DG_RETURN_IF_ERROR(wait_until_writable(z, stats));
         DG_RETURN_IF_ERROR(submit(writes_[static_cast<size_t>(b)], io::Op::kWrite, z, b));
       }
       const int64_t q0 = i - 2 * rz_;
@@ -520,16 +555,26 @@ class StreamRun {
     }
   }
 
+  // Old plane p is read from its slot (or, resuming a periodic sweep, the side file); new
+  // plane z goes to the slot `spare` places behind old plane z's.
   Status submit(IoBuffer& buf, io::Op op, int64_t plane, size_t index) {
-    const PlaneLocation loc = m_.locate(plane);
     buf.plane = plane;
     buf.busy = true;
     buf.ready = false;
     io::Request r;
     r.op = op;
-    r.fd = grid_.fd(loc.file);
-    r.path = paths_[static_cast<size_t>(loc.file)];
-    r.offset = loc.offset;
+    const bool write = op == io::Op::kWrite;
+    if (!write && from_side_file(plane)) {
+      r.fd = side_fd_;
+      r.path = side_path_;
+      r.offset = plane * m_.layout.plane_stride;
+    } else {
+      const PlaneLocation loc = m_.locate_slot(
+          m_.slot_of(plane, write ? record_->base_to(m_.slots()) : record_->base_from));
+      r.fd = grid_.fd(loc.file);
+      r.path = paths_[static_cast<size_t>(loc.file)];
+      r.offset = loc.offset;
+    }
     r.length = bytes();
     r.buffer = buf.buf.data();
     r.tag = (op == io::Op::kWrite ? kWriteTag : 0) | index;
@@ -547,6 +592,7 @@ class StreamRun {
     if (!c->status.ok()) return c->status;
     if (write) {
       stats.bytes_written += bytes();
+      note_written(buf.plane);
       buf.plane = -1;
     } else {
       stats.bytes_read += bytes();
@@ -560,16 +606,75 @@ class StreamRun {
     while (io_.in_flight() > 0) (void)io_.wait();
   }
 
+  // Writes of new planes complete in any order: the prefix [0, written_prefix_) is done, and
+  // the committer is asked to make it durable every half window.
+  void note_written(int64_t z) {
+    written_[static_cast<size_t>(z)] = true;
+    while (written_prefix_ < s_.nz && written_[static_cast<size_t>(written_prefix_)]) {
+      ++written_prefix_;
+    }
+    if (written_prefix_ >= requested_ + std::max<int64_t>(1, window() / 2) ||
+        written_prefix_ == s_.nz) {
+      requested_ = written_prefix_;
+      committer_->request(requested_);
+    }
+  }
+
+  // How far writes may run ahead of the durable prefix: spare slots not needed by the levels.
+  int64_t window() const { return record_->spare - int64_t{levels_} * rz_; }
+
+  // Writing new plane z destroys old plane z - spare, which a resume from the durable prefix
+  // d needs while z - spare >= d - levels rz: wait until the prefix is far enough.
+  Status wait_until_writable(int64_t z, StreamStats& stats) {
+    const int64_t need = z - window() + 1;
+    if (need <= 0 || committer_->durable() >= need) return Status::Ok();
+    while (written_prefix_ < need) DG_RETURN_IF_ERROR(complete_one(stats));
+    requested_ = std::max(requested_, written_prefix_);
+    committer_->request(requested_);
+    const auto t0 = Clock::now();
+    Status st = committer_->wait_durable(need);
+    stats.io_wait_seconds += seconds_since(t0);
+    return st;
+  }
+
+  bool from_side_file(int64_t p) const { return side_fd_ >= 0 && p < side_planes_; }
+
+  // Periodic sweeps end with the old planes [0, levels rz), which they overwrite early: a new
+  // sweep first copies them into the side file (durable before anything is overwritten), and
+  // every sweep reads them from there.
+  Status open_side_file(const SweepRecord& record) {
+    if (record.side_file.empty()) return Status::Ok();
+    side_path_ = internal::join_path(grid_.dir(), record.side_file);
+    side_planes_ = std::min(s_.nz, int64_t{record.levels} * rz_);
+    const bool resumed = record.done > 0;
+    bool direct = false;
+    DG_ASSIGN_OR_RETURN(
+        side_fd_, internal::open_data_file(side_path_,
+                                           resumed ? O_RDWR : O_RDWR | O_CREAT | O_TRUNC, &direct));
+    if (resumed) return Status::Ok();
+    const int64_t stride = m_.layout.plane_stride;
+    void* buf = writes_.front().buf.data();  // idle between sweeps
+    for (int64_t p = 0; p < side_planes_; ++p) {
+      const PlaneLocation loc = m_.locate_slot(m_.slot_of(p, record.base_from));
+      DG_RETURN_IF_ERROR(internal::pread_full(grid_.fd(loc.file), buf, bytes(), loc.offset,
+                                              paths_[static_cast<size_t>(loc.file)]));
+      DG_RETURN_IF_ERROR(internal::pwrite_full(side_fd_, buf, bytes(), p * stride, side_path_));
+    }
+    if (::fdatasync(side_fd_) != 0) return errno_status(errno, "fsync", side_path_);
+    return internal::fsync_path(grid_.dir());
+  }
+
   size_t bytes() const { return static_cast<size_t>(m_.layout.plane_stride); }
 
-  // Reads in the order planes are first needed (periodic sweeps start with the last planes),
-  // each plane once.
+  // Reads in the order planes are first needed (periodic sweeps start with the last planes
+  // and end with the first ones), each plane once.
   void build_read_order() {
     order_.clear();
     const int64_t nz = s_.nz;
     std::vector<bool> seen(static_cast<size_t>(nz), false);
-    const int64_t first = b_.kind == Boundary::Kind::kPeriodic ? -int64_t{levels_} * rz_ : 0;
-    for (int64_t i = first; i < nz; ++i) {
+    const bool periodic = b_.kind == Boundary::Kind::kPeriodic;
+    const int64_t end = periodic ? nz + int64_t{levels_} * rz_ : nz;
+    for (int64_t i = level_begin(0); i < end; ++i) {
       const int64_t p = ((i % nz) + nz) % nz;
       if (!seen[static_cast<size_t>(p)]) order_.push_back(p);
       seen[static_cast<size_t>(p)] = true;
@@ -597,6 +702,16 @@ class StreamRun {
   std::vector<int> block_out_;        // write buffer of each step's output plane, or -1
   std::vector<uint64_t> block_hash_;  // checksum of each step's output plane
   std::vector<std::string> paths_;
+  // The sweep being run, and its durability (resume.h).
+  const SweepRecord* record_ = nullptr;
+  int64_t from_ = 0;                // first output plane (a resumed sweep's record.done)
+  std::vector<uint64_t> new_hash_;  // checksums of the new planes
+  std::vector<bool> written_;       // new planes whose write completed
+  int64_t written_prefix_ = 0, requested_ = 0;
+  std::unique_ptr<internal::SweepCommitter> committer_;
+  int side_fd_ = -1;
+  int64_t side_planes_ = 0;
+  std::string side_path_;
   static constexpr uint64_t kWriteTag = uint64_t{1} << 63;
 };
 
@@ -609,8 +724,19 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Stencil& st, const Bound
   }
   if (opt.block < 0) return invalid_argument("the stream block must be at least one z-step");
   if (opt.cache_bt < 0) return invalid_argument("--cache-bt must be >= 1 (or 0 for automatic)");
+  // An in-place sweep of bt levels needs more than bt rz spare slots (resume.h); a grid whose
+  // planes wrap around the ring's end cannot grow them.
+  const int64_t spare_levels = m.base + m.shape.nz <= m.slots() || st.radius_z() == 0
+                                   ? 64
+                                   : (m.layout.spare_planes - 1) / st.radius_z();
+  if (spare_levels < 1) {
+    return invalid_argument("grid has only " + std::to_string(m.layout.spare_planes) +
+                            " spare planes, too few for an in-place sweep of this stencil; use "
+                            "--method incore, or copy the grid with 'deepgrid export' and import");
+  }
   const StreamPlan minimum = plan_for(m, st, b, 1, 1, opt);
-  const int deepest = static_cast<int>(std::clamp<int64_t>(steps, 1, 64));
+  const int deepest =
+      static_cast<int>(std::clamp<int64_t>(steps, 1, std::min<int64_t>(64, spare_levels)));
   // The deepest block (up to kMaxBlock z-steps) that fits: every tile reloads its rings into
   // the cache once per block, so the rings' traffic falls as the block grows.
   auto with_block = [&](int bt) {
@@ -663,9 +789,37 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Stencil& st, const Bound
   return p;
 }
 
+namespace {
+
+SweepRecord new_sweep_record(const Grid& grid, const Stencil& stencil, const Boundary& boundary,
+                             int levels) {
+  const Manifest& m = grid.manifest();
+  SweepRecord r;
+  r.step_from = m.step;
+  r.levels = levels;
+  r.base_from = m.base;
+  r.spare = m.layout.spare_planes;
+  r.stencil = stencil.to_json();
+  r.boundary = boundary.to_string();
+  if (boundary.kind == Boundary::Kind::kPeriodic) r.side_file = kSideFileName;
+  r.started = utc_now();
+  return r;
+}
+
+}  // namespace
+
+int64_t spare_planes_needed(const StreamPlan& plan, const Stencil& stencil) {
+  // The levels' reach, and room for the writes in flight (two blocks) and one more block
+  // ahead of the durable prefix, so that checkpoints rarely hold the sweep up.
+  return int64_t{plan.bt} * stencil.radius_z() + 3 * int64_t{plan.block} + 1;
+}
+
 Result<StreamStats> advance_stream(Grid& grid, const Stencil& stencil, const Boundary& boundary,
                                    int64_t steps, const StreamPlan& plan,
                                    const StreamOptions& options, const ProgressFn& progress) {
+  if (grid.can_grow_spare() && !grid.sweep_record()) {
+    DG_RETURN_IF_ERROR(grid.grow_spare(spare_planes_needed(plan, stencil)));
+  }
   io::BlockIoOptions io_opt;
   io_opt.backend = options.io;
   io_opt.queue_depth = static_cast<unsigned>(plan.io_buffers);
@@ -683,12 +837,30 @@ Result<StreamStats> advance_stream(Grid& grid, const Stencil& stencil, const Bou
     StreamRun<decltype(tag)> run(grid, stencil, boundary, plan, **io);
     DG_RETURN_IF_ERROR(run.allocate());
     while (stats.steps < steps) {
-      const int levels = static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps));
-      DG_RETURN_IF_ERROR(grid.mark_sweep(levels));
-      DG_RETURN_IF_ERROR(run.sweep(levels, stats));
-      stats.steps += levels;
+      SweepRecord record;
+      if (grid.sweep_record()) {
+        record = *grid.sweep_record();  // finish the interrupted sweep first
+        if (record.levels > plan.bt || !json_equal(record.stencil, stencil.to_json()) ||
+            record.boundary != boundary.to_string() ||
+            record.spare != grid.manifest().layout.spare_planes) {
+          return invalid_argument("the interrupted sweep of " + grid.dir() +
+                                  " needs its own stencil, boundary and bt " +
+                                  std::to_string(record.levels) +
+                                  " to finish; resume it with "
+                                  "'deepgrid run " +
+                                  grid.dir() + " --resume'");
+        }
+      } else {
+        record =
+            new_sweep_record(grid, stencil, boundary,
+                             static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps)));
+        DG_RETURN_IF_ERROR(grid.save_sweep(record));
+      }
+      DG_RETURN_IF_ERROR(run.sweep(record, stats));
+      stats.steps += record.levels;
       Manifest swept = grid.manifest();
-      swept.step += levels;
+      swept.step += record.levels;
+      swept.base = record.base_to(swept.slots());
       DG_RETURN_IF_ERROR(grid.commit(swept));
       if (progress && !progress(stats.steps, steps)) break;
     }

@@ -24,7 +24,6 @@ double seconds_since(Clock::time_point t0) {
 
 constexpr int64_t kRowBand = 8;      // rows per unit of parallel work
 constexpr int64_t kStrideLane = 16;  // block buffer rows are padded to 16 values
-constexpr const char* kCopySuffix = ".tiled";
 
 // A half-open interval along one axis.
 struct Span {
@@ -153,9 +152,7 @@ class TiledRun {
         gy_(int64_t{plan.bt} * kernel_.ry()),
         gz_(int64_t{plan.bt} * kernel_.rz()) {}
 
-  ~TiledRun() { remove_copy(); }
-
-  // Allocates the buffers and creates the second copy's files.
+  // Allocates the buffers.
   Status prepare() {
     for (internal::AlignedBuffer& buf : blocks_) {
       buf = internal::AlignedBuffer(static_cast<size_t>(g_.buffer_bytes), 64);
@@ -163,25 +160,20 @@ class TiledRun {
     }
     io_ = internal::AlignedBuffer(static_cast<size_t>(g_.io_bytes), kDirectIoAlignment);
     if (!io_.ok()) return out_of_memory();
-    for (size_t f = 0; f < m_.layout.files.size(); ++f) {
-      const std::string grid_path = grid_.file_path(static_cast<int>(f));
-      copies_.push_back({grid_path + kCopySuffix, -1});
-      bool direct = false;
-      DG_ASSIGN_OR_RETURN(
-          copies_.back().fd,
-          internal::open_data_file(copies_.back().path, O_RDWR | O_CREAT | O_TRUNC, &direct));
-      const int64_t bytes = m_.layout.files[f].bytes;
-      const int rc = bytes > 0 ? ::posix_fallocate(copies_.back().fd, 0, bytes) : 0;
-      if (rc != 0) return errno_status(rc, "allocate", copies_.back().path, 0);
-      grid_files_.push_back({grid_path, grid_.fd(static_cast<int>(f))});
-    }
     return Status::Ok();
   }
 
-  // One pass of `levels` steps from the copy `from` (0: the grid's files) into the other.
-  Status pass(int levels, int from, TiledStats& stats) {
-    const std::vector<File>& src = from == 0 ? grid_files_ : copies_;
-    const std::vector<File>& dst = from == 0 ? copies_ : grid_files_;
+  // One pass of `levels` steps from the grid's files into their replacement (the second copy),
+  // which then becomes the grid's files, committed at the new step: a crash leaves the grid at
+  // the last pass's step. The checksums are unknown until the caller reads the planes back.
+  Status pass(int levels, TiledStats& stats) {
+    DG_RETURN_IF_ERROR(grid_.create_replacement());
+    std::vector<File> src, dst;
+    for (int f = 0; f < static_cast<int>(m_.layout.files.size()); ++f) {
+      src.push_back({grid_.file_path(f), grid_.fd(f)});
+      dst.push_back(
+          {grid_.file_path(f, FileSet::kReplacement), grid_.fd(f, FileSet::kReplacement)});
+    }
     for (int64_t z0 = 0; z0 < s_.nz; z0 += plan_.block_z) {
       for (int64_t y0 = 0; y0 < s_.ny; y0 += plan_.block_y) {
         const Block blk{y0, std::min(s_.ny, y0 + plan_.block_y), z0,
@@ -197,24 +189,10 @@ class TiledRun {
         stats.io_seconds += seconds_since(t0);
       }
     }
-    return Status::Ok();
-  }
-
-  // Leaves the result in the grid's files: `in_copy` says whether the last pass wrote the
-  // copy, which then replaces them.
-  Status finish(bool in_copy) {
-    if (!in_copy) return Status::Ok();
-    for (size_t f = 0; f < copies_.size(); ++f) {
-      if (::fdatasync(copies_[f].fd) != 0) return errno_status(errno, "fsync", copies_[f].path);
-    }
-    for (size_t f = 0; f < copies_.size(); ++f) {
-      if (::rename(copies_[f].path.c_str(), grid_files_[f].path.c_str()) != 0) {
-        return errno_status(errno, "rename", copies_[f].path);
-      }
-      copies_[f].path.clear();  // renamed: nothing left to remove
-      DG_RETURN_IF_ERROR(internal::fsync_path(internal::parent_path(grid_files_[f].path)));
-    }
-    return Status::Ok();
+    grid_.forget_checksums();
+    Manifest next = m_;
+    next.step += levels;
+    return grid_.commit_replacement(next);
   }
 
  private:
@@ -228,14 +206,6 @@ class TiledRun {
 
   static Status out_of_memory() {
     return Status(ErrorCode::kResource, "cannot allocate the tiled method's block buffers");
-  }
-
-  void remove_copy() {
-    for (const File& f : copies_) {
-      if (f.fd >= 0) ::close(f.fd);
-      if (!f.path.empty()) ::unlink(f.path.c_str());
-    }
-    copies_.clear();
   }
 
   Span span(const Block& blk, char axis, int levels, int k) const {
@@ -276,7 +246,7 @@ class TiledRun {
     const Span xs = span(blk, 'x', levels, 0), ys = span(blk, 'y', levels, 0),
                zs = span(blk, 'z', levels, 0);
     for (int64_t z = zs.lo; z < zs.hi; ++z) {
-      const PlaneLocation loc = m_.locate(wrap(z, s_.nz));
+      const PlaneLocation loc = grid_.locate(wrap(z, s_.nz));
       const File& f = src[static_cast<size_t>(loc.file)];
       for (int64_t y = ys.lo; y < ys.hi;) {
         const int64_t sy = wrap(y, s_.ny);
@@ -305,7 +275,7 @@ class TiledRun {
   Status store(const Block& blk, int levels, const std::vector<File>& dst, TiledStats& stats) {
     const int64_t row_bytes = s_.nx * static_cast<int64_t>(sizeof(T));
     for (int64_t z = blk.z0; z < blk.z1; ++z) {
-      const PlaneLocation loc = m_.locate(z);
+      const PlaneLocation loc = grid_.locate(z, FileSet::kReplacement);
       const File& f = dst[static_cast<size_t>(loc.file)];
       const int64_t begin = loc.offset + blk.y0 * row_bytes;
       const int64_t end = loc.offset + blk.y1 * row_bytes;
@@ -405,7 +375,6 @@ class TiledRun {
   const int64_t gx_, gy_, gz_;  // each buffer starts this far before its block
   internal::AlignedBuffer blocks_[2];
   internal::AlignedBuffer io_;
-  std::vector<File> grid_files_, copies_;
 };
 
 }  // namespace
@@ -467,15 +436,13 @@ Result<TiledStats> advance_tiled(Grid& grid, const Stencil& stencil, const Bound
   Status st = dispatch_dtype(grid.dtype(), [&](auto tag) -> Status {
     TiledRun<decltype(tag)> run(grid, stencil, boundary, plan);
     DG_RETURN_IF_ERROR(run.prepare());
-    int from = 0;
     while (stats.steps < steps) {
       const int levels = static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps));
-      DG_RETURN_IF_ERROR(run.pass(levels, from, stats));
-      from = 1 - from;
+      DG_RETURN_IF_ERROR(run.pass(levels, stats));
       stats.steps += levels;
       if (progress && !progress(stats.steps, steps)) break;
     }
-    return run.finish(from == 1);
+    return Status::Ok();
   });
   if (!st.ok()) return st;
   return stats;

@@ -37,6 +37,8 @@ std::string RunReport::to_json() const {
       {"steps", steps},
       {"step_from", step_from},
       {"step_to", step_to},
+      {"step_target", step_target},
+      {"resumed", resumed},
       {"seconds", seconds},
       {"compute_seconds", compute_seconds},
       {"io_wait_seconds", io_wait_seconds},

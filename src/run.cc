@@ -1,7 +1,10 @@
 #include "deepgrid/run.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "deepgrid/fsck.h"
@@ -41,11 +44,16 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   const int64_t done = engine.advance(opt.boundary, opt.steps, opt.progress);
   const double compute = seconds_since(tc);
 
-  DG_RETURN_IF_ERROR(grid.mark_sweep(static_cast<int>(done)));  // the store rewrites in place
-  DG_RETURN_IF_ERROR(io::write_plane_range(grid, 0, s.nz, [&](int64_t z, void* values) {
-    engine.store_plane(z, static_cast<T*>(values));
-    return Status::Ok();
-  }));
+  // The new state goes into a replacement of the data files, committed by run_grid: a crash
+  // before that leaves the grid at its old step.
+  DG_RETURN_IF_ERROR(grid.create_replacement());
+  DG_RETURN_IF_ERROR(io::write_plane_range(
+      grid, 0, s.nz,
+      [&](int64_t z, void* values) {
+        engine.store_plane(z, static_cast<T*>(values));
+        return Status::Ok();
+      },
+      io::kPlanesInFlight, FileSet::kReplacement));
   const uint64_t grid_bytes = static_cast<uint64_t>(s.nz * grid.manifest().layout.plane_stride);
 
   RunReport r;
@@ -81,10 +89,9 @@ Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& p
   return r;
 }
 
-// The tiled method writes blocks (parts of planes) and may rename its copy over the grid's
-// files: afterwards every plane is read back and its checksum recorded.
+// The tiled method writes blocks (parts of planes): afterwards every plane is read back and
+// its checksum recorded.
 Status record_checksums_from_disk(Grid& grid) {
-  DG_RETURN_IF_ERROR(grid.reopen_data_files());
   return io::read_plane_range(
       grid, 0, grid.shape().nz,
       [&](int64_t z, const void* values) {
@@ -113,12 +120,15 @@ Result<RunReport> run_tiled(Grid& grid, const RunOptions& opt, const RunPlan& pl
   return r;
 }
 
+bool writes_replacement(Method m) { return m == Method::kInCore || m == Method::kMmap; }
+
 // What the plan writes beside the grid (mmap: scratch files in the grid directory; tiled: a
-// second copy beside each data file) must fit before anything is touched.
+// second copy beside each data file; in-core: the replacement data files) must fit before
+// anything is touched.
 Status check_scratch_space(const Grid& grid, const RunPlan& plan) {
   std::vector<internal::SpaceNeed> needs;
   if (plan.method == Method::kMmap) needs.push_back({grid.dir(), plan.disk_bytes});
-  if (plan.method == Method::kTiled && plan.tiled.passes > 0) {
+  if (writes_replacement(plan.method) || (plan.method == Method::kTiled && plan.tiled.passes > 0)) {
     for (size_t f = 0; f < grid.manifest().layout.files.size(); ++f) {
       needs.push_back({internal::parent_path(grid.file_path(static_cast<int>(f))),
                        static_cast<uint64_t>(grid.manifest().layout.files[f].bytes)});
@@ -196,14 +206,149 @@ Status check_run(const Manifest& m, const RunOptions& opt) {
 
 namespace {
 
-// A grid whose in-place sweep never committed holds planes of two time steps: refuse to
-// compute on it.
-Status check_not_interrupted(const Grid& grid) {
-  if (grid.interrupted_sweep().empty()) return Status::Ok();
-  return corrupt("grid " + grid.dir() + " was interrupted in the middle of an in-place " +
-                 grid.interrupted_sweep() +
-                 ": its planes mix two time steps and cannot be resumed yet; restore the grid "
-                 "from a backup ('deepgrid fsck' lists the planes that changed)");
+std::string run_record_path(const Grid& grid) {
+  return internal::join_path(grid.dir(), kRunRecordName);
+}
+
+}  // namespace
+
+std::optional<RunRecord> current_run(const Grid& grid) {
+  auto text = internal::read_small_file(run_record_path(grid));
+  if (!text.ok()) return std::nullopt;
+  auto r = RunRecord::from_json(*text);
+  const int64_t step = grid.manifest().step;
+  if (!r.ok() || step < r->step_from || step > r->step_to) return std::nullopt;
+  return std::move(r).value();
+}
+
+std::optional<RunRecord> unfinished_run(const Grid& grid) {
+  std::optional<RunRecord> r = current_run(grid);
+  if (r && grid.manifest().step == r->step_to) return std::nullopt;
+  return r;
+}
+
+namespace {
+
+std::string describe(const RunRecord& r) {
+  return "a run from step " + std::to_string(r.step_from) + " to " + std::to_string(r.step_to) +
+         " (" + r.method + ", boundary " + r.boundary + ") started " + r.started;
+}
+
+// The options that finish an unfinished run: its stencil, boundary and target.
+Result<RunOptions> resumed_options(const Grid& grid, const RunRecord& r, RunOptions opt) {
+  DG_ASSIGN_OR_RETURN(opt.stencil, Stencil::from_json(r.stencil));
+  DG_ASSIGN_OR_RETURN(opt.boundary, parse_boundary(r.boundary));
+  DG_ASSIGN_OR_RETURN(const Method m, parse_method(r.method));
+  if (opt.method == Method::kAuto) opt.method = m;
+  opt.steps = r.step_to - grid.manifest().step;
+  return opt;
+}
+
+// What this command is to do on this grid: `opt` as given, or, with --resume or the same
+// command as an unfinished run's, the rest of that run. A sweep interrupted in its middle is
+// finished by the stream engine with its own depth; nothing else may run before it.
+Result<RunOptions> options_for(const Grid& grid, RunOptions opt, bool* resumed) {
+  // A run killed after its last commit left its record: the same command again notices that
+  // it is done (0 steps) rather than starting over.
+  const std::optional<RunRecord> unfinished = current_run(grid);
+  const auto& sweep = grid.sweep_record();
+  if (!grid.interrupted_sweep().empty() && !sweep) {
+    return corrupt("grid " + grid.dir() + " was interrupted in an in-place " +
+                   grid.interrupted_sweep() +
+                   " and cannot be resumed; restore the grid from a backup");
+  }
+  *resumed = false;
+  if (unfinished) {
+    const bool same = opt.steps == unfinished->step_to - unfinished->step_from &&
+                      json_equal(unfinished->stencil, opt.stencil.to_json()) &&
+                      unfinished->boundary == opt.boundary.to_string();
+    if (opt.resume || same) {
+      *resumed = true;
+      DG_ASSIGN_OR_RETURN(opt, resumed_options(grid, *unfinished, std::move(opt)));
+    } else if (sweep) {
+      return invalid_argument("grid " + grid.dir() + " holds " + describe(*unfinished) +
+                              ", interrupted in the middle of a sweep; finish it first with "
+                              "'deepgrid run " +
+                              grid.dir() + " --resume'");
+    }
+  } else if (opt.resume) {
+    if (!sweep) {
+      return invalid_argument("grid " + grid.dir() +
+                              " has no unfinished run to resume (it is at "
+                              "step " +
+                              std::to_string(grid.manifest().step) +
+                              "); give --steps to start one");
+    }
+    // A sweep without a run record (a library caller's): finish that sweep only.
+    *resumed = true;
+    DG_ASSIGN_OR_RETURN(opt.stencil, Stencil::from_json(sweep->stencil));
+    DG_ASSIGN_OR_RETURN(opt.boundary, parse_boundary(sweep->boundary));
+    opt.steps = sweep->levels;
+  }
+  if (sweep) {
+    if (!json_equal(sweep->stencil, opt.stencil.to_json()) ||
+        sweep->boundary != opt.boundary.to_string()) {
+      return invalid_argument("grid " + grid.dir() +
+                              " was interrupted in the middle of a sweep "
+                              "with another stencil or boundary (" +
+                              sweep->boundary + "); finish it first with 'deepgrid run " +
+                              grid.dir() + " --resume --mem SIZE'");
+    }
+    opt.method = opt.method == Method::kNaive ? Method::kNaive : Method::kStream;
+    opt.bt = sweep->levels;
+  }
+  return opt;
+}
+
+// The record lets the same command again tell a run to finish (the stream methods commit after
+// each sweep) from a run already done (killed after its last commit) from a new one.
+Status save_run_record(const Grid& grid, const RunOptions& opt, const RunPlan& plan, bool resumed) {
+  if (resumed) return Status::Ok();  // the record that brought us here stays until it is done
+  RunRecord r;
+  r.step_from = grid.manifest().step;
+  r.step_to = r.step_from + opt.steps;
+  r.stencil = opt.stencil.to_json();
+  r.boundary = opt.boundary.to_string();
+  r.method = std::string(method_name(plan.method));
+  r.started = utc_now();
+  return internal::write_file_atomic(grid.dir(), kRunRecordName, r.to_json());
+}
+
+// What every run does before it changes anything: the checks, the plan, the space it needs
+// beside the grid, the preflight, and with --verify a look at every plane.
+Result<RunPlan> prepare_run(Grid& grid, const RunOptions& opt) {
+  DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
+  DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, opt.machine));
+  DG_RETURN_IF_ERROR(check_scratch_space(grid, plan));
+  DG_ASSIGN_OR_RETURN(const PreflightFacts facts, measure_preflight(grid));
+  DG_RETURN_IF_ERROR(check_preflight(grid.manifest(), plan, facts));
+  if (opt.verify) {
+    DG_RETURN_IF_ERROR(grid.enable_verification());
+    // In place, a sweep overwrites planes before it reads the last ones: find damage first.
+    // (The in-core engines verify as they load.)
+    if (plan.method != Method::kInCore && plan.method != Method::kMmap) {
+      DG_RETURN_IF_ERROR(read_every_plane(grid));
+    }
+  }
+  return plan;
+}
+
+// The prepared plan run; the report counts from the manifest's step before it (the stream
+// methods commit the step as they go).
+Result<RunReport> run_prepared(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
+  const int64_t step0 = grid.manifest().step;
+  DG_ASSIGN_OR_RETURN(RunReport r, run_method(grid, opt, plan));
+  r.direct_io = grid.direct_io();
+  describe_problem(&r, grid.shape(), grid.dtype(), opt);
+  r.step_from = step0;
+  r.step_to = step0 + r.steps;
+  r.step_target = step0 + opt.steps;
+  return r;
+}
+
+// Commits `after` as the plan's method wrote: its replacement files, or the files in place.
+Status commit_run(Grid& grid, const RunPlan& plan, const Manifest& after) {
+  return writes_replacement(plan.method) ? grid.commit_replacement(after) : grid.commit(after);
 }
 
 }  // namespace
@@ -219,45 +364,44 @@ void describe_problem(RunReport* r, const Shape& shape, DType dtype, const RunOp
 }
 
 Result<RunReport> advance_grid(Grid& grid, const RunOptions& opt) {
-  DG_RETURN_IF_ERROR(check_not_interrupted(grid));
-  DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
-  DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, opt.machine));
-  const int64_t step0 = grid.manifest().step;  // stream sweeps commit the step as they go
-  DG_RETURN_IF_ERROR(check_scratch_space(grid, plan));
-  DG_ASSIGN_OR_RETURN(const PreflightFacts facts, measure_preflight(grid));
-  DG_RETURN_IF_ERROR(check_preflight(grid.manifest(), plan, facts));
-  if (opt.verify) {
-    DG_RETURN_IF_ERROR(grid.enable_verification());
-    // In place, a sweep overwrites planes before it reads the last ones: find damage first.
-    // (The in-core engines verify as they load.)
-    if (plan.method != Method::kInCore && plan.method != Method::kMmap) {
-      DG_RETURN_IF_ERROR(read_every_plane(grid));
-    }
-  }
-  auto result = run_method(grid, opt, plan);
-  if (!result.ok()) return result.status();
-  RunReport r = std::move(result).value();
-  r.direct_io = grid.direct_io();
-  describe_problem(&r, grid.shape(), grid.dtype(), opt);
-  r.step_from = step0;
-  r.step_to = step0 + r.steps;
+  DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, opt));
+  DG_ASSIGN_OR_RETURN(RunReport r, run_prepared(grid, opt, plan));
+  Manifest after = grid.manifest();
+  after.step = r.step_to;
+  DG_RETURN_IF_ERROR(commit_run(grid, plan, after));
   return r;
 }
 
-Result<RunReport> run_grid(const std::string& dir, const RunOptions& opt) {
+Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   const auto t0 = std::chrono::steady_clock::now();
   DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
-  DG_ASSIGN_OR_RETURN(RunReport r, advance_grid(grid, opt));
+  bool resumed = false;
+  DG_ASSIGN_OR_RETURN(const RunOptions opt, options_for(grid, given, &resumed));
+  const int64_t step0 = grid.manifest().step;
+  DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, opt));
+  DG_RETURN_IF_ERROR(save_run_record(grid, opt, plan, resumed));
+  auto result = run_prepared(grid, opt, plan);
+  if (!result.ok()) {
+    // A run that failed before changing anything leaves nothing behind either.
+    const bool changed = grid.manifest().step != step0 ||
+                         ::access(internal::join_path(dir, kSweepRecordName).c_str(), F_OK) == 0;
+    if (!changed && !resumed) ::unlink(run_record_path(grid).c_str());
+    return result.status();
+  }
+  RunReport r = std::move(result).value();
   Manifest after = grid.manifest();
-  after.step = r.step_to;  // the stream methods committed it already, sweep by sweep
+  after.step = r.step_to;
   nlohmann::json details = {{"stencil", nlohmann::json::parse(opt.stencil.to_json())},
                             {"boundary", r.boundary},
                             {"method", r.method},
                             {"steps", r.steps},
                             {"step_from", r.step_from},
                             {"step_to", r.step_to}};
+  if (resumed) details["resumed"] = true;
   after.history.push_back({utc_now(), "run", details.dump()});
-  DG_RETURN_IF_ERROR(grid.commit(after));
+  DG_RETURN_IF_ERROR(commit_run(grid, plan, after));
+  r.resumed = resumed;
+  if (r.steps == opt.steps) ::unlink(run_record_path(grid).c_str());  // else resumable
   r.seconds = seconds_since(t0);
   r.peak_memory = peak_resident_bytes();
   return r;

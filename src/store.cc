@@ -24,23 +24,30 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kManifestName = "manifest.json";
-constexpr const char* kSweepMarkName = "sweep.json";
 constexpr const char* kFormatName = "deepgrid-grid";
 
-int64_t chunk_count(const Shape& s, const Layout& l) {
-  return (s.nz + l.planes_per_chunk - 1) / l.planes_per_chunk;
-}
-
-// Exact size of data file f: the end of the last plane it holds.
+// Exact size of data file f: the end of the last slot it holds.
 int64_t expected_file_bytes(const Shape& s, const Layout& l, size_t f) {
   const int64_t nfiles = static_cast<int64_t>(l.files.size());
-  const int64_t chunks = chunk_count(s, l);
+  const int64_t slots = s.nz + l.spare_planes;
+  const int64_t chunks = (slots + l.planes_per_chunk - 1) / l.planes_per_chunk;
   int64_t bytes = 0;
   for (int64_t c = static_cast<int64_t>(f); c < chunks; c += nfiles) {
-    int64_t planes = std::min(l.planes_per_chunk, s.nz - c * l.planes_per_chunk);
+    int64_t planes = std::min(l.planes_per_chunk, slots - c * l.planes_per_chunk);
     bytes = (c / nfiles) * l.chunk_bytes() + planes * l.plane_stride;
   }
   return bytes;
+}
+
+// Spare slots beyond nz a grid may have (growing them for deep sweeps needs at most
+// 64 levels * radius 4 + 3 blocks of 64).
+constexpr int64_t kMaxSparePlanes = 1024;
+
+// The other name of a data file: writers of a whole new state alternate between the two.
+std::string replacement_name(const std::string& path) {
+  constexpr std::string_view kExt = ".dgd", kAlt = ".b.dgd";
+  if (path.ends_with(kAlt)) return path.substr(0, path.size() - kAlt.size()) + std::string(kExt);
+  return path.substr(0, path.size() - kExt.size()) + std::string(kAlt);
 }
 
 std::string random_id() {
@@ -62,10 +69,14 @@ std::string utc_now() {
   return buf;
 }
 
-PlaneLocation Manifest::locate(int64_t z) const {
+int64_t default_spare_planes(int64_t nz) { return std::max<int64_t>(64, (nz + 15) / 16); }
+
+int64_t Manifest::slot_of(int64_t z, int64_t with_base) const { return (z + with_base) % slots(); }
+
+PlaneLocation Manifest::locate_slot(int64_t slot) const {
   const int64_t nfiles = static_cast<int64_t>(layout.files.size());
-  const int64_t chunk = z / layout.planes_per_chunk;
-  const int64_t within = z % layout.planes_per_chunk;
+  const int64_t chunk = slot / layout.planes_per_chunk;
+  const int64_t within = slot % layout.planes_per_chunk;
   return {static_cast<int>(chunk % nfiles),
           (chunk / nfiles) * layout.chunk_bytes() + within * layout.plane_stride};
 }
@@ -87,10 +98,12 @@ std::string Manifest::to_json() const {
       {"dtype", dtype_name(dtype)},
       {"byte_order", "little"},
       {"step", step},
+      {"base", base},
       {"layout",
        {{"plane_bytes", layout.plane_bytes},
         {"plane_stride", layout.plane_stride},
         {"planes_per_chunk", layout.planes_per_chunk},
+        {"spare_planes", layout.spare_planes},
         {"files", files}}},
       {"history", hist},
   };
@@ -140,6 +153,10 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
     m.layout.plane_bytes = integer_at(l, "plane_bytes");
     m.layout.plane_stride = integer_at(l, "plane_stride");
     m.layout.planes_per_chunk = integer_at(l, "planes_per_chunk");
+    if (m.version >= 3) {
+      m.layout.spare_planes = integer_at(l, "spare_planes");
+      m.base = integer_at(j, "base");
+    }
     for (const auto& f : l.at("files")) {
       m.layout.files.push_back({f.at("path").get<std::string>(), integer_at(f, "bytes")});
     }
@@ -161,12 +178,17 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
   }
   Status shape_ok = validate_shape(m.shape);
   if (!shape_ok.ok()) return corrupt("manifest: " + shape_ok.message());
-  // planes_per_chunk is bounded before anything multiplies it.
-  if (m.layout.planes_per_chunk < 1 || m.layout.planes_per_chunk > m.shape.nz) {
+  // planes_per_chunk and the spare slots are bounded before anything multiplies them.
+  if (m.layout.spare_planes < 0 ||
+      m.layout.spare_planes > std::max<int64_t>(m.shape.nz, kMaxSparePlanes)) {
+    return corrupt("manifest layout has an invalid spare_planes");
+  }
+  if (m.layout.planes_per_chunk < 1 || m.layout.planes_per_chunk > m.slots()) {
     return corrupt("manifest layout has an invalid planes_per_chunk");
   }
-  DG_ASSIGN_OR_RETURN(Layout expected,
-                      plan_layout(m.shape, m.dtype, m.layout.files.size(), kDirectIoAlignment));
+  if (m.base < 0 || m.base >= m.slots()) return corrupt("manifest has an invalid base");
+  DG_ASSIGN_OR_RETURN(Layout expected, plan_layout(m.shape, m.dtype, m.layout.files.size(),
+                                                   kDirectIoAlignment, m.layout.spare_planes));
   if (m.step < 0 || m.layout.files.empty() || m.layout.plane_bytes != expected.plane_bytes ||
       m.layout.plane_stride != expected.plane_stride) {
     return corrupt("manifest layout is inconsistent with its shape and dtype");
@@ -180,7 +202,7 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
 }
 
 Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
-                           int64_t chunk_target_bytes) {
+                           int64_t chunk_target_bytes, int64_t spare_planes) {
   DG_RETURN_IF_ERROR(validate_shape(shape));
   Layout l;
   int64_t plane_bytes = 0;
@@ -189,8 +211,15 @@ Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
   }
   l.plane_bytes = plane_bytes;
   l.plane_stride = round_up(plane_bytes, kDirectIoAlignment);
-  l.planes_per_chunk =
-      std::clamp<int64_t>(chunk_target_bytes / l.plane_stride, 1, std::max<int64_t>(1, shape.nz));
+  int64_t ring_bytes = 0;
+  if (spare_planes < 0 || spare_planes > std::max<int64_t>(shape.nz, kMaxSparePlanes) ||
+      !checked_mul(shape.nz + spare_planes, l.plane_stride, &ring_bytes)) {
+    return invalid_argument("shape " + shape.to_string() + " with " + std::to_string(spare_planes) +
+                            " spare planes is too large");
+  }
+  l.spare_planes = spare_planes;
+  l.planes_per_chunk = std::clamp<int64_t>(chunk_target_bytes / l.plane_stride, 1,
+                                           std::max<int64_t>(1, shape.nz + spare_planes));
   const size_t files = std::max<size_t>(1, n_stores);
   l.files.resize(files);
   for (size_t f = 0; f < files; ++f) l.files[f].bytes = expected_file_bytes(shape, l, f);
@@ -201,6 +230,7 @@ Grid::Grid(Grid&&) noexcept = default;
 Grid& Grid::operator=(Grid&&) noexcept = default;
 Grid::~Grid() {
   for (int fd : fds_) ::close(fd);
+  for (int fd : replacement_fds_) ::close(fd);
 }
 
 std::string Grid::checksum_path(int64_t generation) const {
@@ -256,8 +286,9 @@ Status Grid::verify_plane(int64_t z, const void* values) const {
                  "' and restore the grid from a backup");
 }
 
-std::string Grid::file_path(int file) const {
-  return internal::join_path(dir_, manifest_.layout.files[static_cast<size_t>(file)].path);
+std::string Grid::file_path(int file, FileSet set) const {
+  const std::string& path = manifest_.layout.files[static_cast<size_t>(file)].path;
+  return internal::join_path(dir_, set == FileSet::kCurrent ? path : replacement_name(path));
 }
 
 Status Grid::open_files(Mode mode) {
@@ -282,7 +313,8 @@ Status Grid::open_files(Mode mode) {
     direct_io_ = direct_io_ && direct;
     struct stat st {};
     if (::fstat(*fd, &st) != 0) return errno_status(errno, "stat", path);
-    if (st.st_size != manifest_.layout.files[f].bytes) {
+    // Longer is harmless: a crash while the spare slots grew (grow_spare) leaves it so.
+    if (st.st_size < manifest_.layout.files[f].bytes) {
       return corrupt("data file " + path + " has " + std::to_string(st.st_size) +
                      " bytes but the manifest expects " +
                      std::to_string(manifest_.layout.files[f].bytes) +
@@ -290,12 +322,6 @@ Status Grid::open_files(Mode mode) {
     }
   }
   return Status::Ok();
-}
-
-Status Grid::reopen_data_files() {
-  for (int fd : fds_) ::close(fd);
-  fds_.clear();
-  return open_files(Mode::kReadWrite);
 }
 
 Result<Grid> Grid::open(const std::string& dir, Mode mode) {
@@ -324,33 +350,116 @@ Result<Grid> Grid::open(const std::string& dir, Mode mode) {
   g.manifest_ = std::move(m).value();
   DG_RETURN_IF_ERROR(g.open_files(mode));
   DG_RETURN_IF_ERROR(g.load_checksums());
-  g.load_sweep_mark();
+  g.load_sweep_record();
+  if (mode == Mode::kReadWrite) g.remove_replacement_leftovers();
   return g;
 }
 
-void Grid::load_sweep_mark() {
-  auto text = internal::read_small_file(internal::join_path(dir_, kSweepMarkName));
-  if (!text.ok()) return;  // no mark: the data hold the manifest's step
-  const json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) {
-    interrupted_sweep_ = "an in-place sweep (its mark is unreadable)";
+void Grid::load_sweep_record() {
+  auto text = internal::read_small_file(internal::join_path(dir_, kSweepRecordName));
+  if (!text.ok()) return;  // no record: the data hold the manifest's step
+  auto record = SweepRecord::from_json(*text);
+  if (!record.ok()) {
+    interrupted_sweep_ = "sweep whose record is unreadable (" + record.status().message() + ")";
     return;
   }
-  const int64_t from = j.value("step_from", int64_t{-1});
-  if (from != manifest_.step) return;  // stale: the manifest committed that sweep already
-  interrupted_sweep_ = "sweep from step " + std::to_string(from) + " over " +
-                       std::to_string(j.value("levels", 0)) + " steps started " +
-                       j.value("started", std::string("?"));
+  if (record->step_from != manifest_.step) return;  // stale: the manifest committed it already
+  interrupted_sweep_ = "sweep from step " + std::to_string(record->step_from) + " over " +
+                       std::to_string(record->levels) + " steps started " + record->started + ", " +
+                       std::to_string(record->done) + " of " + std::to_string(manifest_.shape.nz) +
+                       " planes done";
+  sweep_record_ = std::move(record).value();
 }
 
-Status Grid::mark_sweep(int levels) {
-  const json j = {{"step_from", manifest_.step}, {"levels", levels}, {"started", utc_now()}};
-  return internal::write_file_atomic(dir_, kSweepMarkName, j.dump() + "\n");
+Status Grid::save_sweep(const SweepRecord& record) const {
+  if (record.done > 0) {
+    for (size_t f = 0; f < fds_.size(); ++f) {
+      if (::fdatasync(fds_[f]) != 0) {
+        return errno_status(errno, "fsync", file_path(static_cast<int>(f)));
+      }
+    }
+  }
+  return internal::write_file_atomic(dir_, kSweepRecordName, record.to_json());
+}
+
+bool Grid::can_grow_spare() const {
+  return manifest_.base + manifest_.shape.nz <= manifest_.slots();
+}
+
+Status Grid::grow_spare(int64_t planes) {
+  if (manifest_.layout.spare_planes >= planes) return Status::Ok();
+  if (!can_grow_spare()) {
+    return invalid_argument("grid " + dir_ + " has " +
+                            std::to_string(manifest_.layout.spare_planes) +
+                            " spare planes and cannot grow them now; lower --bt");
+  }
+  Manifest m = manifest_;
+  DG_ASSIGN_OR_RETURN(
+      m.layout, plan_layout(m.shape, m.dtype, m.layout.files.size(), kDirectIoAlignment, planes));
+  m.layout.planes_per_chunk = manifest_.layout.planes_per_chunk;  // the slots stay where they are
+  for (size_t f = 0; f < m.layout.files.size(); ++f) {
+    m.layout.files[f] = {manifest_.layout.files[f].path, expected_file_bytes(m.shape, m.layout, f)};
+    const int64_t grow = m.layout.files[f].bytes - manifest_.layout.files[f].bytes;
+    const int rc = grow > 0 ? ::posix_fallocate(fds_[f], manifest_.layout.files[f].bytes, grow) : 0;
+    if (rc != 0) {
+      return errno_status(rc, "allocate spare planes in", file_path(static_cast<int>(f)),
+                          manifest_.layout.files[f].bytes);
+    }
+  }
+  return commit(m);
+}
+
+PlaneLocation Grid::locate(int64_t z, FileSet set) const {
+  return manifest_.locate_slot(manifest_.slot_of(z, set == FileSet::kCurrent ? manifest_.base : 0));
+}
+
+Status Grid::create_replacement() {
+  for (int fd : replacement_fds_) ::close(fd);
+  replacement_fds_.clear();
+  for (size_t f = 0; f < manifest_.layout.files.size(); ++f) {
+    const std::string path = file_path(static_cast<int>(f), FileSet::kReplacement);
+    bool direct = false;
+    DG_ASSIGN_OR_RETURN(const int fd,
+                        internal::open_data_file(path, O_RDWR | O_CREAT | O_TRUNC, &direct));
+    replacement_fds_.push_back(fd);
+    const int64_t bytes = manifest_.layout.files[f].bytes;
+    const int rc = bytes > 0 ? ::posix_fallocate(fd, 0, bytes) : 0;
+    if (rc != 0) return errno_status(rc, "allocate", path, 0);
+  }
+  return Status::Ok();
+}
+
+Status Grid::commit_replacement(Manifest m) {
+  std::vector<std::string> old_paths;
+  for (size_t f = 0; f < m.layout.files.size(); ++f) {
+    const int file = static_cast<int>(f);
+    if (::fdatasync(replacement_fds_[f]) != 0) {
+      return errno_status(errno, "fsync", file_path(file, FileSet::kReplacement));
+    }
+    old_paths.push_back(file_path(file));
+    m.layout.files[f].path = replacement_name(m.layout.files[f].path);
+    DG_RETURN_IF_ERROR(internal::fsync_path(internal::parent_path(old_paths.back())));
+  }
+  m.base = 0;
+  std::swap(fds_, replacement_fds_);
+  DG_RETURN_IF_ERROR(commit(m));
+  for (int fd : replacement_fds_) ::close(fd);
+  replacement_fds_.clear();
+  for (const std::string& path : old_paths) ::unlink(path.c_str());  // a leftover is removed later
+  return Status::Ok();
+}
+
+void Grid::remove_replacement_leftovers() const {
+  for (size_t f = 0; f < manifest_.layout.files.size(); ++f) {
+    ::unlink(file_path(static_cast<int>(f), FileSet::kReplacement).c_str());
+  }
 }
 
 Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
-  DG_ASSIGN_OR_RETURN(Layout layout,
-                      plan_layout(opt.shape, opt.dtype, opt.stores.size(), opt.chunk_target_bytes));
+  DG_ASSIGN_OR_RETURN(
+      Layout layout,
+      plan_layout(opt.shape, opt.dtype, opt.stores.size(), opt.chunk_target_bytes,
+                  opt.spare_planes >= 0 ? opt.spare_planes : default_spare_planes(opt.shape.nz)));
   // Check everything before touching the disk.
   const bool dir_existed = internal::is_directory(dir);
   if (dir_existed) {
@@ -492,10 +601,11 @@ Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) c
   if (!bounce.ok()) return Status(ErrorCode::kResource, "out of memory for an I/O buffer");
   int64_t z = z0;
   while (z < z0 + count) {
-    // A run of planes that are contiguous in one file: up to the end of z's chunk.
-    const int64_t chunk_end = (z / l.planes_per_chunk + 1) * l.planes_per_chunk;
-    const int64_t n = std::min({z0 + count, chunk_end, z + batch}) - z;
-    const PlaneLocation loc = manifest_.locate(z);
+    // A run of planes that are contiguous in one file: up to the end of z's chunk or ring.
+    const int64_t slot = manifest_.slot_of(z, manifest_.base);
+    const int64_t n = std::min({z0 + count - z, batch, manifest_.slots() - slot,
+                                l.planes_per_chunk - slot % l.planes_per_chunk});
+    const PlaneLocation loc = manifest_.locate_slot(slot);
     const size_t bytes = static_cast<size_t>(n * l.plane_stride);
     const std::string path = file_path(loc.file);
     if (write) {
@@ -557,12 +667,14 @@ Status Grid::commit(const Manifest& m) {
   }
   manifest_ = std::move(next);
   checksum_problem_.clear();
-  // The data now match the manifest: an in-place sweep's mark goes (a leftover after a crash
-  // here is cleared by the next commit, and only overstates the danger).
-  if (::unlink(internal::join_path(dir_, kSweepMarkName).c_str()) == 0) {
+  // The data now match the manifest: an in-place sweep's record goes (a leftover after a crash
+  // here is stale: its step_from is no longer the manifest's step).
+  if (::unlink(internal::join_path(dir_, kSweepRecordName).c_str()) == 0) {
     DG_RETURN_IF_ERROR(internal::fsync_path(dir_));
   }
+  ::unlink(internal::join_path(dir_, kSideFileName).c_str());
   interrupted_sweep_.clear();
+  sweep_record_.reset();
   return Status::Ok();
 }
 

@@ -1,15 +1,19 @@
 // Reliability of stored grids: exclusive access between processes, per-plane checksums kept by
 // every writer and checked by fsck and verified reads, and the preflight checks of a run.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "damage.h"
 #include "deepgrid/fsck.h"
@@ -196,13 +200,28 @@ TEST_F(Reliability, VerifiedReadsOfSoundGridsSucceed) {
 }
 
 // A grid as deepgrid wrote it before checksums: format version 1, no table.
-void make_version_1(const std::string& dir) {
+// Rewrites a freshly created one-file grid as an older deepgrid wrote it: version 2 has no
+// spare slots and no base; version 1 not even a checksum table.
+void make_version(const std::string& dir, int version) {
   json m = json::parse(slurp(dir + "/manifest.json"));
-  fs::remove(dir + "/" + m["checksums"]["file"].get<std::string>());
-  m.erase("checksums");
-  m["version"] = 1;
+  ASSERT_EQ(m["base"], 0);
+  ASSERT_EQ(m["layout"]["files"].size(), 1u);
+  m.erase("base");
+  m["layout"].erase("spare_planes");
+  const int64_t bytes =
+      m["shape"]["nz"].get<int64_t>() * m["layout"]["plane_stride"].get<int64_t>();
+  m["layout"]["files"][0]["bytes"] = bytes;
+  fs::resize_file(dir + "/" + m["layout"]["files"][0]["path"].get<std::string>(),
+                  static_cast<uintmax_t>(bytes));
+  if (version == 1) {
+    fs::remove(dir + "/" + m["checksums"]["file"].get<std::string>());
+    m.erase("checksums");
+  }
+  m["version"] = version;
   std::ofstream(dir + "/manifest.json") << m.dump(2);
 }
+
+void make_version_1(const std::string& dir) { make_version(dir, 1); }
 
 TEST_F(Reliability, VersionOneGridsAreReadAndGetChecksumsWhenNextWritten) {
   const std::string g = make_grid("g");
@@ -217,6 +236,61 @@ TEST_F(Reliability, VersionOneGridsAreReadAndGetChecksumsWhenNextWritten) {
   ASSERT_TRUE(run_grid(g, seven_point(1)).ok());
   EXPECT_EQ(json::parse(slurp(g + "/manifest.json"))["version"], kManifestVersion);
   expect_clean(g);
+}
+
+// A version-2 grid has no spare slots: its first stream run lengthens the files to make them,
+// and gives the same values as a stream run on a version-3 grid.
+TEST_F(Reliability, VersionTwoGridsGetSpareSlotsFromTheirFirstStreamRun) {
+  const std::string old = make_grid("old"), fresh = make_grid("fresh");
+  make_version(old, 2);
+  EXPECT_EQ(Grid::open(old)->manifest().layout.spare_planes, 0);
+  for (const std::string& g : {old, fresh}) {
+    RunOptions o = seven_point(7, Method::kStream);
+    o.bt = 3;
+    ASSERT_TRUE(run_grid(g, o).ok()) << g;
+    expect_clean(g);
+  }
+  const Grid a = Grid::open(old).value(), b = Grid::open(fresh).value();
+  EXPECT_EQ(a.manifest().version, kManifestVersion);
+  EXPECT_GT(a.manifest().layout.spare_planes, 3);
+  EXPECT_NE(a.manifest().base, 0) << "the sweeps moved the planes through the ring";
+  std::vector<float> va(static_cast<size_t>(a.shape().points())), vb(va.size());
+  ASSERT_TRUE(a.read_planes(0, a.shape().nz, va.data()).ok());
+  ASSERT_TRUE(b.read_planes(0, b.shape().nz, vb.data()).ok());
+  EXPECT_EQ(testing::first_bitwise_difference(va, vb), -1);
+}
+
+// A crash while the first stream run lengthened the files for spare slots, before it committed
+// the manifest, leaves them longer than the manifest says: that grid opens and runs.
+TEST_F(Reliability, ACrashWhileTheSpareSlotsGrowLeavesAGridThatRuns) {
+  const std::string g = make_grid("g");
+  make_version(g, 2);
+  const std::string data = Grid::open(g)->file_path(0);
+  fs::resize_file(data, fs::file_size(data) + 5 * 4096);
+  ASSERT_TRUE(Grid::open(g).ok());
+  ASSERT_TRUE(run_grid(g, seven_point(2, Method::kStream)).ok());
+  expect_clean(g);
+  EXPECT_GT(Grid::open(g)->manifest().layout.spare_planes, 0);
+}
+
+// Once the planes wrap around the ring, the spare slots cannot grow: the planner keeps each
+// sweep's reach (bt * rz) below them.
+TEST_F(Reliability, AWrappedRingLimitsTheSweepDepthToItsSpareSlots) {
+  CreateOptions co;
+  co.shape = {16, 8, 40};
+  co.spare_planes = 6;
+  Grid g = Grid::create(path("g"), co).value();
+  Manifest m = g.manifest();
+  m.base = 30;                    // planes 10.. wrap to the start of the ring
+  ASSERT_TRUE(g.commit(m).ok());  // zeros everywhere: any base holds the same grid
+  ASSERT_FALSE(g.can_grow_spare());
+  StreamOptions opt;
+  opt.mem_budget = 8 << 20;
+  opt.bt = 20;
+  const Stencil st = Stencil::preset("7pt").value();
+  EXPECT_EQ(plan_stream(g.manifest(), st, Boundary{}, 20, opt)->bt, 5);
+  opt.bt = 0;
+  EXPECT_LE(plan_stream(g.manifest(), st, Boundary{}, 20, opt)->bt, 5);
 }
 
 TEST_F(Reliability, ADamagedChecksumTableIsReportedNotTrusted) {
@@ -334,52 +408,72 @@ TEST_F(Preflight, AStreamRunOnTmpfsFailsFastWithTheFix) {
 }  // namespace deepgrid
 
 // ---------------------------------------------------------------------------------------------
-// Crashes: a process killed between sweeps leaves a consistent grid at the last committed
-// step; one killed inside a sweep leaves a mark that every later open reports.
+// Crashes: a process killed at any moment of a stream run leaves a grid that the next run
+// finishes bitwise as if nothing had happened (resume.h); one killed between sweeps leaves a
+// consistent grid at the last committed step.
 
 namespace deepgrid {
 namespace {
 
 constexpr int kCrashExit = 77;
+constexpr int64_t kCrashSteps = 9;
 
-// The body of the crashing child: a stream run of 9 steps (bt 3) on DEEPGRID_CRASH_DIR that
-// _exit()s at the moment DEEPGRID_CRASH_AT says: "after-sweep:K" once K sweeps are done, or
-// "write:N" as the N-th plane write starts. Runs only as a child of the tests below (it is a
-// separate process so that the kill is real: nothing is flushed or committed afterwards).
-TEST(CrashChild, RunsAStreamAndDies) {
-  const char* dir = std::getenv("DEEPGRID_CRASH_DIR");
-  const char* at = std::getenv("DEEPGRID_CRASH_AT");
-  if (dir == nullptr || at == nullptr) GTEST_SKIP() << "runs only as a crash test's child";
-  const std::string when = at;
-  Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+Boundary boundary_named(const char* text) { return parse_boundary(text).value(); }
+
+// A stream run towards step kCrashSteps (bt 3, blocks of 1 z-step, so that reads, compute and
+// writes interleave finely) with the given fault hook and progress callback.
+Status stream_to_the_end(Grid& g, const Boundary& b, const io::FaultHook& hook = {},
+                         const ProgressFn& progress = {}) {
   const Stencil st = Stencil::preset("7pt").value();
   StreamOptions opt;
   opt.mem_budget = 8 << 20;
   opt.bt = 3;
-  opt.block = 2;
+  opt.block = 1;
+  opt.fault_hook = hook;
+  const int64_t steps = kCrashSteps - g.manifest().step;
+  DG_ASSIGN_OR_RETURN(const StreamPlan plan, plan_stream(g.manifest(), st, b, steps, opt));
+  return advance_stream(g, st, b, steps, plan, opt, progress).status();
+}
+
+// The body of the crashing child: the run above on DEEPGRID_CRASH_DIR with the boundary
+// DEEPGRID_CRASH_BOUNDARY, which _exit()s at the moment DEEPGRID_CRASH_AT says:
+// "after-sweep:K" once K sweeps are done, or "write:N" as the N-th plane write reaches the I/O
+// layer (writes before it may or may not have completed). Runs only as a child of the tests
+// below: a separate process, so that the kill is real and nothing is flushed afterwards.
+TEST(CrashChild, RunsAStreamAndDies) {
+  const char* dir = std::getenv("DEEPGRID_CRASH_DIR");
+  const char* at = std::getenv("DEEPGRID_CRASH_AT");
+  const char* boundary = std::getenv("DEEPGRID_CRASH_BOUNDARY");
+  if (dir == nullptr || at == nullptr || boundary == nullptr) {
+    GTEST_SKIP() << "runs only as a crash test's child";
+  }
+  const std::string when = at;
+  Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
   std::atomic<int> writes{0};
+  io::FaultHook hook;
   if (when.rfind("write:", 0) == 0) {
     const int n = std::stoi(when.substr(6));
-    opt.fault_hook = [&writes, n](const io::Request& r, int64_t, size_t) -> int64_t {
+    hook = [&writes, n](const io::Request& r, int64_t, size_t) -> int64_t {
       if (r.op == io::Op::kWrite && ++writes == n) ::_exit(kCrashExit);
       return 0;
     };
   }
   const int sweeps = when.rfind("after-sweep:", 0) == 0 ? std::stoi(when.substr(12)) : 0;
-  const StreamPlan plan = plan_stream(g.manifest(), st, Boundary{}, 9, opt).value();
-  (void)advance_stream(g, st, Boundary{}, 9, plan, opt, [sweeps](int64_t done, int64_t) {
-    if (sweeps > 0 && done == 3 * sweeps) ::_exit(kCrashExit);
-    return true;
-  });
-  ::_exit(1);  // the crash point was never reached
+  const Status st =
+      stream_to_the_end(g, boundary_named(boundary), hook, [sweeps](int64_t done, int64_t) {
+        if (sweeps > 0 && done == 3 * sweeps) ::_exit(kCrashExit);
+        return true;
+      });
+  ::_exit(st.ok() ? 0 : 1);  // 0: the crash point was never reached
 }
 
 // Runs CrashChild in a fresh process (fork + exec of this test program) and waits for it.
-int run_crash_child(const std::string& dir, const std::string& at) {
+int run_crash_child(const std::string& dir, const std::string& at, const std::string& boundary) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setenv("DEEPGRID_CRASH_DIR", dir.c_str(), 1);
     ::setenv("DEEPGRID_CRASH_AT", at.c_str(), 1);
+    ::setenv("DEEPGRID_CRASH_BOUNDARY", boundary.c_str(), 1);
     ::execl("/proc/self/exe", "reliability_test", "--gtest_filter=CrashChild.*", nullptr);
     ::_exit(127);
   }
@@ -390,14 +484,31 @@ int run_crash_child(const std::string& dir, const std::string& at) {
 
 class Crash : public ::testing::Test {
  protected:
+  // Few spare slots (the run grows them to what blocks of 1 need: 3 levels + 4), so that the
+  // sweep overwrites old planes it has passed and waits for checkpoints.
   std::string make(const std::string& name) {
     CreateOptions co;
     co.shape = shape_;
     co.chunk_target_bytes = 3 * 4096;
+    co.spare_planes = 2;
     Grid g = Grid::create(tmp_ / name, co).value();
     EXPECT_TRUE(g.write_planes(0, shape_.nz, u_.data()).ok());
     EXPECT_TRUE(g.commit(g.manifest()).ok());
     return tmp_ / name;
+  }
+
+  void expect_reference(const std::string& dir, const char* boundary, int64_t steps) {
+    const Grid g = Grid::open(dir).value();
+    ASSERT_EQ(g.manifest().step, steps);
+    EXPECT_TRUE(g.interrupted_sweep().empty()) << g.interrupted_sweep();
+    const FsckReport fsck = fsck_grid(g).value();
+    EXPECT_FALSE(fsck.damage_found()) << fsck.damaged.size() << " planes differ";
+    std::vector<float> got(u_.size());
+    ASSERT_TRUE(g.read_planes(0, shape_.nz, got.data()).ok());
+    const Stencil st = Stencil::preset("7pt").value();
+    EXPECT_EQ(testing::first_bitwise_difference(
+                  testing::reference_run(u_, shape_, st, boundary_named(boundary), steps), got),
+              -1);
   }
 
   const Shape shape_{20, 14, 17};
@@ -411,44 +522,144 @@ TEST_F(Crash, BetweenSweepsTheGridHoldsTheLastCommittedStep) {
     name += std::to_string(sweeps);
     at += std::to_string(sweeps);
     const std::string dir = make(name);
-    ASSERT_EQ(run_crash_child(dir, at), kCrashExit);
-    const Grid g = Grid::open(dir).value();
-    EXPECT_EQ(g.manifest().step, 3 * sweeps);
-    EXPECT_TRUE(g.interrupted_sweep().empty()) << g.interrupted_sweep();
-    const FsckReport fsck = fsck_grid(g).value();
-    EXPECT_FALSE(fsck.damage_found()) << fsck.damaged.size() << " planes differ";
-    std::vector<float> got(u_.size());
-    ASSERT_TRUE(g.read_planes(0, shape_.nz, got.data()).ok());
-    const Stencil st = Stencil::preset("7pt").value();
-    EXPECT_EQ(testing::first_bitwise_difference(
-                  testing::reference_run(u_, shape_, st, Boundary{}, 3 * sweeps), got),
-              -1);
+    ASSERT_EQ(run_crash_child(dir, at, "dirichlet:0"), kCrashExit);
+    expect_reference(dir, "dirichlet:0", 3 * sweeps);
   }
 }
 
-TEST_F(Crash, InsideASweepEveryOpenSaysSoAndRunsRefuse) {
-  const std::string dir = make("g");
-  // The 25th plane write is in the second sweep (20 planes per sweep).
-  ASSERT_EQ(run_crash_child(dir, "write:25"), kCrashExit);
+// 3 boundaries x 8 random moments: the killed run's grid reports the interrupted sweep, and
+// the next run finishes it and the rest, bitwise equal to the reference.
+TEST_F(Crash, AtRandomWritesTheNextRunFinishesBitwise) {
+  std::mt19937 rng(20261123);
+  const int64_t writes = kCrashSteps / 3 * shape_.nz;  // every sweep writes every plane once
+  std::uniform_int_distribution<int> moment(1, static_cast<int>(writes));
+  int interrupted = 0;
+  for (const char* boundary : {"dirichlet:0.5", "neumann", "periodic"}) {
+    for (int trial = 0; trial < 8; ++trial) {
+      const int n = moment(rng);
+      std::string name = "g", at = "write:";
+      name += std::to_string(interrupted);
+      at += std::to_string(n);
+      SCOPED_TRACE(std::string(boundary) + " " + at);
+      const std::string dir = make(name);
+      ASSERT_EQ(run_crash_child(dir, at, boundary), kCrashExit);
+      {
+        Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+        EXPECT_EQ(g.manifest().step, (n - 1) / shape_.nz * 3);
+        ASSERT_TRUE(g.sweep_record().has_value()) << "the kill came inside a sweep";
+        EXPECT_NE(g.interrupted_sweep().find("over 3 steps"), std::string::npos);
+        const FsckReport fsck = fsck_grid(g).value();  // the old planes the sweep needs
+        EXPECT_TRUE(fsck.resumable);
+        EXPECT_FALSE(fsck.damage_found()) << fsck.damaged.size() << " needed planes damaged";
+        ASSERT_TRUE(stream_to_the_end(g, boundary_named(boundary)).ok());
+      }
+      expect_reference(dir, boundary, kCrashSteps);
+      ++interrupted;
+    }
+  }
+}
+
+// An I/O error or a full disk at a random write ends the run with that error; once the
+// problem is gone the next run finishes it, bitwise.
+TEST_F(Crash, AfterAnIoErrorTheNextRunFinishesBitwise) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> moment(1, static_cast<int>(kCrashSteps / 3 * shape_.nz));
+  int trial = 0;
+  for (const int error : {EIO, ENOSPC, EIO, ENOSPC, EIO, ENOSPC}) {
+    const char* boundary = trial % 2 == 0 ? "periodic" : "dirichlet:0";
+    const int n = moment(rng);
+    std::string name = "g";
+    name += std::to_string(trial++);
+    SCOPED_TRACE(std::string(boundary) + " " + std::strerror(error) + " at write " +
+                 std::to_string(n));
+    const std::string dir = make(name);
+    {
+      Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+      std::atomic<int> writes{0};
+      const Status st = stream_to_the_end(
+          g, boundary_named(boundary), [&writes, n, error](const io::Request& r, int64_t, size_t) {
+            return r.op == io::Op::kWrite && ++writes == n ? -int64_t{error} : int64_t{0};
+          });
+      ASSERT_FALSE(st.ok());
+      EXPECT_NE(st.message().find(std::strerror(error)), std::string::npos) << st.message();
+    }
+    {
+      Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+      ASSERT_TRUE(stream_to_the_end(g, boundary_named(boundary)).ok());
+    }
+    expect_reference(dir, boundary, kCrashSteps);
+  }
+}
+
+// A real full filesystem (a size-limited tmpfs; root only): the disk fills between two
+// sweeps, the run stops with ENOSPC naming the file, and once space is freed the same call
+// finishes the run bitwise.
+TEST_F(Crash, AFullFilesystemStopsTheRunAndItResumesOnceSpaceIsFreed) {
+  const std::string mnt = tmp_ / "small";
+  fs::create_directories(mnt);
+  if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=4m") != 0) {
+    GTEST_SKIP() << "cannot mount a small tmpfs (" << std::strerror(errno)
+                 << "): needs root and mount permission";
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  CreateOptions co;
+  co.shape = shape_;
+  co.spare_planes = 8;
+  const std::string dir = mnt + "/g";
   {
-    const Grid g = Grid::open(dir).value();
-    EXPECT_EQ(g.manifest().step, 3);
-    EXPECT_NE(g.interrupted_sweep().find("sweep from step 3 over 3 steps"), std::string::npos)
-        << g.interrupted_sweep();
-    const FsckReport fsck = fsck_grid(g).value();
-    EXPECT_TRUE(fsck.damage_found());
-    EXPECT_EQ(fsck.interrupted_sweep, g.interrupted_sweep());
-    EXPECT_FALSE(fsck.damaged.empty()) << "the rewritten planes no longer match their checksums";
+    Grid g = Grid::create(dir, co).value();
+    ASSERT_TRUE(g.write_planes(0, shape_.nz, u_.data()).ok());
+    ASSERT_TRUE(g.commit(g.manifest()).ok());
   }
   RunOptions opt;
   opt.stencil = Stencil::preset("7pt").value();
+  opt.boundary = boundary_named("neumann");
+  opt.steps = kCrashSteps;
+  opt.method = Method::kStream;
+  opt.bt = 3;
+  opt.mem_budget = 8 << 20;
+  const std::string filler = mnt + "/filler";
+  opt.progress = [&](int64_t done, int64_t) {
+    if (done == 3) {  // fill the disk to the last byte
+      std::ofstream out(filler, std::ios::binary);
+      const std::string block(4096, 'x');
+      while (out.write(block.data(), block.size())) {
+      }
+    }
+    return true;
+  };
+  const auto full = run_grid(dir, opt);
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.status().code(), ErrorCode::kNoSpace) << full.status().message();
+  EXPECT_NE(full.status().message().find(dir), std::string::npos) << full.status().message();
+  fs::remove(filler);
+  opt.progress = {};
+  const auto resumed = run_grid(dir, opt);  // the same call again
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  EXPECT_TRUE(resumed->resumed);
+  expect_reference(dir, "neumann", kCrashSteps);
+}
+
+TEST_F(Crash, AnInterruptedSweepIsFinishedOnlyWithItsOwnStencil) {
+  const std::string dir = make("g");
+  ASSERT_EQ(run_crash_child(dir, "write:25", "dirichlet:0"), kCrashExit);
+  RunOptions opt;
+  opt.stencil = Stencil::preset("27pt").value();
   opt.steps = 1;
   const auto r = run_grid(dir, opt);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), ErrorCode::kCorrupt);
-  EXPECT_NE(r.status().message().find("interrupted in the middle of an in-place sweep"),
-            std::string::npos)
-      << r.status().message();
+  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("--resume"), std::string::npos) << r.status().message();
+  opt.stencil = Stencil::preset("7pt").value();
+  opt.resume = true;  // no run record (a library caller's sweep): finishes that sweep only
+  opt.mem_budget = 8 << 20;
+  const auto resumed = run_grid(dir, opt);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  EXPECT_TRUE(resumed->resumed);
+  expect_reference(dir, "dirichlet:0", 6);
 }
 
 }  // namespace

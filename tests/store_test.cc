@@ -43,7 +43,7 @@ std::vector<T> read_all(const Grid& g) {
 }
 
 TEST(Layout, PlanesArePaddedForDirectIoAndChunksStriped) {
-  const Layout l = plan_layout({100, 30, 50}, DType::kF32, 3, 64 << 10).value();
+  const Layout l = plan_layout({100, 30, 50}, DType::kF32, 3, 64 << 10, 0).value();
   EXPECT_EQ(l.plane_bytes, 12000);
   EXPECT_EQ(l.plane_stride, 12288);
   EXPECT_EQ(l.planes_per_chunk, 5);

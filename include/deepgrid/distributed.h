@@ -15,8 +15,8 @@
 
 namespace deepgrid {
 
-// Version 3 of the format introduced distributed grids; serial grids are still version 2.
-inline constexpr int kDistributedManifestVersion = 3;
+// Version 4 of the format introduced distributed grids; serial grids are still version 3.
+inline constexpr int kDistributedManifestVersion = 4;
 
 struct PartInfo {
   Slab slab;                        // global planes the rank owns

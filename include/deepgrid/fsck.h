@@ -22,11 +22,12 @@ struct FsckReport {
   std::string problem;            // the checksum table is missing or damaged (empty: a version-1
                                   // grid, which has none)
   std::string interrupted_sweep;  // an in-place rewrite a crash cut short (Grid::interrupted_sweep)
-  int64_t planes_checked = 0;
+  bool resumable = false;         // ... whose record lets `deepgrid run --resume` finish it
+  int64_t planes_checked = 0;     // (of an interrupted sweep: the old planes it still needs)
   std::vector<DamagedPlane> damaged;
 
   bool damage_found() const {
-    return !problem.empty() || !interrupted_sweep.empty() || !damaged.empty();
+    return !problem.empty() || (!interrupted_sweep.empty() && !resumable) || !damaged.empty();
   }
 };
 

@@ -21,6 +21,7 @@ struct RunReport {
   int64_t steps = 0;      // steps advanced by this run
   int64_t step_from = 0;  // the grid's time step before and after
   int64_t step_to = 0;
+  int64_t step_target = 0;     // the step the run is to reach (step_to unless it stopped early)
   double seconds = 0;          // wall time of the whole run, including I/O
   double compute_seconds = 0;  // wall time spent computing
   double io_wait_seconds = 0;  // wall time blocked waiting for the disk
@@ -30,6 +31,7 @@ struct RunReport {
   uint64_t bytes_written = 0;
   uint64_t peak_memory = 0;    // the process's peak resident set (VmHWM)
   uint64_t engine_memory = 0;  // bytes the engine allocated for grids and buffers
+  bool resumed = false;        // this run finished an interrupted one (resume.h)
 
   double updates() const { return static_cast<double>(points) * static_cast<double>(steps); }
   // Million lattice updates per second over the whole run.

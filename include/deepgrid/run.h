@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "deepgrid/boundary.h"
@@ -9,6 +10,7 @@
 #include "deepgrid/io/block_io.h"
 #include "deepgrid/machine.h"
 #include "deepgrid/report.h"
+#include "deepgrid/resume.h"
 #include "deepgrid/stencil.h"
 #include "deepgrid/store.h"
 
@@ -35,6 +37,9 @@ struct RunOptions {
   uint64_t mem_budget = 0;               // bytes; 0: no limit (the stream methods need one)
   io::Backend io = io::Backend::kUring;  // stream methods: io_uring or a thread pool
   bool verify = false;                   // check every plane read against its recorded hash
+  // Finish the grid's unfinished run (its stencil, boundary and target step replace these);
+  // the same command as that run's does so too.
+  bool resume = false;
   MachineProfile machine;  // rates for the cost model; unknown: the planner's defaults
   ProgressFn progress;     // may be empty
 };
@@ -44,8 +49,14 @@ Status check_run(const Manifest& m, const RunOptions& options);
 
 // Advances the grid in DIR by options.steps steps. On success the data files hold the new
 // state and the manifest's step and history are updated atomically. A run stopped by the
-// progress callback writes the steps done and reports them.
+// progress callback writes the steps done and reports them. While it runs, DIR/run.json
+// records its target (resume.h): after a crash or a stop, the same call again, or one with
+// options.resume, finishes it, bitwise as if it had never stopped.
 Result<RunReport> run_grid(const std::string& dir, const RunOptions& options);
+
+// The run the grid's run record describes, if it is unfinished: its range holds the
+// manifest's step.
+std::optional<RunRecord> unfinished_run(const Grid& grid);
 
 // Fills the report's description of the problem: stencil, shape, dtype, boundary, points.
 void describe_problem(RunReport* report, const Shape& shape, DType dtype,
@@ -53,8 +64,8 @@ void describe_problem(RunReport* report, const Shape& shape, DType dtype,
 
 // run_grid's work on a grid the caller holds open read-write, for callers that run one grid
 // many times (the distributed run advances each rank's part once per halo exchange): checks,
-// plans, preflights and advances. The caller commits the new step (report.step_to); only the
-// stream methods commit as they go, after each sweep. report.seconds is not filled in.
+// plans, preflights, advances and commits the new step, without a history entry or a run
+// record (the caller keeps its own, and does not resume). report.seconds is not filled in.
 Result<RunReport> advance_grid(Grid& grid, const RunOptions& options);
 
 }  // namespace deepgrid

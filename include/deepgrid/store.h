@@ -1,9 +1,12 @@
 // The on-disk grid: a directory with a JSON manifest and data files laid out for direct I/O.
 //
-// Layout: plane z (nx * ny values, x fastest) occupies `plane_stride` bytes, plane_bytes
-// rounded up to 4096. Planes are grouped into chunks of `planes_per_chunk`; chunk c lives in
+// Layout: the data files hold a ring of nz + spare_planes plane slots; plane z (nx * ny values,
+// x fastest) is in slot (z + base) mod slots. A slot occupies `plane_stride` bytes, plane_bytes
+// rounded up to 4096. Slots are grouped into chunks of `planes_per_chunk`; chunk c lives in
 // file c % S (S = number of store directories) at byte offset (c / S) * chunk_bytes. Values
-// are little-endian IEEE.
+// are little-endian IEEE. The spare slots let an in-place sweep write new plane z into the
+// slot `spare` places behind old plane z's, so the old planes a crashed sweep still needs are
+// intact (resume.h); each sweep moves `base` back by `spare`.
 //
 // The manifest (DIR/manifest.json) is replaced atomically: written to a temporary file,
 // fsynced, renamed over the old one, and the directory fsynced. Beside it, a checksum table
@@ -17,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +28,7 @@
 #include "deepgrid/geometry.h"
 #include "deepgrid/init.h"
 #include "deepgrid/integrity.h"
+#include "deepgrid/resume.h"
 #include "deepgrid/status.h"
 
 namespace deepgrid {
@@ -33,7 +38,8 @@ class GridLock;
 }
 
 // Version 2 added the checksum table; version-1 grids are read and get one when next written.
-inline constexpr int kManifestVersion = 2;
+// Version 3 added the spare slots and the base; older grids have neither (0 and 0).
+inline constexpr int kManifestVersion = 3;
 inline constexpr int64_t kDirectIoAlignment = 4096;
 
 struct DataFile {
@@ -45,6 +51,7 @@ struct Layout {
   int64_t plane_bytes = 0;   // nx * ny * dtype size
   int64_t plane_stride = 0;  // plane_bytes rounded up to kDirectIoAlignment
   int64_t planes_per_chunk = 0;
+  int64_t spare_planes = 0;     // slots beyond the nz the planes occupy
   std::vector<DataFile> files;  // one per store directory
 
   int64_t chunk_bytes() const { return planes_per_chunk * plane_stride; }
@@ -70,10 +77,15 @@ struct Manifest {
   DType dtype = DType::kF32;
   Layout layout;
   int64_t step = 0;
+  int64_t base = 0;                 // plane z is in slot (z + base) mod slots(); in [0, slots())
   int64_t checksum_generation = 0;  // names the checksum table; 0: none recorded (version 1)
   std::vector<HistoryEntry> history;
 
-  PlaneLocation locate(int64_t z) const;
+  int64_t slots() const { return shape.nz + layout.spare_planes; }
+  PlaneLocation locate(int64_t z) const { return locate_slot(slot_of(z, base)); }
+  // The slot of plane z with another base (a sweep's writes go `spare` slots back).
+  int64_t slot_of(int64_t z, int64_t with_base) const;
+  PlaneLocation locate_slot(int64_t slot) const;
   std::string to_json() const;
   // Parses and checks the manifest's own consistency (not the data files).
   static Result<Manifest> from_json(std::string_view text);
@@ -85,11 +97,20 @@ struct CreateOptions {
   InitSpec init;
   std::vector<std::string> stores;  // data directories; empty = the grid directory itself
   int64_t chunk_target_bytes = 8 << 20;
+  int64_t spare_planes = -1;  // -1: default_spare_planes(nz)
 };
+
+// Spare slots a new grid gets: enough for in-place sweeps of up to 63 steps of a radius-1
+// stencil without growing the files, and 1/16 of the grid for large ones (deep sweeps of
+// large planes then rarely wait for a checkpoint).
+int64_t default_spare_planes(int64_t nz);
 
 // The layout create() would use, and the bytes each store directory needs.
 Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
-                           int64_t chunk_target_bytes);
+                           int64_t chunk_target_bytes, int64_t spare_planes);
+
+// The grid's data files, or the replacement a writer of a whole new state fills (below).
+enum class FileSet { kCurrent, kReplacement };
 
 class Grid {
  public:
@@ -113,12 +134,12 @@ class Grid {
   DType dtype() const { return manifest_.dtype; }
   // Whether the data files were opened with O_DIRECT (false on filesystems refusing it).
   bool direct_io() const { return direct_io_; }
-  std::string file_path(int file) const;                              // path of data file `file`
-  int fd(int file) const { return fds_[static_cast<size_t>(file)]; }  // for direct block I/O
-
-  // For engines that replace the data files by renaming new ones over them (tiled): opens the
-  // files at the grid's paths again, read-write.
-  Status reopen_data_files();
+  // Where plane z is in a set of data files, and the set's files (for direct block I/O).
+  PlaneLocation locate(int64_t z, FileSet set = FileSet::kCurrent) const;
+  std::string file_path(int file, FileSet set = FileSet::kCurrent) const;
+  int fd(int file, FileSet set = FileSet::kCurrent) const {
+    return (set == FileSet::kCurrent ? fds_ : replacement_fds_)[static_cast<size_t>(file)];
+  }
 
   // Reads planes [z0, z0 + count) into `dst`, packed (count * nx * ny values, no padding).
   Status read_planes(int64_t z0, int64_t count, void* dst) const;
@@ -136,19 +157,38 @@ class Grid {
   void record_plane_hash(int64_t z, uint64_t hash);
   // For readers with their own I/O: checks plane z's values when verification is on.
   Status verify_plane(int64_t z, const void* values) const;
+  // For writers that cannot hash whole planes as they write (tiled's blocks): the hashes are
+  // unknown again until recorded, so a commit before then writes no table.
+  void forget_checksums() { checksums_ = PlaneChecksums(manifest_.shape.nz); }
   // The recorded hashes (complete() when the table was loaded or every plane was written).
   const PlaneChecksums& checksums() const { return checksums_; }
   // Why the grid's checksum table could not be loaded; empty when it was, or when it has none.
   const std::string& checksum_problem() const { return checksum_problem_; }
 
-  // Marks the data files as being rewritten in place by a sweep of `levels` steps from the
-  // manifest's step: a file DIR/sweep.json, made durable before the first plane is
-  // overwritten and removed by the next commit(). A crash in between leaves planes of two time
-  // steps, and the mark says so to every later open (interrupted_sweep()).
-  Status mark_sweep(int levels);
-  // What a sweep that never committed left behind, e.g. "sweep from step 12 over 8 steps
-  // started 2026-11-22T20:25:30Z"; empty when the data files hold the manifest's step.
+  // In-place sweeps (resume.h). save_sweep makes the record durable, after the data files
+  // when record.done > 0 (the planes it claims must be on disk first); it may be called from
+  // another thread while the engine's I/O runs. The next commit() removes it.
+  Status save_sweep(const SweepRecord& record) const;
+  // The record of a sweep that began from the manifest's step and never committed (the data
+  // files then mix two time steps); empty when the data files hold the manifest's step.
+  const std::optional<SweepRecord>& sweep_record() const { return sweep_record_; }
+  // The same in words for people, e.g. "sweep from step 12 over 8 steps started
+  // 2026-11-22T20:25:30Z, 1200 of 4096 planes done"; empty when there is none.
   const std::string& interrupted_sweep() const { return interrupted_sweep_; }
+
+  // Gives the ring at least `planes` spare slots by lengthening the data files, which keeps
+  // every plane where it is only while the planes do not wrap around the ring's end
+  // (can_grow_spare()). Commits the manifest.
+  bool can_grow_spare() const;
+  Status grow_spare(int64_t planes);
+
+  // Writers that produce a whole new state (the in-core engines) write it into a second set of
+  // data files, so a crash leaves the committed files untouched: create_replacement() makes
+  // them (laid out with base 0), write_plane_range(..., FileSet::kReplacement) fills them, and
+  // commit_replacement() makes them the grid's files atomically with the manifest `m` and
+  // removes the old ones. A crash's leftovers are removed when the grid is next opened to write.
+  Status create_replacement();
+  Status commit_replacement(Manifest m);
 
   // Atomically replaces the manifest with `m` (same layout), fsyncing data files first, and
   // with it the checksum table when every plane's hash is known (else the grid has none).
@@ -163,7 +203,8 @@ class Grid {
   Status transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) const;
 
   Status load_checksums();
-  void load_sweep_mark();
+  void load_sweep_record();
+  void remove_replacement_leftovers() const;
   std::string checksum_path(int64_t generation) const;
 
   std::unique_ptr<internal::GridLock> lock_;  // first member: released last
@@ -171,9 +212,11 @@ class Grid {
   Manifest manifest_;
   PlaneChecksums checksums_;
   std::string checksum_problem_;
+  std::optional<SweepRecord> sweep_record_;
   std::string interrupted_sweep_;
   bool verify_ = false;
   std::vector<int> fds_;
+  std::vector<int> replacement_fds_;
   bool direct_io_ = false;
   mutable uint64_t bytes_read_ = 0;
   uint64_t bytes_written_ = 0;

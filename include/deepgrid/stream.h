@@ -72,12 +72,18 @@ struct StreamStats {
   io::Backend backend = io::Backend::kUring;
 };
 
-// Advances the grid (opened read-write) by `steps` steps in place. Each sweep is marked on
-// disk before it overwrites anything (Grid::mark_sweep) and committed after it (the manifest's
-// step and the planes' checksums), so a crash between sweeps leaves a consistent grid at the
-// last committed step and one inside a sweep is reported by Grid::interrupted_sweep. After each
-// sweep `progress` is asked whether to go on. On an I/O error the run stops with a Status
-// naming the file and offset.
+// Spare slots (store.h) a sweep of this plan wants: more than bt rz are needed, the rest lets
+// writes run ahead of the durable prefix without waiting.
+int64_t spare_planes_needed(const StreamPlan& plan, const Stencil& stencil);
+
+// Advances the grid (opened read-write) by `steps` steps in place. Each sweep keeps a record on
+// disk (resume.h) that a background thread advances as new planes become durable, and is
+// committed after it (the manifest's step and base, the planes' checksums), so a crash at any
+// moment leaves a grid that the next call finishes: a grid with an interrupted sweep
+// (Grid::sweep_record) first completes that sweep, whose stencil and boundary must be the same
+// and whose levels at most plan.bt; its steps count towards `steps`. The spare slots grow to
+// spare_planes_needed while the ring allows. After each sweep `progress` is asked whether to
+// go on. On an I/O error the run stops with a Status naming the file and offset.
 Result<StreamStats> advance_stream(Grid& grid, const Stencil& stencil, const Boundary& boundary,
                                    int64_t steps, const StreamPlan& plan,
                                    const StreamOptions& options, const ProgressFn& progress = {});

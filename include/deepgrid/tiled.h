@@ -5,10 +5,9 @@
 // reads the block widened by L * r (wrapped where periodic) from the source copy, advances it
 // L steps in memory between two block buffers (level k valid on the block widened by
 // (L - k) r: redundant halo work; at grid faces the boundary rule is re-imposed on the ghost
-// cells every level), and writes the block's interior to the destination copy. The copies
-// swap roles every pass; the grid's own files are the first source, a second copy beside
-// each data file ("<file>.tiled") the first destination. At the end the grid's files hold the
-// result (the copy is renamed over them when it holds it) and the copy is gone.
+// cells every level), and writes the block's interior to the destination copy: the grid's
+// replacement files (Grid::create_replacement), which each pass commits as the grid's files at
+// its new step, so the copies swap roles every pass and a crash leaves the last pass's state.
 //
 // Disk access: each plane's rows of a block are one aligned byte range (O_DIRECT where the
 // filesystem allows it): reads take the 4 KiB pages around the rows, writes read-modify-write
@@ -62,10 +61,10 @@ struct TiledStats {
   uint64_t bytes_written = 0;
 };
 
-// Advances the grid (opened read-write) by `steps` steps; asks `progress` after each pass.
-// Free space for the second copy must have been checked. On success or failure the second
-// copy is removed; on success the grid's files hold the result. The grid's open descriptors
-// refer to the old files afterwards when the copy was renamed over them: reopen to read.
+// Advances the grid (opened read-write) by `steps` steps, committing the manifest's step after
+// each pass; asks `progress` after each pass. Free space for the second copy must have been
+// checked. The planes' checksums are unknown afterwards (Grid::forget_checksums): the caller
+// records them.
 Result<TiledStats> advance_tiled(Grid& grid, const Stencil& stencil, const Boundary& boundary,
                                  int64_t steps, const TiledPlan& plan,
                                  const ProgressFn& progress = {});

@@ -56,6 +56,7 @@ def run(
     bt: int = 0,
     tile: tuple[int, int] | None = None,
     io: str = "uring",
+    resume: bool = False,
     progress: bool | ProgressCallback | None = None,
 ) -> dict[str, Any]:
     """Advances the grid ``steps`` steps and returns the run report as a dict.
@@ -69,6 +70,10 @@ def run(
     The GIL is released while the engine works, so other threads keep running. Ctrl-C stops
     the run after the current pass, with the grid consistent at the steps done (recorded in
     its manifest), and then raises KeyboardInterrupt.
+
+    A run that was stopped (Ctrl-C, a callback, an error, or a crash of the process) is finished
+    by ``resume=True`` (its own stencil, boundary and target step replace ``stencil`` and
+    ``steps``) or by the same call again, bitwise as if it had never stopped.
     """
     args = _core.RunArgs()
     args.stencil_json = _stencil_json(stencil)
@@ -80,6 +85,7 @@ def run(
     args.threads = threads
     args.bt = bt
     args.tile_x, args.tile_y = tile if tile is not None else (0, 0)
+    args.resume = resume
     bar = None
     callback = progress if callable(progress) else None
     if progress is True or (progress is None and sys.stderr is not None and sys.stderr.isatty()):

@@ -55,8 +55,16 @@ int exit_code_for(ErrorCode code) {
 }
 
 // Opens a grid to read, checking every plane read against its checksum when asked to.
+// A grid whose in-place sweep was interrupted mixes two time steps: its values mean nothing
+// until the sweep is finished.
 Grid open_to_read(const std::string& dir, bool verify) {
   Grid g = get(Grid::open(dir));
+  if (!g.interrupted_sweep().empty()) {
+    check(invalid_argument("grid " + dir + " was interrupted in an in-place " +
+                           g.interrupted_sweep() +
+                           " and its planes mix two time steps; finish it with 'deepgrid run " +
+                           dir + " --resume --mem SIZE'"));
+  }
   if (verify) check(g.enable_verification());
   return g;
 }
@@ -71,6 +79,22 @@ std::vector<std::string> split_csv(const std::string& s) {
   return out;
 }
 
+// Whether the data hold the manifest's step, and what is left to finish.
+std::string grid_state(const Grid& g) {
+  const std::optional<RunRecord> run = unfinished_run(g);
+  const std::string finish = "; finish it with 'deepgrid run " + g.dir() + " --resume'";
+  if (!g.interrupted_sweep().empty()) {
+    if (!g.sweep_record()) return "DAMAGED: " + g.interrupted_sweep() + "; restore from a backup";
+    return "INTERRUPTED in an in-place " + g.interrupted_sweep() +
+           " (planes mix two time steps until it is finished)" + finish;
+  }
+  if (run) {
+    return "consistent at this step; an unfinished run to step " + std::to_string(run->step_to) +
+           " stopped here" + finish;
+  }
+  return "consistent (the data hold this time step)";
+}
+
 json manifest_json(const Grid& g) {
   json j = json::parse(g.manifest().to_json());
   j["directory"] = g.dir();
@@ -80,6 +104,7 @@ json manifest_json(const Grid& g) {
   for (const auto& f : g.manifest().layout.files) total += f.bytes;
   j["bytes_on_disk"] = total;
   j["interrupted_sweep"] = g.interrupted_sweep();  // empty: the data hold the step shown
+  j["state"] = grid_state(g);
   return j;
 }
 
@@ -94,15 +119,13 @@ void print_info(const Grid& g) {
   std::printf("values      %lld (%s)\n", static_cast<long long>(m.shape.points()),
               format_size(static_cast<uint64_t>(m.shape.points()) * dtype_size(m.dtype)).c_str());
   std::printf("time step   %lld\n", static_cast<long long>(m.step));
-  std::printf("state       %s\n", g.interrupted_sweep().empty()
-                                      ? "consistent (the data hold this time step)"
-                                      : ("INTERRUPTED in an in-place " + g.interrupted_sweep() +
-                                         ": planes mix two time steps; restore from a backup")
-                                            .c_str());
+  std::printf("state       %s\n", grid_state(g).c_str());
   std::printf(
-      "layout      planes of %s padded to %s, %lld planes per chunk, %zu file%s, %s on disk\n",
+      "layout      planes of %s padded to %s, %lld spare slots, %lld slots per chunk, %zu "
+      "file%s, %s on disk\n",
       format_size(static_cast<uint64_t>(m.layout.plane_bytes)).c_str(),
       format_size(static_cast<uint64_t>(m.layout.plane_stride)).c_str(),
+      static_cast<long long>(m.layout.spare_planes),
       static_cast<long long>(m.layout.planes_per_chunk), m.layout.files.size(),
       m.layout.files.size() == 1 ? "" : "s", format_size(static_cast<uint64_t>(total)).c_str());
   for (int f = 0; f < static_cast<int>(m.layout.files.size()); ++f) {
@@ -118,6 +141,7 @@ void print_info(const Grid& g) {
 
 struct CreateArgs {
   std::string dir, shape, dtype = "f32", init = "zero", stores;
+  int64_t spare_planes = -1;
   bool json = false;
 };
 
@@ -127,6 +151,8 @@ int cmd_create(const CreateArgs& a) {
   opt.dtype = get(parse_dtype(a.dtype));
   opt.init = get(parse_init(a.init));
   opt.stores = split_csv(a.stores);
+  if (a.spare_planes < -1) check(invalid_argument("--spare-planes must be >= 0"));
+  opt.spare_planes = a.spare_planes;
   if (in_mpi_job()) {  // a distributed grid over the job's ranks
     check(mpi_create(a.dir, opt, a.json));
     return 0;
@@ -178,7 +204,7 @@ struct RunArgs {
   int64_t steps = -1;
   int threads = 0;
   BlockingArgs blocking;
-  bool json = false, remeasure = false, verify = false;
+  bool json = false, remeasure = false, verify = false, resume = false;
 };
 
 // This machine's rates for the grid's disks and the run's stencil (cached after the first
@@ -206,10 +232,22 @@ RunOptions run_options(const RunArgs& a) {
   if (!a.mem.empty()) opt.mem_budget = get(parse_size(a.mem));
   opt.io = get(io::parse_backend(a.io));
   opt.verify = a.verify;
+  opt.resume = a.resume;
   return opt;
 }
 
-int cmd_run(const RunArgs& a) {
+int cmd_run(RunArgs a) {
+  if (!a.resume) {
+    if (a.stencil.empty())
+      check(invalid_argument("--stencil is required; see 'deepgrid run --help'"));
+    if (a.steps < 0) {
+      check(
+          invalid_argument("give the number of steps with --steps N, or --resume to finish an "
+                           "interrupted run"));
+    }
+  } else if (a.stencil.empty()) {
+    a.stencil = "7pt";  // a placeholder: the unfinished run's own stencil replaces it
+  }
   RunOptions opt = run_options(a);
   if (in_mpi_job()) {
     check(mpi_run(a.dir, opt, needs_machine(a, opt), a.remeasure, a.json));
@@ -218,7 +256,7 @@ int cmd_run(const RunArgs& a) {
   check(refuse_distributed(a.dir, "run"));
   {  // checked and measured before anything runs; released for run_grid, which writes
     const Grid g = get(Grid::open(a.dir));
-    check(check_run(g.manifest(), opt));
+    if (!a.resume) check(check_run(g.manifest(), opt));
     opt.machine = machine_for(a, g, opt);
   }
   install_interrupt_handler();
@@ -229,11 +267,12 @@ int cmd_run(const RunArgs& a) {
   } else {
     std::printf("%s", r.to_text().c_str());
   }
-  if (r.steps < a.steps) {
+  if (r.step_to < r.step_target) {
     std::fprintf(stderr,
-                 "stopped early: the grid holds time step %lld (consistent); run again "
-                 "for the remaining %lld steps\n",
-                 static_cast<long long>(r.step_to), static_cast<long long>(a.steps - r.steps));
+                 "stopped early: the grid holds time step %lld (consistent); finish the "
+                 "remaining %lld steps with 'deepgrid run %s --resume'\n",
+                 static_cast<long long>(r.step_to),
+                 static_cast<long long>(r.step_target - r.step_to), a.dir.c_str());
     return 130;
   }
   return 0;
@@ -315,12 +354,18 @@ int cmd_fsck(const std::string& dir, bool as_json) {
                              {"has_checksums", r.has_checksums},
                              {"problem", r.problem},
                              {"interrupted_sweep", r.interrupted_sweep},
+                             {"resumable", r.resumable},
                              {"planes_checked", r.planes_checked},
                              {"damaged", damaged}}
                             .dump()
                             .c_str());
   } else {
-    if (!r.interrupted_sweep.empty()) {
+    if (!r.interrupted_sweep.empty() && r.resumable) {
+      std::printf(
+          "interrupted: a crash cut short an in-place %s; the old planes it needs were checked "
+          "below; finish it with 'deepgrid run %s --resume --mem SIZE'\n",
+          r.interrupted_sweep.c_str(), dir.c_str());
+    } else if (!r.interrupted_sweep.empty()) {
       std::printf("damaged: a crash interrupted an in-place %s; its planes mix two time steps\n",
                   r.interrupted_sweep.c_str());
     }
@@ -575,6 +620,10 @@ int run_cli(int argc, char** argv) {
   create->add_option("--store", ca.stores,
                      "Comma-separated data directories (e.g. one per SSD); chunks of planes are "
                      "striped round-robin over them. Default: the grid directory");
+  create->add_option("--spare-planes", ca.spare_planes,
+                     "Extra plane slots that let in-place sweeps be resumed after a crash "
+                     "(a sweep of bt steps needs more than bt * stencil z-radius; default "
+                     "max(64, nz/16))");
   create->add_flag("--json", ca.json, "Print the manifest as JSON");
 
   std::string info_dir;
@@ -586,14 +635,17 @@ int run_cli(int argc, char** argv) {
   RunArgs ra;
   auto* run = app.add_subcommand("run", "Advance a grid by N time steps");
   run->add_option("DIR", ra.dir, "Grid directory")->required();
-  run->add_option(
-         "--stencil", ra.stencil,
-         "Preset (" + presets_help() + ") or a JSON file {\"points\": [[dx, dy, dz, c], ...]}")
-      ->required();
+  run->add_option("--stencil", ra.stencil,
+                  "Preset (" + presets_help() +
+                      ") or a JSON file {\"points\": [[dx, dy, dz, c], ...]}; "
+                      "required unless --resume");
   run->add_option("--coeffs", ra.coeffs,
                   "Override coefficients: one per point in (dz, dy, dx) order, or one per "
                   "distance shell, centre first (7pt: --coeffs 0.4,0.1)");
-  run->add_option("--steps", ra.steps, "Number of time steps (>= 0)")->required();
+  run->add_option("--steps", ra.steps, "Number of time steps (>= 0)");
+  run->add_flag("--resume", ra.resume,
+                "Finish the grid's interrupted or stopped run (its stencil, boundary and target "
+                "step); the same command as that run's does the same");
   run->add_option("--method", ra.method,
                   "auto: in-core when the grid fits --mem, else stream | incore: load, advance in "
                   "memory, write back | stream: out-of-core, temporal blocking, async direct I/O | "

@@ -15,11 +15,14 @@
 //
 // A periodic wavefront whose output feeds further levels (a stage of the stream engine's
 // sweep) extends its output `z_extension` planes past each end, computed the same way.
+// A wavefront that resumes a sweep starts its output at `output_from`: level k then begins
+// at output_from - (L - k) rz, the first plane the levels above it need.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 
 #include "deepgrid/boundary.h"
 #include "deepgrid/stencil_kernel.h"
@@ -78,12 +81,14 @@ class Wavefront {
 
   Wavefront(const StencilKernel<T>& kernel, const Boundary& b, const Shape& shape, int levels,
             const WavefrontFrame& tile, const WavefrontWorkspace<T>& ws, Level0Fn level0,
-            ptrdiff_t level0_stride, OutputFn output, ptrdiff_t out_stride, int64_t z_extension = 0)
+            ptrdiff_t level0_stride, OutputFn output, ptrdiff_t out_stride, int64_t z_extension = 0,
+            int64_t output_from = kFromStart)
       : k_(kernel),
         b_(b),
         s_(shape),
         L_(levels),
         ext_(b.kind == Boundary::Kind::kPeriodic ? z_extension : 0),
+        from_(output_from),
         tile_(tile),
         ws_(ws),
         level0_(std::move(level0)),
@@ -102,9 +107,14 @@ class Wavefront {
   // The frame's extents (what level-0 planes must cover).
   int64_t frame_w() const { return w_; }
   int64_t frame_h() const { return h_; }
+  static constexpr int64_t kFromStart = std::numeric_limits<int64_t>::min() / 4;
+
   // Level-0 planes the pass reads: [z_begin(0), z_end(0)); steps: [first_step, end_step).
-  int64_t z_begin(int k) const { return periodic_ ? -(ext_ + int64_t{L_ - k} * rz_) : 0; }
-  int64_t z_end(int k) const { return s_.nz - z_begin(k); }
+  int64_t z_begin(int k) const {
+    const int64_t from = from_ - int64_t{L_ - k} * rz_;
+    return std::max(from, periodic_ ? -(ext_ + int64_t{L_ - k} * rz_) : 0);
+  }
+  int64_t z_end(int k) const { return s_.nz + (periodic_ ? ext_ + int64_t{L_ - k} * rz_ : 0); }
   int64_t first_step() const { return z_begin(0); }
   int64_t end_step() const { return z_end(L_) + int64_t{L_} * rz_; }
   // The output plane step i completes, if it is in [z_begin(L), z_end(L)).
@@ -198,6 +208,7 @@ class Wavefront {
   const Shape s_;
   const int L_;
   const int64_t ext_;
+  const int64_t from_;
   const WavefrontFrame tile_;
   const WavefrontWorkspace<T>& ws_;
   const Level0Fn level0_;

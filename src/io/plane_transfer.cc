@@ -25,10 +25,11 @@ Result<std::unique_ptr<BlockIo>> make_io(unsigned depth) {
 // Plane buffers and the requests that move them, for one grid.
 class Transfer {
  public:
-  Transfer(const Grid& grid, unsigned depth) : grid_(grid), m_(grid.manifest()) {
+  Transfer(const Grid& grid, unsigned depth, FileSet set)
+      : grid_(grid), m_(grid.manifest()), set_(set) {
     for (unsigned i = 0; i < depth; ++i) buffers_.emplace_back(bytes());
     for (size_t f = 0; f < m_.layout.files.size(); ++f) {
-      paths_.push_back(grid.file_path(static_cast<int>(f)));
+      paths_.push_back(grid.file_path(static_cast<int>(f), set));
     }
   }
 
@@ -45,10 +46,10 @@ class Transfer {
   void* buffer(size_t slot) { return buffers_[slot].data(); }
 
   Status submit(Op op, int64_t z, size_t slot) {
-    const PlaneLocation loc = m_.locate(z);
+    const PlaneLocation loc = grid_.locate(z, set_);
     Request r;
     r.op = op;
-    r.fd = grid_.fd(loc.file);
+    r.fd = grid_.fd(loc.file, set_);
     r.path = paths_[static_cast<size_t>(loc.file)];
     r.offset = loc.offset;
     r.length = bytes();
@@ -76,6 +77,7 @@ class Transfer {
 
   const Grid& grid_;
   const Manifest& m_;
+  const FileSet set_;
   std::vector<internal::AlignedBuffer> buffers_;
   std::vector<std::string> paths_;
   std::unique_ptr<BlockIo> io_;
@@ -132,8 +134,8 @@ Status write_range(Grid& grid, Transfer& t, int64_t z0, int64_t z1, const PlaneP
 
 // Runs body(transfer) with `depth` buffers; after an error, waits for what is in flight.
 template <typename Body>
-Status with_transfer(const Grid& grid, unsigned depth, Body body) {
-  Transfer t(grid, depth);
+Status with_transfer(const Grid& grid, unsigned depth, FileSet set, Body body) {
+  Transfer t(grid, depth, set);
   DG_RETURN_IF_ERROR(t.init(depth));
   Status st = body(t);
   if (!st.ok()) t.drain();
@@ -144,13 +146,13 @@ Status with_transfer(const Grid& grid, unsigned depth, Body body) {
 
 Status read_plane_range(const Grid& grid, int64_t z0, int64_t z1, const PlaneConsumer& consume,
                         unsigned depth, bool verify) {
-  return with_transfer(grid, depth,
+  return with_transfer(grid, depth, FileSet::kCurrent,
                        [&](Transfer& t) { return read_range(t, z0, z1, consume, verify); });
 }
 
 Status write_plane_range(Grid& grid, int64_t z0, int64_t z1, const PlaneProducer& produce,
-                         unsigned depth) {
-  return with_transfer(grid, depth,
+                         unsigned depth, FileSet set) {
+  return with_transfer(grid, depth, set,
                        [&](Transfer& t) { return write_range(grid, t, z0, z1, produce); });
 }
 

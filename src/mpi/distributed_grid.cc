@@ -162,6 +162,7 @@ Result<PartInfo> create_part(const std::string& dir, const std::string& id,
   opt.shape = {global.shape.nx, global.shape.ny, slab.planes()};
   opt.dtype = global.dtype;
   opt.stores = info.stores;
+  opt.spare_planes = global.spare_planes;
   DG_ASSIGN_OR_RETURN(Grid part, Grid::create(info.dir, opt));
   Status st = source.fill(part, slab);
   if (st.ok()) {
@@ -206,7 +207,7 @@ namespace {
 Result<DistributedManifest> make_distributed(const std::string& dir, const CreateOptions& options,
                                              const SlabSource& source) {
   DG_ASSIGN_OR_RETURN(const std::vector<Slab> slabs, decompose_z(options.shape.nz, size()));
-  DG_RETURN_IF_ERROR(plan_layout(options.shape, options.dtype, 1, kDirectIoAlignment).status());
+  DG_RETURN_IF_ERROR(plan_layout(options.shape, options.dtype, 1, kDirectIoAlignment, 0).status());
   bool made_dir = false;
   DG_RETURN_IF_ERROR(agree(rank() == 0 ? make_top_directory(dir, &made_dir) : Status::Ok()));
   DistributedManifest m;

@@ -198,6 +198,7 @@ struct RunArgs {
   uint64_t mem = 0;
   int threads = 0, bt = 0;
   int64_t tile_x = 0, tile_y = 0;
+  bool resume = false;
 };
 
 std::string run(const std::string& path, const RunArgs& a, nb::object progress) {
@@ -212,6 +213,7 @@ std::string run(const std::string& path, const RunArgs& a, nb::object progress) 
   o.bt = a.bt;
   o.tile_x = a.tile_x;
   o.tile_y = a.tile_y;
+  o.resume = a.resume;
   auto callback = std::make_shared<RunCallback>(RunCallback{std::move(progress), {}});
   o.progress = [callback](int64_t done, int64_t total) { return (*callback)(done, total); };
   std::optional<Result<RunReport>> report;
@@ -312,7 +314,8 @@ NB_MODULE(_core, m) {
       .def_rw("threads", &RunArgs::threads)
       .def_rw("bt", &RunArgs::bt)
       .def_rw("tile_x", &RunArgs::tile_x)
-      .def_rw("tile_y", &RunArgs::tile_y);
+      .def_rw("tile_y", &RunArgs::tile_y)
+      .def_rw("resume", &RunArgs::resume);
   m.def("run", &run, "path"_a, "args"_a, "progress"_a.none(),
         "Advances the grid in path; returns the run report as JSON. progress(done, total) is "
         "called after each pass (returning False stops the run cleanly)");

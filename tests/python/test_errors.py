@@ -1,6 +1,7 @@
 """Library errors arrive as deepgrid.Error subclasses with the library's message."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -45,8 +46,10 @@ def test_corrupt_grid(tmp_path):
 def test_unsupported_version(tmp_path):
     g = deepgrid.create(tmp_path / "g", (2, 8, 8))
     manifest = os.path.join(g.path, "manifest.json")
-    text = open(manifest).read().replace('"version": 2', '"version": 99')
-    open(manifest, "w").write(text)
+    text = open(manifest).read()
+    newer = re.sub(r'"version": \d+', '"version": 99', text)
+    assert newer != text
+    open(manifest, "w").write(newer)
     with pytest.raises(deepgrid.Unsupported, match="upgrade deepgrid"):
         deepgrid.open(g.path)
 

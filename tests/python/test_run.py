@@ -77,6 +77,22 @@ def test_progress_callback_and_stopping(tmp_path):
     assert sha256_of(g) == sha256_of(fresh)  # stopped cleanly: exactly 4 steps' values
 
 
+@pytest.mark.parametrize("again", ["same call", "resume"])
+def test_a_stopped_stream_run_is_finished_bitwise(tmp_path, again):
+    g = deepgrid.create(tmp_path / "g", (40, 32, 32), init="random:2")
+    options = dict(method="stream", mem="1MiB", bt=3, boundary="periodic")
+    report = deepgrid.run(g, "7pt", 12, progress=lambda done, total: done < 6, **options)
+    assert report["steps"] == 6 and report["step_target"] == 12
+    if again == "same call":
+        finished = deepgrid.run(g, "7pt", 12, progress=False, **options)
+    else:
+        finished = deepgrid.run(g, "27pt", 1, resume=True, progress=False, mem="1MiB")
+    assert finished["resumed"] and finished["step_to"] == 12 == deepgrid.open(g.path).step
+    fresh = deepgrid.create(tmp_path / "f", (40, 32, 32), init="random:2")
+    deepgrid.run(fresh, "7pt", 12, progress=False, **options)
+    assert sha256_of(g) == sha256_of(fresh)
+
+
 def test_progress_bar(tmp_path, capsys):
     g = deepgrid.create(tmp_path / "g", (8, 16, 16))
     deepgrid.run(g, "7pt", 3, bt=1, method="incore", progress=True)

@@ -21,11 +21,12 @@ using PlaneConsumer = std::function<Status(int64_t z, const void* values)>;
 Status read_plane_range(const Grid& grid, int64_t z0, int64_t z1, const PlaneConsumer& consume,
                         unsigned depth = kPlanesInFlight, bool verify = true);
 
-// Calls produce(z, values) for each plane of [z0, z1) in order and writes what it filled. A
-// producer error stops the transfer and is returned.
+// Calls produce(z, values) for each plane of [z0, z1) in order and writes what it filled into
+// the grid's files or its replacement (Grid::create_replacement). A producer error stops the
+// transfer and is returned.
 using PlaneProducer = std::function<Status(int64_t z, void* values)>;
 Status write_plane_range(Grid& grid, int64_t z0, int64_t z1, const PlaneProducer& produce,
-                         unsigned depth = kPlanesInFlight);
+                         unsigned depth = kPlanesInFlight, FileSet set = FileSet::kCurrent);
 
 // Something that hands every plane of a grid, in increasing z, to a consumer: one stored grid,
 // or the parts of a distributed grid (distributed.h).
