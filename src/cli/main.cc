@@ -202,13 +202,13 @@ struct RunArgs {
 };
 
 // This machine's rates for the grid's disks and the run's stencil (cached after the first
-// measurement), when the run may stream: they choose the stream's depth.
+// measurement, which stays within --mem), when the run may stream: they choose the stream's
+// depth, unless --bt does.
 MachineProfile machine_for(const RunArgs& a, const Grid& g, const RunOptions& opt) {
-  if (!a.remeasure && opt.method != Method::kStream && opt.method != Method::kNaive &&
-      (opt.method != Method::kAuto || opt.mem_budget == 0)) {
-    return {};
-  }
-  return get(machine_profile(g, opt.stencil, opt.threads, a.remeasure));
+  const bool may_stream = opt.method == Method::kStream || opt.method == Method::kNaive ||
+                          (opt.method == Method::kAuto && opt.mem_budget > 0);
+  if (!a.remeasure && (!may_stream || opt.bt > 0)) return {};
+  return get(machine_profile(g, opt.stencil, opt.threads, a.remeasure, opt.mem_budget));
 }
 
 RunOptions run_options(const RunArgs& a) {
@@ -270,7 +270,8 @@ int cmd_plan(const RunArgs& a) {
   const RunOptions opt = run_options(a);
   Grid g = get(Grid::open(a.dir));
   check(check_run(g.manifest(), opt));
-  const MachineProfile machine = get(machine_profile(g, opt.stencil, opt.threads, a.remeasure));
+  const MachineProfile machine =
+      get(machine_profile(g, opt.stencil, opt.threads, a.remeasure, opt.mem_budget));
   const RunPlan plan = get(plan_run(g, opt, machine));
   if (a.json) {
     json j = json::parse(plan.to_json());
