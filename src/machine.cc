@@ -29,21 +29,39 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // Reads planes [0, planes) of the grid as the stream engine does (O_DIRECT, several in
-// flight); returns bytes per second.
-Result<double> measure_read_bandwidth(const Grid& grid, int64_t planes) {
+// flight, their buffers within half the budget); returns bytes per second.
+Result<double> measure_read_bandwidth(const Grid& grid, int64_t planes, uint64_t mem_budget) {
+  const int64_t stride = grid.manifest().layout.plane_stride;
+  const int64_t depth = mem_budget == 0
+                            ? int64_t{io::kPlanesInFlight}
+                            : std::clamp<int64_t>(static_cast<int64_t>(mem_budget / 2) / stride, 1,
+                                                  io::kPlanesInFlight);
   const auto t0 = std::chrono::steady_clock::now();
-  DG_RETURN_IF_ERROR(
-      io::read_plane_range(grid, 0, planes, [](int64_t, const void*) { return Status::Ok(); }));
+  DG_RETURN_IF_ERROR(io::read_plane_range(
+      grid, 0, planes, [](int64_t, const void*) { return Status::Ok(); },
+      static_cast<unsigned>(depth)));
   return static_cast<double>(planes * grid.manifest().layout.plane_stride) /
          std::max(seconds_since(t0), 1e-9);
 }
 
-Result<double> measure_compute(const Grid& grid, const Stencil& stencil, int threads) {
+// The in-core rate on a sample of up to 256x256x64 points (256x256x16 when that does not fit
+// half the budget; a budget of 0: no limit). 0 when neither fits: a smaller sample would
+// measure overheads, not the rate, so the planner's defaults serve better.
+Result<double> measure_compute(const Grid& grid, const Stencil& stencil, int threads,
+                               uint64_t mem_budget) {
   const Shape& s = grid.shape();
-  const Shape sample{std::min<int64_t>(s.nx, 256), std::min<int64_t>(s.ny, 256),
-                     std::min<int64_t>(s.nz, 64)};
+  Shape sample{std::min<int64_t>(s.nx, 256), std::min<int64_t>(s.ny, 256),
+               std::min<int64_t>(s.nz, 64)};
   InCoreOptions opt;
   opt.threads = threads;
+  auto fits = [&] {
+    return mem_budget == 0 ||
+           static_cast<uint64_t>(dispatch_dtype(grid.dtype(), [&](auto tag) {
+             return InCoreEngine<decltype(tag)>::memory_bytes(sample, stencil, 12, opt);
+           })) <= mem_budget / 2;
+  };
+  if (!fits()) sample.nz = std::min<int64_t>(s.nz, 16);
+  if (!fits()) return 0.0;
   DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, grid.dtype(), 12, opt, 1, 0));
   return b.mlups;
 }
@@ -113,16 +131,18 @@ std::string machine_cache_path() {
   return {};
 }
 
-Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads) {
+Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads,
+                                       uint64_t mem_budget) {
   MachineProfile p;
-  DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, threads));
-  DG_ASSIGN_OR_RETURN(p.disk_read_bps, measure_read_bandwidth(grid, sample_planes(grid)));
+  DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, threads, mem_budget));
+  DG_ASSIGN_OR_RETURN(p.disk_read_bps,
+                      measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
   p.disk_write_bps = p.disk_read_bps;
   return p;
 }
 
 Result<MachineProfile> machine_profile(const Grid& grid, const Stencil& stencil, int threads,
-                                       bool remeasure) {
+                                       bool remeasure, uint64_t mem_budget) {
   const std::string path = machine_cache_path();
   json cache = path.empty() ? json::object() : read_cache(path);
   const std::string ck = compute_key(grid, stencil, threads), dk = disk_key(grid);
@@ -133,11 +153,12 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Stencil& stencil,
   }
   p.cached = p.known();
   if (p.compute_mlups <= 0) {
-    DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, threads));
-    cache["compute_mlups"][ck] = p.compute_mlups;
+    DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, threads, mem_budget));
+    if (p.compute_mlups > 0) cache["compute_mlups"][ck] = p.compute_mlups;
   }
   if (p.disk_read_bps <= 0) {
-    DG_ASSIGN_OR_RETURN(p.disk_read_bps, measure_read_bandwidth(grid, sample_planes(grid)));
+    DG_ASSIGN_OR_RETURN(p.disk_read_bps,
+                        measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
     if (!dk.empty()) cache["disk_read_bytes_per_second"][dk] = p.disk_read_bps;
   }
   p.disk_write_bps = p.disk_read_bps;

@@ -25,14 +25,16 @@ struct MachineProfile {
 
 // Measures the in-core rate on a small in-memory grid (~0.2 s) and the read bandwidth of the
 // grid's data files: O_DIRECT reads through io_uring, several planes in flight, up to 256 MiB
-// (~0.3 s). Writes nothing.
-Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads);
+// (~0.3 s). Writes nothing. With a memory budget (bytes, 0: none) both stay within half of it,
+// so that a run's first measurement keeps the run's memory promise.
+Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads,
+                                       uint64_t mem_budget = 0);
 
 // The cached profile for this grid's disks and this stencil, dtype and thread count; measures
 // and caches what is missing (everything, with `remeasure`). A cache that cannot be read or
 // written is ignored.
 Result<MachineProfile> machine_profile(const Grid& grid, const Stencil& stencil, int threads,
-                                       bool remeasure = false);
+                                       bool remeasure = false, uint64_t mem_budget = 0);
 
 // Where machine_profile() keeps its cache; empty when no directory can be found.
 std::string machine_cache_path();

@@ -208,14 +208,16 @@ struct RunArgs {
 };
 
 // This machine's rates for the grid's disks and the run's stencil (cached after the first
-// measurement), when the run may stream: they choose the stream's depth.
+// measurement, which stays within --mem), when the run may stream: they choose the stream's
+// depth, unless --bt does.
 bool needs_machine(const RunArgs& a, const RunOptions& opt) {
-  return a.remeasure || opt.method == Method::kStream || opt.method == Method::kNaive ||
-         (opt.method == Method::kAuto && opt.mem_budget > 0);
+  const bool may_stream = opt.method == Method::kStream || opt.method == Method::kNaive ||
+                          (opt.method == Method::kAuto && opt.mem_budget > 0);
+  return a.remeasure || (may_stream && opt.bt == 0);
 }
 MachineProfile machine_for(const RunArgs& a, const Grid& g, const RunOptions& opt) {
   if (!needs_machine(a, opt)) return {};
-  return get(machine_profile(g, opt.stencil, opt.threads, a.remeasure));
+  return get(machine_profile(g, opt.stencil, opt.threads, a.remeasure, opt.mem_budget));
 }
 
 RunOptions run_options(const RunArgs& a) {
@@ -249,8 +251,10 @@ int cmd_run(RunArgs a) {
     a.stencil = "7pt";  // a placeholder: the unfinished run's own stencil replaces it
   }
   RunOptions opt = run_options(a);
-  if (in_mpi_job()) {
-    check(mpi_run(a.dir, opt, needs_machine(a, opt), a.remeasure, a.json));
+  if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
+    RunOptions engine = opt;
+    engine.bt = 0;
+    check(mpi_run(a.dir, opt, needs_machine(a, engine), a.remeasure, a.json));
     return 0;
   }
   check(refuse_distributed(a.dir, "run"));
@@ -283,7 +287,8 @@ int cmd_plan(const RunArgs& a) {
   check(refuse_distributed(a.dir, "plan"));
   Grid g = get(Grid::open(a.dir));
   check(check_run(g.manifest(), opt));
-  const MachineProfile machine = get(machine_profile(g, opt.stencil, opt.threads, a.remeasure));
+  const MachineProfile machine =
+      get(machine_profile(g, opt.stencil, opt.threads, a.remeasure, opt.mem_budget));
   const RunPlan plan = get(plan_run(g, opt, machine));
   if (a.json) {
     json j = json::parse(plan.to_json());
