@@ -21,6 +21,7 @@ packages=(
   clang-14 libomp-14-dev       # TSan build: clang with LLVM's OpenMP and its Archer tool
   python3-venv python3-dev     # the Python package: a project venv, headers for the module
   libclang-rt-14-dev           # libFuzzer targets (scripts/fuzz.sh)
+  openmpi-bin libopenmpi-dev   # distributed grids: mpirun -n P deepgrid ... (MPI build)
 )
 
 missing=()

@@ -13,7 +13,10 @@
 namespace deepgrid {
 
 Result<GridSummary> summarize(const Grid& grid) {
-  const Shape& s = grid.shape();
+  return summarize_planes(grid.shape(), grid.dtype(), io::planes_of(grid));
+}
+
+Result<GridSummary> summarize_planes(const Shape& s, DType dtype, const io::PlaneSource& planes) {
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
     return Status(ErrorCode::kResource, "cannot initialise SHA-256");
@@ -21,10 +24,10 @@ Result<GridSummary> summarize(const Grid& grid) {
   GridSummary out;
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   long double sum = 0, sum_sq = 0;
-  Status st = dispatch_dtype(grid.dtype(), [&](auto tag) -> Status {
+  Status st = dispatch_dtype(dtype, [&](auto tag) -> Status {
     using T = decltype(tag);
     const size_t count = static_cast<size_t>(s.plane_points());
-    return io::read_plane_range(grid, 0, s.nz, [&](int64_t, const void* values) {
+    return planes([&](int64_t, const void* values) {
       const T* v = static_cast<const T*>(values);
       EVP_DigestUpdate(ctx.get(), v, count * sizeof(T));  // x86-64: little-endian
       for (size_t i = 0; i < count; ++i) {

@@ -135,8 +135,12 @@ Result<Grid> import_npy(const std::string& npy_path, const std::string& dir,
 }
 
 Status export_npy(const Grid& grid, const std::string& npy_path) {
-  const Shape& s = grid.shape();
-  std::string dict = "{'descr': '<" + std::string(grid.dtype() == DType::kF32 ? "f4" : "f8") +
+  return export_npy_planes(grid.shape(), grid.dtype(), io::planes_of(grid), npy_path);
+}
+
+Status export_npy_planes(const Shape& s, DType dtype, const io::PlaneSource& planes,
+                         const std::string& npy_path) {
+  std::string dict = "{'descr': '<" + std::string(dtype == DType::kF32 ? "f4" : "f8") +
                      "', 'fortran_order': False, 'shape': (" + std::to_string(s.nz) + ", " +
                      std::to_string(s.ny) + ", " + std::to_string(s.nx) + "), }";
   // Pad so that the data starts on a 64-byte boundary, ending the header with '\n'.
@@ -161,8 +165,8 @@ Status export_npy(const Grid& grid, const std::string& npy_path) {
   };
   Status st = internal::pwrite_full(f.fd, header.data(), header.size(), 0, tmp);
   if (!st.ok()) return fail(st);
-  const int64_t plane_bytes = grid.manifest().layout.plane_bytes;
-  st = io::read_plane_range(grid, 0, s.nz, [&](int64_t z, const void* values) {
+  const int64_t plane_bytes = s.plane_points() * static_cast<int64_t>(dtype_size(dtype));
+  st = planes([&](int64_t z, const void* values) {
     return internal::pwrite_full(f.fd, values, static_cast<size_t>(plane_bytes),
                                  static_cast<int64_t>(header.size()) + z * plane_bytes, tmp);
   });

@@ -314,16 +314,11 @@ Status save_run_record(const Grid& grid, const RunOptions& opt, const RunPlan& p
   return internal::write_file_atomic(grid.dir(), kRunRecordName, r.to_json());
 }
 
-}  // namespace
-
-Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
-  const auto t0 = std::chrono::steady_clock::now();
-  DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
-  bool resumed = false;
-  DG_ASSIGN_OR_RETURN(const RunOptions opt, options_for(grid, given, &resumed));
+// What every run does before it changes anything: the checks, the plan, the space it needs
+// beside the grid, the preflight, and with --verify a look at every plane.
+Result<RunPlan> prepare_run(Grid& grid, const RunOptions& opt) {
   DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
   DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, opt.machine));
-  const int64_t step0 = grid.manifest().step;  // stream sweeps commit the step as they go
   DG_RETURN_IF_ERROR(check_scratch_space(grid, plan));
   DG_ASSIGN_OR_RETURN(const PreflightFacts facts, measure_preflight(grid));
   DG_RETURN_IF_ERROR(check_preflight(grid.manifest(), plan, facts));
@@ -335,8 +330,57 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
       DG_RETURN_IF_ERROR(read_every_plane(grid));
     }
   }
+  return plan;
+}
+
+// The prepared plan run; the report counts from the manifest's step before it (the stream
+// methods commit the step as they go).
+Result<RunReport> run_prepared(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
+  const int64_t step0 = grid.manifest().step;
+  DG_ASSIGN_OR_RETURN(RunReport r, run_method(grid, opt, plan));
+  r.direct_io = grid.direct_io();
+  describe_problem(&r, grid.shape(), grid.dtype(), opt);
+  r.step_from = step0;
+  r.step_to = step0 + r.steps;
+  r.step_target = step0 + opt.steps;
+  return r;
+}
+
+// Commits `after` as the plan's method wrote: its replacement files, or the files in place.
+Status commit_run(Grid& grid, const RunPlan& plan, const Manifest& after) {
+  return writes_replacement(plan.method) ? grid.commit_replacement(after) : grid.commit(after);
+}
+
+}  // namespace
+
+void describe_problem(RunReport* r, const Shape& shape, DType dtype, const RunOptions& opt) {
+  r->stencil = opt.stencil.name();
+  r->stencil_points = opt.stencil.size();
+  r->flops_per_update = opt.stencil.flops_per_update();
+  r->shape = shape.to_string();
+  r->dtype = std::string(dtype_name(dtype));
+  r->boundary = opt.boundary.to_string();
+  r->points = shape.points();
+}
+
+Result<RunReport> advance_grid(Grid& grid, const RunOptions& opt) {
+  DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, opt));
+  DG_ASSIGN_OR_RETURN(RunReport r, run_prepared(grid, opt, plan));
+  Manifest after = grid.manifest();
+  after.step = r.step_to;
+  DG_RETURN_IF_ERROR(commit_run(grid, plan, after));
+  return r;
+}
+
+Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
+  const auto t0 = std::chrono::steady_clock::now();
+  DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
+  bool resumed = false;
+  DG_ASSIGN_OR_RETURN(const RunOptions opt, options_for(grid, given, &resumed));
+  const int64_t step0 = grid.manifest().step;
+  DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, opt));
   DG_RETURN_IF_ERROR(save_run_record(grid, opt, plan, resumed));
-  auto result = run_method(grid, opt, plan);
+  auto result = run_prepared(grid, opt, plan);
   if (!result.ok()) {
     // A run that failed before changing anything leaves nothing behind either.
     const bool changed = grid.manifest().step != step0 ||
@@ -345,20 +389,7 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
     return result.status();
   }
   RunReport r = std::move(result).value();
-  const Manifest& before = grid.manifest();
-  r.direct_io = grid.direct_io();
-  r.stencil = opt.stencil.name();
-  r.stencil_points = opt.stencil.size();
-  r.flops_per_update = opt.stencil.flops_per_update();
-  r.shape = before.shape.to_string();
-  r.dtype = std::string(dtype_name(before.dtype));
-  r.boundary = opt.boundary.to_string();
-  r.points = before.shape.points();
-  r.step_from = step0;
-  r.step_to = step0 + r.steps;
-  r.step_target = step0 + opt.steps;
-
-  Manifest after = before;
+  Manifest after = grid.manifest();
   after.step = r.step_to;
   nlohmann::json details = {{"stencil", nlohmann::json::parse(opt.stencil.to_json())},
                             {"boundary", r.boundary},
@@ -368,8 +399,7 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
                             {"step_to", r.step_to}};
   if (resumed) details["resumed"] = true;
   after.history.push_back({utc_now(), "run", details.dump()});
-  DG_RETURN_IF_ERROR(writes_replacement(plan.method) ? grid.commit_replacement(after)
-                                                     : grid.commit(after));
+  DG_RETURN_IF_ERROR(commit_run(grid, plan, after));
   r.resumed = resumed;
   if (r.steps == opt.steps) ::unlink(run_record_path(grid).c_str());  // else resumable
   r.seconds = seconds_since(t0);

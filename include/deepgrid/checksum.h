@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "deepgrid/io/plane_transfer.h"
 #include "deepgrid/store.h"
 
 namespace deepgrid {
@@ -16,5 +17,8 @@ struct GridSummary {
 };
 
 Result<GridSummary> summarize(const Grid& grid);
+// The same over the planes of a grid of this shape and dtype, from any source.
+Result<GridSummary> summarize_planes(const Shape& shape, DType dtype,
+                                     const io::PlaneSource& planes);
 
 }  // namespace deepgrid

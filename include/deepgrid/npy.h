@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "deepgrid/io/plane_transfer.h"
 #include "deepgrid/store.h"
 
 namespace deepgrid {
@@ -22,5 +23,8 @@ Result<Grid> import_npy(const std::string& npy_path, const std::string& dir,
 
 // Writes the grid to OUT.npy with shape (nz, ny, nx), one chunk of planes at a time.
 Status export_npy(const Grid& grid, const std::string& npy_path);
+// The same for the planes of a grid of this shape and dtype, from any source.
+Status export_npy_planes(const Shape& shape, DType dtype, const io::PlaneSource& planes,
+                         const std::string& npy_path);
 
 }  // namespace deepgrid

@@ -58,4 +58,14 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& options);
 // manifest's step.
 std::optional<RunRecord> unfinished_run(const Grid& grid);
 
+// Fills the report's description of the problem: stencil, shape, dtype, boundary, points.
+void describe_problem(RunReport* report, const Shape& shape, DType dtype,
+                      const RunOptions& options);
+
+// run_grid's work on a grid the caller holds open read-write, for callers that run one grid
+// many times (the distributed run advances each rank's part once per halo exchange): checks,
+// plans, preflights, advances and commits the new step, without a history entry or a run
+// record (the caller keeps its own, and does not resume). report.seconds is not filled in.
+Result<RunReport> advance_grid(Grid& grid, const RunOptions& options);
+
 }  // namespace deepgrid

@@ -16,6 +16,7 @@
 
 #include "deepgrid/bench.h"
 #include "deepgrid/checksum.h"
+#include "deepgrid/distributed.h"
 #include "deepgrid/fsck.h"
 #include "deepgrid/image.h"
 #include "deepgrid/line_plot.h"
@@ -23,6 +24,7 @@
 #include "deepgrid/plan.h"
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
+#include "distributed_commands.h"
 #include "progress.h"
 
 namespace deepgrid::cli {
@@ -151,6 +153,10 @@ int cmd_create(const CreateArgs& a) {
   opt.stores = split_csv(a.stores);
   if (a.spare_planes < -1) check(invalid_argument("--spare-planes must be >= 0"));
   opt.spare_planes = a.spare_planes;
+  if (in_mpi_job()) {  // a distributed grid over the job's ranks
+    check(mpi_create(a.dir, opt, a.json));
+    return 0;
+  }
   Grid g = get(Grid::create(a.dir, opt));
   if (a.json) {
     std::printf("%s\n", manifest_json(g).dump().c_str());
@@ -204,10 +210,13 @@ struct RunArgs {
 // This machine's rates for the grid's disks and the run's stencil (cached after the first
 // measurement, which stays within --mem), when the run may stream: they choose the stream's
 // depth, unless --bt does.
-MachineProfile machine_for(const RunArgs& a, const Grid& g, const RunOptions& opt) {
+bool needs_machine(const RunArgs& a, const RunOptions& opt) {
   const bool may_stream = opt.method == Method::kStream || opt.method == Method::kNaive ||
                           (opt.method == Method::kAuto && opt.mem_budget > 0);
-  if (!a.remeasure && (!may_stream || opt.bt > 0)) return {};
+  return a.remeasure || (may_stream && opt.bt == 0);
+}
+MachineProfile machine_for(const RunArgs& a, const Grid& g, const RunOptions& opt) {
+  if (!needs_machine(a, opt)) return {};
   return get(machine_profile(g, opt.stencil, opt.threads, a.remeasure, opt.mem_budget));
 }
 
@@ -242,6 +251,13 @@ int cmd_run(RunArgs a) {
     a.stencil = "7pt";  // a placeholder: the unfinished run's own stencil replaces it
   }
   RunOptions opt = run_options(a);
+  if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
+    RunOptions engine = opt;
+    engine.bt = 0;
+    check(mpi_run(a.dir, opt, needs_machine(a, engine), a.remeasure, a.json));
+    return 0;
+  }
+  check(refuse_distributed(a.dir, "run"));
   {  // checked and measured before anything runs; released for run_grid, which writes
     const Grid g = get(Grid::open(a.dir));
     if (!a.resume) check(check_run(g.manifest(), opt));
@@ -268,6 +284,7 @@ int cmd_run(RunArgs a) {
 
 int cmd_plan(const RunArgs& a) {
   const RunOptions opt = run_options(a);
+  check(refuse_distributed(a.dir, "plan"));
   Grid g = get(Grid::open(a.dir));
   check(check_run(g.manifest(), opt));
   const MachineProfile machine =
@@ -293,6 +310,10 @@ int cmd_plan(const RunArgs& a) {
 }
 
 int cmd_info(const std::string& dir, bool as_json) {
+  if (in_mpi_job() || is_distributed_grid(dir)) {
+    check(distributed_info(dir, as_json));
+    return 0;
+  }
   Grid g = get(Grid::open(dir));
   if (as_json)
     std::printf("%s\n", manifest_json(g).dump().c_str());
@@ -302,12 +323,20 @@ int cmd_info(const std::string& dir, bool as_json) {
 }
 
 int cmd_checksum(const std::string& dir, bool as_json, bool verify) {
-  Grid g = open_to_read(dir, verify);
-  GridSummary s = get(summarize(g));
+  GridSummary s;
+  int64_t step = 0;
+  if (in_mpi_job() || is_distributed_grid(dir)) {
+    s = get(distributed_summary(dir, verify, &step));
+    if (!prints()) return 0;
+  } else {
+    Grid g = open_to_read(dir, verify);
+    s = get(summarize(g));
+    step = g.manifest().step;
+  }
   if (as_json) {
-    json j = {{"sha256", s.sha256},       {"min", s.min}, {"max", s.max},
-              {"mean", s.mean},           {"l2", s.l2},   {"nan_count", s.nan_count},
-              {"step", g.manifest().step}};
+    json j = {{"sha256", s.sha256}, {"min", s.min}, {"max", s.max},
+              {"mean", s.mean},     {"l2", s.l2},   {"nan_count", s.nan_count},
+              {"step", step}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("sha256  %s\nmin     %.17g\nmax     %.17g\nmean    %.17g\nl2      %.17g\n",
@@ -318,6 +347,7 @@ int cmd_checksum(const std::string& dir, bool as_json, bool verify) {
 }
 
 int cmd_fsck(const std::string& dir, bool as_json) {
+  check(refuse_distributed(dir, "fsck"));
   const Grid g = get(Grid::open(dir));
   const FsckReport r = get(fsck_grid(g));
   if (as_json) {
@@ -365,6 +395,7 @@ int cmd_fsck(const std::string& dir, bool as_json) {
 }
 
 int cmd_plot(const std::string& dir, const std::string& slice, const std::string& out) {
+  check(refuse_distributed(dir, "plot"));
   Grid g = get(Grid::open(dir));
   SliceImageInfo info = get(write_slice_png(g, get(parse_slice(slice)), out));
   std::printf("wrote %s: slice %s, %lldx%lld pixels, colours from %.6g (dark) to %.6g (bright)\n",
@@ -732,17 +763,21 @@ int run_cli(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return prints() ? app.exit(e) : 0;
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return prints() ? app.exit(e) : 0;
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return prints() ? app.exit(e) : 0;
   } catch (const CLI::ParseError& e) {
+    if (!prints()) return 2;  // every rank parses the same arguments; rank 0 says it
     std::fprintf(stderr, "deepgrid: error: %s; see 'deepgrid %s--help'\n", e.what(),
                  app.get_subcommands().empty()
                      ? ""
                      : (app.get_subcommands().front()->get_name() + " ").c_str());
     return 2;
+  }
+  for (const auto* cmd : {plan, fsck, plot, bench}) {
+    if (*cmd) check(refuse_under_mpi(cmd->get_name()));
   }
   if (*create) return cmd_create(ca);
   if (*info) return cmd_info(info_dir, info_json);
@@ -751,13 +786,22 @@ int run_cli(int argc, char** argv) {
   if (*checksum) return cmd_checksum(ck_dir, ck_json, ck_verify);
   if (*fsck) return cmd_fsck(fsck_dir, fsck_json);
   if (*import) {
+    if (in_mpi_job()) {
+      check(mpi_import(im_in, im_dir, split_csv(im_stores)));
+      return 0;
+    }
     Grid g = get(import_npy(im_in, im_dir, split_csv(im_stores)));
     std::printf("imported %s into %s: %s %s\n", im_in.c_str(), im_dir.c_str(),
                 g.shape().to_string().c_str(), std::string(dtype_name(g.dtype())).c_str());
     return 0;
   }
   if (*exp) {
-    check(export_npy(open_to_read(ex_dir, ex_verify), ex_out));
+    if (in_mpi_job() || is_distributed_grid(ex_dir)) {
+      check(distributed_export(ex_dir, ex_out, ex_verify));
+      if (!prints()) return 0;
+    } else {
+      check(export_npy(open_to_read(ex_dir, ex_verify), ex_out));
+    }
     std::printf("exported %s to %s\n", ex_dir.c_str(), ex_out.c_str());
     return 0;
   }
@@ -771,9 +815,14 @@ int run_cli(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
+    // Under mpirun every rank runs the same command; errors are agreed between the ranks
+    // (src/mpi/comm.h), so rank 0 alone prints them and every rank exits with the same code.
+    deepgrid::cli::check(deepgrid::cli::start_mpi_if_launched(&argc, &argv));
     return deepgrid::cli::run_cli(argc, argv);
   } catch (const deepgrid::cli::Failure& f) {
-    std::fprintf(stderr, "deepgrid: error: %s\n", f.status.message().c_str());
+    if (deepgrid::cli::prints()) {
+      std::fprintf(stderr, "deepgrid: error: %s\n", f.status.message().c_str());
+    }
     return deepgrid::cli::exit_code_for(f.status.code());
   }
 }

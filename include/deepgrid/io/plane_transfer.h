@@ -28,6 +28,15 @@ using PlaneProducer = std::function<Status(int64_t z, void* values)>;
 Status write_plane_range(Grid& grid, int64_t z0, int64_t z1, const PlaneProducer& produce,
                          unsigned depth = kPlanesInFlight, FileSet set = FileSet::kCurrent);
 
+// Something that hands every plane of a grid, in increasing z, to a consumer: one stored grid,
+// or the parts of a distributed grid (distributed.h).
+using PlaneSource = std::function<Status(const PlaneConsumer& consume)>;
+inline PlaneSource planes_of(const Grid& grid) {
+  return [&grid](const PlaneConsumer& consume) {
+    return read_plane_range(grid, 0, grid.shape().nz, consume);
+  };
+}
+
 // Bytes of buffers the transfers above hold.
 inline int64_t plane_transfer_bytes(const Manifest& m, unsigned depth = kPlanesInFlight) {
   return static_cast<int64_t>(depth) * m.layout.plane_stride;

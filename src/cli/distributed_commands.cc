@@ -1,0 +1,215 @@
+#include "distributed_commands.h"
+
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "deepgrid/checksum.h"
+#include "deepgrid/distributed.h"
+#include "deepgrid/machine.h"
+#include "deepgrid/npy.h"
+#ifdef DEEPGRID_MPI
+#include "mpi/comm.h"
+#include "mpi/distributed_grid.h"
+#endif
+
+namespace deepgrid::cli {
+
+using nlohmann::json;
+
+namespace {
+
+#ifdef DEEPGRID_MPI
+std::unique_ptr<mpi::Session> g_session;
+#endif
+
+// The manifest, and every plane in order on the printing rank: through MPI in a job, else
+// read from the parts.
+Result<DistributedManifest> load(const std::string& dir) {
+#ifdef DEEPGRID_MPI
+  if (in_mpi_job()) return mpi::load_distributed(dir);
+#endif
+  return read_distributed_manifest(dir);
+}
+
+io::PlaneSource planes(const DistributedManifest& m, bool verify) {
+  return [&m, verify](const io::PlaneConsumer& consume) {
+#ifdef DEEPGRID_MPI
+    if (in_mpi_job()) return mpi::gather_planes(m, verify, consume);
+#endif
+    return read_distributed_planes(m, verify, consume);
+  };
+}
+
+std::vector<std::string> describe(const DistributedManifest& m) {
+#ifdef DEEPGRID_MPI
+  if (in_mpi_job()) return mpi::describe_parts(m);
+#endif
+  std::vector<std::string> out;
+  for (int r = 0; r < m.ranks(); ++r) out.push_back(describe_part(m, r));
+  return out;
+}
+
+#ifndef DEEPGRID_MPI
+Status built_without_mpi() {
+  return unsupported(
+      "this deepgrid was built without MPI and cannot run under mpirun; install "
+      "libopenmpi-dev and build with -DDEEPGRID_MPI=ON, or run without mpirun");
+}
+#endif
+
+}  // namespace
+
+bool in_mpi_job() {
+#ifdef DEEPGRID_MPI
+  return g_session != nullptr;
+#else
+  return false;
+#endif
+}
+
+Status start_mpi_if_launched(int* argc, char*** argv) {
+#ifdef DEEPGRID_MPI
+  if (mpi::launched_by_mpirun()) g_session = std::make_unique<mpi::Session>(argc, argv);
+  return Status::Ok();
+#else
+  (void)argc;
+  (void)argv;
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"}) {
+    if (std::getenv(var) != nullptr) return built_without_mpi();
+  }
+  return Status::Ok();
+#endif
+}
+
+bool prints() {
+#ifdef DEEPGRID_MPI
+  return !in_mpi_job() || mpi::rank() == 0;
+#else
+  return true;
+#endif
+}
+
+Status distributed_info(const std::string& dir, bool as_json) {
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, load(dir));
+  const std::vector<std::string> parts = describe(m);
+  if (!prints()) return Status::Ok();
+  if (as_json) {
+    json j = json::parse(m.to_json());
+    j["directory"] = dir;
+    j["parts_state"] = parts;
+    std::printf("%s\n", j.dump().c_str());
+    return Status::Ok();
+  }
+  std::printf("grid        %s (distributed over %d ranks along z)\n", dir.c_str(), m.ranks());
+  std::printf("shape       %s (numpy shape (%lld, %lld, %lld)), %s\n", m.shape.to_string().c_str(),
+              static_cast<long long>(m.shape.nz), static_cast<long long>(m.shape.ny),
+              static_cast<long long>(m.shape.nx), std::string(dtype_name(m.dtype)).c_str());
+  std::printf("time step   %lld\n", static_cast<long long>(m.step));
+  std::printf("parts\n");
+  for (const std::string& p : parts) std::printf("  %s\n", p.c_str());
+  std::printf("history\n");
+  for (const auto& h : m.history) {
+    std::printf("  %s  %-7s %s\n", h.date.c_str(), h.command.c_str(), h.details.c_str());
+  }
+  return Status::Ok();
+}
+
+Result<GridSummary> distributed_summary(const std::string& dir, bool verify, int64_t* step) {
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, load(dir));
+  *step = m.step;
+  return summarize_planes(m.shape, m.dtype, planes(m, verify));
+}
+
+Status distributed_export(const std::string& dir, const std::string& out, bool verify) {
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, load(dir));
+  const io::PlaneSource source = planes(m, verify);
+#ifdef DEEPGRID_MPI
+  if (!prints()) return source([](int64_t, const void*) { return Status::Ok(); });
+#endif
+  return export_npy_planes(m.shape, m.dtype, source, out);
+}
+
+Status mpi_create(const std::string& dir, const CreateOptions& options, bool as_json) {
+#ifdef DEEPGRID_MPI
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::create_distributed(dir, options));
+  if (!prints()) return Status::Ok();
+  if (as_json) {
+    std::printf("%s", m.to_json().c_str());
+  } else {
+    std::printf("created %s: %s %s, init %s, %d parts (z-slabs of %lld to %lld planes)\n",
+                dir.c_str(), m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(),
+                options.init.to_string().c_str(), m.ranks(),
+                static_cast<long long>(m.parts.back().slab.planes()),
+                static_cast<long long>(m.parts.front().slab.planes()));
+  }
+  return Status::Ok();
+#else
+  (void)dir, (void)options, (void)as_json;
+  return built_without_mpi();
+#endif
+}
+
+Status mpi_import(const std::string& npy_path, const std::string& dir,
+                  const std::vector<std::string>& stores) {
+#ifdef DEEPGRID_MPI
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::import_distributed(npy_path, dir, stores));
+  if (prints()) {
+    std::printf("imported %s into %s: %s %s, %d parts\n", npy_path.c_str(), dir.c_str(),
+                m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(), m.ranks());
+  }
+  return Status::Ok();
+#else
+  (void)npy_path, (void)dir, (void)stores;
+  return built_without_mpi();
+#endif
+}
+
+Status mpi_run(const std::string& dir, RunOptions options, bool measure_machine, bool remeasure,
+               bool as_json) {
+#ifdef DEEPGRID_MPI
+  if (measure_machine) {  // rank 0 first: the others then read its cache (same disks)
+    DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::load_distributed(dir));
+    Result<MachineProfile> profile = MachineProfile{};
+    for (int turn = 0; turn < 2; ++turn) {
+      if ((mpi::rank() == 0) == (turn == 0)) {  // a part on this rank's disks, or near them
+        auto part = open_part(m, mpi::rank() % m.ranks(), Grid::Mode::kReadOnly);
+        profile = part.ok() ? machine_profile(*part, options.stencil, options.threads, remeasure,
+                                              options.mem_budget)
+                            : Result<MachineProfile>(part.status());
+      }
+      DG_RETURN_IF_ERROR(mpi::agree(profile.status()));
+    }
+    options.machine = *profile;
+  }
+  DG_ASSIGN_OR_RETURN(const mpi::DistributedRunReport r, mpi::run_distributed(dir, options));
+  if (!prints()) return Status::Ok();
+  std::printf("%s", as_json ? (r.to_json() + "\n").c_str() : r.to_text().c_str());
+  return Status::Ok();
+#else
+  (void)dir, (void)options, (void)measure_machine, (void)remeasure, (void)as_json;
+  return built_without_mpi();
+#endif
+}
+
+Status refuse_distributed(const std::string& dir, const std::string& command) {
+  if (in_mpi_job() || !is_distributed_grid(dir)) return Status::Ok();
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, read_distributed_manifest(dir));
+  const std::string ranks = std::to_string(m.ranks());
+  if (command == "run") {
+    return invalid_argument(dir + " is a grid distributed over " + ranks +
+                            " ranks; run it with 'mpirun -n " + ranks + " deepgrid run'");
+  }
+  return invalid_argument(dir + " is a grid distributed over " + ranks + " ranks; '" + command +
+                          "' does not work on distributed grids yet (info, checksum, export "
+                          "and run under mpirun do)");
+}
+
+Status refuse_under_mpi(const std::string& command) {
+  if (!in_mpi_job()) return Status::Ok();
+  return invalid_argument("'deepgrid " + command +
+                          "' does not run under mpirun; run it without mpirun (create, import, "
+                          "run, info, checksum and export work under mpirun)");
+}
+
+}  // namespace deepgrid::cli

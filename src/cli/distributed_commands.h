@@ -1,0 +1,43 @@
+// The command line's side of distributed grids (distributed.h): info, checksum and export of
+// one (serially, or under mpirun), and create and run under mpirun. Builds without MPI keep
+// the serial part; under mpirun they refuse with a message saying how to build with MPI.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "deepgrid/checksum.h"
+#include "deepgrid/run.h"
+#include "deepgrid/store.h"
+
+namespace deepgrid::cli {
+
+// Whether this process is one rank of an MPI job (mpirun started it and MPI is initialised).
+bool in_mpi_job();
+// Starts MPI when mpirun started this process (no-op otherwise); ends it with the process.
+// Refuses (exit 2) when this build has no MPI.
+Status start_mpi_if_launched(int* argc, char*** argv);
+// Whether this rank prints: rank 0 of a job, or a serial process.
+bool prints();
+
+// deepgrid info / checksum / export of a distributed grid. The summary (and the grid's time
+// step) is that of the printing rank.
+Status distributed_info(const std::string& dir, bool as_json);
+Result<GridSummary> distributed_summary(const std::string& dir, bool verify, int64_t* step);
+Status distributed_export(const std::string& dir, const std::string& out, bool verify);
+
+// mpirun -n P deepgrid create / import / run. `measure_machine`: the run may stream, so each rank
+// needs this machine's rates for its part (rank 0 measures first; the others find its cache).
+Status mpi_create(const std::string& dir, const CreateOptions& options, bool as_json);
+Status mpi_import(const std::string& npy_path, const std::string& dir,
+                  const std::vector<std::string>& stores);
+Status mpi_run(const std::string& dir, RunOptions options, bool measure_machine, bool remeasure,
+               bool as_json);
+
+// For commands that do not work on distributed grids (yet), serially: a message saying what
+// does (for run: how to run it under mpirun).
+Status refuse_distributed(const std::string& dir, const std::string& command);
+// For commands that do not work under mpirun.
+Status refuse_under_mpi(const std::string& command);
+
+}  // namespace deepgrid::cli

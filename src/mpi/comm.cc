@@ -1,0 +1,95 @@
+#include "mpi/comm.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdlib>
+
+namespace deepgrid::mpi {
+namespace {
+
+double g_agree_wait = 0;
+
+int to_int(size_t n) { return static_cast<int>(n); }
+
+}  // namespace
+
+bool launched_by_mpirun() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+    if (std::getenv(var) != nullptr) return true;
+  }
+  return false;
+}
+
+Session::Session(int* argc, char*** argv) {
+  int provided = 0;
+  // MPI calls come from the main thread only (the engines' OpenMP threads make none). MPI's
+  // own errors stay fatal (its default): they end the whole job rather than one rank.
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+}
+
+Session::~Session() { MPI_Finalize(); }
+
+int rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+Status agree(const Status& mine) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int me = rank();
+  int first_failed = mine.ok() ? size() : me;
+  MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  g_agree_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (first_failed == size()) return Status::Ok();
+  int code = static_cast<int>(mine.code());
+  MPI_Bcast(&code, 1, MPI_INT, first_failed, MPI_COMM_WORLD);
+  const std::string message = broadcast(mine.message(), first_failed);
+  // A message that names its rank already (rank 0 relaying another's) is kept as it is.
+  const bool named = message.rfind("rank ", 0) == 0;
+  return Status(
+      static_cast<ErrorCode>(code),
+      size() > 1 && !named ? "rank " + std::to_string(first_failed) + ": " + message : message);
+}
+
+double agree_wait_seconds() { return g_agree_wait; }
+
+void barrier() { MPI_Barrier(MPI_COMM_WORLD); }
+
+std::string broadcast(const std::string& text, int root) {
+  int64_t n = static_cast<int64_t>(text.size());
+  MPI_Bcast(&n, 1, MPI_INT64_T, root, MPI_COMM_WORLD);
+  std::string out = rank() == root ? text : std::string(static_cast<size_t>(n), '\0');
+  MPI_Bcast(out.data(), static_cast<int>(n), MPI_CHAR, root, MPI_COMM_WORLD);
+  return out;
+}
+
+std::vector<std::string> all_gather(const std::string& text) {
+  const int n = size();
+  int mine = to_int(text.size());
+  std::vector<int> counts(static_cast<size_t>(n)), offsets(static_cast<size_t>(n));
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (int r = 0; r < n; ++r) {
+    offsets[static_cast<size_t>(r)] = total;
+    total += counts[static_cast<size_t>(r)];
+  }
+  std::string all(static_cast<size_t>(total), '\0');
+  MPI_Allgatherv(text.data(), mine, MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR,
+                 MPI_COMM_WORLD);
+  std::vector<std::string> out;
+  for (int r = 0; r < n; ++r) {
+    out.push_back(all.substr(static_cast<size_t>(offsets[static_cast<size_t>(r)]),
+                             static_cast<size_t>(counts[static_cast<size_t>(r)])));
+  }
+  return out;
+}
+
+}  // namespace deepgrid::mpi

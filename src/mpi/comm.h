@@ -1,0 +1,46 @@
+// The MPI job a distributed command runs in: set-up and tear-down, and the few collective
+// operations the distributed grid needs, over MPI_COMM_WORLD.
+//
+// Failure contract: a rank never leaves a collective phase alone. Every phase ends with
+// agree(status): each rank passes its own outcome and all of them get the same one back, the
+// error of the lowest failing rank (its message prefixed with "rank R: "), so that every rank
+// stops together with one clear message instead of waiting for a partner that has given up.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "deepgrid/status.h"
+
+namespace deepgrid::mpi {
+
+// Whether this process was started by mpirun/mpiexec (OpenMPI, or a PMI/PMIx launcher).
+bool launched_by_mpirun();
+
+// MPI_Init_thread on construction, MPI_Finalize on destruction.
+class Session {
+ public:
+  Session(int* argc, char*** argv);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+};
+
+int rank();
+int size();
+
+// Every rank's status in, the same status out on every rank (see above). Collective.
+Status agree(const Status& mine);
+// Seconds this rank waited in agree() since the process started: how long it sat idle while
+// slower ranks finished their phase.
+double agree_wait_seconds();
+
+// Returns when every rank has called it. Collective.
+void barrier();
+// Root's text on every rank. Collective.
+std::string broadcast(const std::string& text, int root = 0);
+// Every rank's text, in rank order, on every rank. Collective.
+std::vector<std::string> all_gather(const std::string& text);
+
+}  // namespace deepgrid::mpi

@@ -1,0 +1,74 @@
+// The distributed grid's commands under mpirun: each rank works on its own part (distributed.h)
+// and the ranks meet in collective phases that end in agree() (comm.h), so a failing rank
+// stops them all with its message. Every function here is collective over MPI_COMM_WORLD.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "deepgrid/checksum.h"
+#include "deepgrid/distributed.h"
+#include "deepgrid/run.h"
+
+namespace deepgrid::mpi {
+
+// Creates distributed grid DIR over this job's ranks: z-slabs, each rank's part (an ordinary
+// grid) in its store directories, where "%r" in options.stores stands for the rank. The
+// values are those a serial create gives at the same global coordinates. On failure on any
+// rank, every part made is removed (and DIR, when it made it).
+Result<DistributedManifest> create_distributed(const std::string& dir,
+                                               const CreateOptions& options);
+
+// Creates distributed grid DIR from a .npy file (float32/float64, C order) that every rank can
+// read (one machine, or a shared filesystem): each rank reads its slab's planes.
+Result<DistributedManifest> import_distributed(const std::string& npy_path, const std::string& dir,
+                                               const std::vector<std::string>& stores);
+
+// A rank's share of a distributed run.
+struct RankFigures {
+  int rank = 0;
+  std::string method;           // what its part ran with (in-core or stream)
+  int engine_bt = 0;            // the engine's steps per pass over the part (last sweep)
+  int64_t part_planes = 0;      // planes of its part: slab and halos
+  double seconds = 0;           // the rank's whole run
+  double compute_seconds = 0;   // in its engine's kernels
+  double io_wait_seconds = 0;   // its engine blocked on the disk
+  double exchange_seconds = 0;  // halo exchanges: reads, MPI transfers, writes
+  double wait_seconds = 0;      // idle at the end of a phase while slower ranks finished
+  uint64_t bytes_read = 0, bytes_written = 0, bytes_sent = 0;
+
+  std::string to_json() const;
+  static RankFigures from_json(const std::string& text);
+};
+
+struct DistributedRunReport {
+  RunReport total;  // global figures: steps, points, wall time; sums of the ranks' I/O
+  int ranks = 0;
+  int exchange_bt = 0;  // steps between two halo exchanges (k)
+  int64_t halo = 0;     // halo planes each side: k * r_z
+  std::vector<RankFigures> per_rank;
+
+  std::string to_json() const;
+  std::string to_text() const;
+};
+
+// Advances DIR by options.steps: every k steps (options.bt, or chosen so that the halos stay
+// small against the slabs) the ranks exchange halos of k * r_z planes and advance their parts
+// k steps with the ordinary engines (in-core when a part fits options.mem_budget, else stream).
+// Parts whose halos are too narrow for k (or reach past a non-periodic end) are rewritten with
+// the halos needed first. Results are bitwise those of a serial run.
+Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& options);
+
+// The manifest, read by rank 0 and shared.
+Result<DistributedManifest> load_distributed(const std::string& dir);
+
+// Every global plane in order on rank 0 (each rank reads its part and sends its slab there;
+// with a different number of ranks than parts, rank 0 reads all parts itself). `consume` is
+// called on rank 0 only.
+Status gather_planes(const DistributedManifest& m, bool verify, const io::PlaneConsumer& consume);
+
+// describe_part of every part in rank order, on rank 0: each rank describes its own (or, with
+// a different number of ranks than parts, rank 0 describes them all).
+std::vector<std::string> describe_parts(const DistributedManifest& m);
+
+}  // namespace deepgrid::mpi

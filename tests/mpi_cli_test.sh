@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The command line on distributed grids, under mpirun -n P and serially: create with per-rank
+# stores, run, checksum, export and info agree with a serial grid run the same way; bad input
+# and a failing rank end every rank with one clear message (never a hang).
+# Usage: mpi_cli_test.sh DEEPGRID MPIEXEC P
+set -euo pipefail
+dg=$1 mpiexec=$2 ranks=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mpi() { timeout 120 "$mpiexec" --oversubscribe -n "$ranks" "$dg" "$@"; }
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+sha() { "$dg" checksum "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["sha256"])'; }
+# Runs "$@" expecting exit code $1 and a message matching $2 on stderr.
+expect_error() {
+  local code=$1 pattern=$2
+  shift 2
+  local rc=0
+  "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  [ "$rc" -eq "$code" ] || fail "$* exited $rc, expected $code: $(cat "$tmp/err")"
+  grep -q -- "$pattern" "$tmp/err" || fail "$*: message lacks '$pattern': $(cat "$tmp/err")"
+  [ "$(grep -c 'deepgrid: error' "$tmp/err")" -eq 1 ] || fail "$*: not exactly one error line: $(cat "$tmp/err")"
+}
+
+for r in $(seq 0 $((ranks - 1))); do mkdir -p "$tmp/ssd0/$r" "$tmp/ssd1/$r"; done
+shape=24x20x$((5 * ranks + 2))
+run_args=(--stencil 13pt --steps 7 --boundary periodic --threads 1)
+
+"$dg" create "$tmp/serial" --shape "$shape" --init gaussian >/dev/null
+"$dg" run "$tmp/serial" "${run_args[@]}" >/dev/null
+mpi create "$tmp/d" --shape "$shape" --init gaussian --store "$tmp/ssd0/%r,$tmp/ssd1/%r" >/dev/null
+[ -n "$(ls "$tmp/ssd1/0")" ] || fail "rank 0's part has nothing in its second store"
+mpi run "$tmp/d" "${run_args[@]}" --bt 2 --json >"$tmp/report.json"
+python3 - "$tmp/report.json" "$ranks" <<'PY' || fail "run report: $(cat "$tmp/report.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+ranks = int(sys.argv[2])
+assert r["ranks"] == ranks and r["steps"] == 7 and r["exchange_bt"] == 2, r
+assert len(r["per_rank"]) == ranks and [p["rank"] for p in r["per_rank"]] == list(range(ranks))
+for key in ("compute_seconds", "io_wait_seconds", "exchange_seconds", "wait_seconds", "bytes_read"):
+    assert all(key in p for p in r["per_rank"]), key
+assert r["bytes_read"] == sum(p["bytes_read"] for p in r["per_rank"])
+PY
+
+want=$(sha "$tmp/serial")
+[ "$(sha "$tmp/d")" = "$want" ] || fail "serial checksum of the distributed grid differs from the serial grid's"
+got=$(mpi checksum "$tmp/d" --json --verify | python3 -c 'import json,sys; print(json.load(sys.stdin)["sha256"])')
+[ "$got" = "$want" ] || fail "checksum under mpirun differs from the serial grid's"
+mpi export "$tmp/d" "$tmp/d.npy" >/dev/null
+"$dg" export "$tmp/serial" "$tmp/serial.npy" >/dev/null
+cmp "$tmp/d.npy" "$tmp/serial.npy" || fail "export under mpirun differs from the serial grid's"
+"$dg" export "$tmp/d" "$tmp/d2.npy" >/dev/null
+cmp "$tmp/d2.npy" "$tmp/serial.npy" || fail "serial export of the distributed grid differs"
+mpi info "$tmp/d" --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert j["step"] == 7 and j["decomposition"]["ranks"] == '"$ranks"', j
+assert all("consistent" in s for s in j["parts_state"]), j["parts_state"]'
+"$dg" info "$tmp/d" | grep -q "distributed over $ranks ranks" || fail "serial info"
+mpi import "$tmp/serial.npy" "$tmp/imported" >/dev/null
+[ "$(sha "$tmp/imported")" = "$want" ] || fail "import under mpirun differs from the .npy"
+
+# Bad input and failing ranks: one message, the same exit code everywhere, nothing changed.
+expect_error 2 "mpirun -n $ranks deepgrid run" "$dg" run "$tmp/d" "${run_args[@]}"
+expect_error 2 "does not work on distributed grids" "$dg" plot "$tmp/d" -o "$tmp/p.png"
+expect_error 2 "does not run under mpirun" mpi fsck "$tmp/serial"
+expect_error 3 "grid $tmp/d is in use by" flock -n "$tmp/d/deepgrid.lock" \
+  timeout 120 "$mpiexec" --oversubscribe -n "$ranks" "$dg" run "$tmp/d" "${run_args[@]}"
+[ "$(sha "$tmp/d")" = "$want" ] || fail "a refused run changed the grid"
+for r in $(seq 0 $((ranks - 2))); do mkdir -p "$tmp/other/$r"; done  # none for the last rank
+expect_error 2 "store directory $tmp/other/$((ranks - 1)) does not exist" \
+  mpi create "$tmp/e" --shape "$shape" --store "$tmp/other/%r"
+[ ! -e "$tmp/e" ] || fail "a failed create left $tmp/e"
+[ -z "$(find "$tmp/other" -type f)" ] || fail "a failed create left files in the other ranks' stores"
+# Another number of ranks: the grid is split again (and again back), the results stay bitwise.
+for p in $((ranks + 1)) "$ranks"; do
+  "$dg" run "$tmp/serial" "${run_args[@]}" >/dev/null
+  timeout 120 "$mpiexec" --oversubscribe -n "$p" "$dg" run "$tmp/d" "${run_args[@]}" >/dev/null ||
+    fail "run with $p ranks of a grid split over another number"
+  "$dg" info "$tmp/d" | grep -q "distributed over $p ranks" || fail "not redistributed to $p ranks"
+  [ "$(sha "$tmp/d")" = "$(sha "$tmp/serial")" ] || fail "redistributed to $p ranks: differs"
+done
+old_parts=$(find "$tmp/ssd0" "$tmp/d" -maxdepth 2 -name 'deepgrid-*.part.*' | wc -l)
+[ "$old_parts" -eq "$ranks" ] || fail "$old_parts parts on disk after redistributing, expected $ranks"
+echo "ok: $ranks ranks"
