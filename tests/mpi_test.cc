@@ -150,6 +150,13 @@ TEST(Distributed, StreamedPartsMatchTheReference) {
   }
 }
 
+// A budget that holds only part of the halos: the exchange runs in rounds, whose size every
+// rank must agree on although end ranks have one neighbour and the others two (a mismatch
+// truncated messages at P >= 3).
+TEST(Distributed, HalosLargerThanTheBudgetAreExchangedInRounds) {
+  expect_case({"7pt", kDirichlet, DType::kF32, {256, 64, 40}, 10, 8, "1MiB", Method::kAuto});
+}
+
 // The halos change with the boundary and the depth between runs: parts are laid out again.
 TEST(Distributed, SuccessiveRunsWithOtherBoundariesAndDepths) {
   const Shape s{9, 6, 11};

@@ -46,8 +46,11 @@ Result<ExchangeStats> exchange_halos(Grid& part, const std::vector<PlaneTransfer
     peers += static_cast<int64_t>(!s.empty()) + static_cast<int64_t>(!v.empty());
     longest = std::max({longest, static_cast<int64_t>(s.size()), static_cast<int64_t>(v.size())});
   }
-  const int64_t batch = std::clamp<int64_t>(
+  // Planes per peer and round. Every rank must use the same, or the messages of a round would
+  // differ in size between sender and receiver: the smallest any rank's buffers allow.
+  int64_t batch = std::clamp<int64_t>(
       static_cast<int64_t>(buffer_bytes) / std::max<int64_t>(1, peers * plane_bytes), 1, 64);
+  MPI_Allreduce(MPI_IN_PLACE, &batch, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
   for (int r = 0; r < n; ++r) {
     const auto size_for = [&](const PeerPlanes& p) {
       return static_cast<size_t>(std::min<int64_t>(batch, static_cast<int64_t>(p.local.size())) *
