@@ -4,22 +4,17 @@
 #include <nlohmann/json.hpp>
 
 #include "internal/file_util.h"
+#include "internal/json_fields.h"
 
 namespace deepgrid {
 
+using internal::integer_at;
 using nlohmann::json;
 
 namespace {
 
 constexpr const char* kManifestName = "manifest.json";
 constexpr const char* kFormatName = "deepgrid-distributed";
-
-// An integer field; floats are refused rather than converted (as in the serial manifest).
-int64_t integer_at(const json& j, const char* key) {
-  const json& v = j.at(key);
-  if (!v.is_number_integer()) throw std::invalid_argument(std::string(key) + " is not an integer");
-  return v.get<int64_t>();
-}
 
 Status check_decomposition(const DistributedManifest& m) {
   DG_RETURN_IF_ERROR(validate_shape(m.shape));
@@ -92,13 +87,11 @@ Result<DistributedManifest> DistributedManifest::from_json(std::string_view text
       return unsupported("grid was written by a newer deepgrid (format version " +
                          std::to_string(version) + "); upgrade deepgrid");
     }
-    m.id = j.at("id").get<std::string>();
-    const json& s = j.at("shape");
-    m.shape = {integer_at(s, "nx"), integer_at(s, "ny"), integer_at(s, "nz")};
-    auto dt = parse_dtype(j.at("dtype").get<std::string>());
-    if (!dt.ok()) return corrupt("manifest: " + dt.status().message());
-    m.dtype = *dt;
-    m.step = integer_at(j, "step");
+    DG_ASSIGN_OR_RETURN(const internal::GridHeader header, internal::read_grid_header(j));
+    m.id = header.id;
+    m.shape = header.shape;
+    m.dtype = header.dtype;
+    m.step = header.step;
     const json& d = j.at("decomposition");
     if (d.at("axis").get<std::string>() != "z") {
       return unsupported("grid is decomposed along an axis this deepgrid does not know");

@@ -12,14 +12,15 @@ using nlohmann::json;
 
 namespace {
 constexpr const char* kTableFormat = "deepgrid-checksums";
+}  // namespace
 
-std::string to_hex(uint64_t v) {
+std::string hash_to_hex(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
 }
 
-bool from_hex(const std::string& s, uint64_t* v) {
+bool hash_from_hex(const std::string& s, uint64_t* v) {
   if (s.size() != 16) return false;
   uint64_t out = 0;
   for (char c : s) {
@@ -30,7 +31,6 @@ bool from_hex(const std::string& s, uint64_t* v) {
   *v = out;
   return true;
 }
-}  // namespace
 
 uint64_t plane_hash(const void* values, size_t bytes) { return XXH3_64bits(values, bytes); }
 
@@ -40,7 +40,7 @@ bool PlaneChecksums::complete() const {
 
 std::string PlaneChecksums::to_json() const {
   json planes = json::array();
-  for (uint64_t h : hash_) planes.push_back(to_hex(h));
+  for (uint64_t h : hash_) planes.push_back(hash_to_hex(h));
   return json{{"format", kTableFormat}, {"algorithm", kChecksumAlgorithm}, {"planes", planes}}
              .dump() +
          "\n";
@@ -69,7 +69,7 @@ Result<PlaneChecksums> PlaneChecksums::from_json(std::string_view text, int64_t 
   for (int64_t z = 0; z < planes; ++z) {
     const json& h = (*it)[static_cast<size_t>(z)];
     uint64_t v = 0;
-    if (!h.is_string() || !from_hex(h.get<std::string>(), &v)) {
+    if (!h.is_string() || !hash_from_hex(h.get<std::string>(), &v)) {
       return corrupt("checksum table entry " + std::to_string(z) + " is not 16 hex digits");
     }
     t.set(z, v);

@@ -1,24 +1,15 @@
 #include "deepgrid/resume.h"
 
-#include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include "deepgrid/integrity.h"
+#include "internal/json_fields.h"
 
 namespace deepgrid {
 namespace {
 
+using internal::integer_at;
 using nlohmann::json;
-
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-int64_t integer_at(const json& j, const char* key) {
-  const json& v = j.at(key);
-  if (!v.is_number_integer()) throw std::invalid_argument(std::string(key) + " is not an integer");
-  return v.get<int64_t>();
-}
 
 // Parses `text` as a JSON object of the given format and hands it to `read`, turning a missing
 // field or a wrong type into kCorrupt.
@@ -45,7 +36,7 @@ bool json_equal(std::string_view a, std::string_view b) {
 
 std::string SweepRecord::to_json() const {
   json h = json::array();
-  for (uint64_t v : hashes) h.push_back(hex(v));
+  for (uint64_t v : hashes) h.push_back(hash_to_hex(v));
   const json j = {{"format", "deepgrid-sweep"},
                   {"step_from", step_from},
                   {"levels", levels},
@@ -69,10 +60,10 @@ Result<SweepRecord> SweepRecord::from_json(std::string_view text) {
     r.spare = integer_at(j, "spare");
     r.done = integer_at(j, "done");
     for (const json& h : j.at("hashes")) {
-      const std::string s = h.get<std::string>();
-      size_t used = 0;
-      const uint64_t v = s.size() == 16 ? std::stoull(s, &used, 16) : 0;
-      if (used != 16) return corrupt("sweep record has a malformed hash '" + s + "'");
+      uint64_t v = 0;
+      if (!hash_from_hex(h.get<std::string>(), &v)) {
+        return corrupt("sweep record has a malformed hash '" + h.get<std::string>() + "'");
+      }
       r.hashes.push_back(v);
     }
     r.stencil = j.at("stencil").dump();

@@ -14,11 +14,13 @@
 #include "internal/aligned_buffer.h"
 #include "internal/file_util.h"
 #include "internal/grid_lock.h"
+#include "internal/json_fields.h"
 
 namespace deepgrid {
 
 using internal::AlignedBuffer;
 using internal::GridLock;
+using internal::integer_at;
 using nlohmann::json;
 
 namespace {
@@ -115,16 +117,6 @@ std::string Manifest::to_json() const {
   return j.dump(2) + "\n";
 }
 
-namespace {
-// An integer field. Floats are refused rather than converted: converting an out-of-range one
-// is undefined behaviour.
-int64_t integer_at(const json& j, const char* key) {
-  const json& v = j.at(key);
-  if (!v.is_number_integer()) throw std::invalid_argument(std::string(key) + " is not an integer");
-  return v.get<int64_t>();
-}
-}  // namespace
-
 Result<Manifest> Manifest::from_json(std::string_view text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
@@ -142,13 +134,11 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
                          std::to_string(kManifestVersion) + "); upgrade deepgrid");
     }
     if (m.version < 1) return corrupt("manifest has invalid format version");
-    m.id = j.at("id").get<std::string>();
-    const json& s = j.at("shape");
-    m.shape = {integer_at(s, "nx"), integer_at(s, "ny"), integer_at(s, "nz")};
-    auto dt = parse_dtype(j.at("dtype").get<std::string>());
-    if (!dt.ok()) return corrupt("manifest: " + dt.status().message());
-    m.dtype = *dt;
-    m.step = integer_at(j, "step");
+    DG_ASSIGN_OR_RETURN(const internal::GridHeader header, internal::read_grid_header(j));
+    m.id = header.id;
+    m.shape = header.shape;
+    m.dtype = header.dtype;
+    m.step = header.step;
     const json& l = j.at("layout");
     m.layout.plane_bytes = integer_at(l, "plane_bytes");
     m.layout.plane_stride = integer_at(l, "plane_stride");

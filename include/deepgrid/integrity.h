@@ -17,6 +17,11 @@ inline constexpr std::string_view kChecksumAlgorithm = "xxh3-64";
 // XXH3-64 of one plane's values: its plane_bytes, not the padding after them.
 uint64_t plane_hash(const void* values, size_t bytes);
 
+// A hash as written in deepgrid's JSON files: 16 lowercase hex digits; parsing accepts exactly
+// that.
+std::string hash_to_hex(uint64_t hash);
+bool hash_from_hex(const std::string& text, uint64_t* hash);
+
 // The hash of each plane of a grid, and which of them are known.
 class PlaneChecksums {
  public:
