@@ -244,19 +244,32 @@ Result<RunOptions> resumed_options(const Grid& grid, const RunRecord& r, RunOpti
   return opt;
 }
 
+// A sweep interrupted without a run record (a library caller's): finishing it is the run.
+RunRecord run_of_sweep(const SweepRecord& sweep) {
+  RunRecord r;
+  r.step_from = sweep.step_from;
+  r.step_to = sweep.step_from + sweep.levels;
+  r.stencil = sweep.stencil;
+  r.boundary = sweep.boundary;
+  r.method = std::string(method_name(Method::kStream));
+  r.started = sweep.started;
+  return r;
+}
+
 // What this command is to do on this grid: `opt` as given, or, with --resume or the same
 // command as an unfinished run's, the rest of that run. A sweep interrupted in its middle is
-// finished by the stream engine with its own depth; nothing else may run before it.
+// finished first by the stream engine with its own depth; nothing else may run before it.
 Result<RunOptions> options_for(const Grid& grid, RunOptions opt, bool* resumed) {
-  // A run killed after its last commit left its record: the same command again notices that
-  // it is done (0 steps) rather than starting over.
-  const std::optional<RunRecord> unfinished = current_run(grid);
   const auto& sweep = grid.sweep_record();
   if (!grid.interrupted_sweep().empty() && !sweep) {
     return corrupt("grid " + grid.dir() + " was interrupted in an in-place " +
                    grid.interrupted_sweep() +
                    " and cannot be resumed; restore the grid from a backup");
   }
+  // A run killed after its last commit left its record: the same command again notices that
+  // it is done (0 steps) rather than starting over.
+  std::optional<RunRecord> unfinished = current_run(grid);
+  if (!unfinished && sweep) unfinished = run_of_sweep(*sweep);
   *resumed = false;
   if (unfinished) {
     const bool same = opt.steps == unfinished->step_to - unfinished->step_from &&
@@ -272,28 +285,12 @@ Result<RunOptions> options_for(const Grid& grid, RunOptions opt, bool* resumed) 
                               grid.dir() + " --resume'");
     }
   } else if (opt.resume) {
-    if (!sweep) {
-      return invalid_argument("grid " + grid.dir() +
-                              " has no unfinished run to resume (it is at "
-                              "step " +
-                              std::to_string(grid.manifest().step) +
-                              "); give --steps to start one");
-    }
-    // A sweep without a run record (a library caller's): finish that sweep only.
-    *resumed = true;
-    DG_ASSIGN_OR_RETURN(opt.stencil, Stencil::from_json(sweep->stencil));
-    DG_ASSIGN_OR_RETURN(opt.boundary, parse_boundary(sweep->boundary));
-    opt.steps = sweep->levels;
+    return invalid_argument("grid " + grid.dir() +
+                            " has no unfinished run to resume (it is at "
+                            "step " +
+                            std::to_string(grid.manifest().step) + "); give --steps to start one");
   }
-  if (sweep) {
-    if (!json_equal(sweep->stencil, opt.stencil.to_json()) ||
-        sweep->boundary != opt.boundary.to_string()) {
-      return invalid_argument("grid " + grid.dir() +
-                              " was interrupted in the middle of a sweep "
-                              "with another stencil or boundary (" +
-                              sweep->boundary + "); finish it first with 'deepgrid run " +
-                              grid.dir() + " --resume --mem SIZE'");
-    }
+  if (sweep) {  // (its stencil and boundary are the run's: advance_stream checks them again)
     opt.method = opt.method == Method::kNaive ? Method::kNaive : Method::kStream;
     opt.bt = sweep->levels;
   }
