@@ -80,7 +80,7 @@ class StreamGolden : public ::testing::Test {
     }
 
     RunOptions opt;
-    opt.stencil = testing_stencil(c.stencil);
+    opt.scheme = testing_stencil(c.stencil);
     opt.steps = c.steps;
     opt.boundary = b;
     opt.method = c.method;
@@ -98,7 +98,7 @@ class StreamGolden : public ::testing::Test {
     Grid after = Grid::open(dir).value();
     std::vector<T> got(u.size());
     ASSERT_TRUE(after.read_planes(0, c.shape.nz, got.data()).ok());
-    const auto want = testing::reference_run(u, c.shape, opt.stencil, b, c.steps);
+    const auto want = testing::reference_run(u, c.shape, opt.scheme, b, c.steps);
     const int64_t diff = testing::first_bitwise_difference(want, got);
     ASSERT_EQ(diff, -1) << "first difference at index " << diff;
   }

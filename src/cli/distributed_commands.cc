@@ -174,7 +174,7 @@ Status mpi_run(const std::string& dir, RunOptions options, bool measure_machine,
     for (int turn = 0; turn < 2; ++turn) {
       if ((mpi::rank() == 0) == (turn == 0)) {  // a part on this rank's disks, or near them
         auto part = open_part(m, mpi::rank() % m.ranks(), Grid::Mode::kReadOnly);
-        profile = part.ok() ? machine_profile(*part, options.stencil, options.threads, remeasure,
+        profile = part.ok() ? machine_profile(*part, options.scheme, options.threads, remeasure,
                                               options.mem_budget)
                             : Result<MachineProfile>(part.status());
       }

@@ -217,13 +217,20 @@ bool needs_machine(const RunArgs& a, const RunOptions& opt) {
 }
 MachineProfile machine_for(const RunArgs& a, const Grid& g, const RunOptions& opt) {
   if (!needs_machine(a, opt)) return {};
-  return get(machine_profile(g, opt.stencil, opt.threads, a.remeasure, opt.mem_budget));
+  return get(machine_profile(g, opt.scheme, opt.threads, a.remeasure, opt.mem_budget));
 }
 
 RunOptions run_options(const RunArgs& a) {
   RunOptions opt;
-  opt.stencil = get(Stencil::resolve(a.stencil));
-  if (!a.coeffs.empty()) opt.stencil = get(opt.stencil.with_coefficients(a.coeffs));
+  if (!a.stencil.empty()) opt.scheme = get(Scheme::resolve(a.stencil));  // else the grid's own
+  if (!a.coeffs.empty()) {
+    if (!opt.scheme.is_stencil()) {
+      check(
+          invalid_argument("--coeffs changes a stencil's coefficients; a scheme's are written "
+                           "in its JSON file"));
+    }
+    opt.scheme = get(opt.scheme.stencil().with_coefficients(a.coeffs));
+  }
   opt.steps = a.steps;
   opt.boundary = get(parse_boundary(a.boundary));
   opt.method = get(parse_method(a.method));
@@ -239,16 +246,10 @@ RunOptions run_options(const RunArgs& a) {
 }
 
 int cmd_run(RunArgs a) {
-  if (!a.resume) {
-    if (a.stencil.empty())
-      check(invalid_argument("--stencil is required; see 'deepgrid run --help'"));
-    if (a.steps < 0) {
-      check(
-          invalid_argument("give the number of steps with --steps N, or --resume to finish an "
-                           "interrupted run"));
-    }
-  } else if (a.stencil.empty()) {
-    a.stencil = "7pt";  // a placeholder: the unfinished run's own stencil replaces it
+  if (!a.resume && a.steps < 0) {
+    check(
+        invalid_argument("give the number of steps with --steps N, or --resume to finish an "
+                         "interrupted run"));
   }
   RunOptions opt = run_options(a);
   if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
@@ -260,8 +261,14 @@ int cmd_run(RunArgs a) {
   check(refuse_distributed(a.dir, "run"));
   {  // checked and measured before anything runs; released for run_grid, which writes
     const Grid g = get(Grid::open(a.dir));
-    if (!a.resume) check(check_run(g.manifest(), opt));
-    opt.machine = machine_for(a, g, opt);
+    RunOptions planned = opt;  // resuming: the unfinished run's scheme
+    if (!a.resume) {
+      check(check_run(g.manifest(), opt));
+      opt.scheme = planned.scheme = get(scheme_for(g.manifest(), opt.scheme));
+    } else if (const auto r = unfinished_run(g)) {
+      planned.scheme = get(Scheme::from_record(r->stencil));
+    }
+    if (planned.scheme.component_count() > 0) opt.machine = machine_for(a, g, planned);
   }
   install_interrupt_handler();
   opt.progress = terminal_progress("run");
@@ -283,12 +290,13 @@ int cmd_run(RunArgs a) {
 }
 
 int cmd_plan(const RunArgs& a) {
-  const RunOptions opt = run_options(a);
+  RunOptions opt = run_options(a);
   check(refuse_distributed(a.dir, "plan"));
   Grid g = get(Grid::open(a.dir));
   check(check_run(g.manifest(), opt));
+  opt.scheme = get(scheme_for(g.manifest(), opt.scheme));
   const MachineProfile machine =
-      get(machine_profile(g, opt.stencil, opt.threads, a.remeasure, opt.mem_budget));
+      get(machine_profile(g, opt.scheme, opt.threads, a.remeasure, opt.mem_budget));
   const RunPlan plan = get(plan_run(g, opt, machine));
   if (a.json) {
     json j = json::parse(plan.to_json());
@@ -435,7 +443,7 @@ void plot_sweep(const BenchArgs& a, const MethodsBenchOptions& o,
   LinePlot plot;
   char ratio[64];
   std::snprintf(ratio, sizeof ratio, ", --mem = grid / %g", o.mem_ratio);
-  plot.title = o.stencil.name() + " " + o.shape.to_string() + " " +
+  plot.title = o.scheme.name() + " " + o.shape.to_string() + " " +
                std::string(dtype_name(o.dtype)) + ", " + std::to_string(o.steps) + " steps" +
                (by_bt ? ratio : "");
   plot.x_label = by_bt ? "bt (time steps per pass)" : "memory ratio (grid / --mem)";
@@ -457,7 +465,7 @@ int cmd_bench_methods(const BenchArgs& a) {
   o.dir = a.dir;
   o.shape = get(parse_shape(a.shape));
   o.dtype = get(parse_dtype(a.dtype));
-  o.stencil = get(Stencil::resolve(a.stencil));
+  o.scheme = get(Scheme::resolve(a.stencil));
   o.steps = a.steps;
   if (o.steps < 1) check(invalid_argument("--steps must be >= 1"));
   if (!(a.mem_ratio > 0)) check(invalid_argument("--mem-ratio must be > 0, e.g. 16"));
@@ -485,7 +493,7 @@ int cmd_bench_methods(const BenchArgs& a) {
       "disk_busy,peak_memory_bytes\n";
   if (!a.json) {
     std::printf("%s %s %s, %lld steps, %d threads; out-of-core budget = grid / ratio\n",
-                o.stencil.name().c_str(), o.shape.to_string().c_str(),
+                o.scheme.name().c_str(), o.shape.to_string().c_str(),
                 std::string(dtype_name(o.dtype)).c_str(), static_cast<long long>(o.steps),
                 rows.empty() ? 0 : rows.front().report.threads);
     std::printf("%-7s %4s %6s %9s %8s %9s %7s %8s %9s %7s %9s %7s %7s %9s %10s\n", "method", "bt",
@@ -556,7 +564,7 @@ int cmd_bench_methods(const BenchArgs& a) {
 int cmd_bench(const BenchArgs& a) {
   if (!a.methods.empty()) return cmd_bench_methods(a);
   const Shape shape = get(parse_shape(a.shape));
-  const Stencil stencil = get(Stencil::resolve(a.stencil));
+  const Scheme stencil = get(Scheme::resolve(a.stencil));
   const DType dtype = get(parse_dtype(a.dtype));
   if (a.steps < 1) check(invalid_argument("--steps must be >= 1"));
   if (a.threads < 0) check(invalid_argument("--threads must be >= 1 (or 0 for all cores)"));

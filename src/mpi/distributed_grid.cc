@@ -379,7 +379,7 @@ namespace {
 // and at most 64 (as the stream engine's sweeps).
 int exchange_depth(const DistributedManifest& m, const RunOptions& opt) {
   if (opt.bt > 0) return opt.bt;
-  const int rz = opt.stencil.radius_z();
+  const int rz = opt.scheme.radius_z();
   if (rz == 0) return static_cast<int>(std::clamp<int64_t>(opt.steps, 1, 64));
   int64_t thinnest = m.shape.nz;
   for (const PartInfo& p : m.parts) thinnest = std::min(thinnest, p.slab.planes());
@@ -599,7 +599,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   DG_RETURN_IF_ERROR(check_run(global, opt));
   const bool periodic = opt.boundary.kind == Boundary::Kind::kPeriodic;
   const int k = exchange_depth(m, opt);
-  const int64_t halo = static_cast<int64_t>(k) * opt.stencil.radius_z();
+  const int64_t halo = static_cast<int64_t>(k) * opt.scheme.radius_z();
   DG_RETURN_IF_ERROR(fit_halos(dir, &m, halo, periodic));
   const PartInfo& info = m.parts[static_cast<size_t>(rank())];
   auto opened = open_part(m, rank(), Grid::Mode::kReadWrite);
@@ -656,7 +656,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
 
   m.step = t.step_to;
   m.history.push_back({utc_now(), "run",
-                       json{{"stencil", json::parse(opt.stencil.to_json())},
+                       json{{"stencil", json::parse(opt.scheme.to_json())},
                             {"boundary", t.boundary},
                             {"ranks", size()},
                             {"exchange_bt", k},
