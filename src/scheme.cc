@@ -122,8 +122,8 @@ Result<Scheme> Scheme::from_json(std::string_view json_text, std::string name) {
       "(docs/schemes.md)";
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_argument("scheme JSON is malformed" + std::string(kForm));
-  if (!j.is_object() || !j.contains("fields") || !j["fields"].is_array() ||
-      !j.contains("update") || !j["update"].is_object()) {
+  if (!j.is_object() || !j.contains("fields") || !j["fields"].is_array() || !j.contains("update") ||
+      !j["update"].is_object()) {
     return invalid_argument("scheme JSON needs \"fields\" and \"update\"" + std::string(kForm));
   }
   Scheme s;
@@ -184,13 +184,15 @@ Result<Scheme> Scheme::from_json(std::string_view json_text, std::string name) {
           DG_ASSIGN_OR_RETURN(int f, component_of(c, where + "'s \"coef\""));
           term.factors.push_back(f);
         } else {
-          return invalid_argument(where + ": \"coef\" must be a number, a field name or a list "
-                                  "of one number and field names, not " + coef.dump());
+          return invalid_argument(where +
+                                  ": \"coef\" must be a number, a field name or a list "
+                                  "of one number and field names, not " +
+                                  coef.dump());
         }
       }
       if (term.factors.size() > kMaxTermFactors) {
-        return invalid_argument(where + " multiplies more than " +
-                                std::to_string(kMaxTermFactors) + " fields; split the term");
+        return invalid_argument(where + " multiplies more than " + std::to_string(kMaxTermFactors) +
+                                " fields; split the term");
       }
       u.terms.push_back(std::move(term));
     }
@@ -215,8 +217,7 @@ Status Scheme::finish() {
     const bool updated = std::any_of(updates_.begin(), updates_.end(),
                                      [&](const SchemeUpdate& u) { return u.component == first; });
     if (!f.coefficient && !updated) {
-      return invalid_argument("state field " + f.name +
-                              " has no update; add \"" + f.name +
+      return invalid_argument("state field " + f.name + " has no update; add \"" + f.name +
                               "\": [terms] to \"update\", or declare it \"coefficient\": true");
     }
     if (f.coefficient && updated) {
@@ -227,7 +228,8 @@ Status Scheme::finish() {
   rx_ = ry_ = rz_ = 0;
   for (const SchemeUpdate& u : updates_) {
     for (const SchemeTerm& t : u.terms) {
-      if (!std::isfinite(t.c)) return invalid_argument("scheme " + name_ + " has a non-finite coef");
+      if (!std::isfinite(t.c))
+        return invalid_argument("scheme " + name_ + " has a non-finite coef");
       rx_ = std::max(rx_, t.stencil.radius_x());
       ry_ = std::max(ry_, t.stencil.radius_y());
       rz_ = std::max(rz_, t.stencil.radius_z());

@@ -42,9 +42,8 @@ void SchemeKernel<T>::apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t i
 // One row: each update term by term (the first term's stencil straight into the output row,
 // later ones through a scratch row), then the carried components.
 template <typename T>
-void SchemeKernel<T>::apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field,
-                                T* out, ptrdiff_t out_field, int64_t y, int64_t x0,
-                                int64_t x1) const {
+void SchemeKernel<T>::apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
+                                ptrdiff_t out_field, int64_t y, int64_t x0, int64_t x1) const {
   const int64_t width = x1 - x0;
   thread_local std::vector<T> scratch;
   if (scratch.size() < static_cast<size_t>(width)) scratch.resize(static_cast<size_t>(width));

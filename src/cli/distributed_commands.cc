@@ -130,8 +130,16 @@ Status distributed_export(const std::string& dir, const std::string& out, bool v
   return export_npy_planes(m.shape, m.dtype, source, out);
 }
 
+// Schemes of several fields (scheme.h) run on one machine for now.
+Status fields_not_distributed() {
+  return unsupported(
+      "grids of several fields (schemes) do not run distributed under mpirun yet; run the "
+      "scheme without mpirun (the stream engine takes grids larger than memory)");
+}
+
 Status mpi_create(const std::string& dir, const CreateOptions& options, bool as_json) {
 #ifdef DEEPGRID_MPI
+  if (!options.fields.empty()) return fields_not_distributed();
   DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::create_distributed(dir, options));
   if (!prints()) return Status::Ok();
   if (as_json) {
@@ -168,6 +176,10 @@ Status mpi_import(const std::string& npy_path, const std::string& dir,
 Status mpi_run(const std::string& dir, RunOptions options, bool measure_machine, bool remeasure,
                bool as_json) {
 #ifdef DEEPGRID_MPI
+  if (options.scheme.component_count() == 0) {
+    return invalid_argument("give the stencil with --stencil (e.g. 7pt)");
+  }
+  if (!options.scheme.is_stencil()) return fields_not_distributed();
   if (measure_machine) {  // rank 0 first: the others then read its cache (same disks)
     DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::load_distributed(dir));
     Result<MachineProfile> profile = MachineProfile{};
