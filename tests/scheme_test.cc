@@ -52,21 +52,23 @@ TEST(SchemeTest, ErrorsNameWhatIsWrong) {
   EXPECT_NE(error_of(R"({"fields": [{"name": "u"}], "update": {"u": [{"field": "v"}]}})")
                 .find("'v', which is not a field"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"fields": [{"name": "u"}], "update": {"u": [{"field": "u@1"}]}})")
-                .find("'u@1'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"fields": [{"name": "u"}], "update": {"u": [{"field": "u@1"}]}})").find("'u@1'"),
+      std::string::npos);
   EXPECT_NE(error_of(R"({"fields": [{"name": "u", "levels": 9}], "update": {}})").find("levels"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"fields": [{"name": "u"}, {"name": "k", "coefficient": true}],
                         "update": {"u": [{"field": "u"}], "k": [{"field": "u"}]}})")
                 .find("read-only"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"fields": [{"name": "u"}, {"name": "v"}], "update": {"u": [{"field": "u"}]}})")
-                .find("state field v has no update"),
-            std::string::npos);
-  EXPECT_NE(error_of(R"({"fields": [{"name": "u"}], "update": {"u": [{"field": "u", "coef": {}}]}})")
-                .find("\"coef\" must be"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"fields": [{"name": "u"}, {"name": "v"}], "update": {"u": [{"field": "u"}]}})")
+          .find("state field v has no update"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"fields": [{"name": "u"}], "update": {"u": [{"field": "u", "coef": {}}]}})")
+          .find("\"coef\" must be"),
+      std::string::npos);
   EXPECT_NE(error_of(R"({"fields": [{"name": "u"}],
                         "update": {"u": [{"field": "u", "stencil": "lap"}]}})")
                 .find("unknown stencil 'lap'"),
