@@ -149,7 +149,6 @@ Result<DistributedManifest> DistributedManifest::from_json(std::string_view text
     m.dtype = header.dtype;
     m.step = header.step;
     const json& d = j.at("decomposition");
-    m.version = static_cast<int>(version);
     if (version >= 5) {
       m.procs.p = d.at("process_grid").get<std::array<int, 3>>();
       for (const json& p : d.at("parts")) m.parts.push_back(part_from_json(p));

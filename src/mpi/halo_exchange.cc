@@ -55,9 +55,14 @@ struct RectAt {
   std::byte* packed = nullptr;
 };
 
+bool covers_plane(const Block& rect, const Shape& s) {
+  return rect.size(kAxisX) == s.nx && rect.size(kAxisY) == s.ny;
+}
+
 // Moves the rectangles between the part and their packed values, reading each plane once (and,
-// when putting values into the part, writing it once). The first error is kept in *first; the
-// rest is skipped then, but the byte counts stay those of the work asked for.
+// when putting values into the part, writing it once; a plane they cover whole is not read). The
+// first error is kept in *first; the rest is skipped then, but the byte counts stay those of the
+// work asked for.
 void move_rects(Grid& part, std::vector<RectAt> rects, internal::RectCopy direction,
                 std::vector<std::byte>* plane, ExchangeStats* stats, Status* first) {
   std::stable_sort(rects.begin(), rects.end(), [](const RectAt& a, const RectAt& b) {
@@ -70,8 +75,16 @@ void move_rects(Grid& part, std::vector<RectAt> rects, internal::RectCopy direct
     const int64_t p = rects[i].rect[kAxisZ].lo;
     size_t end = i;
     while (end < rects.size() && rects[end].rect[kAxisZ].lo == p) ++end;
-    if (first->ok()) *first = part.read_planes(p, 1, plane->data());
-    stats->bytes_read += plane_bytes;
+    // A plane that receives values everywhere (a z halo) need not be read first.
+    const bool whole =
+        direction == internal::RectCopy::kFromPacked &&
+        std::any_of(rects.begin() + static_cast<std::ptrdiff_t>(i),
+                    rects.begin() + static_cast<std::ptrdiff_t>(end),
+                    [&](const RectAt& r) { return covers_plane(r.rect, part.shape()); });
+    if (!whole) {
+      if (first->ok()) *first = part.read_planes(p, 1, plane->data());
+      stats->bytes_read += plane_bytes;
+    }
     for (; i < end; ++i) {
       internal::copy_rect(plane->data(), part.shape().nx, value_bytes, rects[i].rect,
                           rects[i].packed, direction);
