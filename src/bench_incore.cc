@@ -23,13 +23,15 @@ double best_seconds(int repeats, F&& f) {
 }
 
 template <typename T>
-Result<InCoreBench> bench_typed(const Shape& shape, const Stencil& stencil, int64_t steps,
+Result<InCoreBench> bench_typed(const Shape& shape, const Scheme& stencil, int64_t steps,
                                 const InCoreOptions& opt, int repeats, double bandwidth_gbs) {
   DG_ASSIGN_OR_RETURN(InCoreEngine<T> engine, InCoreEngine<T>::create(shape, stencil, steps, opt));
-  std::vector<T> plane(static_cast<size_t>(shape.plane_points()));
+  const int64_t points = shape.plane_points();
+  const int n = stencil.component_count();
+  std::vector<T> plane(static_cast<size_t>(points * n));
   const InitSpec init{InitSpec::Kind::kRandom, 0, 1};
   for (int64_t z = 0; z < shape.nz; ++z) {
-    init_plane(init, shape, z, plane.data());
+    for (int c = 0; c < n; ++c) init_plane(init, shape, z, plane.data() + c * points);
     engine.load_plane(z, plane.data());
   }
   const Boundary boundary;
@@ -45,7 +47,7 @@ Result<InCoreBench> bench_typed(const Shape& shape, const Stencil& stencil, int6
   const double updates = static_cast<double>(shape.points()) * static_cast<double>(steps);
   r.mlups = updates / r.seconds / 1e6;
   r.gflops = updates * stencil.flops_per_update() / r.seconds / 1e9;
-  r.bandwidth_bound_mlups = bandwidth_gbs * 1e9 / (2.0 * sizeof(T)) / 1e6;
+  r.bandwidth_bound_mlups = bandwidth_gbs * 1e9 / (2.0 * sizeof(T) * n) / 1e6;
   return r;
 }
 
@@ -78,7 +80,7 @@ Bandwidth measure_bandwidth(int64_t bytes, int repeats) {
   return bw;
 }
 
-Result<InCoreBench> bench_incore(const Shape& shape, const Stencil& stencil, DType dtype,
+Result<InCoreBench> bench_incore(const Shape& shape, const Scheme& stencil, DType dtype,
                                  int64_t steps, const InCoreOptions& options, int repeats,
                                  double bandwidth_gbs) {
   return dispatch_dtype(dtype, [&](auto tag) {

@@ -43,11 +43,13 @@ Result<RunReport> run_fresh(const MethodsBenchOptions& o, const std::string& nam
   co.shape = o.shape;
   co.dtype = o.dtype;
   co.init = InitSpec{InitSpec::Kind::kRandom, 0, 1};
+  co.fields = initial_fields(o.scheme, co.init);
+  co.scheme = o.scheme.is_stencil() ? "" : o.scheme.to_json();
   DG_RETURN_IF_ERROR(Grid::create(dir, co).status());
   RunOptions planned = opt;  // out-of-core methods plan with this machine's rates, as run does
   if (opt.mem_budget > 0) {
     DG_ASSIGN_OR_RETURN(const Grid g, Grid::open(dir));
-    DG_ASSIGN_OR_RETURN(planned.machine, machine_profile(g, opt.stencil, opt.threads));
+    DG_ASSIGN_OR_RETURN(planned.machine, machine_profile(g, opt.scheme, opt.threads));
   }
   // Let the previous run's and the creation's writes drain so that runs do not slow each
   // other down (measured on a virtio disk: up to 20% when runs follow each other directly).
@@ -91,7 +93,7 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
     for (double ratio : ratios) {
       for (int bt : bts) {
         RunOptions opt;
-        opt.stencil = o.stencil;
+        opt.scheme = o.scheme;
         opt.steps = o.steps;
         opt.method = method;
         opt.threads = o.threads;
@@ -126,7 +128,7 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
   if (incore) {
     InCoreOptions warm;
     warm.threads = o.threads;
-    DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(o.shape, o.stencil, o.dtype,
+    DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(o.shape, o.scheme, o.dtype,
                                                     std::min<int64_t>(o.steps, 24), warm, 1, 0));
     out.incore_warm_mlups = b.mlups;
     const RunReport base = rows[*incore].report;

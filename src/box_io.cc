@@ -21,12 +21,17 @@ struct Extent {
   int64_t bytes() const { return end - begin; }
 };
 
+// Byte offset of value (x, y) of the box's component within a plane.
+int64_t value_offset(const Shape& s, DType dtype, const Box& box, int64_t y, int64_t x) {
+  return ((box.component * s.ny + y) * s.nx + x) * static_cast<int64_t>(dtype_size(dtype));
+}
+
 Extent plane_extent(const Grid& grid, const Box& box) {
   const Layout& l = grid.manifest().layout;
-  const int64_t nx = grid.shape().nx;
   const auto es = static_cast<int64_t>(dtype_size(grid.dtype()));
-  const int64_t first = (box.y.start * nx + box.x.start) * es;
-  const int64_t end = (box.y.last() * nx + box.x.last() + 1) * es;
+  const int64_t first = value_offset(grid.shape(), grid.dtype(), box, box.y.start, box.x.start);
+  const int64_t end =
+      value_offset(grid.shape(), grid.dtype(), box, box.y.last(), box.x.last()) + es;
   return {first / kDirectIoAlignment * kDirectIoAlignment,
           std::min(round_up(end, kDirectIoAlignment), l.plane_stride)};
 }
@@ -40,7 +45,7 @@ bool box_covers_extent(const Grid& grid, const Box& box, const Extent& extent) {
       box.x.step == 1 && (box.y.count == 1 || (box.y.step == 1 && box.x.count == s.nx));
   if (!contiguous) return false;
   const auto es = static_cast<int64_t>(dtype_size(grid.dtype()));
-  const int64_t begin = (box.y.start * s.nx + box.x.start) * es;
+  const int64_t begin = value_offset(s, grid.dtype(), box, box.y.start, box.x.start);
   const int64_t end = begin + box.y.count * box.x.count * es;
   const int64_t plane_bytes = grid.manifest().layout.plane_bytes;
   return begin == extent.begin &&
@@ -55,8 +60,8 @@ void copy_plane(const Shape& s, const Box& box, const Extent& extent, std::byte*
                 bool to_packed) {
   for (int64_t j = 0; j < box.y.count; ++j) {
     const int64_t y = box.y.start + j * box.y.step;
-    T* row =
-        reinterpret_cast<T*>(plane + (y * s.nx + box.x.start) * int64_t{sizeof(T)} - extent.begin);
+    T* row = reinterpret_cast<T*>(plane + value_offset(s, dtype_of<T>(), box, y, box.x.start) -
+                                  extent.begin);
     T* out = packed + j * box.x.count;
     if (box.x.step == 1) {
       if (to_packed) {
@@ -89,7 +94,7 @@ struct Run {
 // the direction.
 template <typename T>
 Status transfer_box(const Grid& grid, const Box& box, T* packed, bool write) {
-  DG_RETURN_IF_ERROR(check_box(grid.shape(), box));
+  DG_RETURN_IF_ERROR(check_box(grid.shape(), box, grid.manifest().components()));
   if (box.points() == 0) return Status::Ok();
   const Manifest& m = grid.manifest();
   const Extent extent = plane_extent(grid, box);
@@ -162,7 +167,12 @@ Status check_writable(const Grid& grid) {
 
 Box whole_grid_box(const Shape& s) { return {{0, s.nz, 1}, {0, s.ny, 1}, {0, s.nx, 1}}; }
 
-Status check_box(const Shape& shape, const Box& box) {
+Status check_box(const Shape& shape, const Box& box, int components) {
+  if (box.component < 0 || box.component >= components) {
+    return invalid_argument("box component " + std::to_string(box.component) +
+                            " does not exist; the grid has " + std::to_string(components) +
+                            " component(s)");
+  }
   struct Axis {
     const char* name;
     const AxisRange& r;

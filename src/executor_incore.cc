@@ -27,7 +27,7 @@ namespace {
 // Advances `levels` steps from src into dst; fills src's ghost frame first. Threads take
 // whole tiles.
 template <typename T>
-void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const StencilKernel<T>& k, const Boundary& b,
+void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, const Boundary& b,
           int levels, const WavefrontPlan& plan) {
   src.fill_ghosts(b, plan.threads);
   const Shape& s = src.shape();
@@ -42,7 +42,8 @@ void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const StencilKernel<T>& k, con
   const int64_t ntiles = static_cast<int64_t>(tiles.size());
 #pragma omp parallel num_threads(plan.threads)
   {
-    internal::WavefrontWorkspace<T> ws(levels, k.rz(), frame_w, frame_h, static_cast<T>(b.value));
+    internal::WavefrontWorkspace<T> ws(levels, k.rz(), frame_w, frame_h, static_cast<T>(b.value),
+                                       k.components());
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < ntiles; ++t) {
       const internal::WavefrontFrame& tile = tiles[static_cast<size_t>(t)];
@@ -51,8 +52,9 @@ void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const StencilKernel<T>& k, con
       internal::Wavefront<T>(
           k, b, s, levels, tile, ws,
           [&](int64_t z) -> const T* { return src.plane(z) + oy * src.stride() + ox; },
-          src.stride(), [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
-          dst.stride())
+          {src.stride(), src.field_stride()},
+          [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
+          {dst.stride(), dst.field_stride()})
           .run();
     }
   }
@@ -65,29 +67,33 @@ Halo frame_halo(const WavefrontPlan& p, int rx, int ry, int rz) {
 
 // The two padded copies of the grid.
 template <typename T>
-int64_t grid_copies_bytes(const Shape& shape, const Stencil& stencil, const WavefrontPlan& p) {
+int64_t grid_copies_bytes(const Shape& shape, const Scheme& scheme, const WavefrontPlan& p) {
   return 2 * PaddedGrid<T>::bytes_needed(
-                 shape, frame_halo(p, stencil.radius_x(), stencil.radius_y(), stencil.radius_z()));
+                 shape, frame_halo(p, scheme.radius_x(), scheme.radius_y(), scheme.radius_z()),
+                 scheme.component_count());
 }
 
 }  // namespace
 
-WavefrontPlan plan_wavefront(const Shape& s, const Stencil& stencil, size_t value_bytes,
+WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_bytes,
                              int64_t steps, const InCoreOptions& opt) {
   WavefrontPlan p;
-  const int rx = stencil.radius_x(), ry = stencil.radius_y(), rz = stencil.radius_z();
+  const int rx = scheme.radius_x(), ry = scheme.radius_y(), rz = scheme.radius_z();
   // Deeper blocking cuts memory traffic but adds halo work and ring size. Measured on this
   // class of machine (docs/performance.md): star stencils do best around 6 / r levels, the
-  // compute-heavier box stencils around 3 / r.
-  const int r = std::max(1, stencil.radius());
-  const bool star = stencil.size() <= 6 * r + 1;
+  // compute-heavier box stencils around 3 / r. Schemes count their stencils' points per
+  // updated field.
+  const int r = std::max(1, scheme.radius());
+  const bool star = scheme.points() <= (6 * r + 1) * static_cast<int>(scheme.updates().size()) +
+                                           2 * (scheme.component_count() - 1);
   const int auto_bt = std::max(1, (star ? 6 : 3) / r);
   p.bt = static_cast<int>(
       std::clamp<int64_t>(opt.bt > 0 ? opt.bt : auto_bt, 1, std::max<int64_t>(1, steps)));
   p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
   const int64_t planes = int64_t{p.bt - 1} * (2 * rz + 1) + 1;
   const int64_t hx = int64_t{p.bt} * rx, hy = int64_t{p.bt} * ry;
-  const int64_t row_budget = opt.cache_bytes / (planes * static_cast<int64_t>(value_bytes));
+  const int64_t row_budget =
+      opt.cache_bytes / (planes * static_cast<int64_t>(value_bytes) * scheme.component_count());
   int64_t tx = opt.tile_x > 0 ? opt.tile_x : s.nx;
   if (opt.tile_x <= 0) {
     while (tx > 64 && (round_up(tx + 2 * hx, 16)) * (16 + 2 * hy) > row_budget) tx = (tx + 1) / 2;
@@ -106,37 +112,37 @@ WavefrontPlan plan_wavefront(const Shape& s, const Stencil& stencil, size_t valu
   }
   p.tile_x = std::clamp<int64_t>(tx, 1, s.nx);
   p.tile_y = std::clamp<int64_t>(ty, 1, s.ny);
-  p.workspace_bytes = internal::wavefront_workspace_bytes(p.bt, rz, p.tile_x + 2 * hx,
-                                                          p.tile_y + 2 * hy, value_bytes);
+  p.workspace_bytes = internal::wavefront_workspace_bytes(
+      p.bt, rz, p.tile_x + 2 * hx, p.tile_y + 2 * hy, value_bytes, scheme.component_count());
   return p;
 }
 
 template <typename T>
-int64_t InCoreEngine<T>::memory_bytes(const Shape& shape, const Stencil& stencil, int64_t steps,
+int64_t InCoreEngine<T>::memory_bytes(const Shape& shape, const Scheme& scheme, int64_t steps,
                                       const InCoreOptions& options) {
-  const WavefrontPlan p = plan_wavefront(shape, stencil, sizeof(T), steps, options);
-  const int64_t grids = options.scratch_dir.empty() ? grid_copies_bytes<T>(shape, stencil, p) : 0;
+  const WavefrontPlan p = plan_wavefront(shape, scheme, sizeof(T), steps, options);
+  const int64_t grids = options.scratch_dir.empty() ? grid_copies_bytes<T>(shape, scheme, p) : 0;
   return grids + p.threads * p.workspace_bytes;
 }
 
 template <typename T>
-int64_t InCoreEngine<T>::scratch_bytes(const Shape& shape, const Stencil& stencil, int64_t steps,
+int64_t InCoreEngine<T>::scratch_bytes(const Shape& shape, const Scheme& scheme, int64_t steps,
                                        const InCoreOptions& options) {
   if (options.scratch_dir.empty()) return 0;
-  return grid_copies_bytes<T>(shape, stencil,
-                              plan_wavefront(shape, stencil, sizeof(T), steps, options));
+  return grid_copies_bytes<T>(shape, scheme,
+                              plan_wavefront(shape, scheme, sizeof(T), steps, options));
 }
 
 template <typename T>
-Result<InCoreEngine<T>> InCoreEngine<T>::create(const Shape& shape, const Stencil& stencil,
+Result<InCoreEngine<T>> InCoreEngine<T>::create(const Shape& shape, const Scheme& scheme,
                                                 int64_t steps, const InCoreOptions& options) {
-  const StencilKernel<T> k(stencil);
-  InCoreEngine e(stencil, plan_wavefront(shape, stencil, sizeof(T), steps, options));
-  const Halo halo = frame_halo(e.plan_, k.rx(), k.ry(), k.rz());
+  InCoreEngine e(scheme, plan_wavefront(shape, scheme, sizeof(T), steps, options));
+  const Halo halo = frame_halo(e.plan_, scheme.radius_x(), scheme.radius_y(), scheme.radius_z());
+  const int n = scheme.component_count();
   for (PaddedGrid<T>& g : e.grids_) {
-    DG_ASSIGN_OR_RETURN(g, options.scratch_dir.empty()
-                               ? PaddedGrid<T>::allocate(shape, halo)
-                               : PaddedGrid<T>::map_scratch_file(shape, halo, options.scratch_dir));
+    DG_ASSIGN_OR_RETURN(g, options.scratch_dir.empty() ? PaddedGrid<T>::allocate(shape, halo, n)
+                                                       : PaddedGrid<T>::map_scratch_file(
+                                                             shape, halo, options.scratch_dir, n));
   }
   return e;
 }

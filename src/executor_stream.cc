@@ -52,7 +52,7 @@ struct Stages {
 
 // Computed updates / useful updates of a sweep: level k of a stage's tile covers the tile
 // widened by (stage levels - k) * r wherever the grid goes on.
-double redundancy(const Shape& s, const Stencil& st, const Boundary& b, const Stages& stages,
+double redundancy(const Shape& s, const Scheme& st, const Boundary& b, const Stages& stages,
                   int64_t tile_x, int64_t tile_y) {
   const int64_t tx = std::min(tile_x, s.nx), ty = std::min(tile_y, s.ny);
   const bool periodic = b.kind == Boundary::Kind::kPeriodic;
@@ -70,11 +70,11 @@ double redundancy(const Shape& s, const Stencil& st, const Boundary& b, const St
 
 // The depth of one stage: what the in-core engine chooses for this stencil (its tiles and
 // rings are sized for the cache at that depth).
-int default_cache_bt(const Manifest& m, const Stencil& st) {
+int default_cache_bt(const Manifest& m, const Scheme& st) {
   return plan_wavefront(m.shape, st, dtype_size(m.dtype), 64, InCoreOptions{}).bt;
 }
 
-StreamPlan plan_for(const Manifest& m, const Stencil& st, const Boundary& b, int bt, int block,
+StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int bt, int block,
                     const StreamOptions& opt) {
   const Shape& s = m.shape;
   const size_t vb = dtype_size(m.dtype);
@@ -87,8 +87,9 @@ StreamPlan plan_for(const Manifest& m, const Stencil& st, const Boundary& b, int
   p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
   p.block = block;
   const Halo frame{p.cache_bt * st.radius_x(), p.cache_bt * st.radius_y(), 0};
-  p.frame_bytes = vb == 4 ? PaddedGrid<float>::bytes_needed({s.nx, s.ny, 1}, frame)
-                          : PaddedGrid<double>::bytes_needed({s.nx, s.ny, 1}, frame);
+  const int n = st.component_count();
+  p.frame_bytes = vb == 4 ? PaddedGrid<float>::bytes_needed({s.nx, s.ny, 1}, frame, n)
+                          : PaddedGrid<double>::bytes_needed({s.nx, s.ny, 1}, frame, n);
   // Each stage's input: the planes of a block and the 2 rz before them; level 0 also keeps
   // the pinned planes. Dirichlet adds one constant frame beyond z's ends.
   p.level0_frames = block + 2 * rz + pinned_planes(b, bt, rz, s.nz);
@@ -110,7 +111,7 @@ StreamPlan plan_for(const Manifest& m, const Stencil& st, const Boundary& b, int
   const int64_t ring_bytes =
       p.stages * p.tiles *
       internal::wavefront_workspace_bytes(p.cache_bt, rz, p.tile_x + 2 * int64_t{frame.x},
-                                          p.tile_y + 2 * int64_t{frame.y}, vb);
+                                          p.tile_y + 2 * int64_t{frame.y}, vb, n);
   p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.tile_y);
   // Reads of the next block and writes of the previous one overlap the current block.
   p.io_buffers = 3 * int64_t{block};
@@ -127,10 +128,11 @@ class FramePool {
   // otherwise planes are keyed by z in [zlo, zhi), and reads of z outside [0, nz) go to
   // `constant` (dirichlet) or the edge plane (neumann); periodic levels past level 0 are
   // computed past the ends and keyed there.
-  Status allocate(int64_t count, const Shape& s, Halo halo) {
+  Status allocate(int64_t count, const Shape& s, Halo halo, int components) {
     nz_ = s.nz;
     for (int64_t i = 0; i < count; ++i) {
-      DG_ASSIGN_OR_RETURN(PaddedGrid<T> g, PaddedGrid<T>::allocate({s.nx, s.ny, 1}, halo));
+      DG_ASSIGN_OR_RETURN(PaddedGrid<T> g,
+                          PaddedGrid<T>::allocate({s.nx, s.ny, 1}, halo, components));
       frames_.push_back(std::move(g));
     }
     return Status::Ok();
@@ -178,7 +180,9 @@ class FramePool {
     return f->plane(0) + gy * f->stride() + gx;
   }
 
-  ptrdiff_t stride() const { return frames_.front().stride(); }
+  typename internal::Wavefront<T>::PlaneStrides strides() const {
+    return {frames_.front().stride(), frames_.front().field_stride()};
+  }
 
  private:
   int& slot(int64_t z) { return slot_[static_cast<size_t>(z - zlo_)]; }
@@ -215,7 +219,7 @@ class StreamRun {
   };
 
  public:
-  StreamRun(Grid& grid, const Stencil& st, const Boundary& b, const StreamPlan& plan,
+  StreamRun(Grid& grid, const Scheme& st, const Boundary& b, const StreamPlan& plan,
             io::BlockIo& io)
       : grid_(grid),
         m_(grid.manifest()),
@@ -233,13 +237,14 @@ class StreamRun {
 
   Status allocate() {
     const Halo frame{plan_.cache_bt * kernel_.rx(), plan_.cache_bt * kernel_.ry(), 0};
-    DG_RETURN_IF_ERROR(pools_[0].allocate(plan_.level0_frames, s_, frame));
+    const int n = kernel_.components();
+    DG_RETURN_IF_ERROR(pools_[0].allocate(plan_.level0_frames, s_, frame, n));
     for (size_t j = 1; j < pools_.size(); ++j) {
-      DG_RETURN_IF_ERROR(pools_[j].allocate(plan_.block + 2 * rz_, s_, frame));
+      DG_RETURN_IF_ERROR(pools_[j].allocate(plan_.block + 2 * rz_, s_, frame, n));
     }
     if (b_.kind == Boundary::Kind::kDirichlet) {
-      DG_ASSIGN_OR_RETURN(constant_, PaddedGrid<T>::allocate({s_.nx, s_.ny, 1}, frame));
-      std::vector<T> v(static_cast<size_t>(s_.plane_points()), static_cast<T>(b_.value));
+      DG_ASSIGN_OR_RETURN(constant_, PaddedGrid<T>::allocate({s_.nx, s_.ny, 1}, frame, n));
+      std::vector<T> v(static_cast<size_t>(s_.plane_points() * n), static_cast<T>(b_.value));
       constant_.load_plane(0, v.data());
       constant_.fill_ghosts(b_, 1);
     }
@@ -247,7 +252,7 @@ class StreamRun {
       for (const Tile& t : tiles()) {
         ws_.push_back(std::make_unique<internal::WavefrontWorkspace<T>>(
             plan_.cache_bt, rz_, t.x1 - t.x0 + 2 * int64_t{plan_.cache_bt} * kernel_.rx(),
-            t.y1 - t.y0 + 2 * int64_t{plan_.cache_bt} * kernel_.ry(), static_cast<T>(b_.value)));
+            t.y1 - t.y0 + 2 * int64_t{plan_.cache_bt} * kernel_.ry(), static_cast<T>(b_.value), n));
       }
     }
     for (int i = 0; i < plan_.block; ++i) reads_.push_back({internal::AlignedBuffer(bytes())});
@@ -389,18 +394,18 @@ class StreamRun {
       const internal::WavefrontWorkspace<T>& ws = *ws_[static_cast<size_t>(j) * all.size() + t];
       if (last) {
         out.emplace_back(
-            kernel_, b_, s_, n, tile, ws, level0, in.stride(),
-            [this, tile](int64_t z) { return output_plane(z) + tile.y0 * s_.nx + tile.x0; }, s_.nx,
-            0, from);
+            kernel_, b_, s_, n, tile, ws, level0, in.strides(),
+            [this, tile](int64_t z) { return output_plane(z) + tile.y0 * s_.nx + tile.x0; },
+            typename Wave::PlaneStrides{s_.nx, s_.plane_points()}, 0, from);
       } else {
         FramePool<T>& next = pools_[static_cast<size_t>(j + 1)];
         out.emplace_back(
-            kernel_, b_, s_, n, tile, ws, level0, in.stride(),
+            kernel_, b_, s_, n, tile, ws, level0, in.strides(),
             [&next, tile](int64_t z) {
               PaddedGrid<T>& f = next.frame(z);
               return f.plane(0) + tile.y0 * f.stride() + tile.x0;
             },
-            next.stride(), extension(j), from);
+            next.strides(), extension(j), from);
       }
     }
   }
@@ -684,7 +689,7 @@ class StreamRun {
   Grid& grid_;
   const Manifest& m_;
   const Shape s_;
-  const StencilKernel<T> kernel_;
+  const SchemeKernel<T> kernel_;
   const Boundary& b_;
   const StreamPlan& plan_;
   io::BlockIo& io_;
@@ -717,7 +722,7 @@ class StreamRun {
 
 }  // namespace
 
-Result<StreamPlan> plan_stream(const Manifest& m, const Stencil& st, const Boundary& b,
+Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Boundary& b,
                                int64_t steps, const StreamOptions& opt) {
   if (opt.mem_budget == 0) {
     return invalid_argument("the stream method needs a memory budget; give --mem, e.g. --mem 1GiB");
@@ -755,7 +760,8 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Stencil& st, const Bound
     // larger of its compute (halo work, ring reloads once per block) and one read and write
     // of the grid at what the disks sustain, with a 20% margin for their variance. Ties go to
     // the deeper plan (fewer sweeps, more slack for the disk).
-    const double disk = 1.2 * 2.0 * static_cast<double>(dtype_size(m.dtype)) /
+    const double disk = 1.2 * 2.0 * static_cast<double>(m.layout.plane_bytes) /
+                        static_cast<double>(m.shape.plane_points()) /
                         std::max(opt.disk_bytes_per_update, 1e-3);
     const int64_t run = std::max<int64_t>(steps, 1);
     double best = 0;
@@ -791,7 +797,7 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Stencil& st, const Bound
 
 namespace {
 
-SweepRecord new_sweep_record(const Grid& grid, const Stencil& stencil, const Boundary& boundary,
+SweepRecord new_sweep_record(const Grid& grid, const Scheme& stencil, const Boundary& boundary,
                              int levels) {
   const Manifest& m = grid.manifest();
   SweepRecord r;
@@ -808,13 +814,13 @@ SweepRecord new_sweep_record(const Grid& grid, const Stencil& stencil, const Bou
 
 }  // namespace
 
-int64_t spare_planes_needed(const StreamPlan& plan, const Stencil& stencil) {
+int64_t spare_planes_needed(const StreamPlan& plan, const Scheme& stencil) {
   // The levels' reach, and room for the writes in flight (two blocks) and one more block
   // ahead of the durable prefix, so that checkpoints rarely hold the sweep up.
   return int64_t{plan.bt} * stencil.radius_z() + 3 * int64_t{plan.block} + 1;
 }
 
-Result<StreamStats> advance_stream(Grid& grid, const Stencil& stencil, const Boundary& boundary,
+Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boundary& boundary,
                                    int64_t steps, const StreamPlan& plan,
                                    const StreamOptions& options, const ProgressFn& progress) {
   if (grid.can_grow_spare() && !grid.sweep_record()) {

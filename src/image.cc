@@ -33,11 +33,12 @@ std::array<unsigned char, 3> viridis(double t) {
 template <typename T>
 Result<std::vector<double>> read_slice(const Grid& g, SliceSpec sl, int64_t* w, int64_t* h) {
   const Shape& s = g.shape();
-  std::vector<T> plane(static_cast<size_t>(s.plane_points()));
+  std::vector<T> planes(static_cast<size_t>(s.plane_points() * g.manifest().components()));
+  const T* plane = planes.data() + sl.component * s.plane_points();
   std::vector<double> out;
   if (sl.axis == 'z') {
-    DG_RETURN_IF_ERROR(g.read_planes(sl.index, 1, plane.data()));
-    out.assign(plane.begin(), plane.end());
+    DG_RETURN_IF_ERROR(g.read_planes(sl.index, 1, planes.data()));
+    out.assign(plane, plane + s.plane_points());
     *w = s.nx;
     *h = s.ny;
     return out;
@@ -46,7 +47,7 @@ Result<std::vector<double>> read_slice(const Grid& g, SliceSpec sl, int64_t* w, 
   *h = s.nz;
   out.resize(static_cast<size_t>(*w * *h));
   for (int64_t z = 0; z < s.nz; ++z) {
-    DG_RETURN_IF_ERROR(g.read_planes(z, 1, plane.data()));
+    DG_RETURN_IF_ERROR(g.read_planes(z, 1, planes.data()));
     for (int64_t i = 0; i < *w; ++i) {
       out[static_cast<size_t>(z * *w + i)] = sl.axis == 'y'
                                                  ? plane[static_cast<size_t>(sl.index * s.nx + i)]
@@ -80,6 +81,9 @@ Result<SliceImageInfo> write_slice_png(const Grid& grid, SliceSpec sl, const std
   const Shape& s = grid.shape();
   const int64_t extent = sl.axis == 'x' ? s.nx : sl.axis == 'y' ? s.ny : s.nz;
   if (sl.index < 0) sl.index = extent / 2;
+  if (sl.component < 0 || sl.component >= grid.manifest().components()) {
+    return invalid_argument("the grid has no component " + std::to_string(sl.component));
+  }
   if (sl.index >= extent) {
     return invalid_argument(std::string("slice ") + sl.axis + "=" + std::to_string(sl.index) +
                             " is outside the grid (" + sl.axis + " < " + std::to_string(extent) +

@@ -47,7 +47,7 @@ Result<double> measure_read_bandwidth(const Grid& grid, int64_t planes, uint64_t
 // The in-core rate on a sample of up to 256x256x64 points (256x256x16 when that does not fit
 // half the budget; a budget of 0: no limit). 0 when neither fits: a smaller sample would
 // measure overheads, not the rate, so the planner's defaults serve better.
-Result<double> measure_compute(const Grid& grid, const Stencil& stencil, int threads,
+Result<double> measure_compute(const Grid& grid, const Scheme& stencil, int threads,
                                uint64_t mem_budget) {
   const Shape& s = grid.shape();
   Shape sample{std::min<int64_t>(s.nx, 256), std::min<int64_t>(s.ny, 256),
@@ -84,9 +84,9 @@ std::string disk_key(const Grid& grid) {
   return key;
 }
 
-std::string compute_key(const Grid& grid, const Stencil& stencil, int threads) {
+std::string compute_key(const Grid& grid, const Scheme& stencil, int threads) {
   if (threads <= 0) threads = omp_get_max_threads();
-  return stencil.name() + ":" + std::to_string(stencil.size()) + "/" +
+  return stencil.name() + ":" + std::to_string(stencil.points()) + "/" +
          std::string(dtype_name(grid.dtype())) + "/" + std::to_string(threads) + "t";
 }
 
@@ -131,7 +131,7 @@ std::string machine_cache_path() {
   return {};
 }
 
-Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads,
+Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, int threads,
                                        uint64_t mem_budget) {
   MachineProfile p;
   DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, threads, mem_budget));
@@ -141,7 +141,7 @@ Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil,
   return p;
 }
 
-Result<MachineProfile> machine_profile(const Grid& grid, const Stencil& stencil, int threads,
+Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, int threads,
                                        bool remeasure, uint64_t mem_budget) {
   const std::string path = machine_cache_path();
   json cache = path.empty() ? json::object() : read_cache(path);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "deepgrid/box_io.h"
 #include "deepgrid/io/plane_transfer.h"
 #include "internal/file_util.h"
 
@@ -134,8 +135,41 @@ Result<Grid> import_npy(const std::string& npy_path, const std::string& dir,
   return grid;
 }
 
-Status export_npy(const Grid& grid, const std::string& npy_path) {
-  return export_npy_planes(grid.shape(), grid.dtype(), io::planes_of(grid), npy_path);
+Status export_npy(const Grid& grid, const std::string& npy_path, int component) {
+  const Manifest& m = grid.manifest();
+  if (component < 0 || component >= m.components()) {
+    return invalid_argument("the grid has no component " + std::to_string(component));
+  }
+  return export_npy_planes(m.shape, m.dtype, io::component_of(io::planes_of(grid), m, component),
+                           npy_path);
+}
+
+Status import_npy_field(const std::string& npy_path, Grid& grid, int component) {
+  DG_ASSIGN_OR_RETURN(NpyHeader h, read_npy_header(npy_path));
+  const Manifest& m = grid.manifest();
+  if (!(h.shape == m.shape) || h.dtype != m.dtype) {
+    return invalid_argument(npy_path + " holds " + h.shape.to_string() + " " +
+                            std::string(dtype_name(h.dtype)) + " values but the grid is " +
+                            m.shape.to_string() + " " + std::string(dtype_name(m.dtype)) +
+                            "; give an array of the grid's shape (nz, ny, nx) and dtype");
+  }
+  Fd f;
+  f.fd = ::open(npy_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0) return errno_status(errno, "open", npy_path);
+  const int64_t plane_bytes = m.shape.plane_points() * static_cast<int64_t>(dtype_size(m.dtype));
+  const int64_t batch = std::clamp<int64_t>((64 << 20) / plane_bytes, 1, m.shape.nz);
+  std::vector<std::byte> values(static_cast<size_t>(batch * plane_bytes));
+  for (int64_t z0 = 0; z0 < m.shape.nz; z0 += batch) {
+    const int64_t n = std::min(batch, m.shape.nz - z0);
+    DG_RETURN_IF_ERROR(internal::pread_full(f.fd, values.data(),
+                                            static_cast<size_t>(n * plane_bytes),
+                                            h.data_offset + z0 * plane_bytes, npy_path));
+    Box box = whole_grid_box(m.shape);
+    box.z = {z0, n, 1};
+    box.component = component;
+    DG_RETURN_IF_ERROR(write_box(grid, box, values.data()));
+  }
+  return Status::Ok();
 }
 
 Status export_npy_planes(const Shape& s, DType dtype, const io::PlaneSource& planes,

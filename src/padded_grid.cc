@@ -38,9 +38,10 @@ void fill_row_ghosts(T* row, int64_t nx, int hx, const Boundary& b) {
 }  // namespace
 
 template <typename T>
-int64_t PaddedGrid<T>::bytes_needed(const Shape& s, Halo h) {
+int64_t PaddedGrid<T>::bytes_needed(const Shape& s, Halo h, int components) {
   const int64_t stride = round_up(round_up(h.x, lane<T>()) + s.nx + h.x, lane<T>());
-  return stride * (s.ny + 2 * h.y) * (s.nz + 2 * h.z) * static_cast<int64_t>(sizeof(T)) +
+  return stride * (s.ny + 2 * h.y) * components * (s.nz + 2 * h.z) *
+             static_cast<int64_t>(sizeof(T)) +
          kAlignBytes;
 }
 
@@ -54,17 +55,18 @@ void PaddedGrid<T>::Release::operator()(T* p) const {
 }
 
 template <typename T>
-PaddedGrid<T>::PaddedGrid(const Shape& s, Halo h, T* storage, Release release)
-    : shape_(s), halo_(h), storage_(storage, release), base_(storage) {
+PaddedGrid<T>::PaddedGrid(const Shape& s, Halo h, int components, T* storage, Release release)
+    : shape_(s), halo_(h), components_(components), storage_(storage, release), base_(storage) {
   const int64_t left = round_up(h.x, lane<T>());
   stride_ = round_up(left + s.nx + h.x, lane<T>());
-  plane_stride_ = stride_ * (s.ny + 2 * h.y);
+  field_stride_ = stride_ * (s.ny + 2 * h.y);
+  plane_stride_ = field_stride_ * components;
   origin_ = h.y * stride_ + left;
 }
 
 template <typename T>
-Result<PaddedGrid<T>> PaddedGrid<T>::allocate(const Shape& s, Halo h) {
-  const size_t bytes = static_cast<size_t>(bytes_needed(s, h));
+Result<PaddedGrid<T>> PaddedGrid<T>::allocate(const Shape& s, Halo h, int components) {
+  const size_t bytes = static_cast<size_t>(bytes_needed(s, h, components));
   // Large grids on 2 MiB pages where the kernel allows it: tiles stream through many planes,
   // and 4 KiB pages would cost a TLB miss per plane row.
   const size_t align = bytes >= kHugePage ? kHugePage : kAlignBytes;
@@ -83,13 +85,13 @@ Result<PaddedGrid<T>> PaddedGrid<T>::allocate(const Shape& s, Halo h) {
   for (int64_t off = 0; off < total; off += chunk) {
     std::memset(bytes_ptr + off, 0, static_cast<size_t>(std::min(chunk, total - off)));
   }
-  return PaddedGrid(s, h, p, Release{});
+  return PaddedGrid(s, h, components, p, Release{});
 }
 
 template <typename T>
 Result<PaddedGrid<T>> PaddedGrid<T>::map_scratch_file(const Shape& s, Halo h,
-                                                      const std::string& dir) {
-  const size_t bytes = static_cast<size_t>(bytes_needed(s, h));
+                                                      const std::string& dir, int components) {
+  const size_t bytes = static_cast<size_t>(bytes_needed(s, h, components));
   std::string path = internal::join_path(dir, "deepgrid-mmap-XXXXXX");
   const int fd = ::mkostemp(path.data(), O_CLOEXEC);
   if (fd < 0) return errno_status(errno, "create scratch file", path);
@@ -101,26 +103,33 @@ Result<PaddedGrid<T>> PaddedGrid<T>::map_scratch_file(const Shape& s, Halo h,
   if (rc != 0) return errno_status(err, "allocate scratch file", path, 0);
   if (p == MAP_FAILED) return errno_status(err, "map scratch file", path);
   // The file reads as zeros, like allocate()'s memory.
-  return PaddedGrid(s, h, static_cast<T*>(p), Release{bytes});
+  return PaddedGrid(s, h, components, static_cast<T*>(p), Release{bytes});
 }
 
 template <typename T>
 void PaddedGrid<T>::load_plane(int64_t z, const T* packed) {
-  for (int64_t y = 0; y < shape_.ny; ++y) {
-    std::memcpy(plane(z) + y * stride_, packed + y * shape_.nx, sizeof(T) * shape_.nx);
+  for (int c = 0; c < components_; ++c) {
+    T* dst = plane(z) + c * field_stride_;
+    const T* src = packed + c * shape_.plane_points();
+    for (int64_t y = 0; y < shape_.ny; ++y) {
+      std::memcpy(dst + y * stride_, src + y * shape_.nx, sizeof(T) * shape_.nx);
+    }
   }
 }
 
 template <typename T>
 void PaddedGrid<T>::store_plane(int64_t z, T* packed) const {
-  for (int64_t y = 0; y < shape_.ny; ++y) {
-    std::memcpy(packed + y * shape_.nx, plane(z) + y * stride_, sizeof(T) * shape_.nx);
+  for (int c = 0; c < components_; ++c) {
+    const T* src = plane(z) + c * field_stride_;
+    T* dst = packed + c * shape_.plane_points();
+    for (int64_t y = 0; y < shape_.ny; ++y) {
+      std::memcpy(dst + y * shape_.nx, src + y * stride_, sizeof(T) * shape_.nx);
+    }
   }
 }
 
 template <typename T>
-void PaddedGrid<T>::fill_plane_ghosts(int64_t z, const Boundary& b) {
-  T* p = plane(z);
+void PaddedGrid<T>::fill_plane_ghosts(T* p, const Boundary& b) {
   const int64_t nx = shape_.nx, ny = shape_.ny;
   for (int64_t y = 0; y < ny; ++y) fill_row_ghosts(p + y * stride_, nx, halo_.x, b);
   const int64_t row_len = nx + 2 * halo_.x;
@@ -140,8 +149,10 @@ template <typename T>
 void PaddedGrid<T>::fill_ghosts(const Boundary& b, int threads) {
   const int64_t nz = shape_.nz;
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t z = 0; z < nz; ++z) fill_plane_ghosts(z, b);
-  const int64_t plane_len = (shape_.ny + 2 * halo_.y) * stride_;
+  for (int64_t z = 0; z < nz; ++z) {
+    for (int c = 0; c < components_; ++c) fill_plane_ghosts(plane(z) + c * field_stride_, b);
+  }
+  const int64_t plane_len = plane_stride_;
   const ptrdiff_t plane_start = -(halo_.y * stride_) - round_up(halo_.x, lane<T>());
   for (int64_t z = -halo_.z; z < nz + halo_.z; ++z) {
     if (z >= 0 && z < nz) continue;

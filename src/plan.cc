@@ -26,16 +26,15 @@ InCoreOptions incore_options(const RunOptions& opt, Method method, const std::st
 uint64_t incore_memory(const Manifest& m, const RunOptions& opt, const InCoreOptions& io) {
   return dispatch_dtype(m.dtype, [&](auto tag) {
     using T = decltype(tag);
-    return static_cast<uint64_t>(
-        InCoreEngine<T>::memory_bytes(m.shape, opt.stencil, opt.steps, io) +
-        io::plane_transfer_bytes(m));
+    return static_cast<uint64_t>(InCoreEngine<T>::memory_bytes(m.shape, opt.scheme, opt.steps, io) +
+                                 io::plane_transfer_bytes(m));
   });
 }
 
 uint64_t incore_scratch_bytes(const Manifest& m, const RunOptions& opt, const InCoreOptions& io) {
   return dispatch_dtype(m.dtype, [&](auto tag) {
     return static_cast<uint64_t>(
-        InCoreEngine<decltype(tag)>::scratch_bytes(m.shape, opt.stencil, opt.steps, io));
+        InCoreEngine<decltype(tag)>::scratch_bytes(m.shape, opt.scheme, opt.steps, io));
   });
 }
 
@@ -52,6 +51,10 @@ double disk_bytes_per_update(const MachineProfile& machine, double directions) {
 Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
                                const MachineProfile& machine, RunPlan plan, double read_s,
                                double write_s, double rate) {
+  if (!opt.scheme.is_stencil()) {
+    return invalid_argument("the tiled method runs plain stencils only, not the scheme " +
+                            opt.scheme.name() + "; use --method stream (or incore, auto)");
+  }
   TiledOptions to;
   to.threads = opt.threads;
   to.bt = opt.bt;
@@ -60,7 +63,7 @@ Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
   to.block_z = opt.tile_y;
   // Reads and writes of a pass follow each other: one direction's bandwidth at a time.
   if (const double d = disk_bytes_per_update(machine, 1); d > 0) to.disk_bytes_per_update = d;
-  DG_ASSIGN_OR_RETURN(plan.tiled, plan_tiled(m, opt.stencil, opt.boundary, opt.steps, to));
+  DG_ASSIGN_OR_RETURN(plan.tiled, plan_tiled(m, opt.scheme.stencil(), opt.boundary, opt.steps, to));
   plan.memory_bytes = static_cast<uint64_t>(plan.tiled.memory_bytes);
   plan.disk_bytes = static_cast<uint64_t>(plan.tiled.disk_bytes);
   const double points = static_cast<double>(m.shape.points());
@@ -101,7 +104,7 @@ Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineP
     }
     plan.memory_bytes = memory;
     plan.disk_bytes = incore_scratch_bytes(m, opt, io);
-    plan.incore = plan_wavefront(m.shape, opt.stencil, dtype_size(m.dtype), opt.steps, io);
+    plan.incore = plan_wavefront(m.shape, opt.scheme, dtype_size(m.dtype), opt.steps, io);
     plan.predicted_compute_seconds = rate > 0 ? points * static_cast<double>(opt.steps) / rate : 0;
     plan.predicted_io_seconds = read_s + write_s;
     plan.predicted_seconds = plan.predicted_compute_seconds + plan.predicted_io_seconds;
@@ -124,7 +127,7 @@ Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineP
   if (const double d = disk_bytes_per_update(machine, kConcurrentDirections); d > 0) {
     so.disk_bytes_per_update = d;
   }
-  DG_ASSIGN_OR_RETURN(plan.stream, plan_stream(m, opt.stencil, opt.boundary, opt.steps, so));
+  DG_ASSIGN_OR_RETURN(plan.stream, plan_stream(m, opt.scheme, opt.boundary, opt.steps, so));
   plan.memory_bytes = static_cast<uint64_t>(plan.stream.memory_bytes);
   for (int64_t done = 0; done < opt.steps; done += plan.stream.bt) {
     const double levels = static_cast<double>(std::min<int64_t>(plan.stream.bt, opt.steps - done));
@@ -143,7 +146,7 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
       buf, sizeof buf, "grid        %s %s (%s)\nstencil     %s, %lld steps\nmethod      %s\n",
       m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(),
       format_size(static_cast<uint64_t>(m.shape.points()) * dtype_size(m.dtype)).c_str(),
-      opt.stencil.describe().c_str(), static_cast<long long>(opt.steps),
+      opt.scheme.describe().c_str(), static_cast<long long>(opt.steps),
       std::string(method_name(method)).c_str());
   const bool incore_engine = method == Method::kInCore || method == Method::kMmap;
   if (incore_engine) {

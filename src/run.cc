@@ -33,7 +33,7 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   io.tile_y = plan.incore.tile_y;
   if (plan.method == Method::kMmap) io.scratch_dir = grid.dir();
   DG_ASSIGN_OR_RETURN(InCoreEngine<T> engine,
-                      InCoreEngine<T>::create(s, opt.stencil, opt.steps, io));
+                      InCoreEngine<T>::create(s, opt.scheme, opt.steps, io));
 
   DG_RETURN_IF_ERROR(io::read_plane_range(grid, 0, s.nz, [&](int64_t z, const void* values) {
     engine.load_plane(z, static_cast<const T*>(values));
@@ -72,7 +72,7 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
 
 Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
   DG_ASSIGN_OR_RETURN(StreamStats stats,
-                      advance_stream(grid, opt.stencil, opt.boundary, opt.steps, plan.stream,
+                      advance_stream(grid, opt.scheme, opt.boundary, opt.steps, plan.stream,
                                      plan.stream_options, opt.progress));
   RunReport r;
   r.method = std::string(method_name(plan.method));
@@ -102,8 +102,8 @@ Status record_checksums_from_disk(Grid& grid) {
 }
 
 Result<RunReport> run_tiled(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
-  DG_ASSIGN_OR_RETURN(TiledStats stats, advance_tiled(grid, opt.stencil, opt.boundary, opt.steps,
-                                                      plan.tiled, opt.progress));
+  DG_ASSIGN_OR_RETURN(TiledStats stats, advance_tiled(grid, opt.scheme.stencil(), opt.boundary,
+                                                      opt.steps, plan.tiled, opt.progress));
   DG_RETURN_IF_ERROR(record_checksums_from_disk(grid));
   RunReport r;
   r.method = std::string(method_name(plan.method));
@@ -182,12 +182,50 @@ Result<Method> parse_method(std::string_view text) {
                           "'; use auto, incore, stream, naive, mmap or tiled");
 }
 
+namespace {
+
+std::string component_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The grid's planes must hold the scheme's components: the same number, and the same names
+// when the grid names them.
+Status check_components(const Manifest& m, const Scheme& scheme) {
+  const std::vector<std::string> grid = m.fields.empty() ? std::vector<std::string>{"u"} : m.fields;
+  const bool match = m.fields.empty() ? scheme.component_count() == 1 : grid == scheme.components();
+  if (!match) {
+    return invalid_argument("the grid's planes hold " + component_list(grid) + " but " +
+                            scheme.name() + " needs " + component_list(scheme.components()) +
+                            "; run the scheme the grid was created with (deepgrid info shows "
+                            "it) or create a grid with --scheme " +
+                            scheme.name());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Scheme> scheme_for(const Manifest& m, const Scheme& given) {
+  if (given.component_count() > 0) return given;
+  if (m.scheme.empty()) {
+    return invalid_argument(
+        "no stencil or scheme given and the grid has none of its own; give "
+        "--stencil (e.g. 7pt) or --scheme (e.g. wave8)");
+  }
+  auto s = Scheme::from_record(m.scheme);
+  if (!s.ok()) return corrupt("the grid's own scheme does not parse: " + s.status().message());
+  return s;
+}
+
 Status check_run(const Manifest& m, const RunOptions& opt) {
   if (opt.steps < 0) {
     return invalid_argument("--steps is " + std::to_string(opt.steps) +
                             "; give a number of steps >= 0");
   }
-  const Stencil& st = opt.stencil;
+  DG_ASSIGN_OR_RETURN(const Scheme st, scheme_for(m, opt.scheme));
+  DG_RETURN_IF_ERROR(check_components(m, st));
   const Shape& s = m.shape;
   struct Axis {
     const char* name;
@@ -196,9 +234,10 @@ Status check_run(const Manifest& m, const RunOptions& opt) {
   } axes[] = {{"x", st.radius_x(), s.nx}, {"y", st.radius_y(), s.ny}, {"z", st.radius_z(), s.nz}};
   for (const Axis& a : axes) {
     if (a.r > a.n) {
-      return invalid_argument("stencil " + st.name() + " reaches " + std::to_string(a.r) +
-                              " points along " + a.name + " but the grid has only " +
-                              std::to_string(a.n) + "; use a smaller stencil or a larger grid");
+      return invalid_argument((st.is_stencil() ? "stencil " : "scheme ") + st.name() + " reaches " +
+                              std::to_string(a.r) + " points along " + a.name +
+                              " but the grid has only " + std::to_string(a.n) +
+                              "; use a smaller stencil or a larger grid");
     }
   }
   return Status::Ok();
@@ -236,7 +275,7 @@ std::string describe(const RunRecord& r) {
 
 // The options that finish an unfinished run: its stencil, boundary and target.
 Result<RunOptions> resumed_options(const Grid& grid, const RunRecord& r, RunOptions opt) {
-  DG_ASSIGN_OR_RETURN(opt.stencil, Stencil::from_json(r.stencil));
+  DG_ASSIGN_OR_RETURN(opt.scheme, Scheme::from_record(r.stencil));
   DG_ASSIGN_OR_RETURN(opt.boundary, parse_boundary(r.boundary));
   DG_ASSIGN_OR_RETURN(const Method m, parse_method(r.method));
   if (opt.method == Method::kAuto) opt.method = m;
@@ -266,6 +305,9 @@ Result<RunOptions> options_for(const Grid& grid, RunOptions opt, bool* resumed) 
                    grid.interrupted_sweep() +
                    " and cannot be resumed; restore the grid from a backup");
   }
+  if (!opt.resume) {
+    DG_ASSIGN_OR_RETURN(opt.scheme, scheme_for(grid.manifest(), opt.scheme));
+  }
   // A run killed after its last commit left its record: the same command again notices that
   // it is done (0 steps) rather than starting over.
   std::optional<RunRecord> unfinished = current_run(grid);
@@ -273,7 +315,7 @@ Result<RunOptions> options_for(const Grid& grid, RunOptions opt, bool* resumed) 
   *resumed = false;
   if (unfinished) {
     const bool same = opt.steps == unfinished->step_to - unfinished->step_from &&
-                      json_equal(unfinished->stencil, opt.stencil.to_json()) &&
+                      json_equal(unfinished->stencil, opt.scheme.to_json()) &&
                       unfinished->boundary == opt.boundary.to_string();
     if (opt.resume || same) {
       *resumed = true;
@@ -304,7 +346,7 @@ Status save_run_record(const Grid& grid, const RunOptions& opt, const RunPlan& p
   RunRecord r;
   r.step_from = grid.manifest().step;
   r.step_to = r.step_from + opt.steps;
-  r.stencil = opt.stencil.to_json();
+  r.stencil = opt.scheme.to_json();
   r.boundary = opt.boundary.to_string();
   r.method = std::string(method_name(plan.method));
   r.started = utc_now();
@@ -351,9 +393,9 @@ Status commit_run(Grid& grid, const RunPlan& plan, const Manifest& after) {
 }  // namespace
 
 void describe_problem(RunReport* r, const Shape& shape, DType dtype, const RunOptions& opt) {
-  r->stencil = opt.stencil.name();
-  r->stencil_points = opt.stencil.size();
-  r->flops_per_update = opt.stencil.flops_per_update();
+  r->stencil = opt.scheme.name();
+  r->stencil_points = opt.scheme.points();
+  r->flops_per_update = opt.scheme.flops_per_update();
   r->shape = shape.to_string();
   r->dtype = std::string(dtype_name(dtype));
   r->boundary = opt.boundary.to_string();
@@ -388,7 +430,7 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   RunReport r = std::move(result).value();
   Manifest after = grid.manifest();
   after.step = r.step_to;
-  nlohmann::json details = {{"stencil", nlohmann::json::parse(opt.stencil.to_json())},
+  nlohmann::json details = {{"stencil", nlohmann::json::parse(opt.scheme.to_json())},
                             {"boundary", r.boundary},
                             {"method", r.method},
                             {"steps", r.steps},

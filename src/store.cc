@@ -83,6 +83,14 @@ PlaneLocation Manifest::locate_slot(int64_t slot) const {
           (chunk / nfiles) * layout.chunk_bytes() + within * layout.plane_stride};
 }
 
+int Manifest::component_index(std::string_view name) const {
+  if (fields.empty()) return name == "u" ? 0 : -1;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 std::string Manifest::to_json() const {
   json files = json::array();
   for (const auto& f : layout.files) files.push_back({{"path", f.path}, {"bytes", f.bytes}});
@@ -109,6 +117,8 @@ std::string Manifest::to_json() const {
         {"files", files}}},
       {"history", hist},
   };
+  if (!fields.empty()) j["fields"] = fields;
+  if (!scheme.empty()) j["scheme"] = json::parse(scheme, nullptr, false);
   if (checksum_generation > 0) {
     j["checksums"] = {{"algorithm", kChecksumAlgorithm},
                       {"generation", checksum_generation},
@@ -159,6 +169,10 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
       m.checksum_generation = integer_at(*c, "generation");
       if (m.checksum_generation < 1) return corrupt("manifest has an invalid checksum generation");
     }
+    for (const auto& f : j.value("fields", json::array())) {
+      m.fields.push_back(f.get<std::string>());
+    }
+    if (const auto sc = j.find("scheme"); sc != j.end()) m.scheme = sc->dump();
     for (const auto& h : j.value("history", json::array())) {
       m.history.push_back(
           {h.value("date", ""), h.value("command", ""), h.value("details", json::object()).dump()});
@@ -177,8 +191,9 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
     return corrupt("manifest layout has an invalid planes_per_chunk");
   }
   if (m.base < 0 || m.base >= m.slots()) return corrupt("manifest has an invalid base");
-  DG_ASSIGN_OR_RETURN(Layout expected, plan_layout(m.shape, m.dtype, m.layout.files.size(),
-                                                   kDirectIoAlignment, m.layout.spare_planes));
+  DG_ASSIGN_OR_RETURN(Layout expected,
+                      plan_layout(m.shape, m.dtype, m.layout.files.size(), kDirectIoAlignment,
+                                  m.layout.spare_planes, m.components()));
   if (m.step < 0 || m.layout.files.empty() || m.layout.plane_bytes != expected.plane_bytes ||
       m.layout.plane_stride != expected.plane_stride) {
     return corrupt("manifest layout is inconsistent with its shape and dtype");
@@ -192,11 +207,13 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
 }
 
 Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
-                           int64_t chunk_target_bytes, int64_t spare_planes) {
+                           int64_t chunk_target_bytes, int64_t spare_planes, int components) {
   DG_RETURN_IF_ERROR(validate_shape(shape));
   Layout l;
   int64_t plane_bytes = 0;
-  if (!checked_mul(shape.plane_points(), static_cast<int64_t>(dtype_size(dtype)), &plane_bytes)) {
+  if (components < 1 ||
+      !checked_mul(shape.plane_points(), static_cast<int64_t>(dtype_size(dtype)) * components,
+                   &plane_bytes)) {
     return invalid_argument("shape " + shape.to_string() + " is too large");
   }
   l.plane_bytes = plane_bytes;
@@ -384,8 +401,8 @@ Status Grid::grow_spare(int64_t planes) {
                             " spare planes and cannot grow them now; lower --bt");
   }
   Manifest m = manifest_;
-  DG_ASSIGN_OR_RETURN(
-      m.layout, plan_layout(m.shape, m.dtype, m.layout.files.size(), kDirectIoAlignment, planes));
+  DG_ASSIGN_OR_RETURN(m.layout, plan_layout(m.shape, m.dtype, m.layout.files.size(),
+                                            kDirectIoAlignment, planes, m.components()));
   m.layout.planes_per_chunk = manifest_.layout.planes_per_chunk;  // the slots stay where they are
   for (size_t f = 0; f < m.layout.files.size(); ++f) {
     m.layout.files[f] = {manifest_.layout.files[f].path, expected_file_bytes(m.shape, m.layout, f)};
@@ -449,7 +466,8 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   DG_ASSIGN_OR_RETURN(
       Layout layout,
       plan_layout(opt.shape, opt.dtype, opt.stores.size(), opt.chunk_target_bytes,
-                  opt.spare_planes >= 0 ? opt.spare_planes : default_spare_planes(opt.shape.nz)));
+                  opt.spare_planes >= 0 ? opt.spare_planes : default_spare_planes(opt.shape.nz),
+                  std::max<int>(1, static_cast<int>(opt.fields.size()))));
   // Check everything before touching the disk.
   const bool dir_existed = internal::is_directory(dir);
   if (dir_existed) {
@@ -515,10 +533,21 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   g.manifest_.shape = opt.shape;
   g.manifest_.dtype = opt.dtype;
   g.manifest_.layout = layout;
+  std::vector<FieldInit> inits = opt.fields;
+  if (inits.empty()) inits.push_back({"u", opt.init});
+  json init_record = opt.init.to_string();
+  if (!opt.fields.empty()) {
+    init_record = json::object();
+    for (const FieldInit& f : opt.fields) {
+      g.manifest_.fields.push_back(f.name);
+      init_record[f.name] = f.init.to_string();
+    }
+  }
+  g.manifest_.scheme = opt.scheme;
   g.manifest_.history.push_back({utc_now(), "create",
                                  json{{"shape", opt.shape.to_string()},
                                       {"dtype", dtype_name(opt.dtype)},
-                                      {"init", opt.init.to_string()}}
+                                      {"init", init_record}}
                                      .dump()});
 
   auto cleanup = [&](Status st) -> Status {
@@ -554,18 +583,26 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
       if (rc != 0) return cleanup(errno_status(rc, "allocate", path, 0));
     }
   }
-  if (opt.init.kind == InitSpec::Kind::kZero) {  // fallocate gave zeros
+  const bool all_zero = std::all_of(inits.begin(), inits.end(), [](const FieldInit& f) {
+    return f.init.kind == InitSpec::Kind::kZero;
+  });
+  if (all_zero) {  // fallocate gave zeros
     const std::vector<std::byte> zeros(static_cast<size_t>(layout.plane_bytes));
     for (int64_t z = 0; z < opt.shape.nz; ++z) g.record_plane(z, zeros.data());
   } else {
     const int64_t batch = layout.planes_per_chunk;
     Status st = dispatch_dtype(opt.dtype, [&](auto tag) -> Status {
       using T = decltype(tag);
-      std::vector<T> planes(static_cast<size_t>(batch * opt.shape.plane_points()));
+      const int64_t points = opt.shape.plane_points();
+      const int64_t plane = points * static_cast<int64_t>(inits.size());
+      std::vector<T> planes(static_cast<size_t>(batch * plane));
       for (int64_t z0 = 0; z0 < opt.shape.nz; z0 += batch) {
         const int64_t n = std::min(batch, opt.shape.nz - z0);
         for (int64_t i = 0; i < n; ++i) {
-          init_plane(opt.init, opt.shape, z0 + i, planes.data() + i * opt.shape.plane_points());
+          for (size_t c = 0; c < inits.size(); ++c) {
+            init_plane(inits[c].init, opt.shape, z0 + i,
+                       planes.data() + i * plane + static_cast<int64_t>(c) * points);
+          }
         }
         DG_RETURN_IF_ERROR(g.write_planes(z0, n, planes.data()));
       }

@@ -90,7 +90,7 @@ TEST(MemoryCap, StreamRunSixteenTimesTheBudgetInsideACgroup) {
   EXPECT_LE(max_usage, limit);
 
   RunOptions opt;
-  opt.stencil = Stencil::preset("7pt").value();
+  opt.scheme = Stencil::preset("7pt").value();
   opt.steps = 20;
   opt.method = Method::kInCore;
   ASSERT_TRUE(run_grid(root + "/ref", opt).ok());

@@ -75,7 +75,7 @@ struct Case {
 
 RunOptions options_for(const Case& c) {
   RunOptions opt;
-  opt.stencil = *Stencil::resolve(c.stencil);
+  opt.scheme = *Stencil::resolve(c.stencil);
   opt.boundary = c.boundary;
   opt.steps = c.steps;
   opt.bt = c.bt;

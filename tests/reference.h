@@ -1,5 +1,6 @@
-// The golden model: a plain scalar stencil step on a packed (z, y, x) array, written straight
-// from the definitions in stencil.h and boundary.h. Every engine must match it bitwise.
+// The golden model: a plain scalar step of a scheme (or stencil) on packed (z, component, y, x)
+// values, written straight from the definitions in scheme.h, stencil.h and boundary.h. Every
+// engine must match it bitwise.
 #pragma once
 
 #include <cmath>
@@ -10,35 +11,56 @@
 #include "deepgrid/boundary.h"
 #include "deepgrid/geometry.h"
 #include "deepgrid/init.h"
-#include "deepgrid/stencil.h"
+#include "deepgrid/scheme.h"
 
 namespace deepgrid::testing {
 
+// Component c of point (x, y, z), the boundary rule applied outside the grid. `u` holds nz
+// planes of `components` components each, one component after another (the grid's layout).
 template <typename T>
-T reference_read(const std::vector<T>& u, const Shape& s, const Boundary& b, int64_t x, int64_t y,
-                 int64_t z) {
+T reference_read(const std::vector<T>& u, const Shape& s, int components, int c, const Boundary& b,
+                 int64_t x, int64_t y, int64_t z) {
   const int64_t sx = boundary_source_index(b, x, s.nx);
   const int64_t sy = boundary_source_index(b, y, s.ny);
   const int64_t sz = boundary_source_index(b, z, s.nz);
   if (sx < 0 || sy < 0 || sz < 0) return static_cast<T>(b.value);
-  return u[static_cast<size_t>((sz * s.ny + sy) * s.nx + sx)];
+  return u[static_cast<size_t>(((sz * components + c) * s.ny + sy) * s.nx + sx)];
 }
 
+// One step of a scheme (a plain stencil converts to one), straight from scheme.h and stencil.h:
+// per term, the stencil's sum (c_0 u_0, then fma), the constant times each factor, then the
+// first term's product and fma for the others; older levels shift, coefficients stay.
 template <typename T>
-std::vector<T> reference_step(const std::vector<T>& u, const Shape& s, const Stencil& st,
+std::vector<T> reference_step(const std::vector<T>& u, const Shape& s, const Scheme& sc,
                               const Boundary& b) {
+  const int n = sc.component_count();
   std::vector<T> out(u.size());
-  const auto& pts = st.points();
+  auto at = [&](int c, int64_t x, int64_t y, int64_t z) -> T& {
+    return out[static_cast<size_t>(((z * n + c) * s.ny + y) * s.nx + x)];
+  };
   for (int64_t z = 0; z < s.nz; ++z) {
     for (int64_t y = 0; y < s.ny; ++y) {
       for (int64_t x = 0; x < s.nx; ++x) {
-        T acc = static_cast<T>(pts[0].c) *
-                reference_read(u, s, b, x + pts[0].dx, y + pts[0].dy, z + pts[0].dz);
-        for (size_t k = 1; k < pts.size(); ++k) {
-          acc = std::fma(static_cast<T>(pts[k].c),
-                         reference_read(u, s, b, x + pts[k].dx, y + pts[k].dy, z + pts[k].dz), acc);
+        auto read = [&](int c, int64_t dx, int64_t dy, int64_t dz) {
+          return reference_read(u, s, n, c, b, x + dx, y + dy, z + dz);
+        };
+        for (const SchemeUpdate& up : sc.updates()) {
+          T acc = 0;
+          for (size_t k = 0; k < up.terms.size(); ++k) {
+            const SchemeTerm& t = up.terms[k];
+            const auto& pts = t.stencil.points();
+            T sum = static_cast<T>(pts[0].c) * read(t.component, pts[0].dx, pts[0].dy, pts[0].dz);
+            for (size_t i = 1; i < pts.size(); ++i) {
+              sum = std::fma(static_cast<T>(pts[i].c),
+                             read(t.component, pts[i].dx, pts[i].dy, pts[i].dz), sum);
+            }
+            T q = static_cast<T>(t.c);
+            for (int f : t.factors) q = q * read(f, 0, 0, 0);
+            acc = k == 0 ? q * sum : std::fma(q, sum, acc);
+          }
+          at(up.component, x, y, z) = acc;
         }
-        out[static_cast<size_t>((z * s.ny + y) * s.nx + x)] = acc;
+        for (const auto& [to, from] : sc.carried()) at(to, x, y, z) = read(from, 0, 0, 0);
       }
     }
   }
@@ -46,9 +68,9 @@ std::vector<T> reference_step(const std::vector<T>& u, const Shape& s, const Ste
 }
 
 template <typename T>
-std::vector<T> reference_run(std::vector<T> u, const Shape& s, const Stencil& st, const Boundary& b,
+std::vector<T> reference_run(std::vector<T> u, const Shape& s, const Scheme& sc, const Boundary& b,
                              int64_t steps) {
-  for (int64_t i = 0; i < steps; ++i) u = reference_step(u, s, st, b);
+  for (int64_t i = 0; i < steps; ++i) u = reference_step(u, s, sc, b);
   return u;
 }
 

@@ -62,7 +62,7 @@ void flip_byte(const std::string& dir, int64_t offset) {
 
 RunOptions seven_point(int64_t steps, Method method = Method::kInCore) {
   RunOptions o;
-  o.stencil = Stencil::preset("7pt").value();
+  o.scheme = Stencil::preset("7pt").value();
   o.steps = steps;
   o.method = method;
   if (method != Method::kInCore) o.mem_budget = 4 << 20;
@@ -615,7 +615,7 @@ TEST_F(Crash, AFullFilesystemStopsTheRunAndItResumesOnceSpaceIsFreed) {
     ASSERT_TRUE(g.commit(g.manifest()).ok());
   }
   RunOptions opt;
-  opt.stencil = Stencil::preset("7pt").value();
+  opt.scheme = Stencil::preset("7pt").value();
   opt.boundary = boundary_named("neumann");
   opt.steps = kCrashSteps;
   opt.method = Method::kStream;
@@ -647,13 +647,13 @@ TEST_F(Crash, AnInterruptedSweepIsFinishedOnlyWithItsOwnStencil) {
   const std::string dir = make("g");
   ASSERT_EQ(run_crash_child(dir, "write:25", "dirichlet:0"), kCrashExit);
   RunOptions opt;
-  opt.stencil = Stencil::preset("27pt").value();
+  opt.scheme = Stencil::preset("27pt").value();
   opt.steps = 1;
   const auto r = run_grid(dir, opt);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("--resume"), std::string::npos) << r.status().message();
-  opt.stencil = Stencil::preset("7pt").value();
+  opt.scheme = Stencil::preset("7pt").value();
   opt.resume = true;  // no run record (a library caller's sweep): finishes that sweep only
   opt.mem_budget = 8 << 20;
   const auto resumed = run_grid(dir, opt);

@@ -206,7 +206,7 @@ TEST_F(StoreTest, RunAdvancesTheStoredGridLikeTheReference) {
   opt.init = *parse_init("random:11");
   ASSERT_TRUE(Grid::create(path("g"), opt).ok());
   RunOptions run;
-  run.stencil = Stencil::preset("27pt").value();
+  run.scheme = Stencil::preset("27pt").value();
   run.steps = 4;
   run.boundary = *parse_boundary("neumann");
   RunReport r = run_grid(path("g"), run).value();
@@ -216,7 +216,7 @@ TEST_F(StoreTest, RunAdvancesTheStoredGridLikeTheReference) {
   Grid g = Grid::open(path("g")).value();
   EXPECT_EQ(g.manifest().step, 4);
   const auto want = testing::reference_run(testing::random_values<double>(opt.shape, 11), opt.shape,
-                                           run.stencil, run.boundary, 4);
+                                           run.scheme, run.boundary, 4);
   EXPECT_EQ(testing::first_bitwise_difference(read_all<double>(g), want), -1);
 }
 
@@ -228,10 +228,10 @@ TEST_F(StoreTest, RejectedRunsChangeNothing) {
   const std::string manifest = slurp(path("g/manifest.json"));
   const std::string data = slurp(path("g/data.0.dgd"));
   RunOptions run;
-  run.stencil = Stencil::preset("25pt").value();  // radius 4 > nz = 2
+  run.scheme = Stencil::preset("25pt").value();  // radius 4 > nz = 2
   run.steps = 1;
   EXPECT_EQ(run_grid(path("g"), run).status().code(), ErrorCode::kInvalidArgument);
-  run.stencil = Stencil::preset("7pt").value();
+  run.scheme = Stencil::preset("7pt").value();
   run.steps = -1;
   EXPECT_EQ(run_grid(path("g"), run).status().code(), ErrorCode::kInvalidArgument);
   run.steps = 1;

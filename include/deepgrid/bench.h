@@ -10,7 +10,7 @@
 #include "deepgrid/executor.h"
 #include "deepgrid/geometry.h"
 #include "deepgrid/report.h"
-#include "deepgrid/stencil.h"
+#include "deepgrid/scheme.h"
 
 namespace deepgrid {
 
@@ -32,13 +32,14 @@ struct InCoreBench {
   double seconds = 0;  // best of the repeats
   double mlups = 0;
   double gflops = 0;
-  // MLUP/s that DRAM bandwidth allows with no cache reuse: read + write one value per update.
+  // MLUP/s that DRAM bandwidth allows with no cache reuse: read + write each component's value
+  // per update.
   double bandwidth_bound_mlups = 0;
 };
 
-// Times `steps` in-core steps (dirichlet:0, random data) on a grid of `shape`, best of
-// `repeats`. `bandwidth_gbs` feeds the bound (0: leave it 0).
-Result<InCoreBench> bench_incore(const Shape& shape, const Stencil& stencil, DType dtype,
+// Times `steps` in-core steps (dirichlet:0, random data in every component) on a grid of `shape`,
+// best of `repeats`. `bandwidth_gbs` feeds the bound (0: leave it 0).
+Result<InCoreBench> bench_incore(const Shape& shape, const Scheme& scheme, DType dtype,
                                  int64_t steps, const InCoreOptions& options, int repeats,
                                  double bandwidth_gbs);
 
@@ -51,7 +52,7 @@ struct MethodsBenchOptions {
   std::string dir;  // scratch directory for the grids (created, emptied after)
   Shape shape;
   DType dtype = DType::kF32;
-  Stencil stencil;
+  Scheme scheme;
   int64_t steps = 0;
   double mem_ratio = 16;  // out-of-core methods get --mem = grid bytes / mem_ratio
   int threads = 0;

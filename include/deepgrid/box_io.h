@@ -26,6 +26,7 @@ struct AxisRange {
 
 struct Box {
   AxisRange z, y, x;
+  int component = 0;  // of a grid of several fields (Manifest::fields)
 
   int64_t points() const { return z.count * y.count * x.count; }
 };
@@ -33,8 +34,9 @@ struct Box {
 // The box covering the whole grid.
 Box whole_grid_box(const Shape& shape);
 
-// Checks that every step is >= 1 and every index of the box lies inside the grid.
-Status check_box(const Shape& shape, const Box& box);
+// Checks that every step is >= 1, every index of the box lies inside the grid and its
+// component exists.
+Status check_box(const Shape& shape, const Box& box, int components = 1);
 
 // Reads the box into `dst`: box.points() values of the grid's dtype, packed in (z, y, x) order
 // (x fastest), i.e. a C-order array of shape (z.count, y.count, x.count).

@@ -16,7 +16,9 @@ struct GridSummary {
   int64_t nan_count = 0;
 };
 
-Result<GridSummary> summarize(const Grid& grid);
+// Over every component of a grid of several fields (each plane's components in order), or
+// over one (`component` >= 0).
+Result<GridSummary> summarize(const Grid& grid, int component = -1);
 // The same over the planes of a grid of this shape and dtype, from any source.
 Result<GridSummary> summarize_planes(const Shape& shape, DType dtype,
                                      const io::PlaneSource& planes);

@@ -7,7 +7,7 @@
 
 #include "deepgrid/boundary.h"
 #include "deepgrid/padded_grid.h"
-#include "deepgrid/stencil_kernel.h"
+#include "deepgrid/scheme_kernel.h"
 
 namespace deepgrid {
 
@@ -34,7 +34,7 @@ struct WavefrontPlan {
 };
 
 // The plan for a run of `steps` steps (pure: no allocation).
-WavefrontPlan plan_wavefront(const Shape& shape, const Stencil& stencil, size_t value_bytes,
+WavefrontPlan plan_wavefront(const Shape& shape, const Scheme& scheme, size_t value_bytes,
                              int64_t steps, const InCoreOptions& options);
 
 // The in-core engine: the grid in memory, advanced by wavefront temporal blocking.
@@ -42,19 +42,20 @@ WavefrontPlan plan_wavefront(const Shape& shape, const Stencil& stencil, size_t 
 // Two padded copies of the grid. A pass advances bt steps from one copy into the other: the
 // source's ghost frame (bt * r wide) is filled by the boundary rule, then x-y tiles widened by
 // bt * r stream along z through bt time levels kept in small per-thread rings, so memory is
-// read and written once per bt steps. Results are bitwise those of stencil.h's evaluation
-// order, whatever bt, tiles and threads.
+// read and written once per bt steps. Results are bitwise those of scheme.h's evaluation
+// order, whatever bt, tiles and threads. Planes hold the scheme's components (load_plane and
+// store_plane take packed planes of every component).
 template <typename T>
 class InCoreEngine {
  public:
   // Plans for `steps` steps and allocates; kResource when memory is short.
-  static Result<InCoreEngine> create(const Shape& shape, const Stencil& stencil, int64_t steps,
+  static Result<InCoreEngine> create(const Shape& shape, const Scheme& scheme, int64_t steps,
                                      const InCoreOptions& options);
   // Bytes of memory create() would allocate (without the scratch files' mappings).
-  static int64_t memory_bytes(const Shape& shape, const Stencil& stencil, int64_t steps,
+  static int64_t memory_bytes(const Shape& shape, const Scheme& scheme, int64_t steps,
                               const InCoreOptions& options);
   // Bytes of scratch files create() would make (0 without options.scratch_dir).
-  static int64_t scratch_bytes(const Shape& shape, const Stencil& stencil, int64_t steps,
+  static int64_t scratch_bytes(const Shape& shape, const Scheme& scheme, int64_t steps,
                                const InCoreOptions& options);
 
   void load_plane(int64_t z, const T* packed) { grids_[cur_].load_plane(z, packed); }
@@ -67,9 +68,9 @@ class InCoreEngine {
   const WavefrontPlan& plan() const { return plan_; }
 
  private:
-  InCoreEngine(const Stencil& stencil, WavefrontPlan plan) : kernel_(stencil), plan_(plan) {}
+  InCoreEngine(const Scheme& scheme, WavefrontPlan plan) : kernel_(scheme), plan_(plan) {}
 
-  StencilKernel<T> kernel_;
+  SchemeKernel<T> kernel_;
   WavefrontPlan plan_;
   PaddedGrid<T> grids_[2];
   int cur_ = 0;

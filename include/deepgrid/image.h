@@ -11,6 +11,7 @@ namespace deepgrid {
 struct SliceSpec {
   char axis = 'z';     // the axis held fixed: 'x', 'y' or 'z'
   int64_t index = -1;  // -1: the middle
+  int component = 0;   // of a grid of several fields (Manifest::fields)
 };
 
 // Parses "z=mid", "z=10", "y=0", "x=mid".

@@ -19,6 +19,12 @@ struct InitSpec {
   std::string to_string() const;  // the form parse_init accepts
 };
 
+// A component of a new grid of several fields (scheme.h) and its initial values.
+struct FieldInit {
+  std::string name;
+  InitSpec init;
+};
+
 // zero | const:V | random:SEED | gaussian | sine
 //   random:SEED  uniform in [0, 1), a hash of (SEED, point index): the same on any machine
 //   gaussian     exp(-|p - centre|^2 / (2 s^2)), s = min extent / 8 (over extents > 1)

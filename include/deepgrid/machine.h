@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "deepgrid/stencil.h"
+#include "deepgrid/scheme.h"
 #include "deepgrid/store.h"
 
 namespace deepgrid {
@@ -27,13 +27,13 @@ struct MachineProfile {
 // grid's data files: O_DIRECT reads through io_uring, several planes in flight, up to 256 MiB
 // (~0.3 s). Writes nothing. With a memory budget (bytes, 0: none) both stay within half of it,
 // so that a run's first measurement keeps the run's memory promise.
-Result<MachineProfile> measure_machine(const Grid& grid, const Stencil& stencil, int threads,
+Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& scheme, int threads,
                                        uint64_t mem_budget = 0);
 
-// The cached profile for this grid's disks and this stencil, dtype and thread count; measures
+// The cached profile for this grid's disks and this scheme, dtype and thread count; measures
 // and caches what is missing (everything, with `remeasure`). A cache that cannot be read or
 // written is ignored.
-Result<MachineProfile> machine_profile(const Grid& grid, const Stencil& stencil, int threads,
+Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& scheme, int threads,
                                        bool remeasure = false, uint64_t mem_budget = 0);
 
 // Where machine_profile() keeps its cache; empty when no directory can be found.

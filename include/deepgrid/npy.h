@@ -21,8 +21,14 @@ Result<NpyHeader> read_npy_header(const std::string& path);
 Result<Grid> import_npy(const std::string& npy_path, const std::string& dir,
                         const std::vector<std::string>& stores);
 
-// Writes the grid to OUT.npy with shape (nz, ny, nx), one chunk of planes at a time.
-Status export_npy(const Grid& grid, const std::string& npy_path);
+// Writes component `component` of the grid (the only one of a grid of one field) to OUT.npy
+// with shape (nz, ny, nx), one chunk of planes at a time.
+Status export_npy(const Grid& grid, const std::string& npy_path, int component = 0);
+
+// Replaces component `component` of an existing grid (a coefficient field, an initial state)
+// with IN.npy's values, which must have the grid's shape and dtype. The touched planes'
+// checksums are committed; the time step stays.
+Status import_npy_field(const std::string& npy_path, Grid& grid, int component);
 // The same for the planes of a grid of this shape and dtype, from any source.
 Status export_npy_planes(const Shape& shape, DType dtype, const io::PlaneSource& planes,
                          const std::string& npy_path);

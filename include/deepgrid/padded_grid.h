@@ -2,7 +2,8 @@
 //
 // Plane z (z in [-hz, nz + hz)) starts at plane(z); element (x, y) of it is at
 // plane(z)[y * stride() + x] for x in [-hx, nx + hx), y in [-hy, ny + hy). x = 0 of every row
-// is 64-byte aligned.
+// is 64-byte aligned. A grid of several components (a scheme's fields, scheme.h) holds each
+// plane's components one after another: component c of plane z at plane(z) + c * field_stride().
 #pragma once
 
 #include <cstddef>
@@ -25,23 +26,27 @@ class PaddedGrid {
  public:
   PaddedGrid() = default;  // empty; assign an allocated grid
   // Allocates; fails (kResource) when memory is short.
-  static Result<PaddedGrid> allocate(const Shape& shape, Halo halo);
+  static Result<PaddedGrid> allocate(const Shape& shape, Halo halo, int components = 1);
   // Storage in a MAP_SHARED mapping of a scratch file created in `dir` (space reserved with
   // posix_fallocate, so paging it out never meets a full disk) and unlinked at once: the OS
   // pages it between memory and the file, and the file is gone when the grid is.
   // kNoSpace when the disk is short.
-  static Result<PaddedGrid> map_scratch_file(const Shape& shape, Halo halo, const std::string& dir);
+  static Result<PaddedGrid> map_scratch_file(const Shape& shape, Halo halo, const std::string& dir,
+                                             int components = 1);
   // Bytes allocate() would take.
-  static int64_t bytes_needed(const Shape& shape, Halo halo);
+  static int64_t bytes_needed(const Shape& shape, Halo halo, int components = 1);
 
   const Shape& shape() const { return shape_; }
   Halo halo() const { return halo_; }
   ptrdiff_t stride() const { return stride_; }
   ptrdiff_t plane_stride() const { return plane_stride_; }
+  ptrdiff_t field_stride() const { return field_stride_; }
+  int components() const { return components_; }
   T* plane(int64_t z) { return base_ + (z + halo_.z) * plane_stride_ + origin_; }
   const T* plane(int64_t z) const { return base_ + (z + halo_.z) * plane_stride_ + origin_; }
 
-  // Copies packed plane z (nx * ny values) in or out of the interior.
+  // Copies packed plane z (nx * ny values per component, components one after another) in or
+  // out of the interior.
   void load_plane(int64_t z, const T* packed);
   void store_plane(int64_t z, T* packed) const;
 
@@ -49,19 +54,21 @@ class PaddedGrid {
   void fill_ghosts(const Boundary& b, int threads);
 
  private:
-  // Fills the x and y ghost cells of plane z (whose interior is valid).
-  void fill_plane_ghosts(int64_t z, const Boundary& b);
+  // Fills the x and y ghost cells of component plane p (whose interior is valid).
+  void fill_plane_ghosts(T* p, const Boundary& b);
 
   Shape shape_;
   Halo halo_;
-  ptrdiff_t stride_ = 0, plane_stride_ = 0, origin_ = 0;
+  ptrdiff_t stride_ = 0, plane_stride_ = 0, field_stride_ = 0, origin_ = 0;
+  int components_ = 1;
   // Frees heap storage, or unmaps `mapped_bytes` of a file mapping.
   struct Release {
     size_t mapped_bytes = 0;
     void operator()(T* p) const;
   };
-  // Sets the strides for `shape` and `halo` and takes `storage` (bytes_needed() of it).
-  PaddedGrid(const Shape& shape, Halo halo, T* storage, Release release);
+  // Sets the strides for `shape`, `halo` and `components` and takes `storage` (bytes_needed()
+  // of it).
+  PaddedGrid(const Shape& shape, Halo halo, int components, T* storage, Release release);
 
   std::unique_ptr<T[], Release> storage_;
   T* base_ = nullptr;

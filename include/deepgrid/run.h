@@ -11,7 +11,7 @@
 #include "deepgrid/machine.h"
 #include "deepgrid/report.h"
 #include "deepgrid/resume.h"
-#include "deepgrid/stencil.h"
+#include "deepgrid/scheme.h"
 #include "deepgrid/store.h"
 
 namespace deepgrid {
@@ -25,7 +25,9 @@ Result<Method> parse_method(std::string_view text);
 std::string_view method_name(Method m);  // the name parse_method accepts
 
 struct RunOptions {
-  Stencil stencil;
+  // What to run: a stencil (a Scheme converts from one) or a scheme of several fields. Left
+  // empty (no components), the grid's own scheme (Manifest::scheme) runs.
+  Scheme scheme;
   int64_t steps = 0;
   Boundary boundary;
   Method method = Method::kAuto;
@@ -37,15 +39,20 @@ struct RunOptions {
   uint64_t mem_budget = 0;               // bytes; 0: no limit (the stream methods need one)
   io::Backend io = io::Backend::kUring;  // stream methods: io_uring or a thread pool
   bool verify = false;                   // check every plane read against its recorded hash
-  // Finish the grid's unfinished run (its stencil, boundary and target step replace these);
+  // Finish the grid's unfinished run (its scheme, boundary and target step replace these);
   // the same command as that run's does so too.
   bool resume = false;
   MachineProfile machine;  // rates for the cost model; unknown: the planner's defaults
   ProgressFn progress;     // may be empty
 };
 
-// Checks that the stencil and step count suit the grid (nothing is read or written).
+// Checks that the scheme (its components, its reach) and the step count suit the grid
+// (nothing is read or written).
 Status check_run(const Manifest& m, const RunOptions& options);
+
+// The scheme a run of the grid uses: `given` unless it is empty, else the grid's own
+// (Manifest::scheme); kInvalidArgument when there is neither.
+Result<Scheme> scheme_for(const Manifest& m, const Scheme& given);
 
 // Advances the grid in DIR by options.steps steps. On success the data files hold the new
 // state and the manifest's step and history are updated atomically. A run stopped by the

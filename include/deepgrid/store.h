@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "deepgrid/dtype.h"
@@ -39,7 +40,8 @@ class GridLock;
 
 // Version 2 added the checksum table; version-1 grids are read and get one when next written.
 // Version 3 added the spare slots and the base; older grids have neither (0 and 0).
-inline constexpr int kManifestVersion = 3;
+// Version 4 added fields: a plane of several components (a scheme's fields, scheme.h).
+inline constexpr int kManifestVersion = 4;
 inline constexpr int64_t kDirectIoAlignment = 4096;
 
 struct DataFile {
@@ -48,7 +50,7 @@ struct DataFile {
 };
 
 struct Layout {
-  int64_t plane_bytes = 0;   // nx * ny * dtype size
+  int64_t plane_bytes = 0;   // components * nx * ny * dtype size
   int64_t plane_stride = 0;  // plane_bytes rounded up to kDirectIoAlignment
   int64_t planes_per_chunk = 0;
   int64_t spare_planes = 0;     // slots beyond the nz the planes occupy
@@ -79,8 +81,15 @@ struct Manifest {
   int64_t step = 0;
   int64_t base = 0;                 // plane z is in slot (z + base) mod slots(); in [0, slots())
   int64_t checksum_generation = 0;  // names the checksum table; 0: none recorded (version 1)
+  // The components of a plane, in order (scheme.h): empty for a grid of one field. A plane
+  // holds nx * ny values of each component, one component after another.
+  std::vector<std::string> fields;
+  std::string scheme;  // the scheme a grid of fields was made for (its JSON); empty for none
   std::vector<HistoryEntry> history;
 
+  int components() const { return fields.empty() ? 1 : static_cast<int>(fields.size()); }
+  // The index of component `name` ("u" names the only one of a plain grid), or -1.
+  int component_index(std::string_view name) const;
   int64_t slots() const { return shape.nz + layout.spare_planes; }
   PlaneLocation locate(int64_t z) const { return locate_slot(slot_of(z, base)); }
   // The slot of plane z with another base (a sweep's writes go `spare` slots back).
@@ -94,7 +103,9 @@ struct Manifest {
 struct CreateOptions {
   Shape shape;
   DType dtype = DType::kF32;
-  InitSpec init;
+  InitSpec init;                    // a grid of one field
+  std::vector<FieldInit> fields;    // a grid of several components (then `init` is unused)
+  std::string scheme;               // recorded in the manifest (Manifest::scheme)
   std::vector<std::string> stores;  // data directories; empty = the grid directory itself
   int64_t chunk_target_bytes = 8 << 20;
   int64_t spare_planes = -1;  // -1: default_spare_planes(nz)
@@ -107,7 +118,7 @@ int64_t default_spare_planes(int64_t nz);
 
 // The layout create() would use, and the bytes each store directory needs.
 Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
-                           int64_t chunk_target_bytes, int64_t spare_planes);
+                           int64_t chunk_target_bytes, int64_t spare_planes, int components = 1);
 
 // The grid's data files, or the replacement a writer of a whole new state fills (below).
 enum class FileSet { kCurrent, kReplacement };

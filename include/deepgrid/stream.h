@@ -18,7 +18,7 @@
 #include "deepgrid/boundary.h"
 #include "deepgrid/executor.h"
 #include "deepgrid/io/block_io.h"
-#include "deepgrid/stencil.h"
+#include "deepgrid/scheme.h"
 #include "deepgrid/store.h"
 
 namespace deepgrid {
@@ -34,7 +34,7 @@ struct StreamOptions {
   int64_t tile_y = 0;
   // Bytes per lattice update the disks sustain while compute runs at full speed (disk
   // bandwidth / compute rate). The planner deepens bt until the disk traffic, 2 * sizeof(value)
-  // / bt per update, fits under it, weighed against the tiles' redundant halo work.
+  // * components / bt per update, fits under it, weighed against the tiles' redundant halo work.
   double disk_bytes_per_update = 0.6;
   io::FaultHook fault_hook;  // tests: inject I/O errors and short transfers
 };
@@ -60,7 +60,7 @@ struct StreamPlan {
 
 // The plan for `steps` steps within the budget; kInvalidArgument naming the minimum budget
 // when even bt = 1 does not fit.
-Result<StreamPlan> plan_stream(const Manifest& m, const Stencil& stencil, const Boundary& boundary,
+Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& scheme, const Boundary& boundary,
                                int64_t steps, const StreamOptions& options);
 
 struct StreamStats {
@@ -74,17 +74,17 @@ struct StreamStats {
 
 // Spare slots (store.h) a sweep of this plan wants: more than bt rz are needed, the rest lets
 // writes run ahead of the durable prefix without waiting.
-int64_t spare_planes_needed(const StreamPlan& plan, const Stencil& stencil);
+int64_t spare_planes_needed(const StreamPlan& plan, const Scheme& scheme);
 
 // Advances the grid (opened read-write) by `steps` steps in place. Each sweep keeps a record on
 // disk (resume.h) that a background thread advances as new planes become durable, and is
 // committed after it (the manifest's step and base, the planes' checksums), so a crash at any
 // moment leaves a grid that the next call finishes: a grid with an interrupted sweep
-// (Grid::sweep_record) first completes that sweep, whose stencil and boundary must be the same
+// (Grid::sweep_record) first completes that sweep, whose scheme and boundary must be the same
 // and whose levels at most plan.bt; its steps count towards `steps`. The spare slots grow to
 // spare_planes_needed while the ring allows. After each sweep `progress` is asked whether to
 // go on. On an I/O error the run stops with a Status naming the file and offset.
-Result<StreamStats> advance_stream(Grid& grid, const Stencil& stencil, const Boundary& boundary,
+Result<StreamStats> advance_stream(Grid& grid, const Scheme& scheme, const Boundary& boundary,
                                    int64_t steps, const StreamPlan& plan,
                                    const StreamOptions& options, const ProgressFn& progress = {});
 

@@ -139,9 +139,17 @@ Status distributed_export(const std::string& dir, const std::string& out, bool v
   return export_npy_planes(m.shape, m.dtype, source, out);
 }
 
+// Schemes of several fields (scheme.h) run on one machine for now.
+Status fields_not_distributed() {
+  return unsupported(
+      "grids of several fields (schemes) do not run distributed under mpirun yet; run the "
+      "scheme without mpirun (the stream engine takes grids larger than memory)");
+}
+
 Status mpi_create(const std::string& dir, const CreateOptions& options, const std::string& procs,
                   bool as_json) {
 #ifdef DEEPGRID_MPI
+  if (!options.fields.empty()) return fields_not_distributed();
   DG_ASSIGN_OR_RETURN(const std::optional<ProcessGrid> grid, procs_option(procs));
   DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::create_distributed(dir, options, grid));
   if (!prints()) return Status::Ok();
@@ -182,6 +190,10 @@ Status mpi_import(const std::string& npy_path, const std::string& dir,
 Status mpi_run(const std::string& dir, RunOptions options, const std::string& procs,
                bool measure_machine, bool remeasure, bool as_json) {
 #ifdef DEEPGRID_MPI
+  if (options.scheme.component_count() == 0) {
+    return invalid_argument("give the stencil with --stencil (e.g. 7pt)");
+  }
+  if (!options.scheme.is_stencil()) return fields_not_distributed();
   DG_ASSIGN_OR_RETURN(const std::optional<ProcessGrid> grid, procs_option(procs));
   if (measure_machine) {  // rank 0 first: the others then read its cache (same disks)
     DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::load_distributed(dir));
@@ -189,7 +201,7 @@ Status mpi_run(const std::string& dir, RunOptions options, const std::string& pr
     for (int turn = 0; turn < 2; ++turn) {
       if ((mpi::rank() == 0) == (turn == 0)) {  // a part on this rank's disks, or near them
         auto part = open_part(m, mpi::rank() % m.ranks(), Grid::Mode::kReadOnly);
-        profile = part.ok() ? machine_profile(*part, options.stencil, options.threads, remeasure,
+        profile = part.ok() ? machine_profile(*part, options.scheme, options.threads, remeasure,
                                               options.mem_budget)
                             : Result<MachineProfile>(part.status());
       }

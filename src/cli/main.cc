@@ -108,6 +108,29 @@ json manifest_json(const Grid& g) {
   return j;
 }
 
+// ", fields u, u@1, m (scheme wave8)" for a grid of several fields; empty for one field.
+std::string fields_text(const Manifest& m) {
+  if (m.fields.empty()) return "";
+  std::string s = ", fields ";
+  for (size_t i = 0; i < m.fields.size(); ++i) s += (i ? ", " : "") + m.fields[i];
+  if (!m.scheme.empty()) {
+    if (auto sc = Scheme::from_record(m.scheme); sc.ok()) s += " (scheme " + sc->name() + ")";
+  }
+  return s;
+}
+
+// The component --field names; the first (a grid's current state) when none is named.
+int field_index(const Manifest& m, const std::string& field) {
+  if (field.empty()) return 0;
+  const int c = m.component_index(field);
+  if (c < 0) {
+    std::string names = m.fields.empty() ? "u (a grid of one field)" : "";
+    for (size_t i = 0; i < m.fields.size(); ++i) names += (i ? ", " : "") + m.fields[i];
+    check(invalid_argument("the grid has no field '" + field + "'; its fields are " + names));
+  }
+  return c;
+}
+
 void print_info(const Grid& g) {
   const Manifest& m = g.manifest();
   int64_t total = 0;
@@ -116,8 +139,11 @@ void print_info(const Grid& g) {
   std::printf("shape       %s (numpy shape (%lld, %lld, %lld)), %s\n", m.shape.to_string().c_str(),
               static_cast<long long>(m.shape.nz), static_cast<long long>(m.shape.ny),
               static_cast<long long>(m.shape.nx), std::string(dtype_name(m.dtype)).c_str());
-  std::printf("values      %lld (%s)\n", static_cast<long long>(m.shape.points()),
-              format_size(static_cast<uint64_t>(m.shape.points()) * dtype_size(m.dtype)).c_str());
+  std::printf(
+      "values      %lld (%s)\n", static_cast<long long>(m.shape.points() * m.components()),
+      format_size(static_cast<uint64_t>(m.shape.points() * m.components()) * dtype_size(m.dtype))
+          .c_str());
+  if (!m.fields.empty()) std::printf("fields      %s\n", fields_text(m).substr(9).c_str());
   std::printf("time step   %lld\n", static_cast<long long>(m.step));
   std::printf("state       %s\n", grid_state(g).c_str());
   std::printf(
@@ -140,7 +166,7 @@ void print_info(const Grid& g) {
 }
 
 struct CreateArgs {
-  std::string dir, shape, dtype = "f32", init = "zero", stores, procs;
+  std::string dir, shape, dtype = "f32", init = "zero", stores, scheme, procs;
   int64_t spare_planes = -1;
   bool json = false;
 };
@@ -150,6 +176,11 @@ int cmd_create(const CreateArgs& a) {
   opt.shape = get(parse_shape(a.shape));
   opt.dtype = get(parse_dtype(a.dtype));
   opt.init = get(parse_init(a.init));
+  if (!a.scheme.empty()) {  // a grid of the scheme's fields; it runs without --stencil
+    const Scheme scheme = get(Scheme::resolve(a.scheme));
+    opt.fields = initial_fields(scheme, opt.init);
+    if (!scheme.is_stencil()) opt.scheme = scheme.to_json();
+  }
   opt.stores = split_csv(a.stores);
   if (a.spare_planes < -1) check(invalid_argument("--spare-planes must be >= 0"));
   opt.spare_planes = a.spare_planes;
@@ -162,10 +193,10 @@ int cmd_create(const CreateArgs& a) {
   if (a.json) {
     std::printf("%s\n", manifest_json(g).dump().c_str());
   } else {
-    std::printf("created %s: %s %s, init %s, %zu file%s%s\n", a.dir.c_str(),
+    std::printf("created %s: %s %s%s, init %s, %zu file%s%s\n", a.dir.c_str(),
                 opt.shape.to_string().c_str(), std::string(dtype_name(opt.dtype)).c_str(),
-                opt.init.to_string().c_str(), g.manifest().layout.files.size(),
-                g.manifest().layout.files.size() == 1 ? "" : "s",
+                fields_text(g.manifest()).c_str(), opt.init.to_string().c_str(),
+                g.manifest().layout.files.size(), g.manifest().layout.files.size() == 1 ? "" : "s",
                 g.direct_io() ? "" : " (no O_DIRECT on this filesystem: buffered I/O)");
   }
   return 0;
@@ -219,13 +250,20 @@ bool needs_machine(const RunArgs& a, const RunOptions& opt) {
 }
 MachineProfile machine_for(const RunArgs& a, const Grid& g, const RunOptions& opt) {
   if (!needs_machine(a, opt)) return {};
-  return get(machine_profile(g, opt.stencil, opt.threads, a.remeasure, opt.mem_budget));
+  return get(machine_profile(g, opt.scheme, opt.threads, a.remeasure, opt.mem_budget));
 }
 
 RunOptions run_options(const RunArgs& a) {
   RunOptions opt;
-  opt.stencil = get(Stencil::resolve(a.stencil));
-  if (!a.coeffs.empty()) opt.stencil = get(opt.stencil.with_coefficients(a.coeffs));
+  if (!a.stencil.empty()) opt.scheme = get(Scheme::resolve(a.stencil));  // else the grid's own
+  if (!a.coeffs.empty()) {
+    if (!opt.scheme.is_stencil()) {
+      check(
+          invalid_argument("--coeffs changes a stencil's coefficients; a scheme's are written "
+                           "in its JSON file"));
+    }
+    opt.scheme = get(opt.scheme.stencil().with_coefficients(a.coeffs));
+  }
   opt.steps = a.steps;
   opt.boundary = get(parse_boundary(a.boundary));
   opt.method = get(parse_method(a.method));
@@ -241,16 +279,10 @@ RunOptions run_options(const RunArgs& a) {
 }
 
 int cmd_run(RunArgs a) {
-  if (!a.resume) {
-    if (a.stencil.empty())
-      check(invalid_argument("--stencil is required; see 'deepgrid run --help'"));
-    if (a.steps < 0) {
-      check(
-          invalid_argument("give the number of steps with --steps N, or --resume to finish an "
-                           "interrupted run"));
-    }
-  } else if (a.stencil.empty()) {
-    a.stencil = "7pt";  // a placeholder: the unfinished run's own stencil replaces it
+  if (!a.resume && a.steps < 0) {
+    check(
+        invalid_argument("give the number of steps with --steps N, or --resume to finish an "
+                         "interrupted run"));
   }
   RunOptions opt = run_options(a);
   if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
@@ -263,8 +295,14 @@ int cmd_run(RunArgs a) {
   check(refuse_distributed(a.dir, "run"));
   {  // checked and measured before anything runs; released for run_grid, which writes
     const Grid g = get(Grid::open(a.dir));
-    if (!a.resume) check(check_run(g.manifest(), opt));
-    opt.machine = machine_for(a, g, opt);
+    RunOptions planned = opt;  // resuming: the unfinished run's scheme
+    if (!a.resume) {
+      check(check_run(g.manifest(), opt));
+      opt.scheme = planned.scheme = get(scheme_for(g.manifest(), opt.scheme));
+    } else if (const auto r = unfinished_run(g)) {
+      planned.scheme = get(Scheme::from_record(r->stencil));
+    }
+    if (planned.scheme.component_count() > 0) opt.machine = machine_for(a, g, planned);
   }
   install_interrupt_handler();
   opt.progress = terminal_progress("run");
@@ -286,12 +324,13 @@ int cmd_run(RunArgs a) {
 }
 
 int cmd_plan(const RunArgs& a) {
-  const RunOptions opt = run_options(a);
+  RunOptions opt = run_options(a);
   check(refuse_distributed(a.dir, "plan"));
   Grid g = get(Grid::open(a.dir));
   check(check_run(g.manifest(), opt));
+  opt.scheme = get(scheme_for(g.manifest(), opt.scheme));
   const MachineProfile machine =
-      get(machine_profile(g, opt.stencil, opt.threads, a.remeasure, opt.mem_budget));
+      get(machine_profile(g, opt.scheme, opt.threads, a.remeasure, opt.mem_budget));
   const RunPlan plan = get(plan_run(g, opt, machine));
   if (a.json) {
     json j = json::parse(plan.to_json());
@@ -325,7 +364,7 @@ int cmd_info(const std::string& dir, bool as_json) {
   return 0;
 }
 
-int cmd_checksum(const std::string& dir, bool as_json, bool verify) {
+int cmd_checksum(const std::string& dir, bool as_json, bool verify, const std::string& field) {
   GridSummary s;
   int64_t step = 0;
   if (in_mpi_job() || is_distributed_grid(dir)) {
@@ -333,7 +372,7 @@ int cmd_checksum(const std::string& dir, bool as_json, bool verify) {
     if (!prints()) return 0;
   } else {
     Grid g = open_to_read(dir, verify);
-    s = get(summarize(g));
+    s = get(summarize(g, field.empty() ? -1 : field_index(g.manifest(), field)));
     step = g.manifest().step;
   }
   if (as_json) {
@@ -397,10 +436,13 @@ int cmd_fsck(const std::string& dir, bool as_json) {
   return r.damage_found() ? kExitDamaged : 0;
 }
 
-int cmd_plot(const std::string& dir, const std::string& slice, const std::string& out) {
+int cmd_plot(const std::string& dir, const std::string& slice, const std::string& out,
+             const std::string& field) {
   check(refuse_distributed(dir, "plot"));
   Grid g = get(Grid::open(dir));
-  SliceImageInfo info = get(write_slice_png(g, get(parse_slice(slice)), out));
+  SliceSpec spec = get(parse_slice(slice));
+  spec.component = field_index(g.manifest(), field);
+  SliceImageInfo info = get(write_slice_png(g, spec, out));
   std::printf("wrote %s: slice %s, %lldx%lld pixels, colours from %.6g (dark) to %.6g (bright)\n",
               out.c_str(), slice.c_str(), static_cast<long long>(info.width),
               static_cast<long long>(info.height), info.min, info.max);
@@ -438,7 +480,7 @@ void plot_sweep(const BenchArgs& a, const MethodsBenchOptions& o,
   LinePlot plot;
   char ratio[64];
   std::snprintf(ratio, sizeof ratio, ", --mem = grid / %g", o.mem_ratio);
-  plot.title = o.stencil.name() + " " + o.shape.to_string() + " " +
+  plot.title = o.scheme.name() + " " + o.shape.to_string() + " " +
                std::string(dtype_name(o.dtype)) + ", " + std::to_string(o.steps) + " steps" +
                (by_bt ? ratio : "");
   plot.x_label = by_bt ? "bt (time steps per pass)" : "memory ratio (grid / --mem)";
@@ -460,7 +502,7 @@ int cmd_bench_methods(const BenchArgs& a) {
   o.dir = a.dir;
   o.shape = get(parse_shape(a.shape));
   o.dtype = get(parse_dtype(a.dtype));
-  o.stencil = get(Stencil::resolve(a.stencil));
+  o.scheme = get(Scheme::resolve(a.stencil));
   o.steps = a.steps;
   if (o.steps < 1) check(invalid_argument("--steps must be >= 1"));
   if (!(a.mem_ratio > 0)) check(invalid_argument("--mem-ratio must be > 0, e.g. 16"));
@@ -488,7 +530,7 @@ int cmd_bench_methods(const BenchArgs& a) {
       "disk_busy,peak_memory_bytes\n";
   if (!a.json) {
     std::printf("%s %s %s, %lld steps, %d threads; out-of-core budget = grid / ratio\n",
-                o.stencil.name().c_str(), o.shape.to_string().c_str(),
+                o.scheme.name().c_str(), o.shape.to_string().c_str(),
                 std::string(dtype_name(o.dtype)).c_str(), static_cast<long long>(o.steps),
                 rows.empty() ? 0 : rows.front().report.threads);
     std::printf("%-7s %4s %6s %9s %8s %9s %7s %8s %9s %7s %9s %7s %7s %9s %10s\n", "method", "bt",
@@ -559,7 +601,7 @@ int cmd_bench_methods(const BenchArgs& a) {
 int cmd_bench(const BenchArgs& a) {
   if (!a.methods.empty()) return cmd_bench_methods(a);
   const Shape shape = get(parse_shape(a.shape));
-  const Stencil stencil = get(Stencil::resolve(a.stencil));
+  const Scheme stencil = get(Scheme::resolve(a.stencil));
   const DType dtype = get(parse_dtype(a.dtype));
   if (a.steps < 1) check(invalid_argument("--steps must be >= 1"));
   if (a.threads < 0) check(invalid_argument("--threads must be >= 1 (or 0 for all cores)"));
@@ -609,6 +651,12 @@ std::string presets_help() {
   return s;
 }
 
+std::string schemes_help() {
+  std::string s;
+  for (const auto& n : scheme_preset_names()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
 int run_cli(int argc, char** argv) {
   CLI::App app{
       "deepgrid: advance stencil computations (heat diffusion, waves, ...) on 3D grids stored on "
@@ -623,8 +671,15 @@ int run_cli(int argc, char** argv) {
   create->add_option("--shape", ca.shape, "Extents NXxNYxNZ (x fastest), or NXxNY for 2D")
       ->required();
   create->add_option("--dtype", ca.dtype, "f32 or f64")->capture_default_str();
-  create->add_option("--init", ca.init, "zero | const:V | random:SEED | gaussian | sine")
+  create
+      ->add_option("--init", ca.init,
+                   "zero | const:V | random:SEED | gaussian | sine (with --scheme: of every "
+                   "state field; coefficient fields get the scheme's value)")
       ->capture_default_str();
+  create->add_option("--scheme", ca.scheme,
+                     "Make a grid of a scheme's fields (" + schemes_help() +
+                         " or a JSON file, docs/schemes.md); 'deepgrid run' then runs it without "
+                         "--stencil. Fill a field with 'deepgrid import IN.npy DIR --field NAME'");
   create->add_option("--store", ca.stores,
                      "Comma-separated data directories (e.g. one per SSD); chunks of planes are "
                      "striped round-robin over them. Default: the grid directory");
@@ -647,10 +702,10 @@ int run_cli(int argc, char** argv) {
   RunArgs ra;
   auto* run = app.add_subcommand("run", "Advance a grid by N time steps");
   run->add_option("DIR", ra.dir, "Grid directory")->required();
-  run->add_option("--stencil", ra.stencil,
-                  "Preset (" + presets_help() +
-                      ") or a JSON file {\"points\": [[dx, dy, dz, c], ...]}; "
-                      "required unless --resume");
+  run->add_option("--stencil,--scheme", ra.stencil,
+                  "Stencil preset (" + presets_help() + "), scheme preset (" + schemes_help() +
+                      ") or a JSON file (a stencil {\"points\": [[dx, dy, dz, c], ...]} or a "
+                      "scheme, docs/schemes.md); default: the grid's own scheme");
   run->add_option("--coeffs", ra.coeffs,
                   "Override coefficients: one per point in (dz, dy, dx) order, or one per "
                   "distance shell, centre first (7pt: --coeffs 0.4,0.1)");
@@ -690,7 +745,8 @@ int run_cli(int argc, char** argv) {
   auto* plan = app.add_subcommand(
       "plan", "Show how a run would go: method, bt, buffers, memory and predicted time");
   plan->add_option("DIR", pa.dir, "Grid directory")->required();
-  plan->add_option("--stencil", pa.stencil, "Preset or JSON file")->required();
+  plan->add_option("--stencil,--scheme", pa.stencil,
+                   "Preset or JSON file, as for run (default: the grid's own scheme)");
   plan->add_option("--coeffs", pa.coeffs, "Coefficient override, as for run");
   plan->add_option("--steps", pa.steps, "Number of time steps")->required();
   plan->add_option("--method", pa.method, "auto | incore | stream | naive | mmap | tiled")
@@ -713,6 +769,10 @@ int run_cli(int argc, char** argv) {
   checksum->add_flag("--json", ck_json, "Print as one JSON object");
   bool ck_verify = false;
   checksum->add_flag("--verify", ck_verify, "Check every plane against its recorded checksum");
+  std::string ck_field;
+  checksum->add_option("--field", ck_field,
+                       "Only this field of a grid of several (default: all of them, each "
+                       "plane's fields in order)");
 
   std::string fsck_dir;
   bool fsck_json = false;
@@ -721,8 +781,9 @@ int run_cli(int argc, char** argv) {
   fsck->add_option("DIR", fsck_dir, "Grid directory")->required();
   fsck->add_flag("--json", fsck_json, "Print as one JSON object");
 
-  std::string im_in, im_dir, im_stores, im_procs;
-  auto* import = app.add_subcommand("import", "Create a grid from a .npy file (streamed)");
+  std::string im_in, im_dir, im_stores, im_field, im_procs;
+  auto* import = app.add_subcommand(
+      "import", "Create a grid from a .npy file, or fill one field of a grid (streamed)");
   import->add_option("IN", im_in, "Input .npy: float32/float64, shape (nz, ny, nx) or (ny, nx)")
       ->required();
   import->add_option("DIR", im_dir, "New grid directory")->required();
@@ -731,6 +792,9 @@ int run_cli(int argc, char** argv) {
       "--procs", im_procs,
       "Process grid PXxPYxPZ (product: the number of ranks) to split the grid over under "
       "mpirun, e.g. 2x2x1 (default: chosen from the grid's shape)");
+  import->add_option("--field", im_field,
+                     "Fill this field of the existing grid DIR (e.g. a velocity model made with "
+                     "'create --scheme'); the array must have the grid's shape and dtype");
 
   std::string ex_dir, ex_out;
   auto* exp = app.add_subcommand("export", "Write a grid to a .npy file (streamed)");
@@ -738,6 +802,9 @@ int run_cli(int argc, char** argv) {
   exp->add_option("OUT", ex_out, "Output .npy, shape (nz, ny, nx)")->required();
   bool ex_verify = false;
   exp->add_flag("--verify", ex_verify, "Check every plane against its recorded checksum");
+  std::string ex_field;
+  exp->add_option("--field", ex_field,
+                  "The field to write, of a grid of several (default: the first, the state)");
 
   std::string pl_dir, pl_slice = "z=mid", pl_out;
   auto* plot = app.add_subcommand("plot", "Draw a slice of a grid as a PNG with a colour bar");
@@ -745,6 +812,8 @@ int run_cli(int argc, char** argv) {
   plot->add_option("--slice", pl_slice, "AXIS=INDEX held fixed: z=mid, z=10, y=0, x=mid")
       ->capture_default_str();
   plot->add_option("-o,--output", pl_out, "Output PNG file")->required();
+  std::string pl_field;
+  plot->add_option("--field", pl_field, "The field to draw (default: the first, the state)");
 
   BenchArgs ba;
   auto* bench =
@@ -798,9 +867,19 @@ int run_cli(int argc, char** argv) {
   if (*info) return cmd_info(info_dir, info_json);
   if (*run) return cmd_run(ra);
   if (*plan) return cmd_plan(pa);
-  if (*checksum) return cmd_checksum(ck_dir, ck_json, ck_verify);
+  if (*checksum) return cmd_checksum(ck_dir, ck_json, ck_verify, ck_field);
   if (*fsck) return cmd_fsck(fsck_dir, fsck_json);
   if (*import) {
+    if (!im_field.empty()) {
+      check(refuse_under_mpi("import --field"));
+      check(refuse_distributed(im_dir, "import --field"));
+      Grid g = get(Grid::open(im_dir, Grid::Mode::kReadWrite));
+      const int c = field_index(g.manifest(), im_field);
+      check(import_npy_field(im_in, g, c));
+      std::printf("imported %s into field %s of %s\n", im_in.c_str(), im_field.c_str(),
+                  im_dir.c_str());
+      return 0;
+    }
     if (in_mpi_job()) {
       check(mpi_import(im_in, im_dir, split_csv(im_stores), im_procs));
       return 0;
@@ -816,12 +895,13 @@ int run_cli(int argc, char** argv) {
       check(distributed_export(ex_dir, ex_out, ex_verify));
       if (!prints()) return 0;
     } else {
-      check(export_npy(open_to_read(ex_dir, ex_verify), ex_out));
+      const Grid g = open_to_read(ex_dir, ex_verify);
+      check(export_npy(g, ex_out, field_index(g.manifest(), ex_field)));
     }
     std::printf("exported %s to %s\n", ex_dir.c_str(), ex_out.c_str());
     return 0;
   }
-  if (*plot) return cmd_plot(pl_dir, pl_slice, pl_out);
+  if (*plot) return cmd_plot(pl_dir, pl_slice, pl_out, pl_field);
   if (*bench) return cmd_bench(ba);
   return 2;
 }

@@ -5,6 +5,8 @@
 // level k (0..L) covers the frame shrunk by k * r, so level L is exactly the tile. The caller
 // supplies level 0 (planes whose frame cells hold the grid's values or, outside the grid, the
 // boundary rule's) and where level L goes. Levels 1..L-1 live in rings of 2 rz + 1 planes.
+// A plane holds the scheme's components one after another (scheme_kernel.h): component c of a
+// level-0 plane at level0(z) + c * level0_field, of an output plane at output(z) + c * out_field.
 //
 // Step i computes plane i - k rz of every level k from the 2 rz + 1 planes of level k - 1, so
 // it needs level-0 planes up to i and completes output plane i - L rz. Beyond z's ends a level
@@ -25,27 +27,30 @@
 #include <limits>
 
 #include "deepgrid/boundary.h"
-#include "deepgrid/stencil_kernel.h"
+#include "deepgrid/scheme_kernel.h"
 #include "internal/aligned_buffer.h"
 
 namespace deepgrid::internal {
 
 // Bytes of a WavefrontWorkspace with these dimensions.
 inline int64_t wavefront_workspace_bytes(int levels, int rz, int64_t frame_w, int64_t frame_h,
-                                         size_t value_bytes) {
+                                         size_t value_bytes, int components = 1) {
   return (int64_t{levels - 1} * (2 * rz + 1) + 1) * ((frame_w + 15) / 16 * 16) * frame_h *
-         static_cast<int64_t>(value_bytes);
+         static_cast<int64_t>(value_bytes) * components;
 }
 
-// Per-thread storage of a wavefront: rings for levels 1..L-1 and one constant plane.
+// Per-thread storage of a wavefront: rings for levels 1..L-1 and one constant plane, each plane
+// of `components` components `field_stride()` apart.
 template <typename T>
 class WavefrontWorkspace {
  public:
   // `outside`: the value of the constant plane (dirichlet beyond z's ends).
-  WavefrontWorkspace(int levels, int rz, int64_t frame_w, int64_t frame_h, T outside)
+  WavefrontWorkspace(int levels, int rz, int64_t frame_w, int64_t frame_h, T outside,
+                     int components = 1)
       : slots_(2 * rz + 1),
         stride_((frame_w + 15) / 16 * 16),
-        plane_((stride_ * frame_h + 15) / 16 * 16),
+        field_((stride_ * frame_h + 15) / 16 * 16),
+        plane_(field_ * components),
         levels_(levels),
         buffer_(static_cast<size_t>(plane_ * ((levels - 1) * slots_ + 1)) * sizeof(T), 64) {
     if (ok()) std::fill(constant_plane(), constant_plane() + plane_, outside);
@@ -53,6 +58,7 @@ class WavefrontWorkspace {
 
   bool ok() const { return buffer_.ok(); }
   ptrdiff_t stride() const { return stride_; }
+  ptrdiff_t field_stride() const { return field_; }
   T* ring(int level, int64_t z) const {  // level in [1, L)
     const int64_t slot = ((z % slots_) + slots_) % slots_;
     return buffer_.data<T>() + ((level - 1) * slots_ + slot) * plane_;
@@ -62,6 +68,7 @@ class WavefrontWorkspace {
  private:
   int64_t slots_;
   ptrdiff_t stride_;
+  int64_t field_;
   int64_t plane_;
   int levels_;
   AlignedBuffer buffer_;
@@ -74,15 +81,19 @@ struct WavefrontFrame {
 template <typename T>
 class Wavefront {
  public:
-  // Level-0 plane z: pointer to frame-local (0, 0), rows `level0_stride` apart.
+  // Level-0 plane z: pointer to frame-local (0, 0), rows `stride` apart, components `field`.
   using Level0Fn = std::function<const T*(int64_t z)>;
-  // Where output plane z goes: pointer to the tile's (X0, Y0), rows `out_stride` apart.
+  // Where output plane z goes: pointer to the tile's (X0, Y0), rows `stride` apart, components
+  // `field` apart.
   using OutputFn = std::function<T*(int64_t z)>;
+  struct PlaneStrides {
+    ptrdiff_t stride = 0, field = 0;
+  };
 
-  Wavefront(const StencilKernel<T>& kernel, const Boundary& b, const Shape& shape, int levels,
+  Wavefront(const SchemeKernel<T>& kernel, const Boundary& b, const Shape& shape, int levels,
             const WavefrontFrame& tile, const WavefrontWorkspace<T>& ws, Level0Fn level0,
-            ptrdiff_t level0_stride, OutputFn output, ptrdiff_t out_stride, int64_t z_extension = 0,
-            int64_t output_from = kFromStart)
+            PlaneStrides level0_strides, OutputFn output, PlaneStrides out_strides,
+            int64_t z_extension = 0, int64_t output_from = kFromStart)
       : k_(kernel),
         b_(b),
         s_(shape),
@@ -91,10 +102,10 @@ class Wavefront {
         from_(output_from),
         tile_(tile),
         ws_(ws),
-        level0_(std::move(level0)),
-        level0_stride_(level0_stride),
+        level0_fn_(std::move(level0)),
+        level0_(level0_strides),
         output_(std::move(output)),
-        out_stride_(out_stride),
+        out_(out_strides),
         rx_(kernel.rx()),
         ry_(kernel.ry()),
         rz_(kernel.rz()),
@@ -142,7 +153,7 @@ class Wavefront {
   }
 
   const T* level_plane(int k, int64_t z) const {
-    if (k == 0) return level0_(z);
+    if (k == 0) return level0_fn_(z);
     if (z >= z_begin(k) && z < z_end(k)) return ws_.ring(k, z);
     if (b_.kind == Boundary::Kind::kDirichlet) return ws_.constant_plane();
     return ws_.ring(k, z < 0 ? 0 : s_.nz - 1);  // neumann: the edge plane
@@ -151,7 +162,7 @@ class Wavefront {
   void compute(int k, int64_t z, int part, int parts) const {
     const T* in[2 * kMaxStencilRadius + 1];
     for (int dz = -rz_; dz <= rz_; ++dz) in[rz_ + dz] = level_plane(k - 1, z + dz);
-    const ptrdiff_t in_stride = k == 1 ? level0_stride_ : ws_.stride();
+    const PlaneStrides in_s = k == 1 ? level0_ : PlaneStrides{ws_.stride(), ws_.field_stride()};
     const Rect r = region(k);
     // Cells computed: all of the region when periodic, else its part inside the grid.
     Rect c = r;
@@ -166,18 +177,20 @@ class Wavefront {
     const int64_t n = rows < parts ? 1 : parts, p = rows < parts ? 0 : part;
     const Rect mine{c.x0, c.x1, c.y0 + rows * p / n, c.y0 + rows * (p + 1) / n};
     T* out;
-    ptrdiff_t stride;
+    PlaneStrides out_s;
     if (k == L_) {
-      stride = out_stride_;
-      out = output_(z) + (mine.y0 - r.y0) * stride;
+      out_s = out_;
+      out = output_(z) + (mine.y0 - r.y0) * out_s.stride;
     } else {
-      stride = ws_.stride();
-      out = ws_.ring(k, z) + mine.y0 * stride + mine.x0;
+      out_s = {ws_.stride(), ws_.field_stride()};
+      out = ws_.ring(k, z) + mine.y0 * out_s.stride + mine.x0;
     }
-    if (!mine.empty()) k_.apply(in, in_stride, out, stride, mine);
+    if (!mine.empty()) k_.apply(in, in_s.stride, in_s.field, out, out_s.stride, out_s.field, mine);
     const bool outside = c.x0 != r.x0 || c.x1 != r.x1 || c.y0 != r.y0 || c.y1 != r.y1;
     if (k < L_ && outside) {
-      impose_boundary(ws_.ring(k, z), r, c, mine, p == 0, p == n - 1);
+      for (int f = 0; f < k_.components(); ++f) {
+        impose_boundary(ws_.ring(k, z) + f * ws_.field_stride(), r, c, mine, p == 0, p == n - 1);
+      }
     }
   }
 
@@ -203,7 +216,7 @@ class Wavefront {
     if (last) fill_rows(c.y1, r.y1, c.y1 - 1);
   }
 
-  const StencilKernel<T>& k_;
+  const SchemeKernel<T>& k_;
   const Boundary& b_;
   const Shape s_;
   const int L_;
@@ -211,10 +224,10 @@ class Wavefront {
   const int64_t from_;
   const WavefrontFrame tile_;
   const WavefrontWorkspace<T>& ws_;
-  const Level0Fn level0_;
-  const ptrdiff_t level0_stride_;
+  const Level0Fn level0_fn_;
+  const PlaneStrides level0_;
   const OutputFn output_;
-  const ptrdiff_t out_stride_;
+  const PlaneStrides out_;
   const int rx_, ry_, rz_;
   const int64_t ox_, oy_, w_, h_;
   const bool periodic_;

@@ -403,8 +403,8 @@ std::vector<std::string> describe_parts(const DistributedManifest& m) {
 namespace {
 
 // Reach of the stencil along each axis (x, y, z).
-std::array<int64_t, 3> radii(const Stencil& stencil) {
-  return {stencil.radius_x(), stencil.radius_y(), stencil.radius_z()};
+std::array<int64_t, 3> radii(const Scheme& scheme) {
+  return {scheme.radius_x(), scheme.radius_y(), scheme.radius_z()};
 }
 
 // Steps between halo exchanges when --bt is not given: the halo (k * r points each side) stays
@@ -413,7 +413,7 @@ std::array<int64_t, 3> radii(const Stencil& stencil) {
 // (as the stream engine's sweeps).
 int exchange_depth(const DistributedManifest& m, const RunOptions& opt) {
   if (opt.bt > 0) return opt.bt;
-  const std::array<int64_t, 3> r = radii(opt.stencil);
+  const std::array<int64_t, 3> r = radii(opt.scheme);
   const bool any_split = m.procs.ranks() > 1;
   int64_t depth = 64;
   bool reaches = false;
@@ -682,7 +682,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   DG_RETURN_IF_ERROR(check_run(global, opt));
   const bool periodic = opt.boundary.kind == Boundary::Kind::kPeriodic;
   const int k = exchange_depth(m, opt);
-  std::array<int64_t, 3> halo = radii(opt.stencil);
+  std::array<int64_t, 3> halo = radii(opt.scheme);
   for (int64_t& h : halo) h *= k;
   DG_RETURN_IF_ERROR(fit_halos(dir, &m, halo, periodic));
   const PartInfo& info = m.parts[static_cast<size_t>(rank())];
@@ -741,7 +741,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
 
   m.step = t.step_to;
   m.history.push_back({utc_now(), "run",
-                       json{{"stencil", json::parse(opt.stencil.to_json())},
+                       json{{"stencil", json::parse(opt.scheme.to_json())},
                             {"boundary", t.boundary},
                             {"ranks", size()},
                             {"process_grid", m.procs.to_string()},

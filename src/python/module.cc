@@ -203,7 +203,7 @@ struct RunArgs {
 
 std::string run(const std::string& path, const RunArgs& a, nb::object progress) {
   RunOptions o;
-  o.stencil = get(Stencil::from_json(a.stencil_json));
+  o.scheme = get(Scheme::from_record(a.stencil_json));
   o.steps = a.steps;
   o.boundary = get(parse_boundary(a.boundary));
   o.method = get(parse_method(a.method));

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   co.init = deepgrid::parse_init("const:1").value();
   if (!deepgrid::Grid::create(dir, co).ok()) return 1;
   deepgrid::RunOptions opt;
-  opt.stencil = deepgrid::Stencil::preset("5pt").value();  // centre 1/2, neighbours 1/8
+  opt.scheme = deepgrid::Stencil::preset("5pt").value();  // centre 1/2, neighbours 1/8
   opt.steps = 1;
   auto report = deepgrid::run_grid(dir, opt);
   if (!report.ok()) {

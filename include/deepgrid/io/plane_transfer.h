@@ -37,6 +37,18 @@ inline PlaneSource planes_of(const Grid& grid) {
   };
 }
 
+// The planes of one component of a grid of several fields: `source`'s planes from the
+// component's first value on (component c starts c * nx * ny values into a plane).
+inline PlaneSource component_of(PlaneSource source, const Manifest& m, int component) {
+  const int64_t offset =
+      component * m.shape.plane_points() * static_cast<int64_t>(dtype_size(m.dtype));
+  return [source = std::move(source), offset](const PlaneConsumer& consume) {
+    return source([&](int64_t z, const void* values) {
+      return consume(z, static_cast<const std::byte*>(values) + offset);
+    });
+  };
+}
+
 // Bytes of buffers the transfers above hold.
 inline int64_t plane_transfer_bytes(const Manifest& m, unsigned depth = kPlanesInFlight) {
   return static_cast<int64_t>(depth) * m.layout.plane_stride;

@@ -1,0 +1,60 @@
+// Applies a scheme to a rectangle of one plane of every component: the kernel every engine
+// calls (a plain stencil's scheme goes straight to its StencilKernel).
+//
+// Planes hold the scheme's components one after another: component c of the input plane at
+// offset dz starts at in[rz + dz] + c * in_field, rows in_stride apart, with ghost cells as
+// StencilKernel needs them; output component c starts at out + c * out_field. Results follow
+// scheme.h's evaluation order exactly, whatever the rectangle.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "deepgrid/scheme.h"
+#include "deepgrid/stencil_kernel.h"
+
+namespace deepgrid {
+
+template <typename T>
+class SchemeKernel {
+ public:
+  explicit SchemeKernel(const Scheme& scheme);
+
+  // Computes every point (x, y) of `rect` of every component, writing it to
+  // out[c * out_field + (y - rect.y0) * out_stride + (x - rect.x0)]. `out` must not overlap
+  // any input plane.
+  void apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
+             ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect) const;
+
+  int rx() const { return rx_; }
+  int ry() const { return ry_; }
+  int rz() const { return rz_; }
+  int components() const { return components_; }
+
+ private:
+  struct Term {
+    T c;
+    bool identity;  // c == 1 and no factors: the term is its stencil's value
+    std::vector<int> factors;
+    int component;
+    StencilKernel<T> kernel;
+  };
+  struct Update {
+    int component;
+    std::vector<Term> terms;
+  };
+
+  void apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
+                 ptrdiff_t out_field, int64_t y, int64_t x0, int64_t x1) const;
+
+  std::optional<StencilKernel<T>> stencil_;  // a plain stencil's scheme
+  std::vector<Update> updates_;
+  std::vector<std::pair<int, int>> carried_;
+  int rx_ = 0, ry_ = 0, rz_ = 0, components_ = 1;
+};
+
+extern template class SchemeKernel<float>;
+extern template class SchemeKernel<double>;
+
+}  // namespace deepgrid
