@@ -102,6 +102,13 @@ Result<ExchangeStats> exchange_halos(Grid& part, const std::vector<BoxTransfer>&
   const auto t0 = std::chrono::steady_clock::now();
   const int me = rank(), n = size();
   const size_t value_bytes = dtype_size(part.dtype());
+  // A slice (at most a plane) must fit one message, whose size MPI counts in an int.
+  const bool plane_fits =
+      static_cast<uint64_t>(part.shape().plane_points()) * value_bytes <= INT_MAX;
+  DG_RETURN_IF_ERROR(agree(plane_fits
+                               ? Status::Ok()
+                               : unsupported("planes over 2 GiB cannot be exchanged yet; use a "
+                                             "smaller x-y extent or split x or y (--procs)")));
   // Every rank must cut the same rounds: the smallest budget any rank allows, and at most what
   // one MPI message of bytes can count.
   uint64_t budget = std::min<uint64_t>(buffer_bytes, INT_MAX);
