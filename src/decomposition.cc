@@ -131,6 +131,7 @@ HaloExtent needed_halo(const Block& block, const Shape& shape, const std::array<
   HaloExtent h;
   for (size_t a = 0; a < 3; ++a) {
     const int ax = static_cast<int>(a);
+    if (block[ax].lo == 0 && block[ax].hi == extent(shape, ax)) continue;  // not split: none
     h.below[a] = periodic ? halo[a] : std::min(halo[a], block[ax].lo);
     h.above[a] = periodic ? halo[a] : std::min(halo[a], extent(shape, ax) - block[ax].hi);
   }

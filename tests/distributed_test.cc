@@ -106,6 +106,11 @@ TEST(Decomposition, HalosClipAtEndsThatAreNotPeriodic) {
   const HaloExtent p = needed_halo(corner, s, {4, 3, 30}, true);
   EXPECT_EQ(p.below, (std::array<int64_t, 3>{4, 3, 30}));
   EXPECT_EQ(p.above, (std::array<int64_t, 3>{4, 3, 30}));
+  // An axis the block spans whole needs none, periodic or not: the part wraps onto itself.
+  const Block slab{{Span{0, 6}, Span{0, 8}, Span{5, 10}}};
+  const HaloExtent z_only = needed_halo(slab, s, {2, 2, 2}, true);
+  EXPECT_EQ(z_only.below, (std::array<int64_t, 3>{0, 0, 2}));
+  EXPECT_EQ(z_only.above, (std::array<int64_t, 3>{0, 0, 2}));
 }
 
 TEST(Decomposition, WiderHalosSufficeUnlessTheyPassAnEnd) {

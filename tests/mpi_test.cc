@@ -300,6 +300,9 @@ TEST(Distributed, BadStoreOnOneRankStopsEveryRankAndLeavesNothing) {
 // A re-layout that fails on one rank (a leftover of an interrupted one is in its way): the
 // other ranks' new parts are recorded, and once the leftover is gone the grid runs on exactly.
 TEST(Distributed, FailedRelayoutOnOneRankLeavesAUsableGrid) {
+  if (mpi::size() == 1) {
+    GTEST_SKIP() << "one rank: its part spans the grid and needs no halos, so nothing is laid out";
+  }
   SharedTempDir tmp;
   const std::string dir = tmp / "g";
   const Shape s{9, 6, 11};

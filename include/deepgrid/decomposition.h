@@ -72,7 +72,9 @@ struct HaloExtent {
 
 // The halo a rank needs to advance k steps alone when k * r_axis = `halo`[axis] points: that
 // many on each side, clipped at the grid's ends unless the grid is periodic (there the boundary
-// rule applies at the part's end, as in the global grid).
+// rule applies at the part's end, as in the global grid). None along an axis the block spans
+// whole: the part's engine applies the grid's own boundary rule there (periodic wrap included),
+// which is exact.
 HaloExtent needed_halo(const Block& block, const Shape& shape, const std::array<int64_t, 3>& halo,
                        bool periodic);
 
