@@ -66,12 +66,12 @@ void SchemeKernel<T>::apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff
         for (size_t j = 0; j < nf; ++j) v = v * f[j][i];
         return v;
       };
+      // No `omp simd`: the factor loop's trip count is not constant, so clang cannot always
+      // vectorise (a -Werror warning there); GCC vectorises these loops on its own.
       if (k == 0) {
-#pragma omp simd
         for (int64_t i = 0; i < width; ++i) o[i] = q(i) * o[i];
       } else {
         const T* __restrict sc = scratch.data();
-#pragma omp simd
         for (int64_t i = 0; i < width; ++i) o[i] = std::fma(q(i), sc[i], o[i]);
       }
     }
