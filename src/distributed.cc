@@ -107,23 +107,10 @@ Block PartInfo::to_local(const Block& global) const {
 std::string DistributedManifest::to_json() const {
   json parts_json = json::array();
   for (size_t r = 0; r < parts.size(); ++r) parts_json.push_back(part_to_json(r, parts[r]));
-  json hist = json::array();
-  for (const auto& h : history) {
-    json details = json::parse(h.details, nullptr, false);
-    if (details.is_discarded()) details = json::object();
-    hist.push_back({{"date", h.date}, {"command", h.command}, {"details", details}});
-  }
-  const json j = {
-      {"format", kFormatName},
-      {"version", version},
-      {"id", id},
-      {"shape", {{"nx", shape.nx}, {"ny", shape.ny}, {"nz", shape.nz}}},
-      {"dtype", dtype_name(dtype)},
-      {"byte_order", "little"},
-      {"step", step},
-      {"decomposition",
-       {{"process_grid", procs.p}, {"ranks", parts.size()}, {"parts", std::move(parts_json)}}},
-      {"history", std::move(hist)}};
+  json j = internal::grid_header_json(kFormatName, version, {id, shape, dtype, step});
+  j["decomposition"] = {
+      {"process_grid", procs.p}, {"ranks", parts.size()}, {"parts", std::move(parts_json)}};
+  j["history"] = internal::history_json(history);
   return j.dump(2) + "\n";
 }
 
@@ -162,10 +149,7 @@ Result<DistributedManifest> DistributedManifest::from_json(std::string_view text
     if (integer_at(d, "ranks") != static_cast<int64_t>(m.parts.size())) {
       return corrupt("manifest: the number of ranks differs from the parts listed");
     }
-    for (const auto& h : j.value("history", json::array())) {
-      m.history.push_back(
-          {h.value("date", ""), h.value("command", ""), h.value("details", json::object()).dump()});
-    }
+    m.history = internal::read_history(j);
   } catch (const std::exception& e) {
     return corrupt(std::string("manifest is missing a field or has a wrong type: ") + e.what());
   }

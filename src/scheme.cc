@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
+
+#include "internal/file_util.h"
 
 namespace deepgrid {
 namespace {
@@ -283,20 +283,18 @@ std::vector<FieldInit> initial_fields(const Scheme& scheme, const InitSpec& stat
 
 std::vector<std::string> scheme_preset_names() { return {"wave2", "wave4", "wave8", "heat-var"}; }
 
-Result<Scheme> Scheme::from_record(std::string_view json_text) {
+Result<Scheme> Scheme::from_record(std::string_view json_text, std::string name) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_object() && j.contains("points")) {
-    DG_ASSIGN_OR_RETURN(Stencil st, Stencil::from_json(json_text));
+    DG_ASSIGN_OR_RETURN(Stencil st, Stencil::from_json(json_text, std::move(name)));
     return Scheme(st);
   }
-  return from_json(json_text);
+  return from_json(json_text, std::move(name));
 }
 
 Result<Scheme> Scheme::resolve(std::string_view name_or_file) {
   const std::string s(name_or_file);
-  const bool looks_like_file =
-      s.find('/') != std::string::npos || (s.size() > 5 && s.substr(s.size() - 5) == ".json");
-  if (!looks_like_file) {
+  if (!names_json_file(s)) {
     if (auto st = Stencil::preset(s); st.ok()) return Scheme(*st);
     if (auto sc = preset(s); sc.ok()) return sc;
     std::string list;
@@ -305,20 +303,12 @@ Result<Scheme> Scheme::resolve(std::string_view name_or_file) {
     return invalid_argument("unknown stencil or scheme '" + s + "'; use one of " + list +
                             "or a JSON file");
   }
-  std::ifstream in(s);
-  if (!in) {
+  auto text = internal::read_small_file(s);
+  if (!text.ok()) {
     return invalid_argument("cannot read stencil or scheme file '" + s +
                             "'; give a preset name or an existing JSON file");
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  json j = json::parse(buf.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.contains("points")) {
-    auto st = Stencil::from_json(buf.str(), s);
-    if (!st.ok()) return st.status().with_context(s);
-    return Scheme(*st);
-  }
-  auto r = from_json(buf.str(), s);
+  auto r = from_record(*text, s);
   if (!r.ok()) return r.status().with_context(s);
   return r;
 }

@@ -88,6 +88,10 @@ Result<std::vector<double>> parse_csv_doubles(std::string_view csv) {
 
 }  // namespace
 
+bool names_json_file(std::string_view s) {
+  return s.find('/') != std::string_view::npos || (s.size() > 5 && s.ends_with(".json"));
+}
+
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const auto& d : preset_defs()) names.emplace_back(d.name);
@@ -163,9 +167,7 @@ Result<Stencil> Stencil::from_json(std::string_view json_text, std::string name)
 
 Result<Stencil> Stencil::resolve(std::string_view name_or_file) {
   std::string s(name_or_file);
-  bool looks_like_file =
-      s.find('/') != std::string::npos || (s.size() > 5 && s.substr(s.size() - 5) == ".json");
-  if (!looks_like_file) return preset(s);
+  if (!names_json_file(s)) return preset(s);
   std::ifstream in(s);
   if (!in) {
     return invalid_argument("cannot read stencil file '" + s +

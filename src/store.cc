@@ -94,29 +94,14 @@ int Manifest::component_index(std::string_view name) const {
 std::string Manifest::to_json() const {
   json files = json::array();
   for (const auto& f : layout.files) files.push_back({{"path", f.path}, {"bytes", f.bytes}});
-  json hist = json::array();
-  for (const auto& h : history) {
-    json details = json::parse(h.details, nullptr, false);
-    if (details.is_discarded()) details = json::object();
-    hist.push_back({{"date", h.date}, {"command", h.command}, {"details", details}});
-  }
-  json j = {
-      {"format", kFormatName},
-      {"version", version},
-      {"id", id},
-      {"shape", {{"nx", shape.nx}, {"ny", shape.ny}, {"nz", shape.nz}}},
-      {"dtype", dtype_name(dtype)},
-      {"byte_order", "little"},
-      {"step", step},
-      {"base", base},
-      {"layout",
-       {{"plane_bytes", layout.plane_bytes},
-        {"plane_stride", layout.plane_stride},
-        {"planes_per_chunk", layout.planes_per_chunk},
-        {"spare_planes", layout.spare_planes},
-        {"files", files}}},
-      {"history", hist},
-  };
+  json j = internal::grid_header_json(kFormatName, version, {id, shape, dtype, step});
+  j["base"] = base;
+  j["layout"] = {{"plane_bytes", layout.plane_bytes},
+                 {"plane_stride", layout.plane_stride},
+                 {"planes_per_chunk", layout.planes_per_chunk},
+                 {"spare_planes", layout.spare_planes},
+                 {"files", files}};
+  j["history"] = internal::history_json(history);
   if (!fields.empty()) j["fields"] = fields;
   if (!scheme.empty()) j["scheme"] = json::parse(scheme, nullptr, false);
   if (checksum_generation > 0) {
@@ -173,10 +158,7 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
       m.fields.push_back(f.get<std::string>());
     }
     if (const auto sc = j.find("scheme"); sc != j.end()) m.scheme = sc->dump();
-    for (const auto& h : j.value("history", json::array())) {
-      m.history.push_back(
-          {h.value("date", ""), h.value("command", ""), h.value("details", json::object()).dump()});
-    }
+    m.history = internal::read_history(j);
   } catch (const std::exception& e) {  // json::exception, or integer_at's
     return corrupt(std::string("manifest is missing a field or has a wrong type: ") + e.what());
   }

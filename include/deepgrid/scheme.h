@@ -71,8 +71,8 @@ class Scheme {
   static Result<Scheme> preset(std::string_view name);
   // A stencil preset, a scheme preset, or a JSON file holding either.
   static Result<Scheme> resolve(std::string_view name_or_file);
-  // Parses to_json()'s output (records): a stencil's or a scheme's JSON.
-  static Result<Scheme> from_record(std::string_view json_text);
+  // Parses a stencil's or a scheme's JSON (records, files): to_json()'s output.
+  static Result<Scheme> from_record(std::string_view json_text, std::string name = "custom");
 
   const std::string& name() const { return name_; }
   const std::vector<SchemeField>& fields() const { return fields_; }

@@ -55,6 +55,10 @@ class Stencil {
   std::vector<StencilPoint> points_;
 };
 
+// Whether a stencil (or scheme) argument names a JSON file rather than a preset: it holds a
+// '/' or ends in ".json".
+bool names_json_file(std::string_view name_or_file);
+
 // Names of the presets, for help texts.
 std::vector<std::string> preset_names();
 

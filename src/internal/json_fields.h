@@ -1,16 +1,18 @@
-// internal: reading fields of deepgrid's JSON files (manifests, records) with nlohmann::json.
-// The functions throw (json::exception, std::invalid_argument) on a missing field or a wrong
-// type; callers turn that into a kCorrupt status naming their file.
+// internal: the fields every deepgrid manifest (serial or distributed) shares, read and written
+// with nlohmann::json. Readers throw (json::exception, std::invalid_argument) on a missing
+// field or a wrong type; callers turn that into a kCorrupt status naming their file.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "deepgrid/dtype.h"
 #include "deepgrid/geometry.h"
 #include "deepgrid/status.h"
+#include "deepgrid/store.h"
 
 namespace deepgrid::internal {
 
@@ -40,6 +42,37 @@ inline Result<GridHeader> read_grid_header(const nlohmann::json& j) {
   h.dtype = *dt;
   h.step = integer_at(j, "step");
   return h;
+}
+
+// The header's fields with the manifest's format name and version.
+inline nlohmann::json grid_header_json(const char* format, int version, const GridHeader& h) {
+  return {{"format", format},
+          {"version", version},
+          {"id", h.id},
+          {"shape", {{"nx", h.shape.nx}, {"ny", h.shape.ny}, {"nz", h.shape.nz}}},
+          {"dtype", dtype_name(h.dtype)},
+          {"byte_order", "little"},
+          {"step", h.step}};
+}
+
+// A manifest's history: details are JSON objects (text that does not parse becomes {}).
+inline nlohmann::json history_json(const std::vector<HistoryEntry>& history) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& h : history) {
+    nlohmann::json details = nlohmann::json::parse(h.details, nullptr, false);
+    if (details.is_discarded()) details = nlohmann::json::object();
+    out.push_back({{"date", h.date}, {"command", h.command}, {"details", details}});
+  }
+  return out;
+}
+
+inline std::vector<HistoryEntry> read_history(const nlohmann::json& j) {
+  std::vector<HistoryEntry> out;
+  for (const auto& h : j.value("history", nlohmann::json::array())) {
+    out.push_back({h.value("date", ""), h.value("command", ""),
+                   h.value("details", nlohmann::json::object()).dump()});
+  }
+  return out;
 }
 
 }  // namespace deepgrid::internal
