@@ -226,6 +226,7 @@ Status check_run(const Manifest& m, const RunOptions& opt) {
   }
   DG_ASSIGN_OR_RETURN(const Scheme st, scheme_for(m, opt.scheme));
   DG_RETURN_IF_ERROR(check_components(m, st));
+  DG_RETURN_IF_ERROR(st.check_dtype(m.dtype));
   const Shape& s = m.shape;
   struct Axis {
     const char* name;
