@@ -28,7 +28,7 @@ namespace {
 // whole tiles.
 template <typename T>
 void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, const Boundary& b,
-          int levels, const WavefrontPlan& plan) {
+          int levels, const WavefrontPlan& plan, ProbeRun probes) {
   src.fill_ghosts(b, plan.threads);
   const Shape& s = src.shape();
   std::vector<internal::WavefrontFrame> tiles;
@@ -54,7 +54,7 @@ void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, cons
           [&](int64_t z) -> const T* { return src.plane(z) + oy * src.stride() + ox; },
           {src.stride(), src.field_stride()},
           [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
-          {dst.stride(), dst.field_stride()})
+          {dst.stride(), dst.field_stride()}, 0, internal::Wavefront<T>::kFromStart, probes)
           .run();
     }
   }
@@ -150,11 +150,12 @@ Result<InCoreEngine<T>> InCoreEngine<T>::create(const Shape& shape, const Scheme
 
 template <typename T>
 int64_t InCoreEngine<T>::advance(const Boundary& boundary, int64_t steps,
-                                 const ProgressFn& progress) {
+                                 const ProgressFn& progress, ProbeRun probes) {
   int64_t done = 0;
   while (done < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(plan_.bt, steps - done));
-    pass(grids_[cur_], grids_[1 - cur_], kernel_, boundary, levels, plan_);
+    pass(grids_[cur_], grids_[1 - cur_], kernel_, boundary, levels, plan_,
+         {probes.probes, probes.step + done});
     cur_ = 1 - cur_;
     done += levels;
     if (progress && !progress(done, steps)) break;

@@ -220,8 +220,9 @@ class StreamRun {
 
  public:
   StreamRun(Grid& grid, const Scheme& st, const Boundary& b, const StreamPlan& plan,
-            io::BlockIo& io)
-      : grid_(grid),
+            io::BlockIo& io, const ResolvedProbes* probes)
+      : probes_(probes),
+        grid_(grid),
         m_(grid.manifest()),
         s_(m_.shape),
         kernel_(st),
@@ -385,6 +386,7 @@ class StreamRun {
     const int n = stages_.count(j);
     const bool last = j + 1 == stages_.size();
     const int64_t from = from_ - int64_t{levels_ - stages_.first(j) - n} * rz_;
+    const ProbeRun probes{probes_, record_->step_from + stages_.first(j)};
     FramePool<T>& in = pools_[static_cast<size_t>(j)];
     for (size_t t = 0; t < all.size(); ++t) {
       const Tile tile = all[t];
@@ -396,7 +398,7 @@ class StreamRun {
         out.emplace_back(
             kernel_, b_, s_, n, tile, ws, level0, in.strides(),
             [this, tile](int64_t z) { return output_plane(z) + tile.y0 * s_.nx + tile.x0; },
-            typename Wave::PlaneStrides{s_.nx, s_.plane_points()}, 0, from);
+            typename Wave::PlaneStrides{s_.nx, s_.plane_points()}, 0, from, probes);
       } else {
         FramePool<T>& next = pools_[static_cast<size_t>(j + 1)];
         out.emplace_back(
@@ -405,7 +407,7 @@ class StreamRun {
               PaddedGrid<T>& f = next.frame(z);
               return f.plane(0) + tile.y0 * f.stride() + tile.x0;
             },
-            next.strides(), extension(j), from);
+            next.strides(), extension(j), from, probes);
       }
     }
   }
@@ -686,6 +688,7 @@ class StreamRun {
     }
   }
 
+  const ResolvedProbes* probes_;
   Grid& grid_;
   const Manifest& m_;
   const Shape s_;
@@ -841,7 +844,7 @@ Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boun
   StreamStats stats;
   stats.backend = io_opt.backend;
   Status st = dispatch_dtype(grid.dtype(), [&](auto tag) -> Status {
-    StreamRun<decltype(tag)> run(grid, stencil, boundary, plan, **io);
+    StreamRun<decltype(tag)> run(grid, stencil, boundary, plan, **io, options.probes);
     DG_RETURN_IF_ERROR(run.allocate());
     while (stats.steps < steps) {
       SweepRecord record;

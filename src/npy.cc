@@ -172,11 +172,12 @@ Status import_npy_field(const std::string& npy_path, Grid& grid, int component) 
   return Status::Ok();
 }
 
-Status export_npy_planes(const Shape& s, DType dtype, const io::PlaneSource& planes,
-                         const std::string& npy_path) {
+std::string npy_header(DType dtype, const std::vector<int64_t>& dims) {
+  std::string shape;  // a Python tuple: "(3, 4)", "(3,)"
+  for (size_t i = 0; i < dims.size(); ++i) shape += (i ? ", " : "") + std::to_string(dims[i]);
+  if (dims.size() == 1) shape += ",";
   std::string dict = "{'descr': '<" + std::string(dtype == DType::kF32 ? "f4" : "f8") +
-                     "', 'fortran_order': False, 'shape': (" + std::to_string(s.nz) + ", " +
-                     std::to_string(s.ny) + ", " + std::to_string(s.nx) + "), }";
+                     "', 'fortran_order': False, 'shape': (" + shape + "), }";
   // Pad so that the data starts on a 64-byte boundary, ending the header with '\n'.
   const size_t prefix = 10;
   const size_t total = (prefix + dict.size() + 1 + 63) / 64 * 64;
@@ -188,6 +189,12 @@ Status export_npy_planes(const Shape& s, DType dtype, const io::PlaneSource& pla
   header += static_cast<char>(dict.size() & 0xff);
   header += static_cast<char>(dict.size() >> 8);
   header += dict;
+  return header;
+}
+
+Status export_npy_planes(const Shape& s, DType dtype, const io::PlaneSource& planes,
+                         const std::string& npy_path) {
+  const std::string header = npy_header(dtype, {s.nz, s.ny, s.nx});
 
   const std::string tmp = npy_path + ".tmp";
   Fd f;

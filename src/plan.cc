@@ -51,9 +51,10 @@ double disk_bytes_per_update(const MachineProfile& machine, double directions) {
 Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
                                const MachineProfile& machine, RunPlan plan, double read_s,
                                double write_s, double rate) {
-  if (!opt.scheme.is_stencil()) {
-    return invalid_argument("the tiled method runs plain stencils only, not the scheme " +
-                            opt.scheme.name() + "; use --method stream (or incore, auto)");
+  if (!opt.scheme.is_stencil() || !opt.probes.empty()) {
+    return invalid_argument(
+        "the tiled method runs plain stencils without sources or receivers "
+        "only; use --method stream (or incore, auto)");
   }
   TiledOptions to;
   to.threads = opt.threads;

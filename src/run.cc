@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
@@ -23,7 +24,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 template <typename T>
-Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
+Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& plan,
+                             const ResolvedProbes* probes) {
   const auto t0 = std::chrono::steady_clock::now();
   const Shape& s = grid.shape();
   InCoreOptions io;
@@ -41,7 +43,8 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   }));
 
   const auto tc = std::chrono::steady_clock::now();
-  const int64_t done = engine.advance(opt.boundary, opt.steps, opt.progress);
+  const int64_t done =
+      engine.advance(opt.boundary, opt.steps, opt.progress, {probes, grid.manifest().step});
   const double compute = seconds_since(tc);
 
   // The new state goes into a replacement of the data files, committed by run_grid: a crash
@@ -70,10 +73,12 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   return r;
 }
 
-Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
-  DG_ASSIGN_OR_RETURN(StreamStats stats,
-                      advance_stream(grid, opt.scheme, opt.boundary, opt.steps, plan.stream,
-                                     plan.stream_options, opt.progress));
+Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& plan,
+                             const ResolvedProbes* probes) {
+  StreamOptions so = plan.stream_options;
+  so.probes = probes;
+  DG_ASSIGN_OR_RETURN(StreamStats stats, advance_stream(grid, opt.scheme, opt.boundary, opt.steps,
+                                                        plan.stream, so, opt.progress));
   RunReport r;
   r.method = std::string(method_name(plan.method));
   r.threads = plan.stream.threads;
@@ -138,16 +143,18 @@ Status check_scratch_space(const Grid& grid, const RunPlan& plan) {
       needs, "the " + std::string(method_name(plan.method)) + " method's scratch copy");
 }
 
-Result<RunReport> run_method(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
+Result<RunReport> run_method(Grid& grid, const RunOptions& opt, const RunPlan& plan,
+                             const ResolvedProbes* probes) {
   switch (plan.method) {
     case Method::kInCore:
     case Method::kMmap:
-      return dispatch_dtype(grid.dtype(),
-                            [&](auto tag) { return run_incore<decltype(tag)>(grid, opt, plan); });
+      return dispatch_dtype(grid.dtype(), [&](auto tag) {
+        return run_incore<decltype(tag)>(grid, opt, plan, probes);
+      });
     case Method::kTiled:
       return run_tiled(grid, opt, plan);
     default:
-      return run_stream(grid, opt, plan);
+      return run_stream(grid, opt, plan, probes);
   }
 }
 
@@ -381,15 +388,52 @@ Result<RunPlan> prepare_run(Grid& grid, const RunOptions& opt) {
 
 // The prepared plan run; the report counts from the manifest's step before it (the stream
 // methods commit the step as they go).
-Result<RunReport> run_prepared(Grid& grid, const RunOptions& opt, const RunPlan& plan) {
+Result<RunReport> run_prepared(Grid& grid, const RunOptions& opt, const RunPlan& plan,
+                               const ResolvedProbes* probes = nullptr) {
   const int64_t step0 = grid.manifest().step;
-  DG_ASSIGN_OR_RETURN(RunReport r, run_method(grid, opt, plan));
+  DG_ASSIGN_OR_RETURN(RunReport r, run_method(grid, opt, plan, probes));
   r.direct_io = grid.direct_io();
   describe_problem(&r, grid.shape(), grid.dtype(), opt);
   r.step_from = step0;
   r.step_to = step0 + r.steps;
   r.step_target = step0 + opt.steps;
   return r;
+}
+
+// A run's probes resolved against the grid, and the traces its receivers fill: one row per
+// step of the whole run (its record's range), with what a stopped run saved when resuming.
+struct ProbesOfRun {
+  Traces traces;
+  ResolvedProbes resolved;
+};
+
+Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunOptions& opt, bool resumed) {
+  ProbesOfRun out;
+  if (opt.probes.empty()) return out;
+  const Manifest& m = grid.manifest();
+  const std::vector<std::string> components =
+      m.fields.empty() ? std::vector<std::string>{"u"} : m.fields;
+  DG_ASSIGN_OR_RETURN(out.resolved, resolve_probes(opt.probes, m.shape, components));
+  if (out.resolved.receivers.empty()) return out;
+  if (opt.traces_path.empty()) {
+    return invalid_argument(
+        "the probes have receivers; say where their values go with --traces "
+        "OUT.npy");
+  }
+  const std::optional<RunRecord> run = current_run(grid);
+  Traces& t = out.traces;
+  t.first_step = (run ? run->step_from : m.step) + 1;
+  t.steps = run ? run->step_to - run->step_from : opt.steps;
+  t.receivers = static_cast<int64_t>(out.resolved.receivers.size());
+  t.values.assign(static_cast<size_t>(t.steps * t.receivers),
+                  std::numeric_limits<double>::quiet_NaN());
+  if (resumed) {
+    auto saved = read_traces_npy(opt.traces_path);
+    if (saved.ok() && saved->steps == t.steps && saved->receivers == t.receivers) {
+      t.values = std::move(saved->values);
+    }
+  }
+  return out;  // the caller points resolved.traces at its traces (they move with it)
 }
 
 // Commits `after` as the plan's method wrote: its replacement files, or the files in place.
@@ -426,7 +470,20 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   const int64_t step0 = grid.manifest().step;
   DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, opt));
   DG_RETURN_IF_ERROR(save_run_record(grid, opt, plan, resumed));
-  auto result = run_prepared(grid, opt, plan);
+  DG_ASSIGN_OR_RETURN(ProbesOfRun probes, prepare_probes(grid, opt, resumed));
+  if (probes.traces.receivers > 0) probes.resolved.traces = &probes.traces;
+  RunOptions with_traces = opt;  // every pass ends by saving what the receivers recorded
+  if (probes.resolved.traces != nullptr && !opt.traces_path.empty()) {
+    with_traces.progress = [&](int64_t done, int64_t total) {
+      const Status saved = write_traces_npy(probes.traces, opt.traces_path);
+      return saved.ok() && (!opt.progress || opt.progress(done, total));
+    };
+  }
+  auto result =
+      run_prepared(grid, with_traces, plan, probes.resolved.empty() ? nullptr : &probes.resolved);
+  if (probes.resolved.traces != nullptr && !opt.traces_path.empty()) {
+    DG_RETURN_IF_ERROR(write_traces_npy(probes.traces, opt.traces_path));
+  }
   if (!result.ok()) {
     // A run that failed before changing anything leaves nothing behind either.
     const bool changed = grid.manifest().step != step0 ||

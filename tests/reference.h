@@ -13,6 +13,7 @@
 #include "deepgrid/geometry.h"
 #include "deepgrid/init.h"
 #include "deepgrid/kernel_library.h"
+#include "deepgrid/probes.h"
 #include "deepgrid/scheme.h"
 
 namespace deepgrid::testing {
@@ -127,6 +128,32 @@ template <typename T>
 std::vector<T> reference_run(std::vector<T> u, const Shape& s, const Scheme& sc, const Boundary& b,
                              int64_t steps) {
   for (int64_t i = 0; i < steps; ++i) u = reference_step(u, s, sc, b);
+  return u;
+}
+
+// The same with probes (probes.h), from absolute step `step0`: after the step computing step t,
+// each source's a(t) is added at its point, then the receivers read theirs into
+// traces[(t - step0 - 1) * receivers + r].
+template <typename T>
+std::vector<T> reference_run(std::vector<T> u, const Shape& s, const Scheme& sc, const Boundary& b,
+                             int64_t steps, const Probes& probes, int64_t step0,
+                             std::vector<double>* traces) {
+  const int n = sc.component_count();
+  auto at = [&](const std::string& field, int64_t x, int64_t y, int64_t z) -> T& {
+    const int64_t c = sc.component_index(field);
+    return u[static_cast<size_t>(((z * n + c) * s.ny + y) * s.nx + x)];
+  };
+  for (int64_t i = 0; i < steps; ++i) {
+    u = reference_step(u, s, sc, b);
+    const int64_t t = step0 + i + 1;
+    for (const SourceSpec& src : probes.sources) {
+      T& v = at(src.field, src.x, src.y, src.z);
+      v = v + static_cast<T>(src.value(t));
+    }
+    for (const ReceiverSpec& r : probes.receivers) {
+      traces->push_back(static_cast<double>(at(r.field, r.x, r.y, r.z)));
+    }
+  }
   return u;
 }
 

@@ -7,6 +7,7 @@
 
 #include "deepgrid/boundary.h"
 #include "deepgrid/padded_grid.h"
+#include "deepgrid/probes.h"
 #include "deepgrid/scheme_kernel.h"
 
 namespace deepgrid {
@@ -61,9 +62,10 @@ class InCoreEngine {
   void load_plane(int64_t z, const T* packed) { grids_[cur_].load_plane(z, packed); }
   void store_plane(int64_t z, T* packed) const { grids_[cur_].store_plane(z, packed); }
 
-  // Advances up to `steps` steps (at most the steps planned for). Returns the steps done:
-  // fewer when `progress` asks to stop, which it is asked after each pass.
-  int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress = {});
+  // Advances up to `steps` steps (at most the steps planned for), applying `probes`. Returns
+  // the steps done: fewer when `progress` asks to stop, which it is asked after each pass.
+  int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress = {},
+                  ProbeRun probes = {});
 
   const WavefrontPlan& plan() const { return plan_; }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "deepgrid/io/plane_transfer.h"
 #include "deepgrid/store.h"
@@ -20,6 +21,10 @@ Result<NpyHeader> read_npy_header(const std::string& path);
 // Creates grid DIR from IN.npy, one chunk of planes at a time.
 Result<Grid> import_npy(const std::string& npy_path, const std::string& dir,
                         const std::vector<std::string>& stores);
+
+// The header of a .npy file (format 1.0, little-endian, C order) of this dtype and shape,
+// padded so that the values start 64-byte aligned.
+std::string npy_header(DType dtype, const std::vector<int64_t>& dims);
 
 // Writes component `component` of the grid (the only one of a grid of one field) to OUT.npy
 // with shape (nz, ny, nx), one chunk of planes at a time.

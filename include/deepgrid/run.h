@@ -9,6 +9,7 @@
 #include "deepgrid/executor.h"
 #include "deepgrid/io/block_io.h"
 #include "deepgrid/machine.h"
+#include "deepgrid/probes.h"
 #include "deepgrid/report.h"
 #include "deepgrid/resume.h"
 #include "deepgrid/scheme.h"
@@ -42,6 +43,11 @@ struct RunOptions {
   // Finish the grid's unfinished run (its scheme, boundary and target step replace these);
   // the same command as that run's does so too.
   bool resume = false;
+  // Point sources and receivers (probes.h); receivers' values go to `traces_path` (.npy,
+  // float64, one row per step of the run, one column per receiver), rewritten after every
+  // pass so that a stopped run keeps what it recorded; a resumed run fills in the rest.
+  Probes probes;
+  std::string traces_path;
   MachineProfile machine;  // rates for the cost model; unknown: the planner's defaults
   ProgressFn progress;     // may be empty
 };

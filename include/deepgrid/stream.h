@@ -18,6 +18,7 @@
 #include "deepgrid/boundary.h"
 #include "deepgrid/executor.h"
 #include "deepgrid/io/block_io.h"
+#include "deepgrid/probes.h"
 #include "deepgrid/scheme.h"
 #include "deepgrid/store.h"
 
@@ -36,7 +37,8 @@ struct StreamOptions {
   // bandwidth / compute rate). The planner deepens bt until the disk traffic, 2 * sizeof(value)
   // * components / bt per update, fits under it, weighed against the tiles' redundant halo work.
   double disk_bytes_per_update = 0.6;
-  io::FaultHook fault_hook;  // tests: inject I/O errors and short transfers
+  io::FaultHook fault_hook;                // tests: inject I/O errors and short transfers
+  const ResolvedProbes* probes = nullptr;  // sources and receivers (probes.h); null: none
 };
 
 struct StreamPlan {

@@ -233,6 +233,7 @@ struct BlockingArgs {
 
 struct RunArgs {
   std::string dir, stencil, coeffs, method = "auto", boundary = "dirichlet:0", mem, io = "uring";
+  std::string probes, traces;
   int64_t steps = -1;
   int threads = 0;
   BlockingArgs blocking;
@@ -274,6 +275,8 @@ RunOptions run_options(const RunArgs& a) {
   opt.io = get(io::parse_backend(a.io));
   opt.verify = a.verify;
   opt.resume = a.resume;
+  if (!a.probes.empty()) opt.probes = get(read_probes(a.probes));
+  opt.traces_path = a.traces;
   return opt;
 }
 
@@ -284,6 +287,9 @@ int cmd_run(RunArgs a) {
                          "interrupted run"));
   }
   RunOptions opt = run_options(a);
+  if (in_mpi_job() && !opt.probes.empty()) {
+    check(invalid_argument("--probes does not work under mpirun yet; run without mpirun"));
+  }
   if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
     RunOptions engine = opt;
     engine.bt = 0;
@@ -730,6 +736,12 @@ int run_cli(int argc, char** argv) {
   run->add_flag("--json", ra.json, "Print the report as one JSON object on stdout");
   run->add_flag("--verify", ra.verify,
                 "Check every plane read against its checksum; refuse damaged data");
+  run->add_option("--probes", ra.probes,
+                  "JSON file of point sources (a Ricker wavelet or a series added at a point) and "
+                  "receivers (points recorded every step); see docs/schemes.md");
+  run->add_option("--traces", ra.traces,
+                  "Where the receivers' values go: a .npy of float64, one row per step, one "
+                  "column per receiver (rewritten after every pass)");
 
   RunArgs pa;
   auto* plan = app.add_subcommand(

@@ -19,6 +19,10 @@
 // sweep) extends its output `z_extension` planes past each end, computed the same way.
 // A wavefront that resumes a sweep starts its output at `output_from`: level k then begins
 // at output_from - (L - k) rz, the first plane the levels above it need.
+// Probes (probes.h): right after a thread computes its part of plane z of level k (step
+// probes.step + k), sources in that plane are added to every cell that stands for them (also
+// the redundant ones in halos and periodic copies, so every tile sees the same values), and
+// receivers record from the tile's own cells only, each value once.
 #pragma once
 
 #include <algorithm>
@@ -27,6 +31,7 @@
 #include <limits>
 
 #include "deepgrid/boundary.h"
+#include "deepgrid/probes.h"
 #include "deepgrid/scheme_kernel.h"
 #include "internal/aligned_buffer.h"
 
@@ -93,7 +98,7 @@ class Wavefront {
   Wavefront(const SchemeKernel<T>& kernel, const Boundary& b, const Shape& shape, int levels,
             const WavefrontFrame& tile, const WavefrontWorkspace<T>& ws, Level0Fn level0,
             PlaneStrides level0_strides, OutputFn output, PlaneStrides out_strides,
-            int64_t z_extension = 0, int64_t output_from = kFromStart)
+            int64_t z_extension = 0, int64_t output_from = kFromStart, ProbeRun probes = {})
       : k_(kernel),
         b_(b),
         s_(shape),
@@ -113,7 +118,8 @@ class Wavefront {
         oy_(tile.y0 - int64_t{levels} * ry_),
         w_(tile.x1 - tile.x0 + 2 * int64_t{levels} * rx_),
         h_(tile.y1 - tile.y0 + 2 * int64_t{levels} * ry_),
-        periodic_(b.kind == Boundary::Kind::kPeriodic) {}
+        periodic_(b.kind == Boundary::Kind::kPeriodic),
+        probes_(probes) {}
 
   // The frame's extents (what level-0 planes must cover).
   int64_t frame_w() const { return w_; }
@@ -189,10 +195,58 @@ class Wavefront {
       k_.apply(in, in_s.stride, in_s.field, out, out_s.stride, out_s.field, mine,
                {ox_, oy_, z, s_});
     }
+    if (probes_.probes != nullptr && !mine.empty()) apply_probes(k, z, out, out_s, mine);
     const bool outside = c.x0 != r.x0 || c.x1 != r.x1 || c.y0 != r.y0 || c.y1 != r.y1;
     if (k < L_ && outside) {
       for (int f = 0; f < k_.components(); ++f) {
         impose_boundary(ws_.ring(k, z) + f * ws_.field_stride(), r, c, mine, p == 0, p == n - 1);
+      }
+    }
+  }
+
+  // Frame cells of `mine` standing for grid point (x, y): with periodic wrap, every copy.
+  template <typename F>
+  void for_each_copy(const ProbePoint& q, const Rect& mine, F&& f) const {
+    if (!periodic_) {
+      const int64_t fx = q.x - ox_, fy = q.y - oy_;
+      if (fx >= mine.x0 && fx < mine.x1 && fy >= mine.y0 && fy < mine.y1) f(fx, fy);
+      return;
+    }
+    auto first = [](int64_t p, int64_t origin, int64_t lo, int64_t n) {
+      return ((p - origin - lo) % n + n) % n + lo;
+    };
+    for (int64_t fy = first(q.y, oy_, mine.y0, s_.ny); fy < mine.y1; fy += s_.ny) {
+      for (int64_t fx = first(q.x, ox_, mine.x0, s_.nx); fx < mine.x1; fx += s_.nx) f(fx, fy);
+    }
+  }
+
+  void apply_probes(int k, int64_t z, T* out, const PlaneStrides& s, const Rect& mine) const {
+    const ResolvedProbes& p = *probes_.probes;
+    const int64_t step = probes_.step + k;
+    const int64_t plane = periodic_ ? ((z % s_.nz) + s_.nz) % s_.nz : z;
+    auto cell = [&](int c, int64_t fx, int64_t fy) -> T& {
+      return out[c * s.field + (fy - mine.y0) * s.stride + (fx - mine.x0)];
+    };
+    for (size_t i = 0; i < p.sources.size(); ++i) {
+      const ProbePoint& q = p.sources[i];
+      if (q.z != plane) continue;
+      const T a = static_cast<T>(p.source_specs[i]->value(step));
+      for_each_copy(q, mine, [&](int64_t fx, int64_t fy) {
+        T& v = cell(q.component, fx, fy);
+        v = v + a;
+      });
+    }
+    if (p.traces == nullptr) return;
+    for (size_t r = 0; r < p.receivers.size(); ++r) {
+      const ProbePoint& q = p.receivers[r];
+      const bool own =
+          q.z == z && q.x >= tile_.x0 && q.x < tile_.x1 && q.y >= tile_.y0 && q.y < tile_.y1;
+      const int64_t fx = q.x - ox_, fy = q.y - oy_;
+      const bool recorded =
+          step >= p.traces->first_step && step < p.traces->first_step + p.traces->steps;
+      if (own && recorded && fx >= mine.x0 && fx < mine.x1 && fy >= mine.y0 && fy < mine.y1) {
+        *p.traces->at(step, static_cast<int64_t>(r)) =
+            static_cast<double>(cell(q.component, fx, fy));
       }
     }
   }
@@ -234,6 +288,7 @@ class Wavefront {
   const int rx_, ry_, rz_;
   const int64_t ox_, oy_, w_, h_;
   const bool periodic_;
+  const ProbeRun probes_;
 };
 
 }  // namespace deepgrid::internal

@@ -1,0 +1,98 @@
+// Point sources and receivers: a seismic shot's wavelet injected at a grid point, and the
+// values a line of sensors records every step. They work inside temporal blocking: the engines
+// apply them to each plane of each time level as the wavefront computes it (wavefront.h).
+//
+// A source adds a(t) to a component at a point right after the update that computes step t
+// (t counts from the grid's first step: the manifest's step + 1 is the first step a run
+// computes). A receiver records a component's value at a point after every step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "deepgrid/geometry.h"
+#include "deepgrid/status.h"
+
+namespace deepgrid {
+
+struct SourceSpec {
+  std::string field = "u";  // the component it adds to
+  int64_t x = 0, y = 0, z = 0;
+  // a(t): a Ricker wavelet A (1 - 2 pi^2 f^2 (t - t0)^2) exp(-pi^2 f^2 (t - t0)^2), f in cycles
+  // per step, t0 in steps; or, when `series` is not empty, series[t - 1] (0 beyond its end).
+  double frequency = 0, delay = 0, amplitude = 1;
+  std::vector<double> series;
+
+  double value(int64_t step) const;
+};
+
+struct ReceiverSpec {
+  std::string field = "u";
+  int64_t x = 0, y = 0, z = 0;
+};
+
+struct Probes {
+  std::vector<SourceSpec> sources;
+  std::vector<ReceiverSpec> receivers;
+  bool empty() const { return sources.empty() && receivers.empty(); }
+};
+
+// Parses a probes file's text (docs/schemes.md):
+//   {"sources": [{"field": "u", "at": [x, y, z], "ricker": {"frequency": 0.05, "delay": 25,
+//                 "amplitude": 1}} | ... "series": [a1, a2, ...]],
+//    "receivers": [{"field": "u", "at": [[x, y, z], ...]}]}
+Result<Probes> parse_probes(std::string_view json_text);
+// The same from a file.
+Result<Probes> read_probes(const std::string& path);
+
+// The probes resolved against a grid's components, for the engines: points checked inside the
+// shape, fields turned into component indices.
+struct ProbePoint {
+  int component = 0;
+  int64_t x = 0, y = 0, z = 0;
+};
+
+// What receivers recorded: values[(step - first_step) * receivers + r] for the steps
+// [first_step, first_step + steps); NaN where nothing was recorded (a resumed sweep does not
+// recompute the planes finished before its interruption). Engines write disjoint entries from
+// several threads.
+struct Traces {
+  int64_t first_step = 1;
+  int64_t steps = 0;
+  int64_t receivers = 0;
+  std::vector<double> values;
+
+  double* at(int64_t step, int64_t r) {
+    return &values[static_cast<size_t>((step - first_step) * receivers + r)];
+  }
+};
+
+struct ResolvedProbes {
+  std::vector<ProbePoint> sources;
+  std::vector<const SourceSpec*> source_specs;  // into the Probes it was resolved from
+  std::vector<ProbePoint> receivers;
+  Traces* traces = nullptr;  // where receivers record; null when there are none
+
+  bool empty() const { return sources.empty() && receivers.empty(); }
+};
+
+// Resolves `probes` (which must outlive the result) for a grid of `shape` whose components
+// are `components` ({"u"} for a plain grid). Errors name the probe and say what is wrong.
+Result<ResolvedProbes> resolve_probes(const Probes& probes, const Shape& shape,
+                                      const std::vector<std::string>& components);
+
+// Where an engine applies probes: `probes` (null: none) to a run whose state starts at
+// absolute step `step` (level k of a pass starting there computes step + k).
+struct ProbeRun {
+  const ResolvedProbes* probes = nullptr;
+  int64_t step = 0;
+};
+
+// Writes traces as a .npy file of float64, shape (steps, receivers), atomically.
+Status write_traces_npy(const Traces& traces, const std::string& path);
+// Reads such a file back (a resumed run keeps what the stopped one recorded).
+Result<Traces> read_traces_npy(const std::string& path);
+
+}  // namespace deepgrid

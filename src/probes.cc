@@ -1,0 +1,158 @@
+#include "deepgrid/probes.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <numbers>
+
+#include "deepgrid/npy.h"
+#include "internal/file_util.h"
+
+namespace deepgrid {
+namespace {
+
+using nlohmann::json;
+
+Result<std::vector<int64_t>> point_of(const json& at, const std::string& what) {
+  if (!at.is_array() || at.size() != 3 || !at[0].is_number_integer() ||
+      !at[1].is_number_integer() || !at[2].is_number_integer()) {
+    return invalid_argument(what + ": \"at\" must be [x, y, z] with integer indices, not " +
+                            at.dump());
+  }
+  return std::vector<int64_t>{at[0].get<int64_t>(), at[1].get<int64_t>(), at[2].get<int64_t>()};
+}
+
+Result<SourceSpec> parse_source(const json& j) {
+  const std::string what = "source " + j.dump();
+  if (!j.is_object() || !j.contains("at")) return invalid_argument(what + " needs \"at\"");
+  SourceSpec s;
+  s.field = j.value("field", "u");
+  DG_ASSIGN_OR_RETURN(const auto p, point_of(j["at"], what));
+  s.x = p[0], s.y = p[1], s.z = p[2];
+  if (const auto r = j.find("ricker"); r != j.end() && r->is_object()) {
+    s.frequency = r->value("frequency", 0.0);
+    s.delay = r->value("delay", 1.0 / std::max(s.frequency, 1e-9));
+    s.amplitude = r->value("amplitude", 1.0);
+    if (!(s.frequency > 0 && s.frequency <= 0.5)) {
+      return invalid_argument(what +
+                              ": the Ricker \"frequency\" is in cycles per step and must "
+                              "be in (0, 0.5], e.g. 0.05");
+    }
+  } else if (const auto t = j.find("series"); t != j.end() && t->is_array()) {
+    for (const json& v : *t) {
+      if (!v.is_number()) return invalid_argument(what + ": \"series\" must hold numbers");
+      s.series.push_back(v.get<double>());
+    }
+  } else {
+    return invalid_argument(what +
+                            " needs \"ricker\": {\"frequency\": F, \"delay\": T0} or "
+                            "\"series\": [a1, a2, ...]");
+  }
+  return s;
+}
+
+}  // namespace
+
+double SourceSpec::value(int64_t step) const {
+  if (!series.empty()) {
+    return step >= 1 && step <= static_cast<int64_t>(series.size())
+               ? series[static_cast<size_t>(step - 1)]
+               : 0.0;
+  }
+  const double a = std::numbers::pi * frequency * (static_cast<double>(step) - delay);
+  return amplitude * (1 - 2 * a * a) * std::exp(-a * a);
+}
+
+Result<Probes> parse_probes(std::string_view json_text) {
+  const json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    return invalid_argument(
+        "probes file is not a JSON object {\"sources\": [...], "
+        "\"receivers\": [...]} (docs/schemes.md)");
+  }
+  Probes p;
+  for (const json& s : j.value("sources", json::array())) {
+    DG_ASSIGN_OR_RETURN(SourceSpec spec, parse_source(s));
+    p.sources.push_back(std::move(spec));
+  }
+  for (const json& r : j.value("receivers", json::array())) {
+    const std::string what = "receiver " + r.dump();
+    if (!r.is_object() || !r.contains("at") || !r["at"].is_array()) {
+      return invalid_argument(what + " needs \"at\": [x, y, z] or [[x, y, z], ...]");
+    }
+    const json& at = r["at"];
+    const json points = !at.empty() && at[0].is_array() ? at : json::array({at});
+    for (const json& pt : points) {
+      DG_ASSIGN_OR_RETURN(const auto xyz, point_of(pt, what));
+      p.receivers.push_back({r.value("field", "u"), xyz[0], xyz[1], xyz[2]});
+    }
+  }
+  return p;
+}
+
+Result<Probes> read_probes(const std::string& path) {
+  DG_ASSIGN_OR_RETURN(const std::string text, internal::read_small_file(path));
+  auto p = parse_probes(text);
+  if (!p.ok()) return p.status().with_context(path);
+  return p;
+}
+
+Result<ResolvedProbes> resolve_probes(const Probes& probes, const Shape& shape,
+                                      const std::vector<std::string>& components) {
+  ResolvedProbes out;
+  auto resolve = [&](const std::string& field, int64_t x, int64_t y, int64_t z,
+                     const std::string& what) -> Result<ProbePoint> {
+    int c = -1;
+    for (size_t i = 0; i < components.size(); ++i) {
+      if (components[i] == field) c = static_cast<int>(i);
+    }
+    if (c < 0) return invalid_argument(what + " names field '" + field + "', which the grid lacks");
+    if (x < 0 || y < 0 || z < 0 || x >= shape.nx || y >= shape.ny || z >= shape.nz) {
+      return invalid_argument(what + " at (" + std::to_string(x) + ", " + std::to_string(y) + ", " +
+                              std::to_string(z) + ") lies outside the grid " + shape.to_string());
+    }
+    return ProbePoint{c, x, y, z};
+  };
+  for (const SourceSpec& s : probes.sources) {
+    DG_ASSIGN_OR_RETURN(const ProbePoint p, resolve(s.field, s.x, s.y, s.z, "a source"));
+    out.sources.push_back(p);
+    out.source_specs.push_back(&s);
+  }
+  for (const ReceiverSpec& r : probes.receivers) {
+    DG_ASSIGN_OR_RETURN(const ProbePoint p, resolve(r.field, r.x, r.y, r.z, "a receiver"));
+    out.receivers.push_back(p);
+  }
+  return out;
+}
+
+Status write_traces_npy(const Traces& t, const std::string& path) {
+  const std::string header = npy_header(DType::kF64, {t.steps, t.receivers});
+  std::string bytes = header;
+  bytes.append(reinterpret_cast<const char*>(t.values.data()), t.values.size() * sizeof(double));
+  const std::string dir = internal::parent_path(path);
+  return internal::write_file_atomic(dir.empty() ? "." : dir,
+                                     path.substr(path.find_last_of('/') + 1), bytes);
+}
+
+Result<Traces> read_traces_npy(const std::string& path) {
+  DG_ASSIGN_OR_RETURN(const NpyHeader h, read_npy_header(path));
+  if (h.dtype != DType::kF64 || h.shape.nz != 1) {
+    return invalid_argument(path + " is not a traces file (float64, shape (steps, receivers))");
+  }
+  Traces t;
+  t.steps = h.shape.ny;
+  t.receivers = h.shape.nx;
+  t.values.resize(static_cast<size_t>(t.steps * t.receivers));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status(errno, "open", path);
+  const Status st = internal::pread_full(fd, t.values.data(), t.values.size() * sizeof(double),
+                                         h.data_offset, path);
+  ::close(fd);
+  DG_RETURN_IF_ERROR(st);
+  return t;
+}
+
+}  // namespace deepgrid
