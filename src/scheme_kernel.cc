@@ -147,20 +147,23 @@ void SchemeKernel<T>::apply_user(const T* const* in, ptrdiff_t in_stride, ptrdif
   }
   outputs.clear();
   for (int c : state_components_) outputs.push_back(out + c * out_field);
-  const UserArgs<T> args{inputs.data(),
-                         in_stride,
-                         outputs.data(),
-                         out_stride,
-                         rect.x1 - rect.x0,
-                         rect.y1 - rect.y0,
-                         gx,
-                         gy,
-                         wrap(at.z, at.shape.nz),
-                         at.shape.nx,
-                         at.shape.ny,
-                         at.shape.nz,
-                         components_};
-  user_function<T> (*user_)(&args);
+  UserArgs<T> args;
+  args.in = inputs.data();
+  args.in_stride = in_stride;
+  args.out = outputs.data();
+  args.out_stride = out_stride;
+  args.width = rect.x1 - rect.x0;
+  args.height = rect.y1 - rect.y0;
+  args.x0 = gx;
+  args.y0 = gy;
+  args.z = wrap(at.z, at.shape.nz);
+  args.nx = at.shape.nx;
+  args.ny = at.shape.ny;
+  args.nz = at.shape.nz;
+  args.step = at.step;
+  args.components = components_;
+  const auto apply = user_function<T>(*user_);
+  apply(&args);
   for (int64_t y = rect.y0; y < rect.y1; ++y) {
     copy_carried(in[rz_] + y * in_stride + rect.x0, in_field, out + (y - rect.y0) * out_stride,
                  out_field, rect.x1 - rect.x0);

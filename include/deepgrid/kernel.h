@@ -22,7 +22,8 @@
  * writes only the new values.
  *
  * THE CONTRACT. A kernel must
- *   - be a pure function of its inputs: the same inputs and coordinates give the same bits;
+ *   - be a pure function of its inputs: the same inputs, coordinates and step give the same
+ *     bits;
  *     no global mutable state, no I/O, no randomness, no dependence on the call order;
  *   - be thread-safe: deepgrid calls it concurrently from several threads on disjoint outputs;
  *   - not write its inputs, and read them only within its declared radius of the rectangle;
@@ -99,7 +100,10 @@ typedef struct dg_kernel_info {
  *     [j * out_stride + i]. The kernel writes every point of the rectangle of every out[s].
  *   x0, y0, z: the rectangle's global position, 0 <= x0, x0 + width <= nx, likewise y;
  *     0 <= z < nz. For position-dependent physics (a source term, a layered model).
- *   nx, ny, nz: the grid's shape. */
+ *   nx, ny, nz: the grid's shape.
+ *   step: the step being computed: the output is the state after step `step` (a grid's first
+ *     step is 1; a run continuing a grid at step 100 computes 101, 102, ...). For
+ *     time-dependent physics. */
 typedef struct dg_kernel_args_f32 {
   const float* const* in;
   ptrdiff_t in_stride;
@@ -108,6 +112,7 @@ typedef struct dg_kernel_args_f32 {
   int64_t width, height;
   int64_t x0, y0, z;
   int64_t nx, ny, nz;
+  int64_t step;
   int components;
 } dg_kernel_args_f32;
 
@@ -119,6 +124,7 @@ typedef struct dg_kernel_args_f64 {
   int64_t width, height;
   int64_t x0, y0, z;
   int64_t nx, ny, nz;
+  int64_t step;
   int components;
 } dg_kernel_args_f64;
 

@@ -20,10 +20,12 @@
 
 namespace deepgrid {
 
-// Where the planes lie in the grid: their local (0, 0) is global (x, y) of plane z, in a grid
-// of `shape`. Positions past a periodic grid's ends wrap into it.
+// Where the planes lie in the grid and in time: their local (0, 0) is global (x, y) of plane
+// z, in a grid of `shape`; the output is the state after step `step`. Positions past a
+// periodic grid's ends wrap into it.
 struct PlanePosition {
   int64_t x = 0, y = 0, z = 0;
+  int64_t step = 0;
   Shape shape;
 };
 

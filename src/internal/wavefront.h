@@ -193,7 +193,7 @@ class Wavefront {
     }
     if (!mine.empty()) {
       k_.apply(in, in_s.stride, in_s.field, out, out_s.stride, out_s.field, mine,
-               {ox_, oy_, z, s_});
+               {ox_, oy_, z, probes_.step + k, s_});
     }
     if (probes_.probes != nullptr && !mine.empty()) apply_probes(k, z, out, out_s, mine);
     const bool outside = c.x0 != r.x0 || c.x1 != r.x1 || c.y0 != r.y0 || c.y1 != r.y1;

@@ -1,7 +1,7 @@
 /* The test suite's user kernel (deepgrid/kernel.h): a nonlinear coupled scheme of two state
  * fields (a keeping two levels, b) and a coefficient field k, with different radii along x, y
- * and z and terms that depend on the global position. Built in variants that loaders must
- * refuse: TEST_KERNEL_ABI (another ABI version), TEST_KERNEL_NOT_A_KERNEL (no
+ * and z and terms that depend on the global position and the step. Built in variants that
+ * loaders must refuse: TEST_KERNEL_ABI (another ABI version), TEST_KERNEL_NOT_A_KERNEL (no
  * dg_kernel_describe), TEST_KERNEL_F32_ONLY (no f64 version). */
 #include <deepgrid/kernel.h>
 
@@ -11,7 +11,7 @@
 
 enum { A = 0, A1 = 1, B = 2, K = 3, COMPONENTS = 4, RX = 2, RY = 1, RZ = 2 };
 
-/* A position-dependent source: small, different at every point of a plane. */
+/* A source term of position and time: small, different at every point of a plane and step. */
 #define SOURCE(x, y, z) (0.001 * (double)(((x) * 3 + (y) * 5 + (z) * 7) % 11))
 
 /* Input component c at offset (dx, dy, dz) of point (i, j). */
@@ -24,7 +24,7 @@ enum { A = 0, A1 = 1, B = 2, K = 3, COMPONENTS = 4, RX = 2, RY = 1, RZ = 2 };
       const T a = IN(A, 0, 0, 0), b = IN(B, 0, 0, 0), k = IN(K, 0, 0, 0);                     \
       const T lap = IN(A, -2, 0, 0) + IN(A, 1, 0, 0) + IN(A, 0, -1, 0) + IN(A, 0, 1, 0) +     \
                     IN(A, 0, 0, -2) + IN(A, 0, 0, 2) - (T)6 * a;                              \
-      const T src = (T)SOURCE(args->x0 + i, args->y0 + j, args->z);                           \
+      const T src = (T)SOURCE(args->x0 + i, args->y0 + j, args->z + args->step);             \
       args->out[0][j * args->out_stride + i] =                                                \
           a + k * lap + (T)0.1 * a * b - (T)0.05 * IN(A1, 0, 0, 0) + src;                     \
       args->out[1][j * args->out_stride + i] =                                                \
