@@ -76,7 +76,8 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
   std::error_code ec;
   std::filesystem::create_directories(o.dir, ec);
   if (ec) return invalid_argument("cannot create bench directory " + o.dir + ": " + ec.message());
-  const double grid_bytes = static_cast<double>(o.shape.points() * dtype_size(o.dtype));
+  const double grid_bytes =
+      static_cast<double>(o.shape.points() * dtype_size(o.dtype)) * o.scheme.component_count();
   std::vector<MethodsBenchRow> rows;
   std::optional<size_t> incore;  // the first in-core row: the yardstick
   for (const std::string& name : o.methods) {

@@ -146,7 +146,7 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
   int n = std::snprintf(
       buf, sizeof buf, "grid        %s %s (%s)\nstencil     %s, %lld steps\nmethod      %s\n",
       m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(),
-      format_size(static_cast<uint64_t>(m.shape.points()) * dtype_size(m.dtype)).c_str(),
+      format_size(static_cast<uint64_t>(m.shape.nz * m.layout.plane_bytes)).c_str(),
       opt.scheme.describe().c_str(), static_cast<long long>(opt.steps),
       std::string(method_name(method)).c_str());
   const bool incore_engine = method == Method::kInCore || method == Method::kMmap;

@@ -102,7 +102,7 @@ std::string Manifest::to_json() const {
   }
   json j = {
       {"format", kFormatName},
-      {"version", version},
+      {"version", fields.empty() && scheme.empty() ? 3 : kManifestVersion},
       {"id", id},
       {"shape", {{"nx", shape.nx}, {"ny", shape.ny}, {"nz", shape.nz}}},
       {"dtype", dtype_name(dtype)},

@@ -40,7 +40,8 @@ class GridLock;
 
 // Version 2 added the checksum table; version-1 grids are read and get one when next written.
 // Version 3 added the spare slots and the base; older grids have neither (0 and 0).
-// Version 4 added fields: a plane of several components (a scheme's fields, scheme.h).
+// Version 4 added fields: a plane of several components (a scheme's fields, scheme.h); grids of
+// one field are still written as version 3.
 inline constexpr int kManifestVersion = 4;
 inline constexpr int64_t kDirectIoAlignment = 4096;
 
