@@ -23,8 +23,12 @@ Result<std::vector<SchemeField>> kernel_fields(const dg_kernel_info& info) {
   for (int i = 0; i < info.field_count; ++i) {
     const dg_kernel_field& f = info.fields[i];
     if (f.name == nullptr) return invalid_argument("field " + std::to_string(i) + " has no name");
+    if (f.coefficient != 0 && f.levels != 1) {  // a scheme JSON leaves them out; it cannot here
+      return invalid_argument(std::string("coefficient field ") + f.name + " has " +
+                              std::to_string(f.levels) + " levels; coefficient fields have 1");
+    }
     fields.push_back(SchemeField{f.name, f.levels, f.coefficient != 0, f.value});
-    components += std::max(f.levels, 1);
+    components += std::clamp(f.levels, 1, kMaxFieldLevels);
   }
   if (components > DG_KERNEL_MAX_COMPONENTS) {
     return invalid_argument("declares " + std::to_string(components) + " components; at most " +
