@@ -8,8 +8,9 @@
 # Settings (environment): DIR scratch directory (default scratch/mpi-bench, emptied), PMAX (4),
 # NX and NY (256), NZ_PER_RANK (weak scaling: planes per rank, 128), NZ (strong scaling: the
 # whole grid, 512), STEPS (24), STENCIL (7pt), MEM (each rank's --mem; empty: in-core parts),
-# BT (steps between halo exchanges; empty: automatic), THREADS (per rank, 1), DG (the deepgrid
-# command, build/deepgrid).
+# BT (steps between halo exchanges; empty: automatic), THREADS (per rank, 1), PROCS (a process
+# grid PXxPYxPZ for the runs with its product of ranks, e.g. 2x2x1; other runs and empty: the
+# one chosen), DG (the deepgrid command, build/deepgrid).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -eq 0 ] || exec >"$1"
@@ -24,10 +25,11 @@ run_args=(--stencil "$stencil" --steps "$steps" --threads "$threads" --json)
 
 # One distributed run: create a fresh grid over P ranks, run it, print the CSV row.
 measure() {  # kind, ranks, nz
-  local kind=$1 ranks=$2 nz=$3
+  local kind=$1 ranks=$2 nz=$3 procs=()
+  [ -z "${PROCS:-}" ] || [ $((${PROCS//x/*})) -ne "$ranks" ] || procs=(--procs "$PROCS")
   rm -rf "$dir/g"
   mpirun "${mpirun_args[@]}" -n "$ranks" "$dg" create "$dir/g" --shape "${nx}x${ny}x${nz}" \
-    --init random:1 >/dev/null
+    --init random:1 "${procs[@]}" >/dev/null
   mpirun "${mpirun_args[@]}" -n "$ranks" "$dg" run "$dir/g" "${run_args[@]}" |
     python3 -c '
 import json, sys
@@ -39,12 +41,12 @@ print(",".join(str(v) for v in [sys.argv[1], n, r["shape"], r["steps"], r["excha
       r["halo_planes"], per[0]["method"], round(r["seconds"], 4), round(r["mlups"], 2),
       round(mx("compute_seconds"), 4), round(mx("io_wait_seconds"), 4),
       round(mx("exchange_seconds"), 4), round(mx("wait_seconds"), 4), r["bytes_read"],
-      r["bytes_written"], r["bytes_sent"]]))' "$kind"
+      r["bytes_written"], r["bytes_sent"], r["process_grid"]]))' "$kind"
 }
 
 mkdir -p "$dir"
 {
-  echo "scaling,ranks,shape,steps,exchange_bt,halo_planes,method,seconds,mlups,max_compute_s,max_disk_wait_s,max_exchange_s,max_wait_s,bytes_read,bytes_written,bytes_sent"
+  echo "scaling,ranks,shape,steps,exchange_bt,halo_planes,method,seconds,mlups,max_compute_s,max_disk_wait_s,max_exchange_s,max_wait_s,bytes_read,bytes_written,bytes_sent,process_grid"
   for p in $(seq 1 "$pmax"); do measure weak "$p" $((per_rank * p)); done
   for p in $(seq 1 "$pmax"); do measure strong "$p" "$nz_strong"; done
 }

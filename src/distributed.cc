@@ -1,10 +1,13 @@
 #include "deepgrid/distributed.h"
 
+#include <array>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "internal/file_util.h"
 #include "internal/json_fields.h"
+#include "internal/plane_rect.h"
 
 namespace deepgrid {
 
@@ -19,39 +22,91 @@ constexpr const char* kFormatName = "deepgrid-distributed";
 Status check_decomposition(const DistributedManifest& m) {
   DG_RETURN_IF_ERROR(validate_shape(m.shape));
   if (m.parts.empty()) return corrupt("the manifest lists no parts");
-  int64_t z = 0;
-  for (const PartInfo& p : m.parts) {
-    if (p.slab.z0 != z || p.slab.z1 <= p.slab.z0 || p.halo.below < 0 || p.halo.above < 0 ||
-        p.dir.empty()) {
-      return corrupt("the parts' slabs do not tile the grid's z-planes in order");
+  const Status fits = check_process_grid(m.procs, m.shape, m.ranks());
+  if (!fits.ok()) return corrupt(fits.message());
+  const std::vector<Block> blocks = decompose(m.shape, m.procs);
+  for (size_t r = 0; r < m.parts.size(); ++r) {
+    const PartInfo& p = m.parts[r];
+    if (p.block != blocks[r]) {
+      return corrupt("part " + std::to_string(r) + " holds block " + p.block.to_string() +
+                     " but process grid " + m.procs.to_string() + " gives it " +
+                     blocks[r].to_string());
     }
-    z = p.slab.z1;
+    for (size_t a = 0; a < 3; ++a) {
+      if (p.halo.below[a] < 0 || p.halo.above[a] < 0) return corrupt("a part has a negative halo");
+    }
+    if (p.dir.empty()) return corrupt("a part has no directory");
   }
-  if (z != m.shape.nz) return corrupt("the parts' slabs do not cover the grid's z-planes");
   if (m.step < 0) return corrupt("the manifest has a negative time step");
   return Status::Ok();
 }
 
+constexpr const char* kAxisKey[] = {"x", "y", "z"};
+
+json part_to_json(size_t rank, const PartInfo& p) {
+  json box, halo;
+  for (int a = 0; a < 3; ++a) {
+    box[kAxisKey[a]] = {p.block[a].lo, p.block[a].hi};
+    halo[kAxisKey[a]] = {p.halo.below[static_cast<size_t>(a)],
+                         p.halo.above[static_cast<size_t>(a)]};
+  }
+  return {{"rank", rank}, {"box", box}, {"halo", halo}, {"dir", p.dir}, {"stores", p.stores}};
+}
+
+int64_t pair_at(const json& j, const char* key, int i) {
+  const json& pair = j.at(key);
+  if (!pair.is_array() || pair.size() != 2) throw std::runtime_error(std::string(key));
+  return pair.at(static_cast<size_t>(i)).get<int64_t>();
+}
+
+PartInfo part_from_json(const json& p) {
+  PartInfo info;
+  for (int a = 0; a < 3; ++a) {
+    info.block[a] = {pair_at(p.at("box"), kAxisKey[a], 0), pair_at(p.at("box"), kAxisKey[a], 1)};
+    info.halo.below[static_cast<size_t>(a)] = pair_at(p.at("halo"), kAxisKey[a], 0);
+    info.halo.above[static_cast<size_t>(a)] = pair_at(p.at("halo"), kAxisKey[a], 1);
+  }
+  info.dir = p.at("dir").get<std::string>();
+  info.stores = p.at("stores").get<std::vector<std::string>>();
+  return info;
+}
+
+// A version 4 part: a z-slab of whole planes with halo planes below and above.
+PartInfo z_slab_part_from_json(const json& p, const Shape& shape) {
+  PartInfo info;
+  info.block = {
+      {Span{0, shape.nx}, Span{0, shape.ny}, Span{integer_at(p, "z0"), integer_at(p, "z1")}}};
+  info.halo.below[kAxisZ] = integer_at(p, "halo_below");
+  info.halo.above[kAxisZ] = integer_at(p, "halo_above");
+  info.dir = p.at("dir").get<std::string>();
+  info.stores = p.at("stores").get<std::vector<std::string>>();
+  return info;
+}
+
 }  // namespace
 
-std::vector<Slab> DistributedManifest::slabs() const {
-  std::vector<Slab> out;
-  for (const PartInfo& p : parts) out.push_back(p.slab);
-  return out;
+Shape PartInfo::shape() const {
+  const Block h = held();
+  return {h.size(kAxisX), h.size(kAxisY), h.size(kAxisZ)};
+}
+
+Block PartInfo::held() const {
+  Block h = block;
+  for (int a = 0; a < 3; ++a) {
+    h[a] = {origin(a), block[a].hi + halo.above[static_cast<size_t>(a)]};
+  }
+  return h;
+}
+
+Block PartInfo::to_local(const Block& global) const {
+  Block b = global;
+  for (int a = 0; a < 3; ++a) b[a] = {global[a].lo - origin(a), global[a].hi - origin(a)};
+  return b;
 }
 
 std::string DistributedManifest::to_json() const {
   json parts_json = json::array();
-  for (size_t r = 0; r < parts.size(); ++r) {
-    const PartInfo& p = parts[r];
-    parts_json.push_back({{"rank", r},
-                          {"z0", p.slab.z0},
-                          {"z1", p.slab.z1},
-                          {"halo_below", p.halo.below},
-                          {"halo_above", p.halo.above},
-                          {"dir", p.dir},
-                          {"stores", p.stores}});
-  }
+  for (size_t r = 0; r < parts.size(); ++r) parts_json.push_back(part_to_json(r, parts[r]));
   json hist = json::array();
   for (const auto& h : history) {
     json details = json::parse(h.details, nullptr, false);
@@ -66,7 +121,8 @@ std::string DistributedManifest::to_json() const {
       {"dtype", dtype_name(dtype)},
       {"byte_order", "little"},
       {"step", step},
-      {"decomposition", {{"axis", "z"}, {"ranks", parts.size()}, {"parts", std::move(parts_json)}}},
+      {"decomposition",
+       {{"process_grid", procs.p}, {"ranks", parts.size()}, {"parts", std::move(parts_json)}}},
       {"history", std::move(hist)}};
   return j.dump(2) + "\n";
 }
@@ -93,14 +149,15 @@ Result<DistributedManifest> DistributedManifest::from_json(std::string_view text
     m.dtype = header.dtype;
     m.step = header.step;
     const json& d = j.at("decomposition");
-    if (d.at("axis").get<std::string>() != "z") {
-      return unsupported("grid is decomposed along an axis this deepgrid does not know");
-    }
-    for (const json& p : d.at("parts")) {
-      m.parts.push_back({{integer_at(p, "z0"), integer_at(p, "z1")},
-                         {integer_at(p, "halo_below"), integer_at(p, "halo_above")},
-                         p.at("dir").get<std::string>(),
-                         p.at("stores").get<std::vector<std::string>>()});
+    if (version >= 5) {
+      m.procs.p = d.at("process_grid").get<std::array<int, 3>>();
+      for (const json& p : d.at("parts")) m.parts.push_back(part_from_json(p));
+    } else {  // z-slabs
+      if (d.at("axis").get<std::string>() != "z") {
+        return unsupported("grid is decomposed along an axis this deepgrid does not know");
+      }
+      for (const json& p : d.at("parts")) m.parts.push_back(z_slab_part_from_json(p, m.shape));
+      m.procs.p = {1, 1, static_cast<int>(m.parts.size())};
     }
     if (integer_at(d, "ranks") != static_cast<int64_t>(m.parts.size())) {
       return corrupt("manifest: the number of ranks differs from the parts listed");
@@ -147,7 +204,7 @@ Result<Grid> open_part(const DistributedManifest& m, int rank, Grid::Mode mode) 
   if (!opened.ok()) return opened.status().with_context("part " + std::to_string(rank));
   Grid part = std::move(opened).value();
   const Manifest& pm = part.manifest();
-  const Shape expected{m.shape.nx, m.shape.ny, info.planes()};
+  const Shape expected = info.shape();
   if (pm.shape != expected || pm.dtype != m.dtype) {
     return corrupt("part " + std::to_string(rank) + " in " + info.dir + " holds " +
                    pm.shape.to_string() + " " + std::string(dtype_name(pm.dtype)) +
@@ -167,27 +224,105 @@ Result<Grid> open_part(const DistributedManifest& m, int rank, Grid::Mode mode) 
   return part;
 }
 
-Status read_slab_planes(const Grid& part, const PartInfo& info, const io::PlaneConsumer& consume) {
-  const int64_t first = info.halo.below;
-  return io::read_plane_range(
-      part, first, first + info.slab.planes(),
-      [&](int64_t p, const void* values) { return consume(info.global_plane(p), values); });
+Status read_rect(const Grid& part, int64_t p, const Block& rect, std::vector<std::byte>* plane,
+                 std::byte* packed) {
+  const size_t value_bytes = dtype_size(part.dtype());
+  plane->resize(static_cast<size_t>(part.shape().plane_points()) * value_bytes);
+  DG_RETURN_IF_ERROR(part.read_planes(p, 1, plane->data()));
+  internal::copy_rect(plane->data(), part.shape().nx, value_bytes, rect, packed,
+                      internal::RectCopy::kToPacked);
+  return Status::Ok();
 }
 
-std::vector<PlaneTransfer> halo_transfers(const std::vector<PartInfo>& parts, int64_t nz,
-                                          bool periodic) {
-  std::vector<Slab> slabs;
-  for (const PartInfo& p : parts) slabs.push_back(p.slab);
-  std::vector<PlaneTransfer> out;
+Status read_block_planes(const Grid& part, const PartInfo& info, const RectConsumer& consume) {
+  const Block local = info.to_local(info.block);
+  std::vector<std::byte> plane;
+  std::vector<std::byte> packed(internal::rect_bytes(local, dtype_size(part.dtype())));
+  for (int64_t z = info.block[kAxisZ].lo; z < info.block[kAxisZ].hi; ++z) {
+    DG_RETURN_IF_ERROR(read_rect(part, z - info.origin(kAxisZ), local, &plane, packed.data()));
+    DG_RETURN_IF_ERROR(consume(z, packed.data()));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// The images of `block` shifted by whole grid extents (periodic grids) that may meet `region`:
+// each axis's shift, in grid extents, from `lo` to `hi`.
+struct Images {
+  std::array<int64_t, 3> lo{}, hi{};
+};
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+Images images_meeting(const Block& region, const Shape& shape, bool periodic) {
+  Images im;
+  if (!periodic) return im;
+  const int64_t n[] = {shape.nx, shape.ny, shape.nz};
+  for (size_t a = 0; a < 3; ++a) {
+    im.lo[a] = floor_div(region[static_cast<int>(a)].lo, n[a]);
+    im.hi[a] = floor_div(region[static_cast<int>(a)].hi - 1, n[a]);
+  }
+  return im;
+}
+
+Block shifted(const Block& b, const std::array<int64_t, 3>& by) {
+  Block out = b;
+  for (int a = 0; a < 3; ++a) {
+    out[a].lo += by[static_cast<size_t>(a)];
+    out[a].hi += by[static_cast<size_t>(a)];
+  }
+  return out;
+}
+
+// The 26 halo regions around a part's block (faces, edges, corners; empty ones included), in
+// global coordinates, z slowest: along each axis below the block, the block, or above it.
+std::vector<Block> halo_regions(const PartInfo& p) {
+  const Block held = p.held();
+  std::vector<Block> out;
+  for (int iz = 0; iz < 3; ++iz) {
+    for (int iy = 0; iy < 3; ++iy) {
+      for (int ix = 0; ix < 3; ++ix) {
+        if (ix == 1 && iy == 1 && iz == 1) continue;  // the block itself
+        const int side[] = {ix, iy, iz};
+        Block r;
+        for (int a = 0; a < 3; ++a) {
+          const Span s[] = {{held[a].lo, p.block[a].lo}, p.block[a], {p.block[a].hi, held[a].hi}};
+          r[a] = s[side[a]];
+        }
+        out.push_back(r);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<BoxTransfer> halo_transfers(const std::vector<PartInfo>& parts, const Shape& shape,
+                                        bool periodic) {
+  const int64_t n[] = {shape.nx, shape.ny, shape.nz};
+  std::vector<BoxTransfer> out;
   for (size_t to = 0; to < parts.size(); ++to) {
     const PartInfo& dst = parts[to];
-    for (int64_t p = 0; p < dst.planes(); ++p) {
-      const int64_t g = dst.global_plane(p);
-      if (g >= dst.slab.z0 && g < dst.slab.z1) continue;  // its own plane, not a halo
-      const int64_t source = wrap_plane(g, nz, periodic);
-      const int from = owner_of(slabs, source);
-      const PartInfo& src = parts[static_cast<size_t>(from)];
-      out.push_back({from, src.halo.below + source - src.slab.z0, static_cast<int>(to), p});
+    for (const Block& region : halo_regions(dst)) {
+      if (region.empty()) continue;
+      const Images im = images_meeting(region, shape, periodic);
+      for (size_t from = 0; from < parts.size(); ++from) {
+        const PartInfo& src = parts[from];
+        for (int64_t sz = im.lo[2]; sz <= im.hi[2]; ++sz) {
+          for (int64_t sy = im.lo[1]; sy <= im.hi[1]; ++sy) {
+            for (int64_t sx = im.lo[0]; sx <= im.hi[0]; ++sx) {
+              const std::array<int64_t, 3> by{sx * n[0], sy * n[1], sz * n[2]};
+              const Block meet = intersect(region, shifted(src.block, by));
+              if (meet.empty()) continue;
+              out.push_back({static_cast<int>(from),
+                             src.to_local(shifted(meet, {-by[0], -by[1], -by[2]})),
+                             static_cast<int>(to), dst.to_local(meet)});
+            }
+          }
+        }
+      }
     }
   }
   return out;
@@ -195,9 +330,14 @@ std::vector<PlaneTransfer> halo_transfers(const std::vector<PartInfo>& parts, in
 
 std::string describe_part(const DistributedManifest& m, int rank) {
   const PartInfo& p = m.parts[static_cast<size_t>(rank)];
-  std::string line = "rank " + std::to_string(rank) + ": planes [" + std::to_string(p.slab.z0) +
-                     ", " + std::to_string(p.slab.z1) + "), halo " + std::to_string(p.halo.below) +
-                     " below, " + std::to_string(p.halo.above) + " above, in " + p.dir;
+  std::string halo;
+  for (int a = 0; a < 3; ++a) {
+    halo += std::string(a > 0 ? ", " : "") + kAxisKey[a] + " " +
+            std::to_string(p.halo.below[static_cast<size_t>(a)]) + "/" +
+            std::to_string(p.halo.above[static_cast<size_t>(a)]);
+  }
+  std::string line = "rank " + std::to_string(rank) + ": block " + p.block.to_string() + ", halo " +
+                     halo + " (below/above), in " + p.dir;
   auto part = open_part(m, rank, Grid::Mode::kReadOnly);
   if (!part.ok()) return line + ": " + part.status().message();
   return line + ": consistent, " + std::to_string(part->manifest().layout.files.size()) +
@@ -223,10 +363,29 @@ Status remove_part(const std::string& part_dir) {
 
 Status read_distributed_planes(const DistributedManifest& m, bool verify,
                                const io::PlaneConsumer& consume) {
-  for (int r = 0; r < m.ranks(); ++r) {
-    DG_ASSIGN_OR_RETURN(Grid part, open_part(m, r, Grid::Mode::kReadOnly));
-    if (verify) DG_RETURN_IF_ERROR(part.enable_verification());
-    DG_RETURN_IF_ERROR(read_slab_planes(part, m.parts[static_cast<size_t>(r)], consume));
+  const int layer = m.procs.p[0] * m.procs.p[1];  // the ranks of one z-layer of blocks
+  const size_t value_bytes = dtype_size(m.dtype);
+  std::vector<std::byte> global(static_cast<size_t>(m.shape.plane_points()) * value_bytes);
+  std::vector<std::byte> plane, packed;
+  for (int first = 0; first < m.ranks(); first += layer) {
+    std::vector<Grid> parts;
+    for (int r = first; r < first + layer; ++r) {
+      DG_ASSIGN_OR_RETURN(Grid part, open_part(m, r, Grid::Mode::kReadOnly));
+      if (verify) DG_RETURN_IF_ERROR(part.enable_verification());
+      parts.push_back(std::move(part));
+    }
+    const Span zs = m.parts[static_cast<size_t>(first)].block[kAxisZ];
+    for (int64_t z = zs.lo; z < zs.hi; ++z) {
+      for (int r = first; r < first + layer; ++r) {
+        const PartInfo& info = m.parts[static_cast<size_t>(r)];
+        packed.resize(internal::rect_bytes(info.block, value_bytes));
+        DG_RETURN_IF_ERROR(read_rect(parts[static_cast<size_t>(r - first)], z - info.origin(kAxisZ),
+                                     info.to_local(info.block), &plane, packed.data()));
+        internal::copy_rect(global.data(), m.shape.nx, value_bytes, info.block, packed.data(),
+                            internal::RectCopy::kFromPacked);
+      }
+      DG_RETURN_IF_ERROR(consume(z, global.data()));
+    }
   }
   return Status::Ok();
 }

@@ -420,7 +420,7 @@ Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunOptions& opt, bool
         "the probes have receivers; say where their values go with --traces "
         "OUT.npy");
   }
-  const std::optional<RunRecord> run = current_run(grid);
+  const std::optional<RunRecord> run = resumed ? current_run(grid) : std::nullopt;
   Traces& t = out.traces;
   t.first_step = (run ? run->step_from : m.step) + 1;
   t.steps = run ? run->step_to - run->step_from : opt.steps;
@@ -469,9 +469,9 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   DG_ASSIGN_OR_RETURN(const RunOptions opt, options_for(grid, given, &resumed));
   const int64_t step0 = grid.manifest().step;
   DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, opt));
-  DG_RETURN_IF_ERROR(save_run_record(grid, opt, plan, resumed));
   DG_ASSIGN_OR_RETURN(ProbesOfRun probes, prepare_probes(grid, opt, resumed));
   if (probes.traces.receivers > 0) probes.resolved.traces = &probes.traces;
+  DG_RETURN_IF_ERROR(save_run_record(grid, opt, plan, resumed));
   RunOptions with_traces = opt;  // every pass ends by saving what the receivers recorded
   if (probes.resolved.traces != nullptr && !opt.traces_path.empty()) {
     with_traces.progress = [&](int64_t done, int64_t total) {

@@ -102,7 +102,7 @@ std::string Manifest::to_json() const {
   }
   json j = {
       {"format", kFormatName},
-      {"version", fields.empty() && scheme.empty() ? 3 : kManifestVersion},
+      {"version", version},
       {"id", id},
       {"shape", {{"nx", shape.nx}, {"ny", shape.ny}, {"nz", shape.nz}}},
       {"dtype", dtype_name(dtype)},
@@ -680,7 +680,8 @@ Status Grid::commit(const Manifest& m) {
     }
   }
   Manifest next = m;
-  next.version = kManifestVersion;
+  next.version =
+      next.fields.empty() && next.scheme.empty() ? kOneFieldManifestVersion : kManifestVersion;
   next.checksum_generation = 0;
   if (checksums_.complete()) {
     next.checksum_generation = manifest_.checksum_generation + 1;

@@ -82,6 +82,30 @@ for p in $((ranks + 1)) "$ranks"; do
   "$dg" info "$tmp/d" | grep -q "distributed over $p ranks" || fail "not redistributed to $p ranks"
   [ "$(sha "$tmp/d")" = "$(sha "$tmp/serial")" ] || fail "redistributed to $p ranks: differs"
 done
+# A process grid given with --procs (x and y split where the ranks allow): create, run, and a
+# run with another process grid (redistribution); checksums equal to the serial grid's.
+case $ranks in 1) procs=1x1x1 ;; 2) procs=2x1x1 ;; 3) procs=1x3x1 ;; *) procs=2x$((ranks / 2))x1 ;; esac
+mpi create "$tmp/q" --shape "$shape" --init gaussian --procs "$procs" >/dev/null
+mpi info "$tmp/q" | grep -q "process grid $procs" || fail "info does not name process grid $procs"
+"$dg" create "$tmp/serial2" --shape "$shape" --init gaussian >/dev/null
+for grid in "$procs" "1x1x$ranks"; do
+  "$dg" run "$tmp/serial2" "${run_args[@]}" >/dev/null
+  mpi run "$tmp/q" "${run_args[@]}" --procs "$grid" --json >"$tmp/q.json"
+  python3 -c 'import json,sys; r = json.load(open(sys.argv[1])); assert r["process_grid"] == sys.argv[2], r' \
+    "$tmp/q.json" "$grid" || fail "run report does not name process grid $grid"
+  [ "$(sha "$tmp/q")" = "$(sha "$tmp/serial2")" ] || fail "--procs $grid: differs from the serial grid"
+done
+# Bad process grids: one line, exit code 2, nothing made.
+expect_error 2 "has $((ranks + 1)) ranks but the job has $ranks" \
+  mpi create "$tmp/bad" --shape "$shape" --procs "$((ranks + 1))x1x1"
+expect_error 2 "PXxPYxPZ" mpi create "$tmp/bad" --shape "$shape" --procs 0x1x1
+expect_error 2 "PXxPYxPZ" mpi run "$tmp/q" "${run_args[@]}" --procs 2x2
+if [ "$ranks" -gt 1 ]; then
+  expect_error 2 "use at most 1 ranks along x" \
+    mpi create "$tmp/bad" --shape "1x20x$((5 * ranks))" --procs "${ranks}x1x1"
+fi
+expect_error 2 "run the command under mpirun" "$dg" create "$tmp/bad" --shape "$shape" --procs 1x1x1
+[ ! -e "$tmp/bad" ] || fail "a refused --procs left $tmp/bad"
 old_parts=$(find "$tmp/ssd0" "$tmp/d" -maxdepth 2 -name 'deepgrid-*.part.*' | wc -l)
 [ "$old_parts" -eq "$ranks" ] || fail "$old_parts parts on disk after redistributing, expected $ranks"
 echo "ok: $ranks ranks"

@@ -234,7 +234,7 @@ TEST_F(Reliability, VersionOneGridsAreReadAndGetChecksumsWhenNextWritten) {
     EXPECT_EQ(grid.enable_verification().code(), ErrorCode::kInvalidArgument);
   }
   ASSERT_TRUE(run_grid(g, seven_point(1)).ok());
-  EXPECT_EQ(json::parse(slurp(g + "/manifest.json"))["version"], kManifestVersion);
+  EXPECT_EQ(json::parse(slurp(g + "/manifest.json"))["version"], kOneFieldManifestVersion);
   expect_clean(g);
 }
 
@@ -251,7 +251,7 @@ TEST_F(Reliability, VersionTwoGridsGetSpareSlotsFromTheirFirstStreamRun) {
     expect_clean(g);
   }
   const Grid a = Grid::open(old).value(), b = Grid::open(fresh).value();
-  EXPECT_EQ(a.manifest().version, kManifestVersion);
+  EXPECT_EQ(a.manifest().version, kOneFieldManifestVersion);
   EXPECT_GT(a.manifest().layout.spare_planes, 3);
   EXPECT_NE(a.manifest().base, 0) << "the sweeps moved the planes through the ring";
   std::vector<float> va(static_cast<size_t>(a.shape().points())), vb(va.size());

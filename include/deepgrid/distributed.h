@@ -1,11 +1,14 @@
-// A distributed grid: one grid split into z-slabs over the ranks of an MPI job, each rank's
-// part an ordinary grid (its own manifest, data files on its own store directories, checksums)
-// holding its slab and the halo planes around it. A top-level manifest in DIR records the
-// decomposition. This header needs no MPI: a serial process reads a distributed grid through
-// its parts when their directories are reachable (one machine, or a shared filesystem).
+// A distributed grid: one grid split into blocks over the ranks of an MPI job (a process grid,
+// decomposition.h), each rank's part an ordinary grid (its own manifest, data files on its own
+// store directories, checksums) holding its block and the halos around it. A top-level manifest in
+// DIR records the decomposition. This header needs no MPI: a serial process reads a distributed
+// grid through its parts when their directories are reachable (one machine, or a shared
+// filesystem).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,18 +18,24 @@
 
 namespace deepgrid {
 
-// Version 4 of the format introduced distributed grids; serial grids are still version 3.
-inline constexpr int kDistributedManifestVersion = 4;
+// Version 4 of the format introduced distributed grids (z-slabs); version 5 records a process
+// grid and every rank's block (version 4 manifests still open, as px = py = 1). Serial grids are
+// still version 3.
+inline constexpr int kDistributedManifestVersion = 5;
 
 struct PartInfo {
-  Slab slab;                        // global planes the rank owns
-  HaloExtent halo;                  // planes held below and above the slab
-  std::string dir;                  // the part, an ordinary grid of below + slab + above planes
+  Block block;                      // global points the rank owns
+  HaloExtent halo;                  // points held beyond the block on each side of each axis
+  std::string dir;                  // the part, an ordinary grid of its block and halos
   std::vector<std::string> stores;  // its data directories; empty: the part's directory
 
-  int64_t planes() const { return halo.below + slab.planes() + halo.above; }
-  // Global plane of part plane p (outside [0, nz) in a periodic halo).
-  int64_t global_plane(int64_t p) const { return slab.z0 - halo.below + p; }
+  Shape shape() const;
+  // Global index of the part's first point along axis a (below 0 in a periodic halo).
+  int64_t origin(int a) const { return block[a].lo - halo.below[static_cast<size_t>(a)]; }
+  // The points it holds, in global coordinates (beyond the grid in a periodic halo).
+  Block held() const;
+  // A block in global coordinates moved into the part's coordinates.
+  Block to_local(const Block& global) const;
 };
 
 struct DistributedManifest {
@@ -35,11 +44,11 @@ struct DistributedManifest {
   Shape shape;
   DType dtype = DType::kF32;
   int64_t step = 0;
-  std::vector<PartInfo> parts;  // one per rank, in rank order; the slabs tile [0, nz)
+  ProcessGrid procs;
+  std::vector<PartInfo> parts;  // one per rank, in rank order: decompose(shape, procs)
   std::vector<HistoryEntry> history;
 
   int ranks() const { return static_cast<int>(parts.size()); }
-  std::vector<Slab> slabs() const;
   std::string to_json() const;
   // Parses and checks the decomposition's consistency (not the parts).
   static Result<DistributedManifest> from_json(std::string_view text);
@@ -60,23 +69,32 @@ std::string part_directory(const std::string& dir, const std::string& id, int ra
 // interrupted sweep).
 Result<Grid> open_part(const DistributedManifest& m, int rank, Grid::Mode mode);
 
-// The slab planes of rank r's part in global order, each handed to `consume` with its global z.
-Status read_slab_planes(const Grid& part, const PartInfo& info, const io::PlaneConsumer& consume);
+// The values of `rect`'s x-y rectangle (its z span is ignored) of the part's plane p, packed
+// row after row (x fastest) into `packed`; `plane` is scratch space for one plane of the part.
+Status read_rect(const Grid& part, int64_t p, const Block& rect, std::vector<std::byte>* plane,
+                 std::byte* packed);
 
-// One plane copied from a rank's part into another's (or its own) halo.
-struct PlaneTransfer {
+// Every global plane z of the block, its values in `packed` (the block's x-y rectangle, as
+// read_rect packs it), handed to `consume`.
+using RectConsumer = std::function<Status(int64_t z, const std::byte* packed)>;
+Status read_block_planes(const Grid& part, const PartInfo& info, const RectConsumer& consume);
+
+// A box of values copied from a rank's part into another's (or its own) halo; both boxes are in
+// their part's coordinates and have the same size.
+struct BoxTransfer {
   int from_rank = 0;
-  int64_t from_plane = 0;  // in the sender's part
+  Block from;
   int to_rank = 0;
-  int64_t to_plane = 0;  // in the receiver's part
-  bool operator==(const PlaneTransfer&) const = default;
+  Block to;
+  bool operator==(const BoxTransfer&) const = default;
 };
 
-// Every transfer that fills the halos of every part with the current values of the planes
-// they stand for (periodic: wrapped around, even several times for thin grids), in one order
-// that every rank computes alike: by receiver, then by its part's plane.
-std::vector<PlaneTransfer> halo_transfers(const std::vector<PartInfo>& parts, int64_t nz,
-                                          bool periodic);
+// Every transfer that fills the halos of every part (faces, edges and corners) with the current
+// values of the points they stand for (periodic: wrapped around on every axis, even several
+// times for thin grids), in one order that every rank computes alike: by receiver, then by the
+// halo's region (z, y, x), then by sender.
+std::vector<BoxTransfer> halo_transfers(const std::vector<PartInfo>& parts, const Shape& shape,
+                                        bool periodic);
 
 // One line on rank r's part for `deepgrid info`: where it is, its planes, and whether it is
 // consistent with the manifest (or what is wrong with it).

@@ -43,6 +43,7 @@ class GridLock;
 // Version 4 added fields: a plane of several components (a scheme's fields, scheme.h); grids of
 // one field are still written as version 3.
 inline constexpr int kManifestVersion = 4;
+inline constexpr int kOneFieldManifestVersion = 3;
 inline constexpr int64_t kDirectIoAlignment = 4096;
 
 struct DataFile {

@@ -10,13 +10,15 @@ from typing import Any
 
 from . import _core
 from ._grid import Grid
-from .stencils import Stencil, preset
+from .stencils import Stencil
 
 ProgressCallback = Callable[[int, int], "bool | None"]
 
 
 def _stencil_json(stencil: Stencil | str) -> str:
-    return (preset(stencil) if isinstance(stencil, str) else stencil).to_json()
+    if isinstance(stencil, str):  # a stencil or scheme preset (docs/schemes.md), or a JSON file
+        return _core.resolve_scheme(stencil)
+    return stencil.to_json()
 
 
 def _mem_bytes(mem: int | str | None) -> int:

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "deepgrid/checksum.h"
 #include "deepgrid/distributed.h"
@@ -50,7 +51,14 @@ std::vector<std::string> describe(const DistributedManifest& m) {
   return out;
 }
 
-#ifndef DEEPGRID_MPI
+#ifdef DEEPGRID_MPI
+// --procs as given: empty for none.
+Result<std::optional<ProcessGrid>> procs_option(const std::string& text) {
+  if (text.empty()) return std::optional<ProcessGrid>();
+  DG_ASSIGN_OR_RETURN(const ProcessGrid g, parse_process_grid(text));
+  return std::optional<ProcessGrid>(g);
+}
+#else
 Status built_without_mpi() {
   return unsupported(
       "this deepgrid was built without MPI and cannot run under mpirun; install "
@@ -101,7 +109,8 @@ Status distributed_info(const std::string& dir, bool as_json) {
     std::printf("%s\n", j.dump().c_str());
     return Status::Ok();
   }
-  std::printf("grid        %s (distributed over %d ranks along z)\n", dir.c_str(), m.ranks());
+  std::printf("grid        %s (distributed over %d ranks, process grid %s)\n", dir.c_str(),
+              m.ranks(), m.procs.to_string().c_str());
   std::printf("shape       %s (numpy shape (%lld, %lld, %lld)), %s\n", m.shape.to_string().c_str(),
               static_cast<long long>(m.shape.nz), static_cast<long long>(m.shape.ny),
               static_cast<long long>(m.shape.nx), std::string(dtype_name(m.dtype)).c_str());
@@ -137,49 +146,55 @@ Status fields_not_distributed() {
       "scheme without mpirun (the stream engine takes grids larger than memory)");
 }
 
-Status mpi_create(const std::string& dir, const CreateOptions& options, bool as_json) {
+Status mpi_create(const std::string& dir, const CreateOptions& options, const std::string& procs,
+                  bool as_json) {
 #ifdef DEEPGRID_MPI
   if (!options.fields.empty()) return fields_not_distributed();
-  DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::create_distributed(dir, options));
+  DG_ASSIGN_OR_RETURN(const std::optional<ProcessGrid> grid, procs_option(procs));
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::create_distributed(dir, options, grid));
   if (!prints()) return Status::Ok();
   if (as_json) {
     std::printf("%s", m.to_json().c_str());
   } else {
-    std::printf("created %s: %s %s, init %s, %d parts (z-slabs of %lld to %lld planes)\n",
+    std::printf("created %s: %s %s, init %s, %d parts (process grid %s, blocks of %s to %s)\n",
                 dir.c_str(), m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(),
-                options.init.to_string().c_str(), m.ranks(),
-                static_cast<long long>(m.parts.back().slab.planes()),
-                static_cast<long long>(m.parts.front().slab.planes()));
+                options.init.to_string().c_str(), m.ranks(), m.procs.to_string().c_str(),
+                m.parts.back().shape().to_string().c_str(),
+                m.parts.front().shape().to_string().c_str());
   }
   return Status::Ok();
 #else
-  (void)dir, (void)options, (void)as_json;
+  (void)dir, (void)options, (void)procs, (void)as_json;
   return built_without_mpi();
 #endif
 }
 
 Status mpi_import(const std::string& npy_path, const std::string& dir,
-                  const std::vector<std::string>& stores) {
+                  const std::vector<std::string>& stores, const std::string& procs) {
 #ifdef DEEPGRID_MPI
-  DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::import_distributed(npy_path, dir, stores));
+  DG_ASSIGN_OR_RETURN(const std::optional<ProcessGrid> grid, procs_option(procs));
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m,
+                      mpi::import_distributed(npy_path, dir, stores, grid));
   if (prints()) {
-    std::printf("imported %s into %s: %s %s, %d parts\n", npy_path.c_str(), dir.c_str(),
-                m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(), m.ranks());
+    std::printf("imported %s into %s: %s %s, %d parts (process grid %s)\n", npy_path.c_str(),
+                dir.c_str(), m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(),
+                m.ranks(), m.procs.to_string().c_str());
   }
   return Status::Ok();
 #else
-  (void)npy_path, (void)dir, (void)stores;
+  (void)npy_path, (void)dir, (void)stores, (void)procs;
   return built_without_mpi();
 #endif
 }
 
-Status mpi_run(const std::string& dir, RunOptions options, bool measure_machine, bool remeasure,
-               bool as_json) {
+Status mpi_run(const std::string& dir, RunOptions options, const std::string& procs,
+               bool measure_machine, bool remeasure, bool as_json) {
 #ifdef DEEPGRID_MPI
   if (options.scheme.component_count() == 0) {
     return invalid_argument("give the stencil with --stencil (e.g. 7pt)");
   }
   if (!options.scheme.is_stencil()) return fields_not_distributed();
+  DG_ASSIGN_OR_RETURN(const std::optional<ProcessGrid> grid, procs_option(procs));
   if (measure_machine) {  // rank 0 first: the others then read its cache (same disks)
     DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::load_distributed(dir));
     Result<MachineProfile> profile = MachineProfile{};
@@ -194,14 +209,21 @@ Status mpi_run(const std::string& dir, RunOptions options, bool measure_machine,
     }
     options.machine = *profile;
   }
-  DG_ASSIGN_OR_RETURN(const mpi::DistributedRunReport r, mpi::run_distributed(dir, options));
+  DG_ASSIGN_OR_RETURN(const mpi::DistributedRunReport r, mpi::run_distributed(dir, options, grid));
   if (!prints()) return Status::Ok();
   std::printf("%s", as_json ? (r.to_json() + "\n").c_str() : r.to_text().c_str());
   return Status::Ok();
 #else
-  (void)dir, (void)options, (void)measure_machine, (void)remeasure, (void)as_json;
+  (void)dir, (void)options, (void)procs, (void)measure_machine, (void)remeasure, (void)as_json;
   return built_without_mpi();
 #endif
+}
+
+Status refuse_procs_serially(const std::string& procs) {
+  if (procs.empty()) return Status::Ok();
+  return invalid_argument("--procs " + procs +
+                          " splits a grid over the ranks of an MPI job; run the command under "
+                          "mpirun -n P, or leave --procs out");
 }
 
 Status refuse_distributed(const std::string& dir, const std::string& command) {

@@ -28,11 +28,15 @@ Status distributed_export(const std::string& dir, const std::string& out, bool v
 
 // mpirun -n P deepgrid create / import / run. `measure_machine`: the run may stream, so each rank
 // needs this machine's rates for its part (rank 0 measures first; the others find its cache).
-Status mpi_create(const std::string& dir, const CreateOptions& options, bool as_json);
+// `procs`: --procs PXxPYxPZ as given (empty: chosen, or for run the grid's own).
+Status mpi_create(const std::string& dir, const CreateOptions& options, const std::string& procs,
+                  bool as_json);
 Status mpi_import(const std::string& npy_path, const std::string& dir,
-                  const std::vector<std::string>& stores);
-Status mpi_run(const std::string& dir, RunOptions options, bool measure_machine, bool remeasure,
-               bool as_json);
+                  const std::vector<std::string>& stores, const std::string& procs);
+Status mpi_run(const std::string& dir, RunOptions options, const std::string& procs,
+               bool measure_machine, bool remeasure, bool as_json);
+// --procs outside an MPI job: a message saying it needs mpirun (nothing when not given).
+Status refuse_procs_serially(const std::string& procs);
 
 // For commands that do not work on distributed grids (yet), serially: a message saying what
 // does (for run: how to run it under mpirun).

@@ -166,7 +166,7 @@ void print_info(const Grid& g) {
 }
 
 struct CreateArgs {
-  std::string dir, shape, dtype = "f32", init = "zero", stores, scheme;
+  std::string dir, shape, dtype = "f32", init = "zero", stores, scheme, procs;
   int64_t spare_planes = -1;
   bool json = false;
 };
@@ -186,9 +186,10 @@ int cmd_create(const CreateArgs& a) {
   if (a.spare_planes < -1) check(invalid_argument("--spare-planes must be >= 0"));
   opt.spare_planes = a.spare_planes;
   if (in_mpi_job()) {  // a distributed grid over the job's ranks
-    check(mpi_create(a.dir, opt, a.json));
+    check(mpi_create(a.dir, opt, a.procs, a.json));
     return 0;
   }
+  check(refuse_procs_serially(a.procs));
   Grid g = get(Grid::create(a.dir, opt));
   if (a.json) {
     std::printf("%s\n", manifest_json(g).dump().c_str());
@@ -232,7 +233,8 @@ struct BlockingArgs {
 };
 
 struct RunArgs {
-  std::string dir, stencil, coeffs, method = "auto", boundary = "dirichlet:0", mem, io = "uring";
+  std::string dir, stencil, coeffs, method = "auto", boundary = "dirichlet:0", mem, io = "uring",
+                                    procs;
   std::string probes, traces;
   int64_t steps = -1;
   int threads = 0;
@@ -293,9 +295,10 @@ int cmd_run(RunArgs a) {
   if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
     RunOptions engine = opt;
     engine.bt = 0;
-    check(mpi_run(a.dir, opt, needs_machine(a, engine), a.remeasure, a.json));
+    check(mpi_run(a.dir, opt, a.procs, needs_machine(a, engine), a.remeasure, a.json));
     return 0;
   }
+  check(refuse_procs_serially(a.procs));
   check(refuse_distributed(a.dir, "run"));
   {  // checked and measured before anything runs; released for run_grid, which writes
     const Grid g = get(Grid::open(a.dir));
@@ -691,6 +694,10 @@ int run_cli(int argc, char** argv) {
                      "Extra plane slots that let in-place sweeps be resumed after a crash "
                      "(a sweep of bt steps needs more than bt * stencil z-radius; default "
                      "max(64, nz/16))");
+  create->add_option(
+      "--procs", ca.procs,
+      "Process grid PXxPYxPZ (product: the number of ranks) to split the grid over under "
+      "mpirun, e.g. 2x2x1 (default: chosen from the grid's shape)");
   create->add_flag("--json", ca.json, "Print the manifest as JSON");
 
   std::string info_dir;
@@ -733,6 +740,10 @@ int run_cli(int argc, char** argv) {
   run->add_flag("--remeasure", ra.remeasure,
                 "Measure this machine's compute rate and disk bandwidth again instead of using "
                 "the cached figures the stream methods plan with");
+  run->add_option("--procs", ra.procs,
+                  "Under mpirun: the process grid PXxPYxPZ to run with; a grid split otherwise is "
+                  "split again first (default: the grid's own, or chosen for another number of "
+                  "ranks)");
   run->add_flag("--json", ra.json, "Print the report as one JSON object on stdout");
   run->add_flag("--verify", ra.verify,
                 "Check every plane read against its checksum; refuse damaged data");
@@ -783,13 +794,17 @@ int run_cli(int argc, char** argv) {
   fsck->add_option("DIR", fsck_dir, "Grid directory")->required();
   fsck->add_flag("--json", fsck_json, "Print as one JSON object");
 
-  std::string im_in, im_dir, im_stores, im_field;
+  std::string im_in, im_dir, im_stores, im_field, im_procs;
   auto* import = app.add_subcommand(
       "import", "Create a grid from a .npy file, or fill one field of a grid (streamed)");
   import->add_option("IN", im_in, "Input .npy: float32/float64, shape (nz, ny, nx) or (ny, nx)")
       ->required();
   import->add_option("DIR", im_dir, "New grid directory")->required();
   import->add_option("--store", im_stores, "Comma-separated data directories");
+  import->add_option(
+      "--procs", im_procs,
+      "Process grid PXxPYxPZ (product: the number of ranks) to split the grid over under "
+      "mpirun, e.g. 2x2x1 (default: chosen from the grid's shape)");
   import->add_option("--field", im_field,
                      "Fill this field of the existing grid DIR (e.g. a velocity model made with "
                      "'create --scheme'); the array must have the grid's shape and dtype");
@@ -879,9 +894,10 @@ int run_cli(int argc, char** argv) {
       return 0;
     }
     if (in_mpi_job()) {
-      check(mpi_import(im_in, im_dir, split_csv(im_stores)));
+      check(mpi_import(im_in, im_dir, split_csv(im_stores), im_procs));
       return 0;
     }
+    check(refuse_procs_serially(im_procs));
     Grid g = get(import_npy(im_in, im_dir, split_csv(im_stores)));
     std::printf("imported %s into %s: %s %s\n", im_in.c_str(), im_dir.c_str(),
                 g.shape().to_string().c_str(), std::string(dtype_name(g.dtype())).c_str());

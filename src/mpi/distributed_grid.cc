@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -18,6 +20,7 @@
 #include "deepgrid/npy.h"
 #include "internal/file_util.h"
 #include "internal/grid_lock.h"
+#include "internal/plane_rect.h"
 #include "mpi/comm.h"
 #include "mpi/halo_exchange.h"
 
@@ -70,46 +73,53 @@ Status make_top_directory(const std::string& dir, bool* made) {
   return Status::Ok();
 }
 
-// Where a new grid's values come from, filling one slab of a part at a time, and what the
+// Where a new grid's values come from, filling one block of a part at a time, and what the
 // grid's history says about it.
-struct SlabSource {
-  std::function<Status(Grid& part, const Slab& slab)> fill;
+struct BlockSource {
+  std::function<Status(Grid& part, const Block& block)> fill;
   std::string command;  // "create", "import", "redistribute"
   json details;
   int64_t step = 0;  // the time step of the values
 };
 
-// Writes the slab's planes in batches of a chunk: produce(z, n, values) fills global planes
-// [z, z + n) packed.
-Status write_slab(Grid& part, const Slab& slab,
-                  const std::function<Status(int64_t, int64_t, std::byte*)>& produce) {
-  const int64_t batch = part.manifest().layout.planes_per_chunk;
-  const int64_t plane_bytes = part.manifest().layout.plane_bytes;
-  std::vector<std::byte> planes(static_cast<size_t>(batch * plane_bytes));
-  for (int64_t z = slab.z0; z < slab.z1; z += batch) {
-    const int64_t n = std::min(batch, slab.z1 - z);
-    DG_RETURN_IF_ERROR(produce(z, n, planes.data()));
-    DG_RETURN_IF_ERROR(part.write_planes(z - slab.z0, n, planes.data()));
+// Fills a new part (the block, no halos) plane by plane: produce(z, values) writes the block's
+// x-y rectangle of global plane z, packed.
+Status write_block(Grid& part, const Block& block,
+                   const std::function<Status(int64_t, std::byte*)>& produce) {
+  std::vector<std::byte> values(internal::rect_bytes(block, dtype_size(part.dtype())));
+  for (int64_t z = block[kAxisZ].lo; z < block[kAxisZ].hi; ++z) {
+    DG_RETURN_IF_ERROR(produce(z, values.data()));
+    DG_RETURN_IF_ERROR(part.write_planes(z - block[kAxisZ].lo, 1, values.data()));
   }
   return Status::Ok();
 }
 
+// Fills parts from whole global planes: produce(z, plane) writes global plane z.
+Status write_block_from_planes(Grid& part, const Block& block, const Shape& shape,
+                               const std::function<Status(int64_t, std::byte*)>& produce) {
+  const size_t value_bytes = dtype_size(part.dtype());
+  std::vector<std::byte> plane(static_cast<size_t>(shape.plane_points()) * value_bytes);
+  return write_block(part, block, [&](int64_t z, std::byte* values) {
+    DG_RETURN_IF_ERROR(produce(z, plane.data()));
+    internal::copy_rect(plane.data(), shape.nx, value_bytes, block, values,
+                        internal::RectCopy::kToPacked);
+    return Status::Ok();
+  });
+}
+
 // The initial condition at the planes' global coordinates.
-SlabSource initial_condition(const CreateOptions& global) {
-  SlabSource source;
+BlockSource initial_condition(const CreateOptions& global) {
+  BlockSource source;
   source.command = "create";
   source.details = {{"shape", global.shape.to_string()},
                     {"dtype", dtype_name(global.dtype)},
                     {"init", global.init.to_string()}};
-  source.fill = [global](Grid& part, const Slab& slab) -> Status {
+  source.fill = [global](Grid& part, const Block& block) -> Status {
     if (global.init.kind == InitSpec::Kind::kZero) return Status::Ok();  // created as zeros
-    const int64_t plane = global.shape.plane_points();
-    return write_slab(part, slab, [&](int64_t z, int64_t n, std::byte* out) {
+    return write_block_from_planes(part, block, global.shape, [&](int64_t z, std::byte* out) {
       dispatch_dtype(global.dtype, [&](auto tag) {
         using T = decltype(tag);
-        for (int64_t i = 0; i < n; ++i) {
-          init_plane(global.init, global.shape, z + i, reinterpret_cast<T*>(out) + i * plane);
-        }
+        init_plane(global.init, global.shape, z, reinterpret_cast<T*>(out));
       });
       return Status::Ok();
     });
@@ -118,18 +128,20 @@ SlabSource initial_condition(const CreateOptions& global) {
 }
 
 // The planes of a .npy file every rank can read (a shared filesystem, or one machine).
-SlabSource npy_planes(const std::string& path, const NpyHeader& header) {
-  SlabSource source;
+BlockSource npy_planes(const std::string& path, const NpyHeader& header) {
+  BlockSource source;
   source.command = "import";
   source.details = {{"from", "npy"}, {"file", internal::absolute_path(path)}};
-  source.fill = [path, header](Grid& part, const Slab& slab) -> Status {
+  source.fill = [path, header](Grid& part, const Block& block) -> Status {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return errno_status(errno, "open", path);
-    const int64_t plane_bytes = part.manifest().layout.plane_bytes;
-    const Status st = write_slab(part, slab, [&](int64_t z, int64_t n, std::byte* out) {
-      return internal::pread_full(fd, out, static_cast<size_t>(n * plane_bytes),
-                                  header.data_offset + z * plane_bytes, path);
-    });
+    const int64_t plane_bytes =
+        header.shape.plane_points() * static_cast<int64_t>(dtype_size(header.dtype));
+    const Status st =
+        write_block_from_planes(part, block, header.shape, [&](int64_t z, std::byte* out) {
+          return internal::pread_full(fd, out, static_cast<size_t>(plane_bytes),
+                                      header.data_offset + z * plane_bytes, path);
+        });
     ::close(fd);
     return st;
   };
@@ -144,12 +156,12 @@ Status commit_with_history(Grid& grid, int64_t step, const std::string& command,
   return grid.commit(m);
 }
 
-// This rank's part of a new grid, with its slab's values.
+// This rank's part of a new grid, with its block's values.
 Result<PartInfo> create_part(const std::string& dir, const std::string& id,
-                             const CreateOptions& global, const SlabSource& source,
-                             const Slab& slab) {
+                             const CreateOptions& global, const BlockSource& source,
+                             const Block& block) {
   PartInfo info;
-  info.slab = slab;
+  info.block = block;
   info.stores = expand_rank(global.stores, rank());
   for (std::string& s : info.stores) s = internal::absolute_path(s);
   for (const std::string& s : info.stores) {  // the part's directory goes into the first
@@ -159,18 +171,17 @@ Result<PartInfo> create_part(const std::string& dir, const std::string& id,
   }
   info.dir = part_directory(dir, id, rank(), info.stores);
   CreateOptions opt;
-  opt.shape = {global.shape.nx, global.shape.ny, slab.planes()};
+  opt.shape = info.shape();
   opt.dtype = global.dtype;
   opt.stores = info.stores;
   opt.spare_planes = global.spare_planes;
   DG_ASSIGN_OR_RETURN(Grid part, Grid::create(info.dir, opt));
-  Status st = source.fill(part, slab);
+  Status st = source.fill(part, block);
   if (st.ok()) {
     st = commit_with_history(part, source.step, "part",
                              {{"grid", internal::absolute_path(dir)},
                               {"rank", rank()},
-                              {"z0", slab.z0},
-                              {"z1", slab.z1},
+                              {"block", block.to_string()},
                               {source.command, source.details}});
   }
   if (!st.ok()) {
@@ -192,7 +203,8 @@ void share_parts(DistributedManifest* m, const PartInfo& mine) {
     PartInfo& p = m->parts[r];
     p.dir = j.at("dir").get<std::string>();
     p.stores = j.at("stores").get<std::vector<std::string>>();
-    p.halo = {j.at("below").get<int64_t>(), j.at("above").get<int64_t>()};
+    p.halo = {j.at("below").get<std::array<int64_t, 3>>(),
+              j.at("above").get<std::array<int64_t, 3>>()};
   }
 }
 
@@ -204,9 +216,18 @@ Status write_on_root(const std::string& dir, const DistributedManifest& m) {
 
 namespace {
 
+// The process grid given (checked against the shape and this job), or the one chosen.
+Result<ProcessGrid> process_grid_for(const Shape& shape, const std::optional<ProcessGrid>& given) {
+  if (!given) return choose_process_grid(shape, size());
+  DG_RETURN_IF_ERROR(check_process_grid(*given, shape, size()));
+  return *given;
+}
+
 Result<DistributedManifest> make_distributed(const std::string& dir, const CreateOptions& options,
-                                             const SlabSource& source) {
-  DG_ASSIGN_OR_RETURN(const std::vector<Slab> slabs, decompose_z(options.shape.nz, size()));
+                                             const std::optional<ProcessGrid>& procs,
+                                             const BlockSource& source) {
+  DG_ASSIGN_OR_RETURN(const ProcessGrid grid, process_grid_for(options.shape, procs));
+  const std::vector<Block> blocks = decompose(options.shape, grid);
   DG_RETURN_IF_ERROR(plan_layout(options.shape, options.dtype, 1, kDirectIoAlignment, 0).status());
   bool made_dir = false;
   DG_RETURN_IF_ERROR(agree(rank() == 0 ? make_top_directory(dir, &made_dir) : Status::Ok()));
@@ -214,14 +235,16 @@ Result<DistributedManifest> make_distributed(const std::string& dir, const Creat
   m.id = broadcast(rank() == 0 ? new_id() : std::string());
   m.shape = options.shape;
   m.dtype = options.dtype;
-  m.parts.resize(slabs.size());
-  for (size_t r = 0; r < slabs.size(); ++r) m.parts[r].slab = slabs[r];
-  auto part = create_part(dir, m.id, options, source, slabs[static_cast<size_t>(rank())]);
+  m.procs = grid;
+  m.parts.resize(blocks.size());
+  for (size_t r = 0; r < blocks.size(); ++r) m.parts[r].block = blocks[r];
+  auto part = create_part(dir, m.id, options, source, blocks[static_cast<size_t>(rank())]);
   Status st = agree(part.status());
   if (st.ok()) {
     share_parts(&m, *part);
     json details = source.details;
     details["ranks"] = size();
+    details["process_grid"] = grid.to_string();
     m.history.push_back({utc_now(), source.command, details.dump()});
     st = write_on_root(dir, m);
   }
@@ -239,20 +262,21 @@ Result<DistributedManifest> make_distributed(const std::string& dir, const Creat
 
 }  // namespace
 
-Result<DistributedManifest> create_distributed(const std::string& dir,
-                                               const CreateOptions& options) {
-  return make_distributed(dir, options, initial_condition(options));
+Result<DistributedManifest> create_distributed(const std::string& dir, const CreateOptions& options,
+                                               const std::optional<ProcessGrid>& procs) {
+  return make_distributed(dir, options, procs, initial_condition(options));
 }
 
 Result<DistributedManifest> import_distributed(const std::string& npy_path, const std::string& dir,
-                                               const std::vector<std::string>& stores) {
+                                               const std::vector<std::string>& stores,
+                                               const std::optional<ProcessGrid>& procs) {
   auto header = read_npy_header(npy_path);
   DG_RETURN_IF_ERROR(agree(header.status()));
   CreateOptions options;
   options.shape = header->shape;
   options.dtype = header->dtype;
   options.stores = stores;
-  return make_distributed(dir, options, npy_planes(npy_path, *header));
+  return make_distributed(dir, options, procs, npy_planes(npy_path, *header));
 }
 
 Result<DistributedManifest> load_distributed(const std::string& dir) {
@@ -269,36 +293,24 @@ Result<DistributedManifest> load_distributed(const std::string& dir) {
 
 namespace {
 
-// A plane message to rank 0: an error code (0: planes follow), then the planes or the message.
+// A plane message to rank 0: an error code (0: values follow), then the block's x-y rectangle
+// of one plane, or the error's message.
 constexpr int kPlaneTag = 7;
 
-void send_planes_to_root(const DistributedManifest& m, bool verify) {
+void send_blocks_to_root(const DistributedManifest& m, bool verify) {
   const PartInfo& info = m.parts[static_cast<size_t>(rank())];
-  const size_t plane_bytes = static_cast<size_t>(m.shape.plane_points()) * dtype_size(m.dtype);
-  const int64_t batch = std::max<int64_t>(1, (8 << 20) / static_cast<int64_t>(plane_bytes));
-  std::vector<std::byte> msg(sizeof(int64_t) + static_cast<size_t>(batch) * plane_bytes);
-  int64_t filled = 0;
-  const auto flush = [&] {
-    const int64_t ok = 0;
-    std::memcpy(msg.data(), &ok, sizeof ok);
-    MPI_Send(msg.data(), static_cast<int>(sizeof ok + static_cast<size_t>(filled) * plane_bytes),
-             MPI_BYTE, 0, kPlaneTag, MPI_COMM_WORLD);
-    filled = 0;
-  };
+  std::vector<std::byte> msg(sizeof(int64_t) +
+                             internal::rect_bytes(info.block, dtype_size(m.dtype)));
   Status st = [&]() -> Status {
     DG_ASSIGN_OR_RETURN(Grid part, open_part(m, rank(), Grid::Mode::kReadOnly));
     if (verify) DG_RETURN_IF_ERROR(part.enable_verification());
-    return read_slab_planes(part, info, [&](int64_t, const void* values) {
-      std::memcpy(msg.data() + sizeof(int64_t) + static_cast<size_t>(filled) * plane_bytes, values,
-                  plane_bytes);
-      if (++filled == batch) flush();
+    return read_block_planes(part, info, [&](int64_t, const std::byte* values) {
+      std::memcpy(msg.data() + sizeof(int64_t), values, msg.size() - sizeof(int64_t));
+      MPI_Send(msg.data(), static_cast<int>(msg.size()), MPI_BYTE, 0, kPlaneTag, MPI_COMM_WORLD);
       return Status::Ok();
     });
   }();
-  if (st.ok()) {
-    if (filled > 0) flush();
-    return;
-  }
+  if (st.ok()) return;
   // The error ends this rank's stream; rank 0 shares it through agree().
   std::string err(sizeof(int64_t), '\0');
   const int64_t code = static_cast<int64_t>(st.code());
@@ -307,34 +319,61 @@ void send_planes_to_root(const DistributedManifest& m, bool verify) {
   MPI_Send(err.data(), static_cast<int>(err.size()), MPI_BYTE, 0, kPlaneTag, MPI_COMM_WORLD);
 }
 
-// Rank 0 takes rank r's planes in order; after an error it still drains them.
-Status receive_planes(const DistributedManifest& m, int r, Status* first,
-                      const io::PlaneConsumer& consume) {
-  const PartInfo& info = m.parts[static_cast<size_t>(r)];
-  const size_t plane_bytes = static_cast<size_t>(m.shape.plane_points()) * dtype_size(m.dtype);
-  std::vector<std::byte> msg;
-  int64_t z = info.slab.z0;
-  while (z < info.slab.z1) {
-    MPI_Status probe;
-    MPI_Probe(r, kPlaneTag, MPI_COMM_WORLD, &probe);
-    int bytes = 0;
-    MPI_Get_count(&probe, MPI_BYTE, &bytes);
-    msg.resize(static_cast<size_t>(bytes));
-    MPI_Recv(msg.data(), bytes, MPI_BYTE, r, kPlaneTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    int64_t code = 0;
-    std::memcpy(&code, msg.data(), sizeof code);
-    if (code != 0) {
-      return Status(static_cast<ErrorCode>(code),
-                    "rank " + std::to_string(r) + ": " +
-                        std::string(reinterpret_cast<const char*>(msg.data()) + sizeof code,
-                                    msg.size() - sizeof code));
-    }
-    const size_t planes = (msg.size() - sizeof code) / plane_bytes;
-    for (size_t i = 0; i < planes; ++i, ++z) {
-      if (first->ok()) *first = consume(z, msg.data() + sizeof code + i * plane_bytes);
+// Rank 0 takes rank r's rectangle of the next plane into `values`, or its error.
+Status receive_block_plane(int r, std::vector<std::byte>* msg, std::byte* values) {
+  MPI_Status probe;
+  MPI_Probe(r, kPlaneTag, MPI_COMM_WORLD, &probe);
+  int bytes = 0;
+  MPI_Get_count(&probe, MPI_BYTE, &bytes);
+  msg->resize(static_cast<size_t>(bytes));
+  MPI_Recv(msg->data(), bytes, MPI_BYTE, r, kPlaneTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  int64_t code = 0;
+  std::memcpy(&code, msg->data(), sizeof code);
+  if (code != 0) {
+    return Status(static_cast<ErrorCode>(code),
+                  "rank " + std::to_string(r) + ": " +
+                      std::string(reinterpret_cast<const char*>(msg->data()) + sizeof code,
+                                  msg->size() - sizeof code));
+  }
+  std::memcpy(values, msg->data() + sizeof code, msg->size() - sizeof code);
+  return Status::Ok();
+}
+
+// Rank 0 assembles every global plane from the ranks' rectangles (its own read from its part),
+// z-layer of blocks after z-layer; after an error it still drains the other ranks' messages.
+Status assemble_planes_on_root(const DistributedManifest& m, bool verify,
+                               const io::PlaneConsumer& consume) {
+  const size_t value_bytes = dtype_size(m.dtype);
+  std::vector<std::byte> global(static_cast<size_t>(m.shape.plane_points()) * value_bytes);
+  std::vector<std::byte> plane, msg, values;
+  std::vector<bool> failed(static_cast<size_t>(m.ranks()), false);
+  Status first;
+  auto own = open_part(m, 0, Grid::Mode::kReadOnly);
+  if (own.ok() && verify) first = own->enable_verification();
+  if (!own.ok()) first = own.status(), failed[0] = true;
+  const int layer = m.procs.p[0] * m.procs.p[1];
+  for (int lo = 0; lo < m.ranks(); lo += layer) {
+    const Span zs = m.parts[static_cast<size_t>(lo)].block[kAxisZ];
+    for (int64_t z = zs.lo; z < zs.hi; ++z) {
+      for (int r = lo; r < lo + layer; ++r) {
+        if (failed[static_cast<size_t>(r)]) continue;
+        const PartInfo& info = m.parts[static_cast<size_t>(r)];
+        values.resize(internal::rect_bytes(info.block, value_bytes));
+        const Status got = r == 0 ? read_rect(*own, z - info.origin(kAxisZ),
+                                              info.to_local(info.block), &plane, values.data())
+                                  : receive_block_plane(r, &msg, values.data());
+        if (!got.ok()) {
+          failed[static_cast<size_t>(r)] = true;
+          if (first.ok()) first = got;
+          continue;
+        }
+        internal::copy_rect(global.data(), m.shape.nx, value_bytes, info.block, values.data(),
+                            internal::RectCopy::kFromPacked);
+      }
+      if (first.ok()) first = consume(z, global.data());
     }
   }
-  return Status::Ok();
+  return first;
 }
 
 }  // namespace
@@ -344,21 +383,10 @@ Status gather_planes(const DistributedManifest& m, bool verify, const io::PlaneC
     return agree(rank() == 0 ? read_distributed_planes(m, verify, consume) : Status::Ok());
   }
   if (rank() != 0) {
-    send_planes_to_root(m, verify);
+    send_blocks_to_root(m, verify);
     return agree(Status::Ok());
   }
-  Status first;
-  const Status own = [&]() -> Status {
-    DG_ASSIGN_OR_RETURN(Grid part, open_part(m, 0, Grid::Mode::kReadOnly));
-    if (verify) DG_RETURN_IF_ERROR(part.enable_verification());
-    return read_slab_planes(part, m.parts[0], consume);
-  }();
-  if (!own.ok()) first = own;
-  for (int r = 1; r < m.ranks(); ++r) {
-    const Status sent = receive_planes(m, r, &first, consume);
-    if (first.ok() && !sent.ok()) first = sent;
-  }
-  return agree(first);
+  return agree(assemble_planes_on_root(m, verify, consume));
 }
 
 std::vector<std::string> describe_parts(const DistributedManifest& m) {
@@ -374,19 +402,34 @@ std::vector<std::string> describe_parts(const DistributedManifest& m) {
 
 namespace {
 
-// Steps between halo exchanges when --bt is not given: the halo (k * r_z planes each side)
-// stays within an eighth of the thinnest slab, as redundant work on the halos grows with it,
-// and at most 64 (as the stream engine's sweeps).
-int exchange_depth(const DistributedManifest& m, const RunOptions& opt) {
-  if (opt.bt > 0) return opt.bt;
-  const int rz = opt.scheme.radius_z();
-  if (rz == 0) return static_cast<int>(std::clamp<int64_t>(opt.steps, 1, 64));
-  int64_t thinnest = m.shape.nz;
-  for (const PartInfo& p : m.parts) thinnest = std::min(thinnest, p.slab.planes());
-  return static_cast<int>(std::clamp<int64_t>(thinnest / (8 * rz), 1, 64));
+// Reach of the stencil along each axis (x, y, z).
+std::array<int64_t, 3> radii(const Scheme& scheme) {
+  return {scheme.radius_x(), scheme.radius_y(), scheme.radius_z()};
 }
 
-// Rewrites this rank's part with the halo `need` (its slab's planes copied), in place of the
+// Steps between halo exchanges when --bt is not given: the halo (k * r points each side) stays
+// within an eighth of the thinnest block along every split axis the stencil reaches (every
+// such axis when none is split), as redundant work on the halos grows with it, and at most 64
+// (as the stream engine's sweeps).
+int exchange_depth(const DistributedManifest& m, const RunOptions& opt) {
+  if (opt.bt > 0) return opt.bt;
+  const std::array<int64_t, 3> r = radii(opt.scheme);
+  const bool any_split = m.procs.ranks() > 1;
+  int64_t depth = 64;
+  bool reaches = false;
+  for (int a = 0; a < 3; ++a) {
+    const size_t i = static_cast<size_t>(a);
+    if (r[i] == 0 || (any_split && m.procs.p[i] == 1)) continue;
+    int64_t thinnest = INT64_MAX;
+    for (const PartInfo& p : m.parts) thinnest = std::min(thinnest, p.block.size(a));
+    depth = std::min(depth, thinnest / (8 * r[i]));
+    reaches = true;
+  }
+  if (!reaches) return static_cast<int>(std::clamp<int64_t>(opt.steps, 1, 64));
+  return static_cast<int>(std::max<int64_t>(depth, 1));
+}
+
+// Rewrites this rank's part with the halo `need` (its block's values copied), in place of the
 // old one: a new part beside it, then the old one removed and the new one renamed over it.
 Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExtent& need) {
   const std::string fresh_dir = info->dir + ".new";
@@ -398,14 +441,20 @@ Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExt
   PartInfo fresh_info = *info;
   fresh_info.halo = need;
   CreateOptions opt;
-  opt.shape = {m.shape.nx, m.shape.ny, fresh_info.planes()};
+  opt.shape = fresh_info.shape();
   opt.dtype = m.dtype;
   opt.stores = info->stores;
   const Status copied = [&]() -> Status {
     DG_ASSIGN_OR_RETURN(Grid fresh, Grid::create(fresh_dir, opt));
     DG_ASSIGN_OR_RETURN(Grid old, open_part(m, rank(), Grid::Mode::kReadOnly));
-    DG_RETURN_IF_ERROR(read_slab_planes(old, *info, [&](int64_t z, const void* values) {
-      return fresh.write_planes(need.below + z - info->slab.z0, 1, values);
+    const size_t value_bytes = dtype_size(m.dtype);
+    std::vector<std::byte> plane(static_cast<size_t>(opt.shape.plane_points()) * value_bytes);
+    const Block at = fresh_info.to_local(info->block);
+    DG_RETURN_IF_ERROR(read_block_planes(old, *info, [&](int64_t z, const std::byte* values) {
+      // copy_rect only reads the packed values in this direction.
+      internal::copy_rect(plane.data(), opt.shape.nx, value_bytes, at,
+                          const_cast<std::byte*>(values), internal::RectCopy::kFromPacked);
+      return fresh.write_planes(z - fresh_info.origin(kAxisZ), 1, plane.data());
     }));
     return commit_with_history(fresh, m.step, "relayout",
                                {{"halo_below", need.below}, {"halo_above", need.above}});
@@ -425,10 +474,11 @@ Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExt
 // Makes every part's halo fit k steps, sharing the result in the manifest on disk. When some
 // rank fails, the parts laid out again on the others are recorded all the same, so that the
 // manifest keeps describing every part.
-Status fit_halos(const std::string& dir, DistributedManifest* m, int64_t halo, bool periodic) {
+Status fit_halos(const std::string& dir, DistributedManifest* m, const std::array<int64_t, 3>& halo,
+                 bool periodic) {
   PartInfo mine = m->parts[static_cast<size_t>(rank())];
-  const HaloExtent need = needed_halo(mine.slab, m->shape.nz, halo, periodic);
-  const bool fits = halo_suffices(mine.halo, need, mine.slab, m->shape.nz, periodic);
+  const HaloExtent need = needed_halo(mine.block, m->shape, halo, periodic);
+  const bool fits = halo_suffices(mine.halo, need, mine.block, m->shape, periodic);
   const Status laid_out = agree(fits ? Status::Ok() : relayout_part(*m, &mine, need));
   int changed = mine.halo == m->parts[static_cast<size_t>(rank())].halo ? 0 : 1;
   MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -455,7 +505,9 @@ std::string DistributedRunReport::to_json() const {
   json j = json::parse(total.to_json());
   j["ranks"] = ranks;
   j["exchange_bt"] = exchange_bt;
-  j["halo_planes"] = halo;
+  j["process_grid"] = process_grid;
+  j["halo"] = halo;
+  j["halo_planes"] = halo[kAxisZ];
   double exchange = 0, wait = 0;
   uint64_t sent = 0;
   json per = json::array();
@@ -476,8 +528,10 @@ std::string DistributedRunReport::to_text() const {
   std::string out = total.to_text();
   char line[256];
   std::snprintf(line, sizeof line,
-                "ranks       %d, halo exchange every %d steps (%lld planes each side)\n", ranks,
-                exchange_bt, static_cast<long long>(halo));
+                "ranks       %d (process grid %s), halo exchange every %d steps (halos of %lld, "
+                "%lld, %lld points along x, y, z)\n",
+                ranks, process_grid.c_str(), exchange_bt, static_cast<long long>(halo[0]),
+                static_cast<long long>(halo[1]), static_cast<long long>(halo[2]));
   out += line;
   out +=
       "rank  method  planes  seconds  compute  disk-wait  exchange  waiting  read      written\n";
@@ -494,53 +548,80 @@ std::string DistributedRunReport::to_text() const {
 
 namespace {
 
-// The slab's planes read from the parts of an older decomposition of the same grid.
-SlabSource old_parts(const DistributedManifest& old) {
-  SlabSource source;
+// The block's values read from the parts of an older decomposition of the same grid: for each
+// plane, the rectangle where the block meets each old block.
+BlockSource old_parts(const DistributedManifest& old) {
+  BlockSource source;
   source.command = "redistribute";
-  source.details = {{"from_ranks", old.ranks()}};
+  source.details = {{"from_ranks", old.ranks()}, {"from_process_grid", old.procs.to_string()}};
   source.step = old.step;
-  source.fill = [&old](Grid& part, const Slab& slab) -> Status {
-    for (int o = owner_of(old.slabs(), slab.z0); o < old.ranks(); ++o) {
-      const PartInfo& from = old.parts[static_cast<size_t>(o)];
-      if (from.slab.z0 >= slab.z1) break;
-      DG_ASSIGN_OR_RETURN(Grid old_part, open_part(old, o, Grid::Mode::kReadOnly));
-      const int64_t lo = std::max(slab.z0, from.slab.z0), hi = std::min(slab.z1, from.slab.z1);
-      const int64_t first = from.halo.below - from.slab.z0;  // part plane of global plane 0
-      DG_RETURN_IF_ERROR(io::read_plane_range(
-          old_part, first + lo, first + hi, [&](int64_t p, const void* values) {
-            return part.write_planes(p - first - slab.z0, 1, values);
-          }));
+  source.fill = [&old](Grid& part, const Block& block) -> Status {
+    std::vector<int> from;
+    std::vector<Grid> opened;
+    for (int o = 0; o < old.ranks(); ++o) {
+      if (intersect(block, old.parts[static_cast<size_t>(o)].block).empty()) continue;
+      DG_ASSIGN_OR_RETURN(Grid g, open_part(old, o, Grid::Mode::kReadOnly));
+      from.push_back(o);
+      opened.push_back(std::move(g));
     }
-    return Status::Ok();
+    const size_t value_bytes = dtype_size(old.dtype);
+    std::vector<std::byte> plane, values;
+    return write_block(part, block, [&](int64_t z, std::byte* out) -> Status {
+      for (size_t i = 0; i < from.size(); ++i) {
+        const PartInfo& info = old.parts[static_cast<size_t>(from[i])];
+        const Block meet = intersect(block, info.block);
+        if (z < meet[kAxisZ].lo || z >= meet[kAxisZ].hi) continue;
+        values.resize(internal::rect_bytes(meet, value_bytes));
+        DG_RETURN_IF_ERROR(read_rect(opened[i], z - info.origin(kAxisZ), info.to_local(meet),
+                                     &plane, values.data()));
+        PartInfo in_block;  // the block's own coordinates: a part of the block alone
+        in_block.block = block;
+        internal::copy_rect(out, block.size(kAxisX), value_bytes, in_block.to_local(meet),
+                            values.data(), internal::RectCopy::kFromPacked);
+      }
+      return Status::Ok();
+    });
   };
   return source;
 }
 
-// A grid split over another number of ranks than this job has is split again over this job's:
-// new parts (under a new id, beside the old ones) are filled from the old parts, which every
-// rank must be able to read (one machine, or a shared filesystem); then the manifest naming
-// the new parts is committed and the old parts are removed. New rank r keeps its part in the
-// stores of old rank r mod (old ranks).
-Status redistribute(const std::string& dir, DistributedManifest* m) {
-  if (m->ranks() == size()) return Status::Ok();
+// The process grid a run uses: the one given, else the grid's own when the job has as many
+// ranks, else the one chosen for this job.
+Result<ProcessGrid> run_process_grid(const DistributedManifest& m,
+                                     const std::optional<ProcessGrid>& given) {
+  if (!given && m.ranks() == size()) return m.procs;
+  return process_grid_for(m.shape, given);
+}
+
+// A grid split over another process grid than this run's is split again: new parts (under a
+// new id, beside the old ones) are filled from the old parts, which every rank must be able to
+// read (one machine, or a shared filesystem); then the manifest naming the new parts is
+// committed and the old parts are removed. New rank r keeps its part in the stores of old rank
+// r mod (old ranks).
+Status redistribute(const std::string& dir, DistributedManifest* m, const ProcessGrid& procs) {
+  if (m->procs == procs) return Status::Ok();
   const DistributedManifest old = *m;
-  DG_ASSIGN_OR_RETURN(const std::vector<Slab> slabs, decompose_z(old.shape.nz, size()));
+  const std::vector<Block> blocks = decompose(old.shape, procs);
   DistributedManifest next = old;
   next.id = broadcast(rank() == 0 ? new_id() : std::string());
-  next.parts.assign(slabs.size(), {});
-  for (size_t r = 0; r < slabs.size(); ++r) next.parts[r].slab = slabs[r];
+  next.procs = procs;
+  next.parts.assign(blocks.size(), {});
+  for (size_t r = 0; r < blocks.size(); ++r) next.parts[r].block = blocks[r];
   CreateOptions options;
   options.shape = old.shape;
   options.dtype = old.dtype;
   options.stores = old.parts[static_cast<size_t>(rank() % old.ranks())].stores;
   auto part =
-      create_part(dir, next.id, options, old_parts(old), slabs[static_cast<size_t>(rank())]);
+      create_part(dir, next.id, options, old_parts(old), blocks[static_cast<size_t>(rank())]);
   Status st = agree(part.status());
   if (st.ok()) {
     share_parts(&next, *part);
     next.history.push_back({utc_now(), "redistribute",
-                            json{{"from_ranks", old.ranks()}, {"to_ranks", size()}}.dump()});
+                            json{{"from_ranks", old.ranks()},
+                                 {"to_ranks", size()},
+                                 {"from_process_grid", old.procs.to_string()},
+                                 {"to_process_grid", procs.to_string()}}
+                                .dump()});
     st = write_on_root(dir, next);
   }
   if (!st.ok()) {  // the old parts still hold the grid
@@ -579,7 +660,8 @@ void add_exchange(RankFigures* f, const ExchangeStats& e) {
 
 }  // namespace
 
-Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& opt) {
+Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& opt,
+                                             const std::optional<ProcessGrid>& procs) {
   const auto t0 = std::chrono::steady_clock::now();
   const double wait0 = agree_wait_seconds();
   DG_ASSIGN_OR_RETURN(DistributedManifest m, load_distributed(dir));
@@ -593,26 +675,28 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
     if (held.ok()) lock.emplace(std::move(held).value());
   }
   DG_RETURN_IF_ERROR(agree(locked));
-  DG_RETURN_IF_ERROR(redistribute(dir, &m));
+  DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
+  DG_RETURN_IF_ERROR(redistribute(dir, &m, grid));
   Manifest global;
   global.shape = m.shape;
   DG_RETURN_IF_ERROR(check_run(global, opt));
   const bool periodic = opt.boundary.kind == Boundary::Kind::kPeriodic;
   const int k = exchange_depth(m, opt);
-  const int64_t halo = static_cast<int64_t>(k) * opt.scheme.radius_z();
+  std::array<int64_t, 3> halo = radii(opt.scheme);
+  for (int64_t& h : halo) h *= k;
   DG_RETURN_IF_ERROR(fit_halos(dir, &m, halo, periodic));
   const PartInfo& info = m.parts[static_cast<size_t>(rank())];
   auto opened = open_part(m, rank(), Grid::Mode::kReadWrite);
   DG_RETURN_IF_ERROR(agree(opened.status()));
   Grid part = std::move(opened).value();
-  const std::vector<PlaneTransfer> transfers = halo_transfers(m.parts, m.shape.nz, periodic);
+  const std::vector<BoxTransfer> transfers = halo_transfers(m.parts, m.shape, periodic);
 
   RunOptions part_opt = opt;
   part_opt.bt = 0;  // --bt is the exchange depth; the part's engine plans its own
   part_opt.progress = {};
   RankFigures mine;
   mine.rank = rank();
-  mine.part_planes = info.planes();
+  mine.part_planes = info.shape().nz;
   const uint64_t exchange_buffers = opt.mem_budget > 0 ? opt.mem_budget : uint64_t{256} << 20;
   for (int64_t done = 0; done < opt.steps;) {
     DG_ASSIGN_OR_RETURN(const ExchangeStats ex, exchange_halos(part, transfers, exchange_buffers));
@@ -634,6 +718,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   report.ranks = size();
   report.exchange_bt = k;
   report.halo = halo;
+  report.process_grid = m.procs.to_string();
   for (const std::string& f : all_gather(mine.to_json())) {
     report.per_rank.push_back(RankFigures::from_json(f));
   }
@@ -642,7 +727,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   describe_problem(&t, m.shape, m.dtype, opt);
   t.threads = opt.threads;
   t.bt = k;
-  t.tile = std::to_string(size()) + " z-slabs";
+  t.tile = "process grid " + m.procs.to_string();
   t.steps = opt.steps;
   t.step_from = m.step;
   t.step_to = m.step + opt.steps;
@@ -659,6 +744,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
                        json{{"stencil", json::parse(opt.scheme.to_json())},
                             {"boundary", t.boundary},
                             {"ranks", size()},
+                            {"process_grid", m.procs.to_string()},
                             {"exchange_bt", k},
                             {"steps", t.steps},
                             {"step_from", t.step_from},

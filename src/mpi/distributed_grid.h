@@ -3,6 +3,8 @@
 // stops them all with its message. Every function here is collective over MPI_COMM_WORLD.
 #pragma once
 
+#include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,17 +14,19 @@
 
 namespace deepgrid::mpi {
 
-// Creates distributed grid DIR over this job's ranks: z-slabs, each rank's part (an ordinary
-// grid) in its store directories, where "%r" in options.stores stands for the rank. The
+// Creates distributed grid DIR over this job's ranks: the blocks of process grid `procs` (when
+// not given, the one choose_process_grid picks), each rank's part (an ordinary grid) in its
+// store directories, where "%r" in options.stores stands for the rank. The
 // values are those a serial create gives at the same global coordinates. On failure on any
 // rank, every part made is removed (and DIR, when it made it).
-Result<DistributedManifest> create_distributed(const std::string& dir,
-                                               const CreateOptions& options);
+Result<DistributedManifest> create_distributed(const std::string& dir, const CreateOptions& options,
+                                               const std::optional<ProcessGrid>& procs = {});
 
 // Creates distributed grid DIR from a .npy file (float32/float64, C order) that every rank can
-// read (one machine, or a shared filesystem): each rank reads its slab's planes.
+// read (one machine, or a shared filesystem): each rank reads its block's planes.
 Result<DistributedManifest> import_distributed(const std::string& npy_path, const std::string& dir,
-                                               const std::vector<std::string>& stores);
+                                               const std::vector<std::string>& stores,
+                                               const std::optional<ProcessGrid>& procs = {});
 
 // A rank's share of a distributed run.
 struct RankFigures {
@@ -44,8 +48,9 @@ struct RankFigures {
 struct DistributedRunReport {
   RunReport total;  // global figures: steps, points, wall time; sums of the ranks' I/O
   int ranks = 0;
-  int exchange_bt = 0;  // steps between two halo exchanges (k)
-  int64_t halo = 0;     // halo planes each side: k * r_z
+  int exchange_bt = 0;            // steps between two halo exchanges (k)
+  std::string process_grid;       // "PXxPYxPZ"
+  std::array<int64_t, 3> halo{};  // halo points each side along x, y, z: k * r_axis
   std::vector<RankFigures> per_rank;
 
   std::string to_json() const;
@@ -53,11 +58,14 @@ struct DistributedRunReport {
 };
 
 // Advances DIR by options.steps: every k steps (options.bt, or chosen so that the halos stay
-// small against the slabs) the ranks exchange halos of k * r_z planes and advance their parts
-// k steps with the ordinary engines (in-core when a part fits options.mem_budget, else stream).
-// Parts whose halos are too narrow for k (or reach past a non-periodic end) are rewritten with
-// the halos needed first. Results are bitwise those of a serial run.
-Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& options);
+// small against the blocks) the ranks exchange halos of k * r_axis points along each axis and
+// advance their parts k steps with the ordinary engines (in-core when a part fits
+// options.mem_budget, else stream). A grid split over another process grid than `procs` (when
+// given; else when the job has another number of ranks than the grid, the one chosen) is split
+// again first. Parts whose halos are too narrow for k (or reach past a non-periodic end) are
+// rewritten with the halos needed first. Results are bitwise those of a serial run.
+Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& options,
+                                             const std::optional<ProcessGrid>& procs = {});
 
 // The manifest, read by rank 0 and shared.
 Result<DistributedManifest> load_distributed(const std::string& dir);

@@ -22,6 +22,7 @@
 #include "deepgrid/checksum.h"
 #include "deepgrid/npy.h"
 #include "deepgrid/run.h"
+#include "deepgrid/scheme.h"
 #include "deepgrid/stencil.h"
 #include "deepgrid/store.h"
 
@@ -299,6 +300,12 @@ NB_MODULE(_core, m) {
       [](const std::string& json) { return get(Stencil::from_json(json)).to_json(); }, "json"_a,
       "Checks a stencil's JSON and returns it with its points in canonical order");
   m.def("preset_names", &preset_names, "Names of the preset stencils");
+  m.def(
+      "resolve_scheme",
+      [](const std::string& name_or_file) { return get(Scheme::resolve(name_or_file)).to_json(); },
+      "name_or_file"_a,
+      "A stencil preset, scheme preset (wave2/4/8, heat-var) or JSON file, as the JSON a run "
+      "takes");
   m.def(
       "parse_size", [](const std::string& text) { return get(parse_size(text)); }, "text"_a,
       "Bytes in a size like '2GiB'");
