@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: a check that formatting is clean, the release build (warnings as errors) with
-# the full suite and a downstream find_package(deepgrid) project, the Python package (built by
-# pip into .venv, made by scripts/setup.sh) with its pytest suite, then the C++ suite under
+# the full suite, a downstream find_package(deepgrid) project and a user's kernel library built
+# against the installed deepgrid, the Python package (built by pip into .venv, made by
+# scripts/setup.sh) with its pytest suite, then the C++ suite under
 # ASan+UBSan and under TSan, and the parsers' fuzzers for 20 s each.
 set -euo pipefail
 jobs=${JOBS:-$(nproc)}
@@ -28,6 +29,17 @@ cmake --install build --prefix build/install >/dev/null
 cmake -S tests/downstream -B build/downstream -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
 cmake --build build/downstream >/dev/null
 build/downstream/downstream build/downstream-grid
+echo "== a user's kernel built against the installed deepgrid (examples/grayscott), run by it"
+rm -rf build/grayscott build/grayscott-grid
+cmake -S examples/grayscott -B build/grayscott -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
+cmake --build build/grayscott >/dev/null
+cc -shared -fPIC -O2 -ffp-contract=off -Ibuild/install/include examples/grayscott/grayscott.c \
+  -o build/grayscott/libgrayscott_cc.so  # the README's one-line build
+for lib in build/grayscott/libgrayscott.so build/grayscott/libgrayscott_cc.so; do
+  rm -rf build/grayscott-grid
+  build/install/bin/deepgrid create build/grayscott-grid --scheme "$lib" --shape 16x16x8 >/dev/null
+  build/install/bin/deepgrid run build/grayscott-grid --steps 3 --boundary periodic >/dev/null
+done
 echo "== Python package: pip install . into the project venv, pytest"
 CMAKE_BUILD_PARALLEL_LEVEL=$jobs .venv/bin/python -m pip install -q --no-build-isolation \
   --disable-pip-version-check .

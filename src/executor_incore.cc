@@ -136,6 +136,7 @@ int64_t InCoreEngine<T>::scratch_bytes(const Shape& shape, const Scheme& scheme,
 template <typename T>
 Result<InCoreEngine<T>> InCoreEngine<T>::create(const Shape& shape, const Scheme& scheme,
                                                 int64_t steps, const InCoreOptions& options) {
+  DG_RETURN_IF_ERROR(scheme.check_dtype(dtype_of<T>()));
   InCoreEngine e(scheme, plan_wavefront(shape, scheme, sizeof(T), steps, options));
   const Halo halo = frame_halo(e.plan_, scheme.radius_x(), scheme.radius_y(), scheme.radius_z());
   const int n = scheme.component_count();

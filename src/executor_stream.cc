@@ -826,6 +826,7 @@ int64_t spare_planes_needed(const StreamPlan& plan, const Scheme& stencil) {
 Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boundary& boundary,
                                    int64_t steps, const StreamPlan& plan,
                                    const StreamOptions& options, const ProgressFn& progress) {
+  DG_RETURN_IF_ERROR(stencil.check_dtype(grid.dtype()));
   if (grid.can_grow_spare() && !grid.sweep_record()) {
     DG_RETURN_IF_ERROR(grid.grow_spare(spare_planes_needed(plan, stencil)));
   }

@@ -222,8 +222,14 @@ Result<Scheme> scheme_for(const Manifest& m, const Scheme& given) {
         "--stencil (e.g. 7pt) or --scheme (e.g. wave8)");
   }
   auto s = Scheme::from_record(m.scheme);
-  if (!s.ok()) return corrupt("the grid's own scheme does not parse: " + s.status().message());
-  return s;
+  if (s.ok()) return s;
+  // A kernel library that moved or changed is the user's to fix; anything else is damage.
+  const auto record = nlohmann::json::parse(m.scheme, nullptr, /*allow_exceptions=*/false);
+  if (s.status().code() == ErrorCode::kInvalidArgument && record.is_object() &&
+      record.contains("kernel")) {
+    return s.status().with_context("the grid's scheme");
+  }
+  return corrupt("the grid's own scheme does not parse: " + s.status().message());
 }
 
 Status check_run(const Manifest& m, const RunOptions& opt) {
@@ -233,6 +239,7 @@ Status check_run(const Manifest& m, const RunOptions& opt) {
   }
   DG_ASSIGN_OR_RETURN(const Scheme st, scheme_for(m, opt.scheme));
   DG_RETURN_IF_ERROR(check_components(m, st));
+  DG_RETURN_IF_ERROR(st.check_dtype(m.dtype));
   const Shape& s = m.shape;
   struct Axis {
     const char* name;

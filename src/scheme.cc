@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "deepgrid/kernel_library.h"
 #include "internal/file_util.h"
 
 namespace deepgrid {
@@ -107,6 +109,41 @@ Result<SchemeField> parse_field(const json& j) {
   return f;
 }
 
+// A "fields" list: each field valid, no name twice.
+Result<std::vector<SchemeField>> parse_fields(const json& list) {
+  std::vector<SchemeField> fields;
+  std::set<std::string> names;
+  for (const json& f : list) {
+    DG_ASSIGN_OR_RETURN(SchemeField field, parse_field(f));
+    if (!names.insert(field.name).second) {
+      return invalid_argument("scheme declares field " + field.name + " twice");
+    }
+    fields.push_back(field);
+  }
+  return fields;
+}
+
+json field_json(const SchemeField& f) {
+  json jf{{"name", f.name}};
+  if (f.coefficient) {
+    jf["coefficient"] = true;
+    jf["value"] = f.value;
+  } else {
+    jf["levels"] = f.levels;
+  }
+  return jf;
+}
+
+json fields_json(const std::vector<SchemeField>& fields) {
+  json list = json::array();
+  for (const SchemeField& f : fields) list.push_back(field_json(f));
+  return list;
+}
+
+bool is_kernel_library(const std::string& path) {
+  return path.ends_with(".so") || path.find(".so.") != std::string::npos;
+}
+
 }  // namespace
 
 Scheme::Scheme(const Stencil& stencil) {
@@ -116,26 +153,21 @@ Scheme::Scheme(const Stencil& stencil) {
   (void)finish();  // a valid stencil makes a valid scheme
 }
 
-Result<Scheme> Scheme::from_json(std::string_view json_text, std::string name) {
+Result<Scheme> Scheme::from_json(std::string_view json_text, std::string name,
+                                 std::string_view base_dir) {
   const char* kForm =
       "; expected {\"fields\": [{\"name\": \"u\"}, ...], \"update\": {\"u\": [terms]}} "
       "(docs/schemes.md)";
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_argument("scheme JSON is malformed" + std::string(kForm));
+  if (j.is_object() && j.contains("kernel")) return kernel_scheme(json_text, base_dir);
   if (!j.is_object() || !j.contains("fields") || !j["fields"].is_array() || !j.contains("update") ||
       !j["update"].is_object()) {
     return invalid_argument("scheme JSON needs \"fields\" and \"update\"" + std::string(kForm));
   }
   Scheme s;
   s.name_ = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : name;
-  std::set<std::string> names;
-  for (const json& f : j["fields"]) {
-    DG_ASSIGN_OR_RETURN(SchemeField field, parse_field(f));
-    if (!names.insert(field.name).second) {
-      return invalid_argument("scheme declares field " + field.name + " twice");
-    }
-    s.fields_.push_back(field);
-  }
+  DG_ASSIGN_OR_RETURN(s.fields_, parse_fields(j["fields"]));
   if (s.fields_.empty()) return invalid_argument("scheme has no fields" + std::string(kForm));
   // Component indices are needed to resolve the terms: derive them first.
   for (const SchemeField& f : s.fields_) {
@@ -202,6 +234,55 @@ Result<Scheme> Scheme::from_json(std::string_view json_text, std::string name) {
   return s;
 }
 
+Result<Scheme> Scheme::from_kernel(const std::string& library_path) {
+  DG_ASSIGN_OR_RETURN(std::shared_ptr<const KernelLibrary> lib, KernelLibrary::open(library_path));
+  Scheme s;
+  auto used = s.use_kernel(std::move(lib));
+  if (!used.ok()) return used.with_context("kernel library " + library_path);
+  return s;
+}
+
+Result<Scheme> Scheme::kernel_scheme(std::string_view json_text, std::string_view base_dir) {
+  const json j = json::parse(json_text);  // parsed before, by from_json
+  if (!j["kernel"].is_string() || j.contains("update")) {
+    return invalid_argument(
+        "a scheme's \"kernel\" is the path of a kernel library (instead of \"update\"), e.g. "
+        "{\"kernel\": \"./libgrayscott.so\"}");
+  }
+  std::filesystem::path path = j["kernel"].get<std::string>();
+  if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
+  DG_ASSIGN_OR_RETURN(Scheme s, from_kernel(path.string()));
+  if (j.contains("name") && j["name"].is_string()) s.name_ = j["name"].get<std::string>();
+  if (!j.contains("fields")) return s;
+  // Declared fields must be the library's; their values (a new grid's) may differ.
+  if (!j["fields"].is_array()) return invalid_argument("a scheme's \"fields\" must be a list");
+  DG_ASSIGN_OR_RETURN(std::vector<SchemeField> declared, parse_fields(j["fields"]));
+  auto without_values = [](std::vector<SchemeField> fields) {
+    for (SchemeField& f : fields) f.value = 0;
+    return fields_json(fields);
+  };
+  if (without_values(declared) != without_values(s.fields_)) {
+    return invalid_argument("the scheme's \"fields\" " + j["fields"].dump() +
+                            " differ from kernel " + s.name_ + "'s " +
+                            fields_json(s.fields_).dump() + "; drop \"fields\" or match them");
+  }
+  for (size_t i = 0; i < declared.size(); ++i) {
+    if (j["fields"][i].contains("value")) s.fields_[i].value = declared[i].value;
+  }
+  return s;
+}
+
+Status Scheme::use_kernel(std::shared_ptr<const KernelLibrary> kernel) {
+  name_ = kernel->name();
+  DG_ASSIGN_OR_RETURN(fields_, parse_fields(fields_json(kernel->fields())));
+  kernel_ = std::move(kernel);
+  return finish();
+}
+
+Status Scheme::check_dtype(DType dtype) const {
+  return kernel_ ? kernel_->check_dtype(dtype) : Status::Ok();
+}
+
 Status Scheme::finish() {
   components_.clear();
   coefficient_.clear();
@@ -216,7 +297,7 @@ Status Scheme::finish() {
     if (f.coefficient) carried_.emplace_back(first, first);
     const bool updated = std::any_of(updates_.begin(), updates_.end(),
                                      [&](const SchemeUpdate& u) { return u.component == first; });
-    if (!f.coefficient && !updated) {
+    if (!f.coefficient && !updated && !kernel_) {
       return invalid_argument("state field " + f.name + " has no update; add \"" + f.name +
                               "\": [terms] to \"update\", or declare it \"coefficient\": true");
     }
@@ -225,7 +306,9 @@ Status Scheme::finish() {
                               " is read-only and cannot have an update");
     }
   }
-  rx_ = ry_ = rz_ = 0;
+  rx_ = kernel_ ? kernel_->radius_x() : 0;
+  ry_ = kernel_ ? kernel_->radius_y() : 0;
+  rz_ = kernel_ ? kernel_->radius_z() : 0;
   for (const SchemeUpdate& u : updates_) {
     for (const SchemeTerm& t : u.terms) {
       if (!std::isfinite(t.c))
@@ -235,8 +318,8 @@ Status Scheme::finish() {
       rz_ = std::max(rz_, t.stencil.radius_z());
     }
   }
-  is_stencil_ = fields_.size() == 1 && fields_[0].levels == 1 && !fields_[0].coefficient &&
-                updates_.size() == 1 && updates_[0].terms.size() == 1 &&
+  is_stencil_ = !kernel_ && fields_.size() == 1 && fields_[0].levels == 1 &&
+                !fields_[0].coefficient && updates_.size() == 1 && updates_[0].terms.size() == 1 &&
                 updates_[0].terms[0].c == 1 && updates_[0].terms[0].factors.empty();
   return Status::Ok();
 }
@@ -283,17 +366,19 @@ std::vector<FieldInit> initial_fields(const Scheme& scheme, const InitSpec& stat
 
 std::vector<std::string> scheme_preset_names() { return {"wave2", "wave4", "wave8", "heat-var"}; }
 
-Result<Scheme> Scheme::from_record(std::string_view json_text, std::string name) {
+Result<Scheme> Scheme::from_record(std::string_view json_text, std::string name,
+                                   std::string_view base_dir) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_object() && j.contains("points")) {
     DG_ASSIGN_OR_RETURN(Stencil st, Stencil::from_json(json_text, std::move(name)));
     return Scheme(st);
   }
-  return from_json(json_text, std::move(name));
+  return from_json(json_text, std::move(name), base_dir);
 }
 
 Result<Scheme> Scheme::resolve(std::string_view name_or_file) {
   const std::string s(name_or_file);
+  if (is_kernel_library(s)) return from_kernel(s);
   if (!names_json_file(s)) {
     if (auto st = Stencil::preset(s); st.ok()) return Scheme(*st);
     if (auto sc = preset(s); sc.ok()) return sc;
@@ -308,7 +393,7 @@ Result<Scheme> Scheme::resolve(std::string_view name_or_file) {
     return invalid_argument("cannot read stencil or scheme file '" + s +
                             "'; give a preset name or an existing JSON file");
   }
-  auto r = from_record(*text, s);
+  auto r = from_record(*text, s, std::filesystem::path(s).parent_path().string());
   if (!r.ok()) return r.status().with_context(s);
   return r;
 }
@@ -325,6 +410,11 @@ bool Scheme::is_coefficient(int component) const {
 }
 
 int Scheme::points() const {
+  if (kernel_) {
+    const auto state = std::count_if(fields_.begin(), fields_.end(),
+                                     [](const SchemeField& f) { return !f.coefficient; });
+    return static_cast<int>(state) * (1 + 2 * (rx_ + ry_ + rz_));
+  }
   int n = 0;
   for (const SchemeUpdate& u : updates_) {
     for (const SchemeTerm& t : u.terms) n += t.stencil.size();
@@ -334,6 +424,7 @@ int Scheme::points() const {
 
 int Scheme::flops_per_update() const {
   if (is_stencil_) return stencil().flops_per_update();
+  if (kernel_) return kernel_->flops_per_update();
   int flops = 0;
   for (const SchemeUpdate& u : updates_) {
     for (size_t k = 0; k < u.terms.size(); ++k) {
@@ -347,17 +438,8 @@ int Scheme::flops_per_update() const {
 
 std::string Scheme::to_json() const {
   if (is_stencil_) return stencil().to_json();
-  json fields = json::array();
-  for (const SchemeField& f : fields_) {
-    json jf{{"name", f.name}};
-    if (f.coefficient) {
-      jf["coefficient"] = true;
-      jf["value"] = f.value;
-    } else {
-      jf["levels"] = f.levels;
-    }
-    fields.push_back(jf);
-  }
+  const json fields = fields_json(fields_);
+  if (kernel_) return json{{"name", name_}, {"kernel", kernel_->path()}, {"fields", fields}}.dump();
   json update = json::object();
   for (const SchemeUpdate& u : updates_) {
     json terms = json::array();
@@ -381,6 +463,7 @@ std::string Scheme::describe() const {
     if (field.levels > 1) f += std::string("[") + std::to_string(field.levels) + " levels]";
     if (field.coefficient) f += "[coefficient]";
   }
+  if (kernel_) f += "; kernel " + kernel_->path();
   return name_ + " (fields " + f + "; radius " + std::to_string(radius()) + ")";
 }
 

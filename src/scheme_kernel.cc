@@ -1,9 +1,42 @@
 #include "deepgrid/scheme_kernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace deepgrid {
+namespace {
+
+// A user kernel's arguments and function for values of type T.
+template <typename T>
+using UserArgs =
+    std::conditional_t<std::is_same_v<T, float>, dg_kernel_args_f32, dg_kernel_args_f64>;
+
+template <typename T>
+auto user_function(const KernelLibrary& lib) {
+  if constexpr (std::is_same_v<T, float>) {
+    return lib.apply_f32();
+  } else {
+    return lib.apply_f64();
+  }
+}
+
+int64_t wrap(int64_t i, int64_t n) { return ((i % n) + n) % n; }
+
+// Splits [lo, hi) of local positions (global = origin + local) where the global position
+// crosses a multiple of n: f(a, b, global position of a, wrapped into [0, n)).
+template <typename F>
+void split_at_wraps(int64_t origin, int64_t lo, int64_t hi, int64_t n, F&& f) {
+  for (int64_t a = lo; a < hi;) {
+    const int64_t g = wrap(origin + a, n);
+    const int64_t b = std::min(hi, a + (n - g));
+    f(a, b, g);
+    a = b;
+  }
+}
+
+}  // namespace
 
 template <typename T>
 SchemeKernel<T>::SchemeKernel(const Scheme& scheme)
@@ -14,6 +47,15 @@ SchemeKernel<T>::SchemeKernel(const Scheme& scheme)
       components_(scheme.component_count()) {
   if (scheme.is_stencil()) {
     stencil_.emplace(scheme.stencil());
+    return;
+  }
+  if (scheme.kernel()) {
+    user_ = scheme.kernel();
+    int c = 0;
+    for (const SchemeField& f : scheme.fields()) {
+      if (!f.coefficient) state_components_.push_back(c);
+      c += f.levels;
+    }
     return;
   }
   for (const SchemeUpdate& u : scheme.updates()) {
@@ -28,9 +70,21 @@ SchemeKernel<T>::SchemeKernel(const Scheme& scheme)
 
 template <typename T>
 void SchemeKernel<T>::apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
-                            ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect) const {
+                            ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect,
+                            const PlanePosition& at) const {
   if (stencil_) {
     stencil_->apply(in, in_stride, out, out_stride, rect);
+    return;
+  }
+  if (user_) {
+    // Pieces that stay inside the grid's periodic images, each with global coordinates.
+    split_at_wraps(at.y, rect.y0, rect.y1, at.shape.ny, [&](int64_t y0, int64_t y1, int64_t gy) {
+      split_at_wraps(at.x, rect.x0, rect.x1, at.shape.nx, [&](int64_t x0, int64_t x1, int64_t gx) {
+        const ptrdiff_t to = (y0 - rect.y0) * out_stride + (x0 - rect.x0);
+        apply_user(in, in_stride, in_field, out + to, out_stride, out_field, {x0, x1, y0, y1}, gx,
+                   gy, at);
+      });
+    });
     return;
   }
   for (int64_t y = rect.y0; y < rect.y1; ++y) {
@@ -76,8 +130,52 @@ void SchemeKernel<T>::apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff
       }
     }
   }
+  copy_carried(in[rz_] + row, in_field, out, out_field, width);
+}
+
+// One call of the user's kernel, then the carried components row by row.
+template <typename T>
+void SchemeKernel<T>::apply_user(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field,
+                                 T* out, ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect,
+                                 int64_t gx, int64_t gy, const PlanePosition& at) const {
+  thread_local std::vector<const T*> inputs;
+  thread_local std::vector<T*> outputs;
+  inputs.clear();
+  const ptrdiff_t first = rect.y0 * in_stride + rect.x0;
+  for (int dz = -rz_; dz <= rz_; ++dz) {
+    for (int c = 0; c < components_; ++c) inputs.push_back(in[rz_ + dz] + c * in_field + first);
+  }
+  outputs.clear();
+  for (int c : state_components_) outputs.push_back(out + c * out_field);
+  UserArgs<T> args;
+  args.in = inputs.data();
+  args.in_stride = in_stride;
+  args.out = outputs.data();
+  args.out_stride = out_stride;
+  args.width = rect.x1 - rect.x0;
+  args.height = rect.y1 - rect.y0;
+  args.x0 = gx;
+  args.y0 = gy;
+  args.z = wrap(at.z, at.shape.nz);
+  args.nx = at.shape.nx;
+  args.ny = at.shape.ny;
+  args.nz = at.shape.nz;
+  args.step = at.step;
+  args.components = components_;
+  const auto apply = user_function<T>(*user_);
+  apply(&args);
+  for (int64_t y = rect.y0; y < rect.y1; ++y) {
+    copy_carried(in[rz_] + y * in_stride + rect.x0, in_field, out + (y - rect.y0) * out_stride,
+                 out_field, rect.x1 - rect.x0);
+  }
+}
+
+// The carried components of one row: `in` and `out` point at the row's first point.
+template <typename T>
+void SchemeKernel<T>::copy_carried(const T* in, ptrdiff_t in_field, T* out, ptrdiff_t out_field,
+                                   int64_t width) const {
   for (const auto& [to, from] : carried_) {
-    std::memcpy(out + to * out_field, in[rz_] + from * in_field + row, sizeof(T) * width);
+    std::memcpy(out + to * out_field, in + from * in_field, sizeof(T) * width);
   }
 }
 

@@ -504,6 +504,23 @@ void remove_data_file(const fs::path& tmp) { fs::remove(data_file_of(tmp)); }
 
 const Setup kGrid16 = grid_of("16x16x4");
 
+// A copy of a test kernel library (tests/kernels/test_kernel.c; variant "" or e.g. "_abi2")
+// as {tmp}/libk.so.
+Setup kernel_copy(std::string variant) {
+  return [variant](const fs::path& tmp) {
+    fs::copy_file(std::string(DEEPGRID_TEST_KERNEL_DIR) + "/libtest_kernel" + variant + ".so",
+                  tmp / "libk.so");
+  };
+}
+
+// A grid of the test kernel whose library then went away.
+void grid_of_a_moved_kernel(const fs::path& tmp) {
+  kernel_copy("")(tmp);
+  ASSERT_TRUE(Succeeded(run_cli({"create", (tmp / "grid").string(), "--shape", "8x8x8", "--scheme",
+                                 (tmp / "libk.so").string()})));
+  fs::remove(tmp / "libk.so");
+}
+
 std::vector<std::string> run_args(std::string dir, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"run", std::move(dir), "--stencil", "7pt", "--steps", "1"};
   args.insert(args.end(), extra.begin(), extra.end());
@@ -547,6 +564,24 @@ std::vector<BadInputCase> bad_input_cases() {
        create_args({"--shape", "8x8x8", "--store", "{tmp}/no-such-store"}),
        {"store"}},
       {"CreateLargerThanFreeSpace", {}, create_args({"--shape", "1048576x1048576x64"}), {"space"}},
+      // users' kernels
+      {"CreateKernelMissing",
+       {},
+       create_args({"--shape", "8x8x8", "--scheme", "{tmp}/libmissing.so"}),
+       {"exist"}},
+      {"CreateNotAKernel",
+       kernel_copy("_none"),
+       create_args({"--shape", "8x8x8", "--scheme", "{tmp}/libk.so"}),
+       {"not a deepgrid kernel"}},
+      {"CreateKernelOfAnotherAbi",
+       kernel_copy("_abi2"),
+       create_args({"--shape", "8x8x8", "--scheme", "{tmp}/libk.so"}),
+       {"ABI version"}},
+      {"CreateKernelWithoutTheDtype",
+       kernel_copy("_f32"),
+       create_args({"--shape", "8x8x8", "--dtype", "f64", "--scheme", "{tmp}/libk.so"}),
+       {"no f64 version"}},
+      {"RunKernelMoved", grid_of_a_moved_kernel, {"run", kGrid, "--steps", "1"}, {"exist"}},
       // run: stencil and options
       {"RunUnknownStencil", kGrid16, run_with_stencil("8pt"), {"stencil"}},
       {"RunCoefficientCountMismatch",

@@ -243,6 +243,32 @@ TEST_P(EngineGolden, SchemesOfSeveralFields) {
   }
 }
 
+// A user's kernel (tests/kernels/test_kernel.c: nonlinear, two state fields and a
+// coefficient, radii 2, 1, 2, terms of the global position) against the same C function
+// called point by point: any bt, forced tiles, both dtypes, and grids that periodic frames
+// wrap around several times.
+const std::string kKernelScheme =
+    std::string(R"({"kernel": ")") + DEEPGRID_TEST_KERNEL_DIR + R"(/libtest_kernel.so"})";
+
+TEST_P(EngineGolden, UsersKernels) {
+  if (GetParam() == Method::kTiled) {
+    GTEST_SKIP() << "the tiled comparison method runs plain stencils only";
+  }
+  for (DType dt : {DType::kF32, DType::kF64}) {
+    expect_all_boundaries({kKernelScheme, {21, 13, 11}, dt, 5, 0, 1, io::Backend::kUring});
+  }
+  for (int bt : {1, 2, 3, 7}) {
+    Case c{kKernelScheme,        {17, 12, 14}, bt % 2 ? DType::kF64 : DType::kF32, 7, bt, 1,
+           io::Backend::kThreads};
+    c.tile_x = 5;
+    c.tile_y = 4;
+    expect_all_boundaries(c);
+  }
+  for (Shape s : {Shape{2, 1, 5}, Shape{3, 2, 2}}) {
+    expect_all_boundaries({kKernelScheme, s, DType::kF32, 4, 3, 1, io::Backend::kUring});
+  }
+}
+
 // A shot and receivers inside temporal blocking: sources in planes of every level (one in a
 // corner, so periodic copies and halos of several tiles hold it), receivers on tile edges.
 TEST_P(EngineGolden, SourcesAndReceivers) {
@@ -295,7 +321,7 @@ TEST_F(StreamGolden, StagesWithinASweep) {
     c.cache_bt = cache_bt;
     expect_all_boundaries(c);
   }
-  for (const char* st : {"13pt", "27pt", "wave8", kCoupledScheme}) {
+  for (const std::string st : {"13pt", "27pt", "wave8", kCoupledScheme, kKernelScheme.c_str()}) {
     Case c{st, {15, 13, 9}, DType::kF64, 7, 6, 1, io::Backend::kThreads};
     c.cache_bt = 2;
     c.tile_x = 6;

@@ -17,19 +17,27 @@
 // each factor in order; the update is acc = q_0 * s_0 and acc = fma(q_k, s_k, acc) for
 // k = 1, 2, ... A plain stencil is the scheme of one field with one term (c = 1, no factors),
 // whose result is exactly the stencil's.
+//
+// A scheme may instead name a user's kernel library (deepgrid/kernel.h, docs/kernels.md): its
+// fields and radii come from the library, which computes the state fields' new values; the
+// shifting levels and the coefficient fields are carried as for any scheme.
 #pragma once
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "deepgrid/dtype.h"
 #include "deepgrid/init.h"
 #include "deepgrid/status.h"
 #include "deepgrid/stencil.h"
 
 namespace deepgrid {
+
+class KernelLibrary;
 
 struct SchemeField {
   std::string name;
@@ -65,14 +73,20 @@ class Scheme {
   //    "value": 0.1}], "update": {"u": [{"coef": 2, "field": "u"}, {"coef": -1, "field": "u@1"},
   //    {"coef": "m", "stencil": "laplacian8", "field": "u"}]}}
   // Validates with errors naming the offending entry (unknown field, level out of range, ...).
-  static Result<Scheme> from_json(std::string_view json_text, std::string name = "custom");
+  // A user's kernel replaces "update": {"kernel": "./libk.so"} (relative to `base_dir`, the
+  // JSON file's directory; "fields", if given, must match the library's).
+  static Result<Scheme> from_json(std::string_view json_text, std::string name = "custom",
+                                  std::string_view base_dir = {});
+  // The scheme of a user's kernel library (its path).
+  static Result<Scheme> from_kernel(const std::string& library_path);
   // A built-in scheme: wave2, wave4, wave8 (acoustic wave, 2nd/4th/8th order in space),
   // heat-var (heat diffusion with a conductivity field).
   static Result<Scheme> preset(std::string_view name);
-  // A stencil preset, a scheme preset, or a JSON file holding either.
+  // A stencil preset, a scheme preset, a JSON file holding either, or a kernel library (.so).
   static Result<Scheme> resolve(std::string_view name_or_file);
   // Parses a stencil's or a scheme's JSON (records, files): to_json()'s output.
-  static Result<Scheme> from_record(std::string_view json_text, std::string name = "custom");
+  static Result<Scheme> from_record(std::string_view json_text, std::string name = "custom",
+                                    std::string_view base_dir = {});
 
   const std::string& name() const { return name_; }
   const std::vector<SchemeField>& fields() const { return fields_; }
@@ -87,6 +101,11 @@ class Scheme {
   // levels shifting, coefficient fields staying).
   const std::vector<std::pair<int, int>>& carried() const { return carried_; }
 
+  // A user's kernel (deepgrid/kernel.h): null for schemes of terms.
+  const std::shared_ptr<const KernelLibrary>& kernel() const { return kernel_; }
+  // Ok, or why this scheme cannot run on values of `dtype` (a kernel without that version).
+  Status check_dtype(DType dtype) const;
+
   // A plain stencil (one field, one term S(u)): stencil() is it.
   bool is_stencil() const { return is_stencil_; }
   const Stencil& stencil() const { return updates_.front().terms.front().stencil; }
@@ -97,7 +116,8 @@ class Scheme {
   int radius() const { return std::max({rx_, ry_, rz_}); }
   // Useful flops per point update: each term's stencil, factors and accumulation.
   int flops_per_update() const;
-  // Stencil points read per point update, over all terms.
+  // Stencil points read per point update, over all terms (a kernel: the star of its radius
+  // per state field, as the library does not say).
   int points() const;
   // A stencil's own JSON (stencil.h) for a plain stencil, else the scheme JSON.
   std::string to_json() const;
@@ -105,10 +125,14 @@ class Scheme {
 
  private:
   Status finish();  // derives components, carried pairs and radii; validates
+  Status use_kernel(std::shared_ptr<const KernelLibrary> kernel);
+  // from_json's form naming a kernel library.
+  static Result<Scheme> kernel_scheme(std::string_view json_text, std::string_view base_dir);
 
   std::string name_;
   std::vector<SchemeField> fields_;
   std::vector<SchemeUpdate> updates_;
+  std::shared_ptr<const KernelLibrary> kernel_;
   std::vector<std::string> components_;
   std::vector<bool> coefficient_;
   std::vector<std::pair<int, int>> carried_;

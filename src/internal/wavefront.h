@@ -191,7 +191,10 @@ class Wavefront {
       out_s = {ws_.stride(), ws_.field_stride()};
       out = ws_.ring(k, z) + mine.y0 * out_s.stride + mine.x0;
     }
-    if (!mine.empty()) k_.apply(in, in_s.stride, in_s.field, out, out_s.stride, out_s.field, mine);
+    if (!mine.empty()) {
+      k_.apply(in, in_s.stride, in_s.field, out, out_s.stride, out_s.field, mine,
+               {ox_, oy_, z, probes_.step + k, s_});
+    }
     if (probes_.probes != nullptr && !mine.empty()) apply_probes(k, z, out, out_s, mine);
     const bool outside = c.x0 != r.x0 || c.x1 != r.x1 || c.y0 != r.y0 || c.y1 != r.y1;
     if (k < L_ && outside) {
