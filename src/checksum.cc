@@ -13,16 +13,20 @@
 namespace deepgrid {
 
 Result<GridSummary> summarize(const Grid& grid, int component) {
-  const Manifest& m = grid.manifest();
+  return summarize_grid_planes(grid.manifest(), io::planes_of(grid), component);
+}
+
+Result<GridSummary> summarize_grid_planes(const Manifest& m, const io::PlaneSource& planes,
+                                          int component) {
   if (component >= m.components()) {
     return invalid_argument("the grid has no component " + std::to_string(component));
   }
   if (component >= 0) {
-    return summarize_planes(m.shape, m.dtype, io::component_of(io::planes_of(grid), m, component));
+    return summarize_planes(m.shape, m.dtype, io::component_of(planes, m, component));
   }
   // A plane of F components is an nx x (F ny) array.
   const Shape all{m.shape.nx, m.shape.ny * m.components(), m.shape.nz};
-  return summarize_planes(all, m.dtype, io::planes_of(grid));
+  return summarize_planes(all, m.dtype, planes);
 }
 
 Result<GridSummary> summarize_planes(const Shape& s, DType dtype, const io::PlaneSource& planes) {

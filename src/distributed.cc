@@ -104,10 +104,24 @@ Block PartInfo::to_local(const Block& global) const {
   return b;
 }
 
+Manifest DistributedManifest::as_grid() const {
+  Manifest m;
+  m.id = id;
+  m.shape = shape;
+  m.dtype = dtype;
+  m.step = step;
+  m.fields = fields;
+  m.scheme = scheme;
+  return m;
+}
+
 std::string DistributedManifest::to_json() const {
   json parts_json = json::array();
   for (size_t r = 0; r < parts.size(); ++r) parts_json.push_back(part_to_json(r, parts[r]));
-  json j = internal::grid_header_json(kFormatName, version, {id, shape, dtype, step});
+  const int written = fields.empty() && scheme.empty() ? kOneFieldDistributedManifestVersion
+                                                       : kDistributedManifestVersion;
+  json j = internal::grid_header_json(kFormatName, written, {id, shape, dtype, step});
+  internal::put_fields(&j, fields, scheme);
   j["decomposition"] = {
       {"process_grid", procs.p}, {"ranks", parts.size()}, {"parts", std::move(parts_json)}};
   j["history"] = internal::history_json(history);
@@ -135,6 +149,7 @@ Result<DistributedManifest> DistributedManifest::from_json(std::string_view text
     m.shape = header.shape;
     m.dtype = header.dtype;
     m.step = header.step;
+    internal::read_fields(j, &m.fields, &m.scheme);
     const json& d = j.at("decomposition");
     if (version >= 5) {
       m.procs.p = d.at("process_grid").get<std::array<int, 3>>();
@@ -189,11 +204,12 @@ Result<Grid> open_part(const DistributedManifest& m, int rank, Grid::Mode mode) 
   Grid part = std::move(opened).value();
   const Manifest& pm = part.manifest();
   const Shape expected = info.shape();
-  if (pm.shape != expected || pm.dtype != m.dtype) {
+  if (pm.shape != expected || pm.dtype != m.dtype || pm.fields != m.fields) {
     return corrupt("part " + std::to_string(rank) + " in " + info.dir + " holds " +
-                   pm.shape.to_string() + " " + std::string(dtype_name(pm.dtype)) +
-                   " but the distributed manifest expects " + expected.to_string() + " " +
-                   std::string(dtype_name(m.dtype)) +
+                   pm.shape.to_string() + " " + std::string(dtype_name(pm.dtype)) + " of " +
+                   std::to_string(pm.components()) + " component(s) but the distributed " +
+                   "manifest expects " + expected.to_string() + " " +
+                   std::string(dtype_name(m.dtype)) + " of " + std::to_string(m.components()) +
                    "; the grid is damaged (restore the part from a backup)");
   }
   if (!part.interrupted_sweep().empty() || pm.step != m.step) {
@@ -210,18 +226,17 @@ Result<Grid> open_part(const DistributedManifest& m, int rank, Grid::Mode mode) 
 
 Status read_rect(const Grid& part, int64_t p, const Block& rect, std::vector<std::byte>* plane,
                  std::byte* packed) {
-  const size_t value_bytes = dtype_size(part.dtype());
-  plane->resize(static_cast<size_t>(part.shape().plane_points()) * value_bytes);
+  const internal::PlaneFormat format = internal::plane_format(part.manifest());
+  plane->resize(format.bytes());
   DG_RETURN_IF_ERROR(part.read_planes(p, 1, plane->data()));
-  internal::copy_rect(plane->data(), part.shape().nx, value_bytes, rect, packed,
-                      internal::RectCopy::kToPacked);
+  internal::copy_rect(plane->data(), format, rect, packed, internal::RectCopy::kToPacked);
   return Status::Ok();
 }
 
 Status read_block_planes(const Grid& part, const PartInfo& info, const RectConsumer& consume) {
   const Block local = info.to_local(info.block);
   std::vector<std::byte> plane;
-  std::vector<std::byte> packed(internal::rect_bytes(local, dtype_size(part.dtype())));
+  std::vector<std::byte> packed(internal::plane_format(part.manifest()).rect_bytes(local));
   for (int64_t z = info.block[kAxisZ].lo; z < info.block[kAxisZ].hi; ++z) {
     DG_RETURN_IF_ERROR(read_rect(part, z - info.origin(kAxisZ), local, &plane, packed.data()));
     DG_RETURN_IF_ERROR(consume(z, packed.data()));
@@ -348,8 +363,8 @@ Status remove_part(const std::string& part_dir) {
 Status read_distributed_planes(const DistributedManifest& m, bool verify,
                                const io::PlaneConsumer& consume) {
   const int layer = m.procs.p[0] * m.procs.p[1];  // the ranks of one z-layer of blocks
-  const size_t value_bytes = dtype_size(m.dtype);
-  std::vector<std::byte> global(static_cast<size_t>(m.shape.plane_points()) * value_bytes);
+  const internal::PlaneFormat format = internal::plane_format(m.shape, m.dtype, m.components());
+  std::vector<std::byte> global(format.bytes());
   std::vector<std::byte> plane, packed;
   for (int first = 0; first < m.ranks(); first += layer) {
     std::vector<Grid> parts;
@@ -362,10 +377,10 @@ Status read_distributed_planes(const DistributedManifest& m, bool verify,
     for (int64_t z = zs.lo; z < zs.hi; ++z) {
       for (int r = first; r < first + layer; ++r) {
         const PartInfo& info = m.parts[static_cast<size_t>(r)];
-        packed.resize(internal::rect_bytes(info.block, value_bytes));
+        packed.resize(format.rect_bytes(info.block));
         DG_RETURN_IF_ERROR(read_rect(parts[static_cast<size_t>(r - first)], z - info.origin(kAxisZ),
                                      info.to_local(info.block), &plane, packed.data()));
-        internal::copy_rect(global.data(), m.shape.nx, value_bytes, info.block, packed.data(),
+        internal::copy_rect(global.data(), format, info.block, packed.data(),
                             internal::RectCopy::kFromPacked);
       }
       DG_RETURN_IF_ERROR(consume(z, global.data()));

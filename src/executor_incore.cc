@@ -155,7 +155,7 @@ int64_t InCoreEngine<T>::advance(const Boundary& boundary, int64_t steps,
   while (done < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(plan_.bt, steps - done));
     pass(grids_[cur_], grids_[1 - cur_], kernel_, boundary, levels, plan_,
-         {probes.probes, probes.step + done});
+         {probes.probes, probes.step + done, probes.placement});
     cur_ = 1 - cur_;
     done += levels;
     if (progress && !progress(done, steps)) break;

@@ -220,8 +220,9 @@ class StreamRun {
 
  public:
   StreamRun(Grid& grid, const Scheme& st, const Boundary& b, const StreamPlan& plan,
-            io::BlockIo& io, const ResolvedProbes* probes)
+            io::BlockIo& io, const ResolvedProbes* probes, const GridPlacement& placement)
       : probes_(probes),
+        placement_(placement),
         grid_(grid),
         m_(grid.manifest()),
         s_(m_.shape),
@@ -386,7 +387,7 @@ class StreamRun {
     const int n = stages_.count(j);
     const bool last = j + 1 == stages_.size();
     const int64_t from = from_ - int64_t{levels_ - stages_.first(j) - n} * rz_;
-    const ProbeRun probes{probes_, record_->step_from + stages_.first(j)};
+    const ProbeRun probes{probes_, record_->step_from + stages_.first(j), placement_};
     FramePool<T>& in = pools_[static_cast<size_t>(j)];
     for (size_t t = 0; t < all.size(); ++t) {
       const Tile tile = all[t];
@@ -689,6 +690,7 @@ class StreamRun {
   }
 
   const ResolvedProbes* probes_;
+  const GridPlacement placement_;
   Grid& grid_;
   const Manifest& m_;
   const Shape s_;
@@ -844,7 +846,8 @@ Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boun
   StreamStats stats;
   stats.backend = io_opt.backend;
   Status st = dispatch_dtype(grid.dtype(), [&](auto tag) -> Status {
-    StreamRun<decltype(tag)> run(grid, stencil, boundary, plan, **io, options.probes);
+    StreamRun<decltype(tag)> run(grid, stencil, boundary, plan, **io, options.probes,
+                                 options.placement);
     DG_RETURN_IF_ERROR(run.allocate());
     while (stats.steps < steps) {
       SweepRecord record;

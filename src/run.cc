@@ -43,8 +43,8 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   }));
 
   const auto tc = std::chrono::steady_clock::now();
-  const int64_t done =
-      engine.advance(opt.boundary, opt.steps, opt.progress, {probes, grid.manifest().step});
+  const int64_t done = engine.advance(opt.boundary, opt.steps, opt.progress,
+                                      {probes, grid.manifest().step, opt.placement});
   const double compute = seconds_since(tc);
 
   // The new state goes into a replacement of the data files, committed by run_grid: a crash
@@ -77,6 +77,7 @@ Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& p
                              const ResolvedProbes* probes) {
   StreamOptions so = plan.stream_options;
   so.probes = probes;
+  so.placement = opt.placement;
   DG_ASSIGN_OR_RETURN(StreamStats stats, advance_stream(grid, opt.scheme, opt.boundary, opt.steps,
                                                         plan.stream, so, opt.progress));
   RunReport r;

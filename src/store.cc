@@ -102,8 +102,7 @@ std::string Manifest::to_json() const {
                  {"spare_planes", layout.spare_planes},
                  {"files", files}};
   j["history"] = internal::history_json(history);
-  if (!fields.empty()) j["fields"] = fields;
-  if (!scheme.empty()) j["scheme"] = json::parse(scheme, nullptr, false);
+  internal::put_fields(&j, fields, scheme);
   if (checksum_generation > 0) {
     j["checksums"] = {{"algorithm", kChecksumAlgorithm},
                       {"generation", checksum_generation},
@@ -154,10 +153,7 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
       m.checksum_generation = integer_at(*c, "generation");
       if (m.checksum_generation < 1) return corrupt("manifest has an invalid checksum generation");
     }
-    for (const auto& f : j.value("fields", json::array())) {
-      m.fields.push_back(f.get<std::string>());
-    }
-    if (const auto sc = j.find("scheme"); sc != j.end()) m.scheme = sc->dump();
+    internal::read_fields(j, &m.fields, &m.scheme);
     m.history = internal::read_history(j);
   } catch (const std::exception& e) {  // json::exception, or integer_at's
     return corrupt(std::string("manifest is missing a field or has a wrong type: ") + e.what());

@@ -19,6 +19,10 @@ struct GridSummary {
 // Over every component of a grid of several fields (each plane's components in order), or
 // over one (`component` >= 0).
 Result<GridSummary> summarize(const Grid& grid, int component = -1);
+// The same over the planes of a grid that `m` describes (a stored grid's manifest, or a
+// distributed grid's as_grid()), read from any source.
+Result<GridSummary> summarize_grid_planes(const Manifest& m, const io::PlaneSource& planes,
+                                          int component = -1);
 // The same over the planes of a grid of this shape and dtype, from any source.
 Result<GridSummary> summarize_planes(const Shape& shape, DType dtype,
                                      const io::PlaneSource& planes);

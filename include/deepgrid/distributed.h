@@ -19,9 +19,11 @@
 namespace deepgrid {
 
 // Version 4 of the format introduced distributed grids (z-slabs); version 5 records a process
-// grid and every rank's block (version 4 manifests still open, as px = py = 1). Serial grids are
-// still version 3.
-inline constexpr int kDistributedManifestVersion = 5;
+// grid and every rank's block (version 4 manifests still open, as px = py = 1); version 6 adds
+// fields (a plane of several components, as serial grids of version 4), and grids of one field
+// are still written as version 5.
+inline constexpr int kDistributedManifestVersion = 6;
+inline constexpr int kOneFieldDistributedManifestVersion = 5;
 
 struct PartInfo {
   Block block;                      // global points the rank owns
@@ -44,11 +46,19 @@ struct DistributedManifest {
   Shape shape;
   DType dtype = DType::kF32;
   int64_t step = 0;
+  // The components of a plane and the scheme the grid was made for, as a serial grid's
+  // (Manifest::fields, Manifest::scheme); every part has the same.
+  std::vector<std::string> fields;
+  std::string scheme;
   ProcessGrid procs;
   std::vector<PartInfo> parts;  // one per rank, in rank order: decompose(shape, procs)
   std::vector<HistoryEntry> history;
 
   int ranks() const { return static_cast<int>(parts.size()); }
+  int components() const { return fields.empty() ? 1 : static_cast<int>(fields.size()); }
+  // The whole grid described as a serial grid's manifest (id, shape, dtype, step, fields,
+  // scheme; no layout, no history): for the checks and choices that serial grids make.
+  Manifest as_grid() const;
   std::string to_json() const;
   // Parses and checks the decomposition's consistency (not the parts).
   static Result<DistributedManifest> from_json(std::string_view text);
@@ -70,7 +80,8 @@ std::string part_directory(const std::string& dir, const std::string& id, int ra
 Result<Grid> open_part(const DistributedManifest& m, int rank, Grid::Mode mode);
 
 // The values of `rect`'s x-y rectangle (its z span is ignored) of the part's plane p, packed
-// row after row (x fastest) into `packed`; `plane` is scratch space for one plane of the part.
+// row after row (x fastest), one component after another, into `packed`; `plane` is scratch
+// space for one plane of the part.
 Status read_rect(const Grid& part, int64_t p, const Block& rect, std::vector<std::byte>* plane,
                  std::byte* packed);
 

@@ -19,6 +19,16 @@ struct Shape {
   std::string to_string() const;  // "NXxNYxNZ"
 };
 
+// Where a grid lies in a larger one, the grid whose coordinates users' kernels see (a
+// distributed run's part: its first point is (x, y, z) of the whole grid, of extents `whole`;
+// below 0 or past the ends in a periodic halo). Empty `whole`: the grid is the whole grid.
+struct GridPlacement {
+  int64_t x = 0, y = 0, z = 0;
+  Shape whole;
+
+  bool is_whole() const { return whole.points() == 0; }
+};
+
 // Largest number of grid points deepgrid accepts (2^50): keeps every byte offset of every
 // supported dtype, plus padding, inside int64.
 inline constexpr int64_t kMaxGridPoints = int64_t{1} << 50;

@@ -84,10 +84,12 @@ Result<ResolvedProbes> resolve_probes(const Probes& probes, const Shape& shape,
                                       const std::vector<std::string>& components);
 
 // Where an engine applies probes: `probes` (null: none) to a run whose state starts at
-// absolute step `step` (level k of a pass starting there computes step + k).
+// absolute step `step` (level k of a pass starting there computes step + k), on a grid placed
+// in a larger one as `placement` says (what users' kernels see, scheme_kernel.h).
 struct ProbeRun {
   const ResolvedProbes* probes = nullptr;
   int64_t step = 0;
+  GridPlacement placement = {};
 };
 
 // Writes traces as a .npy file of float64, shape (steps, receivers), atomically.

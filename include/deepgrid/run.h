@@ -48,6 +48,9 @@ struct RunOptions {
   // pass so that a stopped run keeps what it recorded; a resumed run fills in the rest.
   Probes probes;
   std::string traces_path;
+  // A distributed run's part: where it lies in the whole grid, whose coordinates users'
+  // kernels see (geometry.h). Default: the grid is the whole grid.
+  GridPlacement placement;
   MachineProfile machine;  // rates for the cost model; unknown: the planner's defaults
   ProgressFn progress;     // may be empty
 };

@@ -39,6 +39,7 @@ struct StreamOptions {
   double disk_bytes_per_update = 0.6;
   io::FaultHook fault_hook;                // tests: inject I/O errors and short transfers
   const ResolvedProbes* probes = nullptr;  // sources and receivers (probes.h); null: none
+  GridPlacement placement;                 // where the grid lies in a larger one (geometry.h)
 };
 
 struct StreamPlan {

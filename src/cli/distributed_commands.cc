@@ -9,6 +9,7 @@
 #include "deepgrid/distributed.h"
 #include "deepgrid/machine.h"
 #include "deepgrid/npy.h"
+#include "grid_fields.h"
 #ifdef DEEPGRID_MPI
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
@@ -114,6 +115,9 @@ Status distributed_info(const std::string& dir, bool as_json) {
   std::printf("shape       %s (numpy shape (%lld, %lld, %lld)), %s\n", m.shape.to_string().c_str(),
               static_cast<long long>(m.shape.nz), static_cast<long long>(m.shape.ny),
               static_cast<long long>(m.shape.nx), std::string(dtype_name(m.dtype)).c_str());
+  if (!m.fields.empty()) {
+    std::printf("fields      %s\n", fields_text(m.as_grid()).substr(9).c_str());
+  }
   std::printf("time step   %lld\n", static_cast<long long>(m.step));
   std::printf("parts\n");
   for (const std::string& p : parts) std::printf("  %s\n", p.c_str());
@@ -124,42 +128,43 @@ Status distributed_info(const std::string& dir, bool as_json) {
   return Status::Ok();
 }
 
-Result<GridSummary> distributed_summary(const std::string& dir, bool verify, int64_t* step) {
+Result<GridSummary> distributed_summary(const std::string& dir, bool verify,
+                                        const std::string& field, int64_t* step) {
   DG_ASSIGN_OR_RETURN(const DistributedManifest m, load(dir));
   *step = m.step;
-  return summarize_planes(m.shape, m.dtype, planes(m, verify));
+  const Manifest grid = m.as_grid();
+  int component = -1;  // every component
+  if (!field.empty()) {
+    DG_ASSIGN_OR_RETURN(component, field_component(grid, field));
+  }
+  return summarize_grid_planes(grid, planes(m, verify), component);
 }
 
-Status distributed_export(const std::string& dir, const std::string& out, bool verify) {
+Status distributed_export(const std::string& dir, const std::string& out, bool verify,
+                          const std::string& field) {
   DG_ASSIGN_OR_RETURN(const DistributedManifest m, load(dir));
-  const io::PlaneSource source = planes(m, verify);
+  const Manifest grid = m.as_grid();
+  DG_ASSIGN_OR_RETURN(const int component, field_component(grid, field));
+  const io::PlaneSource source = io::component_of(planes(m, verify), grid, component);
 #ifdef DEEPGRID_MPI
   if (!prints()) return source([](int64_t, const void*) { return Status::Ok(); });
 #endif
   return export_npy_planes(m.shape, m.dtype, source, out);
 }
 
-// Schemes of several fields (scheme.h) run on one machine for now.
-Status fields_not_distributed() {
-  return unsupported(
-      "grids of several fields (schemes) do not run distributed under mpirun yet; run the "
-      "scheme without mpirun (the stream engine takes grids larger than memory)");
-}
-
 Status mpi_create(const std::string& dir, const CreateOptions& options, const std::string& procs,
                   bool as_json) {
 #ifdef DEEPGRID_MPI
-  if (!options.fields.empty()) return fields_not_distributed();
   DG_ASSIGN_OR_RETURN(const std::optional<ProcessGrid> grid, procs_option(procs));
   DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::create_distributed(dir, options, grid));
   if (!prints()) return Status::Ok();
   if (as_json) {
     std::printf("%s", m.to_json().c_str());
   } else {
-    std::printf("created %s: %s %s, init %s, %d parts (process grid %s, blocks of %s to %s)\n",
+    std::printf("created %s: %s %s%s, init %s, %d parts (process grid %s, blocks of %s to %s)\n",
                 dir.c_str(), m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(),
-                options.init.to_string().c_str(), m.ranks(), m.procs.to_string().c_str(),
-                m.parts.back().shape().to_string().c_str(),
+                fields_text(m.as_grid()).c_str(), options.init.to_string().c_str(), m.ranks(),
+                m.procs.to_string().c_str(), m.parts.back().shape().to_string().c_str(),
                 m.parts.front().shape().to_string().c_str());
   }
   return Status::Ok();
@@ -190,13 +195,14 @@ Status mpi_import(const std::string& npy_path, const std::string& dir,
 Status mpi_run(const std::string& dir, RunOptions options, const std::string& procs,
                bool measure_machine, bool remeasure, bool as_json) {
 #ifdef DEEPGRID_MPI
-  if (options.scheme.component_count() == 0) {
-    return invalid_argument("give the stencil with --stencil (e.g. 7pt)");
-  }
-  if (!options.scheme.is_stencil()) return fields_not_distributed();
   DG_ASSIGN_OR_RETURN(const std::optional<ProcessGrid> grid, procs_option(procs));
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::load_distributed(dir));
+  {  // the grid's own scheme unless one is given; each rank loads a user's kernel itself
+    auto scheme = scheme_for(m.as_grid(), options.scheme);
+    DG_RETURN_IF_ERROR(mpi::agree(scheme.status()));
+    options.scheme = std::move(scheme).value();
+  }
   if (measure_machine) {  // rank 0 first: the others then read its cache (same disks)
-    DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::load_distributed(dir));
     Result<MachineProfile> profile = MachineProfile{};
     for (int turn = 0; turn < 2; ++turn) {
       if ((mpi::rank() == 0) == (turn == 0)) {  // a part on this rank's disks, or near them

@@ -21,10 +21,13 @@ Status start_mpi_if_launched(int* argc, char*** argv);
 bool prints();
 
 // deepgrid info / checksum / export of a distributed grid. The summary (and the grid's time
-// step) is that of the printing rank.
+// step) is that of the printing rank. `field`: --field, one field of a grid of several (empty:
+// the checksum covers every component, export writes the first).
 Status distributed_info(const std::string& dir, bool as_json);
-Result<GridSummary> distributed_summary(const std::string& dir, bool verify, int64_t* step);
-Status distributed_export(const std::string& dir, const std::string& out, bool verify);
+Result<GridSummary> distributed_summary(const std::string& dir, bool verify,
+                                        const std::string& field, int64_t* step);
+Status distributed_export(const std::string& dir, const std::string& out, bool verify,
+                          const std::string& field);
 
 // mpirun -n P deepgrid create / import / run. `measure_machine`: the run may stream, so each rank
 // needs this machine's rates for its part (rank 0 measures first; the others find its cache).

@@ -25,6 +25,7 @@
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
 #include "distributed_commands.h"
+#include "grid_fields.h"
 #include "progress.h"
 
 namespace deepgrid::cli {
@@ -108,27 +109,8 @@ json manifest_json(const Grid& g) {
   return j;
 }
 
-// ", fields u, u@1, m (scheme wave8)" for a grid of several fields; empty for one field.
-std::string fields_text(const Manifest& m) {
-  if (m.fields.empty()) return "";
-  std::string s = ", fields ";
-  for (size_t i = 0; i < m.fields.size(); ++i) s += (i ? ", " : "") + m.fields[i];
-  if (!m.scheme.empty()) {
-    if (auto sc = Scheme::from_record(m.scheme); sc.ok()) s += " (scheme " + sc->name() + ")";
-  }
-  return s;
-}
-
-// The component --field names; the first (a grid's current state) when none is named.
 int field_index(const Manifest& m, const std::string& field) {
-  if (field.empty()) return 0;
-  const int c = m.component_index(field);
-  if (c < 0) {
-    std::string names = m.fields.empty() ? "u (a grid of one field)" : "";
-    for (size_t i = 0; i < m.fields.size(); ++i) names += (i ? ", " : "") + m.fields[i];
-    check(invalid_argument("the grid has no field '" + field + "'; its fields are " + names));
-  }
-  return c;
+  return get(field_component(m, field));
 }
 
 void print_info(const Grid& g) {
@@ -375,7 +357,7 @@ int cmd_checksum(const std::string& dir, bool as_json, bool verify, const std::s
   GridSummary s;
   int64_t step = 0;
   if (in_mpi_job() || is_distributed_grid(dir)) {
-    s = get(distributed_summary(dir, verify, &step));
+    s = get(distributed_summary(dir, verify, field, &step));
     if (!prints()) return 0;
   } else {
     Grid g = open_to_read(dir, verify);
@@ -905,7 +887,7 @@ int run_cli(int argc, char** argv) {
   }
   if (*exp) {
     if (in_mpi_job() || is_distributed_grid(ex_dir)) {
-      check(distributed_export(ex_dir, ex_out, ex_verify));
+      check(distributed_export(ex_dir, ex_out, ex_verify, ex_field));
       if (!prints()) return 0;
     } else {
       const Grid g = open_to_read(ex_dir, ex_verify);

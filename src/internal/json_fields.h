@@ -75,4 +75,20 @@ inline std::vector<HistoryEntry> read_history(const nlohmann::json& j) {
   return out;
 }
 
+// A grid's fields and scheme (Manifest::fields, Manifest::scheme): written only when there are
+// any, so that grids of one field keep their older format.
+inline void put_fields(nlohmann::json* j, const std::vector<std::string>& fields,
+                       const std::string& scheme) {
+  if (!fields.empty()) (*j)["fields"] = fields;
+  if (!scheme.empty()) (*j)["scheme"] = nlohmann::json::parse(scheme, nullptr, false);
+}
+
+inline void read_fields(const nlohmann::json& j, std::vector<std::string>* fields,
+                        std::string* scheme) {
+  for (const auto& f : j.value("fields", nlohmann::json::array())) {
+    fields->push_back(f.get<std::string>());
+  }
+  if (const auto sc = j.find("scheme"); sc != j.end()) *scheme = sc->dump();
+}
+
 }  // namespace deepgrid::internal

@@ -1,6 +1,7 @@
 // The one place that knows where the values of an x-y rectangle lie in a plane: every copy of
 // a block's or a halo's values between a part's planes (or a global plane) and packed buffers
-// (MPI messages, redistribution, gathering) goes through copy_rect.
+// (MPI messages, redistribution, gathering) goes through copy_rect, and every size of such a
+// plane or rectangle comes from PlaneFormat.
 #pragma once
 
 #include <cstddef>
@@ -8,27 +9,53 @@
 #include <cstring>
 
 #include "deepgrid/decomposition.h"
+#include "deepgrid/dtype.h"
+#include "deepgrid/store.h"
 
 namespace deepgrid::internal {
 
 enum class RectCopy { kToPacked, kFromPacked };
 
-// Bytes of the packed values of `rect`'s x-y rectangle.
-inline size_t rect_bytes(const Block& rect, size_t value_bytes) {
-  return static_cast<size_t>(rect.size(kAxisX) * rect.size(kAxisY)) * value_bytes;
+// How a plane's values lie: `components` components (a scheme's fields, scheme.h) of nx * ny
+// values each, one after another, rows of nx values (x fastest).
+struct PlaneFormat {
+  int64_t nx = 0, ny = 0;
+  int components = 1;
+  size_t value_bytes = 0;
+
+  size_t bytes() const { return static_cast<size_t>(nx * ny * components) * value_bytes; }
+  // Bytes of the packed values of `rect`'s x-y rectangle (its z span is ignored): the
+  // rectangle's rows of every component, one component after another.
+  size_t rect_bytes(const Block& rect) const {
+    return static_cast<size_t>(rect.size(kAxisX) * rect.size(kAxisY) * components) * value_bytes;
+  }
+};
+
+inline PlaneFormat plane_format(const Shape& shape, DType dtype, int components) {
+  return {shape.nx, shape.ny, components, dtype_size(dtype)};
+}
+// A stored grid's planes.
+inline PlaneFormat plane_format(const Manifest& m) {
+  return plane_format(m.shape, m.dtype, m.components());
 }
 
-// Copies the values of `rect`'s x-y rectangle (its z span is ignored) between `plane`, a plane
-// of rows of `nx` values, and `packed`, the rectangle's rows back to back (x fastest).
-inline void copy_rect(std::byte* plane, int64_t nx, size_t value_bytes, const Block& rect,
+// Copies the values of `rect`'s x-y rectangle (its z span is ignored) of every component
+// between `plane`, laid out as `format` says, and `packed`, the rectangle's rows back to back,
+// one component after another.
+inline void copy_rect(std::byte* plane, const PlaneFormat& format, const Block& rect,
                       std::byte* packed, RectCopy direction) {
-  const size_t row = static_cast<size_t>(rect.size(kAxisX)) * value_bytes;
-  for (int64_t y = rect[kAxisY].lo; y < rect[kAxisY].hi; ++y, packed += row) {
-    std::byte* at = plane + static_cast<size_t>(y * nx + rect[kAxisX].lo) * value_bytes;
-    if (direction == RectCopy::kToPacked) {
-      std::memcpy(packed, at, row);
-    } else {
-      std::memcpy(at, packed, row);
+  const size_t row = static_cast<size_t>(rect.size(kAxisX)) * format.value_bytes;
+  const size_t component_bytes = static_cast<size_t>(format.nx * format.ny) * format.value_bytes;
+  for (int c = 0; c < format.components; ++c) {
+    std::byte* field = plane + static_cast<size_t>(c) * component_bytes;
+    for (int64_t y = rect[kAxisY].lo; y < rect[kAxisY].hi; ++y, packed += row) {
+      std::byte* at =
+          field + static_cast<size_t>(y * format.nx + rect[kAxisX].lo) * format.value_bytes;
+      if (direction == RectCopy::kToPacked) {
+        std::memcpy(packed, at, row);
+      } else {
+        std::memcpy(at, packed, row);
+      }
     }
   }
 }

@@ -119,7 +119,8 @@ class Wavefront {
         w_(tile.x1 - tile.x0 + 2 * int64_t{levels} * rx_),
         h_(tile.y1 - tile.y0 + 2 * int64_t{levels} * ry_),
         periodic_(b.kind == Boundary::Kind::kPeriodic),
-        probes_(probes) {}
+        probes_(probes),
+        whole_(probes.placement.is_whole() ? shape : probes.placement.whole) {}
 
   // The frame's extents (what level-0 planes must cover).
   int64_t frame_w() const { return w_; }
@@ -193,7 +194,8 @@ class Wavefront {
     }
     if (!mine.empty()) {
       k_.apply(in, in_s.stride, in_s.field, out, out_s.stride, out_s.field, mine,
-               {ox_, oy_, z, probes_.step + k, s_});
+               {ox_ + probes_.placement.x, oy_ + probes_.placement.y, z + probes_.placement.z,
+                probes_.step + k, whole_});
     }
     if (probes_.probes != nullptr && !mine.empty()) apply_probes(k, z, out, out_s, mine);
     const bool outside = c.x0 != r.x0 || c.x1 != r.x1 || c.y0 != r.y0 || c.y1 != r.y1;
@@ -289,6 +291,7 @@ class Wavefront {
   const int64_t ox_, oy_, w_, h_;
   const bool periodic_;
   const ProbeRun probes_;
+  const Shape whole_;  // the shape of the grid the kernel's positions are in
 };
 
 }  // namespace deepgrid::internal

@@ -83,10 +83,10 @@ struct BlockSource {
 };
 
 // Fills a new part (the block, no halos) plane by plane: produce(z, values) writes the block's
-// x-y rectangle of global plane z, packed.
+// x-y rectangle of global plane z, packed (which is the part's plane).
 Status write_block(Grid& part, const Block& block,
                    const std::function<Status(int64_t, std::byte*)>& produce) {
-  std::vector<std::byte> values(internal::rect_bytes(block, dtype_size(part.dtype())));
+  std::vector<std::byte> values(internal::plane_format(part.manifest()).rect_bytes(block));
   for (int64_t z = block[kAxisZ].lo; z < block[kAxisZ].hi; ++z) {
     DG_RETURN_IF_ERROR(produce(z, values.data()));
     DG_RETURN_IF_ERROR(part.write_planes(z - block[kAxisZ].lo, 1, values.data()));
@@ -97,29 +97,46 @@ Status write_block(Grid& part, const Block& block,
 // Fills parts from whole global planes: produce(z, plane) writes global plane z.
 Status write_block_from_planes(Grid& part, const Block& block, const Shape& shape,
                                const std::function<Status(int64_t, std::byte*)>& produce) {
-  const size_t value_bytes = dtype_size(part.dtype());
-  std::vector<std::byte> plane(static_cast<size_t>(shape.plane_points()) * value_bytes);
+  const internal::PlaneFormat format =
+      internal::plane_format(shape, part.dtype(), part.manifest().components());
+  std::vector<std::byte> plane(format.bytes());
   return write_block(part, block, [&](int64_t z, std::byte* values) {
     DG_RETURN_IF_ERROR(produce(z, plane.data()));
-    internal::copy_rect(plane.data(), shape.nx, value_bytes, block, values,
-                        internal::RectCopy::kToPacked);
+    internal::copy_rect(plane.data(), format, block, values, internal::RectCopy::kToPacked);
     return Status::Ok();
   });
 }
 
-// The initial condition at the planes' global coordinates.
+// The initial values of each component of a new grid: `init`, or each field's.
+std::vector<InitSpec> component_inits(const CreateOptions& options) {
+  if (options.fields.empty()) return {options.init};
+  std::vector<InitSpec> out;
+  for (const FieldInit& f : options.fields) out.push_back(f.init);
+  return out;
+}
+
+// The initial condition at the planes' global coordinates, every component's.
 BlockSource initial_condition(const CreateOptions& global) {
   BlockSource source;
   source.command = "create";
   source.details = {{"shape", global.shape.to_string()},
                     {"dtype", dtype_name(global.dtype)},
                     {"init", global.init.to_string()}};
-  source.fill = [global](Grid& part, const Block& block) -> Status {
-    if (global.init.kind == InitSpec::Kind::kZero) return Status::Ok();  // created as zeros
+  if (!global.scheme.empty()) source.details["scheme"] = json::parse(global.scheme);
+  const std::vector<InitSpec> inits = component_inits(global);
+  source.fill = [global, inits](Grid& part, const Block& block) -> Status {
+    const bool zeros = std::all_of(inits.begin(), inits.end(), [](const InitSpec& i) {
+      return i.kind == InitSpec::Kind::kZero;
+    });
+    if (zeros) return Status::Ok();  // created as zeros
+    const int64_t component_points = global.shape.plane_points();
     return write_block_from_planes(part, block, global.shape, [&](int64_t z, std::byte* out) {
       dispatch_dtype(global.dtype, [&](auto tag) {
         using T = decltype(tag);
-        init_plane(global.init, global.shape, z, reinterpret_cast<T*>(out));
+        for (size_t c = 0; c < inits.size(); ++c) {
+          init_plane(inits[c], global.shape, z,
+                     reinterpret_cast<T*>(out) + static_cast<int64_t>(c) * component_points);
+        }
       });
       return Status::Ok();
     });
@@ -156,6 +173,28 @@ Status commit_with_history(Grid& grid, int64_t step, const std::string& command,
   return grid.commit(m);
 }
 
+// What a part of the grid `global` describes is created with: its held points, the grid's
+// fields (zeros: the part's values are written afterwards) and scheme, its stores.
+CreateOptions part_options(const CreateOptions& global, const PartInfo& info) {
+  CreateOptions opt;
+  opt.shape = info.shape();
+  opt.dtype = global.dtype;
+  for (const FieldInit& f : global.fields) opt.fields.push_back({f.name, {}});
+  opt.scheme = global.scheme;
+  opt.stores = info.stores;
+  return opt;
+}
+
+// The options a grid like `m` was created with (fields without their initial values).
+CreateOptions grid_options(const DistributedManifest& m) {
+  CreateOptions opt;
+  opt.shape = m.shape;
+  opt.dtype = m.dtype;
+  for (const std::string& f : m.fields) opt.fields.push_back({f, {}});
+  opt.scheme = m.scheme;
+  return opt;
+}
+
 // This rank's part of a new grid, with its block's values.
 Result<PartInfo> create_part(const std::string& dir, const std::string& id,
                              const CreateOptions& global, const BlockSource& source,
@@ -170,10 +209,7 @@ Result<PartInfo> create_part(const std::string& dir, const std::string& id,
     }
   }
   info.dir = part_directory(dir, id, rank(), info.stores);
-  CreateOptions opt;
-  opt.shape = info.shape();
-  opt.dtype = global.dtype;
-  opt.stores = info.stores;
+  CreateOptions opt = part_options(global, info);
   opt.spare_planes = global.spare_planes;
   DG_ASSIGN_OR_RETURN(Grid part, Grid::create(info.dir, opt));
   Status st = source.fill(part, block);
@@ -208,6 +244,11 @@ void share_parts(DistributedManifest* m, const PartInfo& mine) {
   }
 }
 
+// How the grid's global planes (and its blocks' packed rectangles) hold their values.
+internal::PlaneFormat global_format(const DistributedManifest& m) {
+  return internal::plane_format(m.shape, m.dtype, m.components());
+}
+
 Status write_on_root(const std::string& dir, const DistributedManifest& m) {
   return agree(rank() == 0 ? write_distributed_manifest(dir, m) : Status::Ok());
 }
@@ -228,13 +269,17 @@ Result<DistributedManifest> make_distributed(const std::string& dir, const Creat
                                              const BlockSource& source) {
   DG_ASSIGN_OR_RETURN(const ProcessGrid grid, process_grid_for(options.shape, procs));
   const std::vector<Block> blocks = decompose(options.shape, grid);
-  DG_RETURN_IF_ERROR(plan_layout(options.shape, options.dtype, 1, kDirectIoAlignment, 0).status());
+  DG_RETURN_IF_ERROR(plan_layout(options.shape, options.dtype, 1, kDirectIoAlignment, 0,
+                                 std::max<int>(1, static_cast<int>(options.fields.size())))
+                         .status());
   bool made_dir = false;
   DG_RETURN_IF_ERROR(agree(rank() == 0 ? make_top_directory(dir, &made_dir) : Status::Ok()));
   DistributedManifest m;
   m.id = broadcast(rank() == 0 ? new_id() : std::string());
   m.shape = options.shape;
   m.dtype = options.dtype;
+  for (const FieldInit& f : options.fields) m.fields.push_back(f.name);
+  m.scheme = options.scheme;
   m.procs = grid;
   m.parts.resize(blocks.size());
   for (size_t r = 0; r < blocks.size(); ++r) m.parts[r].block = blocks[r];
@@ -299,8 +344,7 @@ constexpr int kPlaneTag = 7;
 
 void send_blocks_to_root(const DistributedManifest& m, bool verify) {
   const PartInfo& info = m.parts[static_cast<size_t>(rank())];
-  std::vector<std::byte> msg(sizeof(int64_t) +
-                             internal::rect_bytes(info.block, dtype_size(m.dtype)));
+  std::vector<std::byte> msg(sizeof(int64_t) + global_format(m).rect_bytes(info.block));
   Status st = [&]() -> Status {
     DG_ASSIGN_OR_RETURN(Grid part, open_part(m, rank(), Grid::Mode::kReadOnly));
     if (verify) DG_RETURN_IF_ERROR(part.enable_verification());
@@ -343,8 +387,8 @@ Status receive_block_plane(int r, std::vector<std::byte>* msg, std::byte* values
 // z-layer of blocks after z-layer; after an error it still drains the other ranks' messages.
 Status assemble_planes_on_root(const DistributedManifest& m, bool verify,
                                const io::PlaneConsumer& consume) {
-  const size_t value_bytes = dtype_size(m.dtype);
-  std::vector<std::byte> global(static_cast<size_t>(m.shape.plane_points()) * value_bytes);
+  const internal::PlaneFormat format = global_format(m);
+  std::vector<std::byte> global(format.bytes());
   std::vector<std::byte> plane, msg, values;
   std::vector<bool> failed(static_cast<size_t>(m.ranks()), false);
   Status first;
@@ -358,7 +402,7 @@ Status assemble_planes_on_root(const DistributedManifest& m, bool verify,
       for (int r = lo; r < lo + layer; ++r) {
         if (failed[static_cast<size_t>(r)]) continue;
         const PartInfo& info = m.parts[static_cast<size_t>(r)];
-        values.resize(internal::rect_bytes(info.block, value_bytes));
+        values.resize(format.rect_bytes(info.block));
         const Status got = r == 0 ? read_rect(*own, z - info.origin(kAxisZ),
                                               info.to_local(info.block), &plane, values.data())
                                   : receive_block_plane(r, &msg, values.data());
@@ -367,7 +411,7 @@ Status assemble_planes_on_root(const DistributedManifest& m, bool verify,
           if (first.ok()) first = got;
           continue;
         }
-        internal::copy_rect(global.data(), m.shape.nx, value_bytes, info.block, values.data(),
+        internal::copy_rect(global.data(), format, info.block, values.data(),
                             internal::RectCopy::kFromPacked);
       }
       if (first.ok()) first = consume(z, global.data());
@@ -440,20 +484,17 @@ Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExt
   }
   PartInfo fresh_info = *info;
   fresh_info.halo = need;
-  CreateOptions opt;
-  opt.shape = fresh_info.shape();
-  opt.dtype = m.dtype;
-  opt.stores = info->stores;
+  const CreateOptions opt = part_options(grid_options(m), fresh_info);
   const Status copied = [&]() -> Status {
     DG_ASSIGN_OR_RETURN(Grid fresh, Grid::create(fresh_dir, opt));
     DG_ASSIGN_OR_RETURN(Grid old, open_part(m, rank(), Grid::Mode::kReadOnly));
-    const size_t value_bytes = dtype_size(m.dtype);
-    std::vector<std::byte> plane(static_cast<size_t>(opt.shape.plane_points()) * value_bytes);
+    const internal::PlaneFormat format = internal::plane_format(fresh.manifest());
+    std::vector<std::byte> plane(format.bytes());
     const Block at = fresh_info.to_local(info->block);
     DG_RETURN_IF_ERROR(read_block_planes(old, *info, [&](int64_t z, const std::byte* values) {
       // copy_rect only reads the packed values in this direction.
-      internal::copy_rect(plane.data(), opt.shape.nx, value_bytes, at,
-                          const_cast<std::byte*>(values), internal::RectCopy::kFromPacked);
+      internal::copy_rect(plane.data(), format, at, const_cast<std::byte*>(values),
+                          internal::RectCopy::kFromPacked);
       return fresh.write_planes(z - fresh_info.origin(kAxisZ), 1, plane.data());
     }));
     return commit_with_history(fresh, m.step, "relayout",
@@ -564,20 +605,23 @@ BlockSource old_parts(const DistributedManifest& old) {
       from.push_back(o);
       opened.push_back(std::move(g));
     }
-    const size_t value_bytes = dtype_size(old.dtype);
+    const internal::PlaneFormat format = global_format(old);
+    // The block's packed values: a plane of the block's extents.
+    const internal::PlaneFormat packed_block = {block.size(kAxisX), block.size(kAxisY),
+                                                format.components, format.value_bytes};
     std::vector<std::byte> plane, values;
     return write_block(part, block, [&](int64_t z, std::byte* out) -> Status {
       for (size_t i = 0; i < from.size(); ++i) {
         const PartInfo& info = old.parts[static_cast<size_t>(from[i])];
         const Block meet = intersect(block, info.block);
         if (z < meet[kAxisZ].lo || z >= meet[kAxisZ].hi) continue;
-        values.resize(internal::rect_bytes(meet, value_bytes));
+        values.resize(format.rect_bytes(meet));
         DG_RETURN_IF_ERROR(read_rect(opened[i], z - info.origin(kAxisZ), info.to_local(meet),
                                      &plane, values.data()));
         PartInfo in_block;  // the block's own coordinates: a part of the block alone
         in_block.block = block;
-        internal::copy_rect(out, block.size(kAxisX), value_bytes, in_block.to_local(meet),
-                            values.data(), internal::RectCopy::kFromPacked);
+        internal::copy_rect(out, packed_block, in_block.to_local(meet), values.data(),
+                            internal::RectCopy::kFromPacked);
       }
       return Status::Ok();
     });
@@ -607,9 +651,7 @@ Status redistribute(const std::string& dir, DistributedManifest* m, const Proces
   next.procs = procs;
   next.parts.assign(blocks.size(), {});
   for (size_t r = 0; r < blocks.size(); ++r) next.parts[r].block = blocks[r];
-  CreateOptions options;
-  options.shape = old.shape;
-  options.dtype = old.dtype;
+  CreateOptions options = grid_options(old);
   options.stores = old.parts[static_cast<size_t>(rank() % old.ranks())].stores;
   auto part =
       create_part(dir, next.id, options, old_parts(old), blocks[static_cast<size_t>(rank())]);
@@ -660,7 +702,7 @@ void add_exchange(RankFigures* f, const ExchangeStats& e) {
 
 }  // namespace
 
-Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& opt,
+Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& given,
                                              const std::optional<ProcessGrid>& procs) {
   const auto t0 = std::chrono::steady_clock::now();
   const double wait0 = agree_wait_seconds();
@@ -677,9 +719,12 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   DG_RETURN_IF_ERROR(agree(locked));
   DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
   DG_RETURN_IF_ERROR(redistribute(dir, &m, grid));
-  Manifest global;
-  global.shape = m.shape;
-  DG_RETURN_IF_ERROR(check_run(global, opt));
+  RunOptions opt = given;  // with the grid's own scheme when none is given (each rank loads
+                           // a user's kernel library itself)
+  auto scheme = scheme_for(m.as_grid(), given.scheme);
+  DG_RETURN_IF_ERROR(agree(scheme.status()));
+  opt.scheme = std::move(scheme).value();
+  DG_RETURN_IF_ERROR(check_run(m.as_grid(), opt));
   const bool periodic = opt.boundary.kind == Boundary::Kind::kPeriodic;
   const int k = exchange_depth(m, opt);
   std::array<int64_t, 3> halo = radii(opt.scheme);
@@ -694,6 +739,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   RunOptions part_opt = opt;
   part_opt.bt = 0;  // --bt is the exchange depth; the part's engine plans its own
   part_opt.progress = {};
+  part_opt.placement = {info.origin(kAxisX), info.origin(kAxisY), info.origin(kAxisZ), m.shape};
   RankFigures mine;
   mine.rank = rank();
   mine.part_planes = info.shape().nz;

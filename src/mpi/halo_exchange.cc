@@ -24,13 +24,13 @@ struct Slice {
 // The transfers cut into one slice per plane, grouped into rounds in list order: a new round
 // starts when a slice would take its sender's or receiver's buffers past `budget`.
 std::vector<Slice> slices_in_rounds(const std::vector<BoxTransfer>& transfers, int ranks,
-                                    size_t value_bytes, uint64_t budget) {
+                                    const internal::PlaneFormat& format, uint64_t budget) {
   std::vector<Slice> out;
   std::vector<uint64_t> used(static_cast<size_t>(ranks), 0);
   int64_t round = 0;
   for (const BoxTransfer& t : transfers) {
     for (int64_t i = 0; i < t.from.size(kAxisZ); ++i) {
-      Slice s{t.from_rank, t.to_rank, t.from, t.to, internal::rect_bytes(t.from, value_bytes), 0};
+      Slice s{t.from_rank, t.to_rank, t.from, t.to, format.rect_bytes(t.from), 0};
       s.from[kAxisZ] = {t.from[kAxisZ].lo + i, t.from[kAxisZ].lo + i + 1};
       s.to[kAxisZ] = {t.to[kAxisZ].lo + i, t.to[kAxisZ].lo + i + 1};
       uint64_t& sender = used[static_cast<size_t>(s.from_rank)];
@@ -68,8 +68,8 @@ void move_rects(Grid& part, std::vector<RectAt> rects, internal::RectCopy direct
   std::stable_sort(rects.begin(), rects.end(), [](const RectAt& a, const RectAt& b) {
     return a.rect[kAxisZ].lo < b.rect[kAxisZ].lo;
   });
-  const size_t value_bytes = dtype_size(part.dtype());
-  const uint64_t plane_bytes = static_cast<uint64_t>(part.shape().plane_points()) * value_bytes;
+  const internal::PlaneFormat format = internal::plane_format(part.manifest());
+  const uint64_t plane_bytes = format.bytes();
   plane->resize(plane_bytes);
   for (size_t i = 0; i < rects.size();) {
     const int64_t p = rects[i].rect[kAxisZ].lo;
@@ -86,8 +86,7 @@ void move_rects(Grid& part, std::vector<RectAt> rects, internal::RectCopy direct
       stats->bytes_read += plane_bytes;
     }
     for (; i < end; ++i) {
-      internal::copy_rect(plane->data(), part.shape().nx, value_bytes, rects[i].rect,
-                          rects[i].packed, direction);
+      internal::copy_rect(plane->data(), format, rects[i].rect, rects[i].packed, direction);
     }
     if (direction == internal::RectCopy::kToPacked) continue;
     if (first->ok()) *first = part.write_planes(p, 1, plane->data());
@@ -101,10 +100,9 @@ Result<ExchangeStats> exchange_halos(Grid& part, const std::vector<BoxTransfer>&
                                      uint64_t buffer_bytes) {
   const auto t0 = std::chrono::steady_clock::now();
   const int me = rank(), n = size();
-  const size_t value_bytes = dtype_size(part.dtype());
+  const internal::PlaneFormat format = internal::plane_format(part.manifest());
   // A slice (at most a plane) must fit one message, whose size MPI counts in an int.
-  const bool plane_fits =
-      static_cast<uint64_t>(part.shape().plane_points()) * value_bytes <= INT_MAX;
+  const bool plane_fits = format.bytes() <= INT_MAX;
   DG_RETURN_IF_ERROR(agree(plane_fits
                                ? Status::Ok()
                                : unsupported("planes over 2 GiB cannot be exchanged yet; use a "
@@ -113,7 +111,7 @@ Result<ExchangeStats> exchange_halos(Grid& part, const std::vector<BoxTransfer>&
   // one MPI message of bytes can count.
   uint64_t budget = std::min<uint64_t>(buffer_bytes, INT_MAX);
   MPI_Allreduce(MPI_IN_PLACE, &budget, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-  const std::vector<Slice> all = slices_in_rounds(transfers, n, value_bytes, budget);
+  const std::vector<Slice> all = slices_in_rounds(transfers, n, format, budget);
   std::vector<const Slice*> mine;
   for (const Slice& s : all) {
     if (s.from_rank == me || s.to_rank == me) mine.push_back(&s);

@@ -1,0 +1,19 @@
+// The command line's view of a grid's fields (store.h's Manifest::fields), shared by the
+// commands on stored and on distributed grids.
+#pragma once
+
+#include <string>
+
+#include "deepgrid/status.h"
+#include "deepgrid/store.h"
+
+namespace deepgrid::cli {
+
+// ", fields u, u@1, m (scheme wave8)" for a grid of several fields; empty for one field.
+std::string fields_text(const Manifest& m);
+
+// The component --field names; the first (a grid's current state) when none is named.
+// kInvalidArgument naming the grid's fields when it has no such field.
+Result<int> field_component(const Manifest& m, const std::string& field);
+
+}  // namespace deepgrid::cli
