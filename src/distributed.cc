@@ -327,6 +327,56 @@ std::vector<BoxTransfer> halo_transfers(const std::vector<PartInfo>& parts, cons
   return out;
 }
 
+namespace {
+
+// The part's coordinates along axis a of the points it holds that stand for global index g.
+std::vector<int64_t> local_copies(const PartInfo& part, int a, int64_t g, int64_t n,
+                                  bool periodic) {
+  const int64_t origin = part.origin(a), held = part.held().size(a);
+  std::vector<int64_t> out;
+  if (!periodic) {
+    if (g - origin >= 0 && g - origin < held) out.push_back(g - origin);
+    return out;
+  }
+  for (int64_t l = ((g - origin) % n + n) % n; l < held; l += n) out.push_back(l);
+  return out;
+}
+
+bool in_block(const PartInfo& part, const ProbePoint& q) {
+  const int64_t at[3] = {q.x, q.y, q.z};
+  for (int a = 0; a < 3; ++a) {
+    if (at[a] < part.block[a].lo || at[a] >= part.block[a].hi) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ResolvedProbes part_probes(const ResolvedProbes& global, const PartInfo& part, const Shape& shape,
+                           bool periodic, std::vector<int64_t>* receiver_index) {
+  ResolvedProbes out;
+  for (size_t i = 0; i < global.sources.size(); ++i) {
+    const ProbePoint& q = global.sources[i];
+    for (int64_t z : local_copies(part, kAxisZ, q.z, shape.nz, periodic)) {
+      for (int64_t y : local_copies(part, kAxisY, q.y, shape.ny, periodic)) {
+        for (int64_t x : local_copies(part, kAxisX, q.x, shape.nx, periodic)) {
+          out.sources.push_back({q.component, x, y, z});
+          out.source_specs.push_back(global.source_specs[i]);
+        }
+      }
+    }
+  }
+  receiver_index->clear();
+  for (size_t r = 0; r < global.receivers.size(); ++r) {
+    const ProbePoint& q = global.receivers[r];
+    if (!in_block(part, q)) continue;
+    out.receivers.push_back({q.component, q.x - part.origin(kAxisX), q.y - part.origin(kAxisY),
+                             q.z - part.origin(kAxisZ)});
+    receiver_index->push_back(static_cast<int64_t>(r));
+  }
+  return out;
+}
+
 std::string describe_part(const DistributedManifest& m, int rank) {
   const PartInfo& p = m.parts[static_cast<size_t>(rank)];
   std::string halo;

@@ -128,6 +128,12 @@ Result<ResolvedProbes> resolve_probes(const Probes& probes, const Shape& shape,
   return out;
 }
 
+Status check_traces_destination(const ResolvedProbes& probes, const std::string& traces_path) {
+  if (probes.receivers.empty() || !traces_path.empty()) return Status::Ok();
+  return invalid_argument(
+      "the probes have receivers; say where their values go with --traces OUT.npy");
+}
+
 Status write_traces_npy(const Traces& t, const std::string& path) {
   const std::string header = npy_header(DType::kF64, {t.steps, t.receivers});
   std::string bytes = header;

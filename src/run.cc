@@ -415,12 +415,8 @@ Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunOptions& opt, bool
   const std::vector<std::string> components =
       m.fields.empty() ? std::vector<std::string>{"u"} : m.fields;
   DG_ASSIGN_OR_RETURN(out.resolved, resolve_probes(opt.probes, m.shape, components));
+  DG_RETURN_IF_ERROR(check_traces_destination(out.resolved, opt.traces_path));
   if (out.resolved.receivers.empty()) return out;
-  if (opt.traces_path.empty()) {
-    return invalid_argument(
-        "the probes have receivers; say where their values go with --traces "
-        "OUT.npy");
-  }
   const std::optional<RunRecord> run = resumed ? current_run(grid) : std::nullopt;
   Traces& t = out.traces;
   t.first_step = (run ? run->step_from : m.step) + 1;
@@ -454,9 +450,9 @@ void describe_problem(RunReport* r, const Shape& shape, DType dtype, const RunOp
   r->points = shape.points();
 }
 
-Result<RunReport> advance_grid(Grid& grid, const RunOptions& opt) {
+Result<RunReport> advance_grid(Grid& grid, const RunOptions& opt, const ResolvedProbes* probes) {
   DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, opt));
-  DG_ASSIGN_OR_RETURN(RunReport r, run_prepared(grid, opt, plan));
+  DG_ASSIGN_OR_RETURN(RunReport r, run_prepared(grid, opt, plan, probes));
   Manifest after = grid.manifest();
   after.step = r.step_to;
   DG_RETURN_IF_ERROR(commit_run(grid, plan, after));

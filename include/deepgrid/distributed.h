@@ -14,6 +14,7 @@
 
 #include "deepgrid/decomposition.h"
 #include "deepgrid/io/plane_transfer.h"
+#include "deepgrid/probes.h"
 #include "deepgrid/store.h"
 
 namespace deepgrid {
@@ -106,6 +107,14 @@ struct BoxTransfer {
 // halo's region (z, y, x), then by sender.
 std::vector<BoxTransfer> halo_transfers(const std::vector<PartInfo>& parts, const Shape& shape,
                                         bool periodic);
+
+// The share of a run's probes (resolved on the whole grid) that a part applies, in the part's
+// coordinates: each source at every point the part holds that stands for the source's point
+// (in its halos too, and with periodic wrap every copy, as the serial engines' tiles do), and
+// the receivers in its block only, each recording once; `receiver_index` gets each of the
+// part's receivers' index among `global`'s. Its traces pointer is null.
+ResolvedProbes part_probes(const ResolvedProbes& global, const PartInfo& part, const Shape& shape,
+                           bool periodic, std::vector<int64_t>* receiver_index);
 
 // One line on rank r's part for `deepgrid info`: where it is, its planes, and whether it is
 // consistent with the manifest (or what is wrong with it).

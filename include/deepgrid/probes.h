@@ -83,6 +83,9 @@ struct ResolvedProbes {
 Result<ResolvedProbes> resolve_probes(const Probes& probes, const Shape& shape,
                                       const std::vector<std::string>& components);
 
+// Ok, or why the receivers of `probes` have nowhere to record: no traces file given.
+Status check_traces_destination(const ResolvedProbes& probes, const std::string& traces_path);
+
 // Where an engine applies probes: `probes` (null: none) to a run whose state starts at
 // absolute step `step` (level k of a pass starting there computes step + k), on a grid placed
 // in a larger one as `placement` says (what users' kernels see, scheme_kernel.h).

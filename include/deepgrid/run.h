@@ -82,6 +82,9 @@ void describe_problem(RunReport* report, const Shape& shape, DType dtype,
 // many times (the distributed run advances each rank's part once per halo exchange): checks,
 // plans, preflights, advances and commits the new step, without a history entry or a run
 // record (the caller keeps its own, and does not resume). report.seconds is not filled in.
-Result<RunReport> advance_grid(Grid& grid, const RunOptions& options);
+// The engine applies `probes` (resolved by the caller, in the grid's coordinates; null: none)
+// rather than options.probes, and writes no traces file.
+Result<RunReport> advance_grid(Grid& grid, const RunOptions& options,
+                               const ResolvedProbes* probes = nullptr);
 
 }  // namespace deepgrid

@@ -271,9 +271,6 @@ int cmd_run(RunArgs a) {
                          "interrupted run"));
   }
   RunOptions opt = run_options(a);
-  if (in_mpi_job() && !opt.probes.empty()) {
-    check(invalid_argument("--probes does not work under mpirun yet; run without mpirun"));
-  }
   if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
     RunOptions engine = opt;
     engine.bt = 0;

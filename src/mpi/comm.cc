@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <utility>
 
 namespace deepgrid::mpi {
 namespace {
@@ -71,25 +72,51 @@ std::string broadcast(const std::string& text, int root) {
   return out;
 }
 
-std::vector<std::string> all_gather(const std::string& text) {
-  const int n = size();
-  int mine = to_int(text.size());
-  std::vector<int> counts(static_cast<size_t>(n)), offsets(static_cast<size_t>(n));
-  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+namespace {
+
+// Where each rank's text lies in the texts of all ranks, one after another.
+struct Pieces {
+  std::vector<int> counts, offsets;
   int total = 0;
-  for (int r = 0; r < n; ++r) {
-    offsets[static_cast<size_t>(r)] = total;
-    total += counts[static_cast<size_t>(r)];
+
+  explicit Pieces(std::vector<int> sizes) : counts(std::move(sizes)) {
+    for (int c : counts) {
+      offsets.push_back(total);
+      total += c;
+    }
   }
-  std::string all(static_cast<size_t>(total), '\0');
-  MPI_Allgatherv(text.data(), mine, MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR,
-                 MPI_COMM_WORLD);
-  std::vector<std::string> out;
-  for (int r = 0; r < n; ++r) {
-    out.push_back(all.substr(static_cast<size_t>(offsets[static_cast<size_t>(r)]),
-                             static_cast<size_t>(counts[static_cast<size_t>(r)])));
+  std::vector<std::string> split(const std::string& all) const {
+    std::vector<std::string> out;
+    for (size_t r = 0; r < counts.size(); ++r) {
+      out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(counts[r])));
+    }
+    return out;
   }
-  return out;
+};
+
+}  // namespace
+
+std::vector<std::string> all_gather(const std::string& text) {
+  int mine = to_int(text.size());
+  std::vector<int> sizes(static_cast<size_t>(size()));
+  MPI_Allgather(&mine, 1, MPI_INT, sizes.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  const Pieces at(std::move(sizes));
+  std::string all(static_cast<size_t>(at.total), '\0');
+  MPI_Allgatherv(text.data(), mine, MPI_CHAR, all.data(), at.counts.data(), at.offsets.data(),
+                 MPI_CHAR, MPI_COMM_WORLD);
+  return at.split(all);
+}
+
+std::vector<std::string> gather(const std::string& text, int root) {
+  int mine = to_int(text.size());
+  const bool here = rank() == root;
+  std::vector<int> sizes(here ? static_cast<size_t>(size()) : 0);
+  MPI_Gather(&mine, 1, MPI_INT, sizes.data(), 1, MPI_INT, root, MPI_COMM_WORLD);
+  const Pieces at(std::move(sizes));
+  std::string all(static_cast<size_t>(at.total), '\0');
+  MPI_Gatherv(text.data(), mine, MPI_CHAR, all.data(), at.counts.data(), at.offsets.data(),
+              MPI_CHAR, root, MPI_COMM_WORLD);
+  return at.split(all);
 }
 
 }  // namespace deepgrid::mpi

@@ -42,5 +42,7 @@ void barrier();
 std::string broadcast(const std::string& text, int root = 0);
 // Every rank's text, in rank order, on every rank. Collective.
 std::vector<std::string> all_gather(const std::string& text);
+// Every rank's text, in rank order, on `root` (empty elsewhere). Collective.
+std::vector<std::string> gather(const std::string& text, int root = 0);
 
 }  // namespace deepgrid::mpi

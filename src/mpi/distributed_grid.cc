@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -683,6 +684,62 @@ Status redistribute(const std::string& dir, DistributedManifest* m, const Proces
   return agree(removed);
 }
 
+// This rank's share of a run's probes, and what its receivers record.
+struct PartProbes {
+  ResolvedProbes resolved;         // in the part's coordinates
+  Traces traces;                   // its receivers' values at every step of the run
+  std::vector<int64_t> receivers;  // each one's index among the run's receivers
+};
+
+// The caller points resolved.traces at the result's traces (they move with it).
+PartProbes part_share(const ResolvedProbes& all, const PartInfo& info, const DistributedManifest& m,
+                      const RunOptions& opt) {
+  PartProbes out;
+  out.resolved = part_probes(all, info, m.shape, opt.boundary.kind == Boundary::Kind::kPeriodic,
+                             &out.receivers);
+  Traces& t = out.traces;
+  t.first_step = m.step + 1;
+  t.steps = opt.steps;
+  t.receivers = static_cast<int64_t>(out.receivers.size());
+  t.values.assign(static_cast<size_t>(t.steps * t.receivers),
+                  std::numeric_limits<double>::quiet_NaN());
+  return out;
+}
+
+// Rank 0 gathers every part's receivers (each receiver's index, then its values at every
+// step) into the run's traces and writes them to `path`, as a serial run does. Collective.
+Status write_traces_on_root(const PartProbes& mine, const ResolvedProbes& all,
+                            const std::string& path) {
+  const Traces& t = mine.traces;
+  std::string packed;
+  auto put = [&packed](const auto& v) {
+    packed.append(reinterpret_cast<const char*>(&v), sizeof v);
+  };
+  for (size_t j = 0; j < mine.receivers.size(); ++j) {
+    put(mine.receivers[j]);
+    for (int64_t s = 0; s < t.steps; ++s) put(t.values[static_cast<size_t>(s * t.receivers) + j]);
+  }
+  const std::vector<std::string> parts = gather(packed);
+  if (rank() != 0) return agree(Status::Ok());
+  Traces whole = t;
+  whole.receivers = static_cast<int64_t>(all.receivers.size());
+  whole.values.assign(static_cast<size_t>(whole.steps * whole.receivers),
+                      std::numeric_limits<double>::quiet_NaN());
+  for (const std::string& p : parts) {
+    const char* at = p.data();
+    for (const char* end = at + p.size(); at < end;) {
+      int64_t r = 0;
+      std::memcpy(&r, at, sizeof r);
+      at += sizeof r;
+      for (int64_t s = 0; s < whole.steps; ++s, at += sizeof(double)) {
+        std::memcpy(&whole.values[static_cast<size_t>(s * whole.receivers + r)], at,
+                    sizeof(double));
+      }
+    }
+  }
+  return agree(write_traces_npy(whole, path));
+}
+
 // Adds one advance of the part to the rank's figures.
 void add_advance(RankFigures* f, const RunReport& r) {
   f->method = r.method;
@@ -717,14 +774,20 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
     if (held.ok()) lock.emplace(std::move(held).value());
   }
   DG_RETURN_IF_ERROR(agree(locked));
-  DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
-  DG_RETURN_IF_ERROR(redistribute(dir, &m, grid));
   RunOptions opt = given;  // with the grid's own scheme when none is given (each rank loads
                            // a user's kernel library itself)
   auto scheme = scheme_for(m.as_grid(), given.scheme);
   DG_RETURN_IF_ERROR(agree(scheme.status()));
   opt.scheme = std::move(scheme).value();
   DG_RETURN_IF_ERROR(check_run(m.as_grid(), opt));
+  const Manifest whole = m.as_grid();
+  DG_ASSIGN_OR_RETURN(
+      const ResolvedProbes all_probes,
+      resolve_probes(opt.probes, m.shape,
+                     whole.fields.empty() ? std::vector<std::string>{"u"} : whole.fields));
+  DG_RETURN_IF_ERROR(check_traces_destination(all_probes, opt.traces_path));
+  DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
+  DG_RETURN_IF_ERROR(redistribute(dir, &m, grid));
   const bool periodic = opt.boundary.kind == Boundary::Kind::kPeriodic;
   const int k = exchange_depth(m, opt);
   std::array<int64_t, 3> halo = radii(opt.scheme);
@@ -740,6 +803,8 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   part_opt.bt = 0;  // --bt is the exchange depth; the part's engine plans its own
   part_opt.progress = {};
   part_opt.placement = {info.origin(kAxisX), info.origin(kAxisY), info.origin(kAxisZ), m.shape};
+  PartProbes probes = part_share(all_probes, info, m, opt);
+  probes.resolved.traces = probes.traces.receivers > 0 ? &probes.traces : nullptr;
   RankFigures mine;
   mine.rank = rank();
   mine.part_planes = info.shape().nz;
@@ -748,7 +813,8 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
     DG_ASSIGN_OR_RETURN(const ExchangeStats ex, exchange_halos(part, transfers, exchange_buffers));
     add_exchange(&mine, ex);
     part_opt.steps = std::min<int64_t>(k, opt.steps - done);
-    auto advanced = advance_grid(part, part_opt);
+    auto advanced =
+        advance_grid(part, part_opt, probes.resolved.empty() ? nullptr : &probes.resolved);
     Status st = advanced.status();
     if (st.ok()) {
       add_advance(&mine, *advanced);
@@ -756,6 +822,9 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
     }
     DG_RETURN_IF_ERROR(agree(st));
     done += part_opt.steps;
+  }
+  if (!all_probes.receivers.empty()) {
+    DG_RETURN_IF_ERROR(write_traces_on_root(probes, all_probes, opt.traces_path));
   }
   mine.seconds = seconds_since(t0);
   mine.wait_seconds = agree_wait_seconds() - wait0;
