@@ -14,12 +14,15 @@
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
 #include "reference.h"
+#include "test_schemes.h"
 
 namespace deepgrid {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::first_bitwise_difference;
+using testing::kCoupledScheme;
+using testing::kKernelScheme;
 using testing::random_values;
 using testing::reference_run;
 
@@ -45,17 +48,19 @@ class SharedTempDir {
   std::string path_;
 };
 
-// Every value of the distributed grid, on rank 0 (empty elsewhere).
+// Every value of the distributed grid (each plane's components one after another), on rank 0
+// (empty elsewhere).
 template <typename T>
 std::vector<T> gather_values(const std::string& dir) {
   auto m = mpi::load_distributed(dir);
   EXPECT_TRUE(m.ok()) << m.status().message();
   std::vector<T> out;
   if (!m.ok()) return out;
+  const int64_t plane = m->shape.plane_points() * m->components();
   const Status st = mpi::gather_planes(*m, /*verify=*/true, [&](int64_t z, const void* values) {
     const auto* v = static_cast<const T*>(values);
-    EXPECT_EQ(static_cast<int64_t>(out.size()), z * m->shape.plane_points());
-    out.insert(out.end(), v, v + m->shape.plane_points());
+    EXPECT_EQ(static_cast<int64_t>(out.size()), z * plane);
+    out.insert(out.end(), v, v + plane);
     return Status::Ok();
   });
   EXPECT_TRUE(st.ok()) << st.message();
@@ -72,11 +77,18 @@ struct Case {
   std::string mem;  // empty: in-core parts
   Method method = Method::kAuto;
   std::optional<ProcessGrid> procs = {};  // for the create (first case) and the run; {}: chosen
+  const Probes* probes = nullptr;         // sources and receivers; null: none
 };
+
+// A stencil or scheme preset, or a scheme's JSON text (a user's kernel's too).
+Scheme testing_scheme(const std::string& name) {
+  if (name.front() == '{') return Scheme::from_json(name).value();
+  return Scheme::resolve(name).value();
+}
 
 RunOptions options_for(const Case& c) {
   RunOptions opt;
-  opt.scheme = *Stencil::resolve(c.stencil);
+  opt.scheme = testing_scheme(c.stencil);
   opt.boundary = c.boundary;
   opt.steps = c.steps;
   opt.bt = c.bt;
@@ -94,22 +106,58 @@ CreateOptions random_grid(const Shape& shape, DType dtype) {
   return opt;
 }
 
+// The random values of component c of a new grid: seed 11 + c.
+InitSpec random_component(int c) { return {InitSpec::Kind::kRandom, 0, 11 + uint64_t(c)}; }
+
+// A grid of the scheme's fields (one field for a plain stencil), every component random.
+CreateOptions random_grid(const Shape& shape, DType dtype, const Scheme& scheme) {
+  CreateOptions opt = random_grid(shape, dtype);
+  if (scheme.is_stencil()) return opt;
+  opt.fields = initial_fields(scheme, opt.init);
+  for (size_t c = 0; c < opt.fields.size(); ++c) {
+    opt.fields[c].init = random_component(static_cast<int>(c));
+  }
+  opt.scheme = scheme.to_json();
+  return opt;
+}
+
+// What random_grid's grid holds, plane after plane, each plane's components in order.
+template <typename T>
+std::vector<T> random_grid_values(const Shape& s, int components) {
+  std::vector<T> u(static_cast<size_t>(s.points() * components));
+  for (int64_t z = 0; z < s.nz; ++z) {
+    for (int c = 0; c < components; ++c) {
+      init_plane(random_component(c), s, z, u.data() + (z * components + c) * s.plane_points());
+    }
+  }
+  return u;
+}
+
 // Runs the runs of `cases` one after the other on one distributed grid made with the first
-// case's shape and dtype, and compares with the reference after each.
+// case's shape, dtype and scheme (whose fields every case's scheme must have), and compares
+// the grid, and the traces of cases with receivers, with the reference after each.
 template <typename T>
 void expect_runs_match_reference(const std::vector<Case>& cases) {
   SharedTempDir tmp;
   const std::string dir = tmp / "g";
   const Case& first = cases.front();
-  auto made = mpi::create_distributed(dir, random_grid(first.shape, first.dtype), first.procs);
+  const Scheme scheme = testing_scheme(first.stencil);
+  auto made =
+      mpi::create_distributed(dir, random_grid(first.shape, first.dtype, scheme), first.procs);
   ASSERT_TRUE(made.ok()) << made.status().message();  // agreed: every rank returns here alike
-  std::vector<T> want = random_values<T>(first.shape, 11);
+  std::vector<T> want = random_grid_values<T>(first.shape, scheme.component_count());
+  int64_t step = 0;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.stencil + " " + c.boundary.to_string() + " " + c.shape.to_string() + " " +
                  std::string(dtype_name(c.dtype)) + " " + std::to_string(c.steps) + " steps, bt " +
                  std::to_string(c.bt) + ", " + std::to_string(mpi::size()) + " ranks" +
                  (c.procs ? ", process grid " + c.procs->to_string() : ""));
-    auto report = mpi::run_distributed(dir, options_for(c), c.procs);
+    RunOptions opt = options_for(c);
+    if (c.probes != nullptr) {
+      opt.probes = *c.probes;
+      opt.traces_path = tmp / "traces.npy";
+    }
+    auto report = mpi::run_distributed(dir, opt, c.procs);
     ASSERT_TRUE(report.ok()) << report.status().message();
     EXPECT_EQ(report->total.steps, c.steps);
     EXPECT_EQ(static_cast<int>(report->per_rank.size()), mpi::size());
@@ -117,10 +165,20 @@ void expect_runs_match_reference(const std::vector<Case>& cases) {
       EXPECT_EQ(report->process_grid, c.procs->to_string());
     }
     const std::vector<T> got = gather_values<T>(dir);
+    step += c.steps;
     if (mpi::rank() != 0) continue;
-    want = reference_run(want, c.shape, *Stencil::resolve(c.stencil), c.boundary, c.steps);
+    std::vector<double> want_traces;
+    want = reference_run(want, c.shape, opt.scheme, c.boundary, c.steps, opt.probes, step - c.steps,
+                         &want_traces);
     const int64_t diff = first_bitwise_difference(got, want);
     EXPECT_EQ(diff, -1) << "first difference at index " << diff;
+    if (c.probes == nullptr || c.probes->receivers.empty()) continue;
+    auto traces = read_traces_npy(opt.traces_path);
+    ASSERT_TRUE(traces.ok()) << traces.status().message();
+    EXPECT_EQ(traces->steps, c.steps);
+    EXPECT_EQ(traces->receivers, static_cast<int64_t>(c.probes->receivers.size()));
+    const int64_t tdiff = first_bitwise_difference(traces->values, want_traces);
+    EXPECT_EQ(tdiff, -1) << "traces differ first at (step, receiver) index " << tdiff;
   }
 }
 
@@ -224,6 +282,74 @@ TEST(Distributed, ProcessGridsSplittingXAndYMatchTheReference) {
     expect_case({"13pt", kPeriodic, DType::kF64, {40, 30, 17}, 9, 4, "600KiB", Method::kStream, g});
     expect_case({"27pt", kNeumann, DType::kF32, {64, 48, 12}, 6, 3, "256KiB", Method::kStream, g});
   }
+}
+
+// Schemes of several fields (the wave presets of radius 2 and 4, a coupled scheme of terms)
+// and a user's kernel whose terms depend on the global position: every component of every
+// part is exchanged, and each part's kernel calls see global coordinates. z-slabs (of fewer
+// planes than the halos at P >= 3), in-core and streamed parts, bt 1, 2, 3 and automatic, steps
+// that are not multiples of it.
+TEST(Distributed, SchemesMatchTheReferenceBitwise) {
+  for (const std::string sc : {"wave8", "wave4", kCoupledScheme, kKernelScheme.c_str()}) {
+    expect_case({sc, kPeriodic, DType::kF32, {13, 11, 12}, 7, 3, ""});
+    expect_case({sc, kDirichlet, DType::kF64, {13, 11, 12}, 5, 2, ""});
+  }
+  for (const std::string sc : {kCoupledScheme, kKernelScheme.c_str()}) {
+    expect_case({sc, kNeumann, DType::kF32, {9, 8, 10}, 3, 1, ""});
+    expect_case({sc, kPeriodic, DType::kF64, {9, 8, 10}, 6, 0, ""});
+  }
+  expect_case({"wave8", kPeriodic, DType::kF64, {24, 20, 17}, 9, 4, "600KiB", Method::kStream});
+  expect_case({kKernelScheme, kDirichlet, DType::kF32, {24, 20, 17}, 5, 0, "300KiB"});
+}
+
+TEST(Distributed, SchemesOnProcessGridsSplittingXAndYMatchTheReference) {
+  if (mpi::size() == 1) GTEST_SKIP() << "one rank: no process grid splits x or y";
+  for (const ProcessGrid& g : grids_splitting_x_or_y()) {
+    expect_case({"wave4", kPeriodic, DType::kF64, {13, 11, 7}, 5, 2, "", Method::kAuto, g});
+    expect_case({kKernelScheme, kPeriodic, DType::kF32, {13, 11, 7}, 7, 3, "", Method::kAuto, g});
+    expect_case({kCoupledScheme, kDirichlet, DType::kF32, {13, 11, 7}, 4, 0, "", Method::kAuto, g});
+  }
+}
+
+// A shot and receivers on a grid of 17 x 12 x 14: a source on the blocks' sides (x = 8 | 9 at
+// px = 2, z = 7 | 7 at pz = 2), one in a corner (its periodic copies lie in the halos of
+// parts at the far ends) and one in the opposite corner; receivers on the blocks' edges along x
+// (6 | 6 at px = 3) and z (4 | 4, 5 | 5, 10 | 10, 11 | 11 at pz = 3, 4), and one of an older level.
+Probes shot_and_receivers(bool older_level) {
+  Probes p;
+  SourceSpec shot;
+  shot.x = 8, shot.y = 6, shot.z = 7;
+  shot.frequency = 0.2, shot.delay = 2;
+  p.sources.push_back(shot);
+  SourceSpec corner;
+  corner.x = 0, corner.y = 11, corner.z = 0;
+  corner.series = {0.5, -0.25, 0.125};
+  p.sources.push_back(corner);
+  SourceSpec far;
+  far.x = 16, far.y = 0, far.z = 13;
+  far.series = {1, 1, 1, 1};
+  p.sources.push_back(far);
+  for (int64_t x : {0, 5, 6, 8, 9, 11, 12, 16}) p.receivers.push_back({"u", x, 6, 7});
+  for (int64_t z : {0, 3, 4, 5, 6, 10, 11, 13}) p.receivers.push_back({"u", 8, 5, z});
+  if (older_level) p.receivers.push_back({"u@1", 3, 3, 13});
+  return p;
+}
+
+TEST(Distributed, SourcesAndReceiversMatchTheReference) {
+  const Probes wave = shot_and_receivers(true), heat = shot_and_receivers(false);
+  const Shape s{17, 12, 14};
+  std::vector<std::optional<ProcessGrid>> grids = {std::nullopt};  // z-slabs
+  for (const ProcessGrid& g : grids_splitting_x_or_y()) grids.push_back(g);
+  for (const auto& g : grids) {
+    Case c{"wave4", kPeriodic, DType::kF64, s, 7, 3, "", Method::kAuto, g, &wave};
+    expect_case(c);
+    c.boundary = kDirichlet;
+    c.dtype = DType::kF32;
+    c.bt = 2;
+    expect_case(c);
+  }
+  expect_case({"heat-var", kNeumann, DType::kF32, s, 9, 0, "", Method::kAuto, {}, &heat});
+  expect_case({"wave8", kPeriodic, DType::kF64, s, 6, 4, "400KiB", Method::kStream, {}, &wave});
 }
 
 // A grid made with z-slabs runs with another process grid of the same ranks and back: its

@@ -18,11 +18,14 @@
 #include "deepgrid/tiled.h"
 #include "reference.h"
 #include "temp_dir.h"
+#include "test_schemes.h"
 
 namespace deepgrid {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::kCoupledScheme;
+using testing::kKernelScheme;
 
 const Boundary kBoundaries[] = {
     {Boundary::Kind::kDirichlet, 0.5},
@@ -210,18 +213,6 @@ TEST_P(EngineGolden, StripesAndBothBackends) {
   }
 }
 
-// Two state fields (one keeping two levels) and a coefficient field, coupled through
-// products of fields and stencils of every shape and reach (13pt: radius 2 along every axis).
-const char* const kCoupledScheme = R"({"name": "coupled",
-  "fields": [{"name": "a", "levels": 2}, {"name": "b"},
-             {"name": "k", "coefficient": true, "value": 0.05}],
-  "update": {
-    "a": [{"coef": 0.5, "field": "a"},
-          {"coef": ["k", "b"], "stencil": "laplacian2", "field": "b"},
-          {"coef": -0.25, "stencil": "27pt", "field": "a@1"}],
-    "b": [{"coef": [0.3, "k"], "stencil": "13pt", "field": "a"},
-          {"coef": 0.7, "field": "b"}]}})";
-
 TEST_P(EngineGolden, SchemesOfSeveralFields) {
   if (GetParam() == Method::kTiled) {
     GTEST_SKIP() << "the tiled comparison method runs plain stencils only (refusal tested in "
@@ -243,12 +234,8 @@ TEST_P(EngineGolden, SchemesOfSeveralFields) {
   }
 }
 
-// A user's kernel (tests/kernels/test_kernel.c: nonlinear, two state fields and a
-// coefficient, radii 2, 1, 2, terms of the global position) against the same C function
-// called point by point: any bt, forced tiles, both dtypes, and grids that periodic frames
-// wrap around several times.
-const std::string kKernelScheme =
-    std::string(R"({"kernel": ")") + DEEPGRID_TEST_KERNEL_DIR + R"(/libtest_kernel.so"})";
+// A user's kernel (test_schemes.h) against the same C function called point by point: any
+// bt, forced tiles, both dtypes, and grids that periodic frames wrap around several times.
 
 TEST_P(EngineGolden, UsersKernels) {
   if (GetParam() == Method::kTiled) {
