@@ -144,15 +144,19 @@ Status export_npy(const Grid& grid, const std::string& npy_path, int component) 
                            npy_path);
 }
 
+Status check_npy_fits(const NpyHeader& h, const std::string& path, const Shape& shape,
+                      DType dtype) {
+  if (h.shape == shape && h.dtype == dtype) return Status::Ok();
+  return invalid_argument(path + " holds " + h.shape.to_string() + " " +
+                          std::string(dtype_name(h.dtype)) + " values but the grid is " +
+                          shape.to_string() + " " + std::string(dtype_name(dtype)) +
+                          "; give an array of the grid's shape (nz, ny, nx) and dtype");
+}
+
 Status import_npy_field(const std::string& npy_path, Grid& grid, int component) {
   DG_ASSIGN_OR_RETURN(NpyHeader h, read_npy_header(npy_path));
   const Manifest& m = grid.manifest();
-  if (!(h.shape == m.shape) || h.dtype != m.dtype) {
-    return invalid_argument(npy_path + " holds " + h.shape.to_string() + " " +
-                            std::string(dtype_name(h.dtype)) + " values but the grid is " +
-                            m.shape.to_string() + " " + std::string(dtype_name(m.dtype)) +
-                            "; give an array of the grid's shape (nz, ny, nx) and dtype");
-  }
+  DG_RETURN_IF_ERROR(check_npy_fits(h, npy_path, m.shape, m.dtype));
   Fd f;
   f.fd = ::open(npy_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (f.fd < 0) return errno_status(errno, "open", npy_path);

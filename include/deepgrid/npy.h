@@ -17,6 +17,10 @@ struct NpyHeader {
 
 // Reads and checks the header of IN.npy: little-endian f4/f8, C order, 2 or 3 dimensions.
 Result<NpyHeader> read_npy_header(const std::string& path);
+// Ok, or why the array `header` describes (read from `path`) cannot fill a field of a grid of
+// this shape and dtype.
+Status check_npy_fits(const NpyHeader& header, const std::string& path, const Shape& shape,
+                      DType dtype);
 
 // Creates grid DIR from IN.npy, one chunk of planes at a time.
 Result<Grid> import_npy(const std::string& npy_path, const std::string& dir,

@@ -192,6 +192,22 @@ Status mpi_import(const std::string& npy_path, const std::string& dir,
 #endif
 }
 
+Status mpi_import_field(const std::string& npy_path, const std::string& dir,
+                        const std::string& field) {
+#ifdef DEEPGRID_MPI
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::load_distributed(dir));
+  DG_ASSIGN_OR_RETURN(const int component, field_component(m.as_grid(), field));
+  DG_RETURN_IF_ERROR(mpi::import_field_distributed(npy_path, dir, component));
+  if (prints()) {
+    std::printf("imported %s into field %s of %s\n", npy_path.c_str(), field.c_str(), dir.c_str());
+  }
+  return Status::Ok();
+#else
+  (void)npy_path, (void)dir, (void)field;
+  return built_without_mpi();
+#endif
+}
+
 Status mpi_run(const std::string& dir, RunOptions options, const std::string& procs,
                bool measure_machine, bool remeasure, bool as_json) {
 #ifdef DEEPGRID_MPI
@@ -241,8 +257,8 @@ Status refuse_distributed(const std::string& dir, const std::string& command) {
                             " ranks; run it with 'mpirun -n " + ranks + " deepgrid run'");
   }
   return invalid_argument(dir + " is a grid distributed over " + ranks + " ranks; '" + command +
-                          "' does not work on distributed grids yet (info, checksum, export "
-                          "and run under mpirun do)");
+                          "' does not work on distributed grids yet (info, checksum, export, "
+                          "and run and import --field under mpirun do)");
 }
 
 Status refuse_under_mpi(const std::string& command) {

@@ -36,6 +36,9 @@ Status mpi_create(const std::string& dir, const CreateOptions& options, const st
                   bool as_json);
 Status mpi_import(const std::string& npy_path, const std::string& dir,
                   const std::vector<std::string>& stores, const std::string& procs);
+// mpirun -n P deepgrid import IN.npy DIR --field NAME: one field of distributed grid DIR.
+Status mpi_import_field(const std::string& npy_path, const std::string& dir,
+                        const std::string& field);
 Status mpi_run(const std::string& dir, RunOptions options, const std::string& procs,
                bool measure_machine, bool remeasure, bool as_json);
 // --procs outside an MPI job: a message saying it needs mpirun (nothing when not given).

@@ -863,7 +863,10 @@ int run_cli(int argc, char** argv) {
   if (*fsck) return cmd_fsck(fsck_dir, fsck_json);
   if (*import) {
     if (!im_field.empty()) {
-      check(refuse_under_mpi("import --field"));
+      if (in_mpi_job()) {
+        check(mpi_import_field(im_in, im_dir, im_field));
+        return 0;
+      }
       check(refuse_distributed(im_dir, "import --field"));
       Grid g = get(Grid::open(im_dir, Grid::Mode::kReadWrite));
       const int c = field_index(g.manifest(), im_field);

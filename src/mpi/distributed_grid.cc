@@ -17,6 +17,7 @@
 #include <optional>
 #include <random>
 
+#include "deepgrid/box_io.h"
 #include "deepgrid/init.h"
 #include "deepgrid/npy.h"
 #include "internal/file_util.h"
@@ -323,6 +324,85 @@ Result<DistributedManifest> import_distributed(const std::string& npy_path, cons
   options.dtype = header->dtype;
   options.stores = stores;
   return make_distributed(dir, options, procs, npy_planes(npy_path, *header));
+}
+
+namespace {
+
+// Holds DIR's lock on rank 0 while a command changes the grid (the parts have their own): a
+// second writer is refused before anything changes. Collective.
+Result<std::optional<internal::GridLock>> lock_on_root(const std::string& dir) {
+  std::optional<internal::GridLock> lock;
+  Status locked;
+  if (rank() == 0) {
+    auto held = internal::GridLock::acquire(dir, internal::GridLock::Kind::kExclusive);
+    locked = held.status();
+    if (held.ok()) lock.emplace(std::move(held).value());
+  }
+  DG_RETURN_IF_ERROR(agree(locked));
+  return lock;
+}
+
+// Writes component `component` of the part's block from the .npy file, some planes at a time.
+Status import_block_field(const std::string& npy_path, const NpyHeader& header, Grid& part,
+                          const PartInfo& info, int component) {
+  const int fd = ::open(npy_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status(errno, "open", npy_path);
+  const internal::PlaneFormat global = internal::plane_format(header.shape, header.dtype, 1);
+  const Block& b = info.block;
+  const int64_t batch =
+      std::clamp<int64_t>((64 << 20) / static_cast<int64_t>(global.bytes()), 1, b.size(kAxisZ));
+  std::vector<std::byte> plane(global.bytes());
+  std::vector<std::byte> values(static_cast<size_t>(batch) * global.rect_bytes(b));
+  Status st;
+  for (int64_t z0 = b[kAxisZ].lo; z0 < b[kAxisZ].hi && st.ok(); z0 += batch) {
+    const int64_t n = std::min(batch, b[kAxisZ].hi - z0);
+    for (int64_t i = 0; i < n && st.ok(); ++i) {
+      st = internal::pread_full(fd, plane.data(), plane.size(),
+                                header.data_offset + (z0 + i) * static_cast<int64_t>(plane.size()),
+                                npy_path);
+      internal::copy_rect(plane.data(), global, b,
+                          values.data() + static_cast<size_t>(i) * global.rect_bytes(b),
+                          internal::RectCopy::kToPacked);
+    }
+    const Block at = info.to_local(b);
+    Box box;
+    box.z = {z0 - info.origin(kAxisZ), n, 1};
+    box.y = {at[kAxisY].lo, at.size(kAxisY), 1};
+    box.x = {at[kAxisX].lo, at.size(kAxisX), 1};
+    box.component = component;
+    if (st.ok()) st = write_box(part, box, values.data());
+  }
+  ::close(fd);
+  return st;
+}
+
+}  // namespace
+
+Status import_field_distributed(const std::string& npy_path, const std::string& dir,
+                                int component) {
+  DG_ASSIGN_OR_RETURN(DistributedManifest m, load_distributed(dir));
+  auto header = read_npy_header(npy_path);
+  DG_RETURN_IF_ERROR(
+      agree(header.ok() ? check_npy_fits(*header, npy_path, m.shape, m.dtype) : header.status()));
+  if (m.ranks() != size()) {
+    return invalid_argument("the grid is split over " + std::to_string(m.ranks()) +
+                            " ranks; import a field with 'mpirun -n " + std::to_string(m.ranks()) +
+                            "'");
+  }
+  DG_ASSIGN_OR_RETURN(const std::optional<internal::GridLock> lock, lock_on_root(dir));
+  Status st = [&]() -> Status {
+    DG_ASSIGN_OR_RETURN(Grid part, open_part(m, rank(), Grid::Mode::kReadWrite));
+    return import_block_field(npy_path, *header, part, m.parts[static_cast<size_t>(rank())],
+                              component);
+  }();
+  DG_RETURN_IF_ERROR(agree(st));
+  m.history.push_back({utc_now(), "import",
+                       json{{"from", "npy"},
+                            {"file", internal::absolute_path(npy_path)},
+                            {"field", m.fields.empty() ? std::string("u")
+                                                       : m.fields[static_cast<size_t>(component)]}}
+                           .dump()});
+  return write_on_root(dir, m);
 }
 
 Result<DistributedManifest> load_distributed(const std::string& dir) {
@@ -764,16 +844,9 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   const auto t0 = std::chrono::steady_clock::now();
   const double wait0 = agree_wait_seconds();
   DG_ASSIGN_OR_RETURN(DistributedManifest m, load_distributed(dir));
-  // Rank 0 holds DIR's lock for the run (the parts have their own): a second run of the grid
-  // is refused before it lays out or redistributes anything.
-  std::optional<internal::GridLock> lock;
-  Status locked;
-  if (rank() == 0) {
-    auto held = internal::GridLock::acquire(dir, internal::GridLock::Kind::kExclusive);
-    locked = held.status();
-    if (held.ok()) lock.emplace(std::move(held).value());
-  }
-  DG_RETURN_IF_ERROR(agree(locked));
+  // Rank 0 holds DIR's lock for the run: a second run of the grid is refused before it lays
+  // out or redistributes anything.
+  DG_ASSIGN_OR_RETURN(const std::optional<internal::GridLock> lock, lock_on_root(dir));
   RunOptions opt = given;  // with the grid's own scheme when none is given (each rank loads
                            // a user's kernel library itself)
   auto scheme = scheme_for(m.as_grid(), given.scheme);

@@ -28,6 +28,11 @@ Result<DistributedManifest> import_distributed(const std::string& npy_path, cons
                                                const std::vector<std::string>& stores,
                                                const std::optional<ProcessGrid>& procs = {});
 
+// Replaces component `component` (a coefficient field, an initial state) of distributed grid
+// DIR with the values of a .npy file of the grid's shape and dtype that every rank can read:
+// each rank writes its block's into its part (the halos get them at the next run's exchange).
+Status import_field_distributed(const std::string& npy_path, const std::string& dir, int component);
+
 // A rank's share of a distributed run.
 struct RankFigures {
   int rank = 0;
