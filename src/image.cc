@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <vector>
 
 #include "internal/png_file.h"
@@ -29,33 +30,37 @@ std::array<unsigned char, 3> viridis(double t) {
   return rgb;
 }
 
+// Hands planes [z0, z1) of a grid, in order, to a consumer.
+using PlaneRange = std::function<Status(int64_t z0, int64_t z1, const io::PlaneConsumer&)>;
+
 // The slice's values, row-major: width along the first free axis (x, or y when x is fixed).
 template <typename T>
-Result<std::vector<double>> read_slice(const Grid& g, SliceSpec sl, int64_t* w, int64_t* h) {
-  const Shape& s = g.shape();
-  std::vector<T> planes(static_cast<size_t>(s.plane_points() * g.manifest().components()));
-  const T* plane = planes.data() + sl.component * s.plane_points();
-  std::vector<double> out;
-  if (sl.axis == 'z') {
-    DG_RETURN_IF_ERROR(g.read_planes(sl.index, 1, planes.data()));
-    out.assign(plane, plane + s.plane_points());
-    *w = s.nx;
-    *h = s.ny;
-    return out;
-  }
-  *w = sl.axis == 'y' ? s.nx : s.ny;
-  *h = s.nz;
-  out.resize(static_cast<size_t>(*w * *h));
-  for (int64_t z = 0; z < s.nz; ++z) {
-    DG_RETURN_IF_ERROR(g.read_planes(z, 1, planes.data()));
-    for (int64_t i = 0; i < *w; ++i) {
-      out[static_cast<size_t>(z * *w + i)] = sl.axis == 'y'
-                                                 ? plane[static_cast<size_t>(sl.index * s.nx + i)]
-                                                 : plane[static_cast<size_t>(i * s.nx + sl.index)];
-    }
-  }
+Result<std::vector<double>> read_slice(const Manifest& m, const PlaneRange& read, SliceSpec sl,
+                                       int64_t* w, int64_t* h) {
+  const Shape& s = m.shape;
+  const bool z_slice = sl.axis == 'z';
+  *w = sl.axis == 'y' || z_slice ? s.nx : s.ny;
+  *h = z_slice ? s.ny : s.nz;
+  std::vector<double> out(static_cast<size_t>(*w * *h));
+  DG_RETURN_IF_ERROR(read(
+      z_slice ? sl.index : 0, z_slice ? sl.index + 1 : s.nz, [&](int64_t z, const void* values) {
+        const T* plane = static_cast<const T*>(values) + sl.component * s.plane_points();
+        if (z_slice) {
+          std::copy(plane, plane + s.plane_points(), out.begin());
+          return Status::Ok();
+        }
+        for (int64_t i = 0; i < *w; ++i) {
+          out[static_cast<size_t>(z * *w + i)] =
+              sl.axis == 'y' ? plane[static_cast<size_t>(sl.index * s.nx + i)]
+                             : plane[static_cast<size_t>(i * s.nx + sl.index)];
+        }
+        return Status::Ok();
+      }));
   return out;
 }
+
+Result<SliceImageInfo> write_slice_png(const Manifest& m, const PlaneRange& read, SliceSpec sl,
+                                       const std::string& path);
 
 }  // namespace
 
@@ -77,22 +82,50 @@ Result<SliceSpec> parse_slice(std::string_view text) {
   return s;
 }
 
-Result<SliceImageInfo> write_slice_png(const Grid& grid, SliceSpec sl, const std::string& path) {
-  const Shape& s = grid.shape();
-  const int64_t extent = sl.axis == 'x' ? s.nx : sl.axis == 'y' ? s.ny : s.nz;
-  if (sl.index < 0) sl.index = extent / 2;
-  if (sl.component < 0 || sl.component >= grid.manifest().components()) {
-    return invalid_argument("the grid has no component " + std::to_string(sl.component));
+Status check_slice(const Shape& s, int components, SliceSpec* sl) {
+  const int64_t extent = sl->axis == 'x' ? s.nx : sl->axis == 'y' ? s.ny : s.nz;
+  if (sl->index < 0) sl->index = extent / 2;
+  if (sl->component < 0 || sl->component >= components) {
+    return invalid_argument("the grid has no component " + std::to_string(sl->component));
   }
-  if (sl.index >= extent) {
-    return invalid_argument(std::string("slice ") + sl.axis + "=" + std::to_string(sl.index) +
-                            " is outside the grid (" + sl.axis + " < " + std::to_string(extent) +
+  if (sl->index >= extent) {
+    return invalid_argument(std::string("slice ") + sl->axis + "=" + std::to_string(sl->index) +
+                            " is outside the grid (" + sl->axis + " < " + std::to_string(extent) +
                             "); use an index below " + std::to_string(extent) + " or 'mid'");
   }
+  return Status::Ok();
+}
+
+Result<SliceImageInfo> write_slice_png(const Grid& grid, SliceSpec slice, const std::string& path) {
+  return write_slice_png(
+      grid.manifest(),
+      [&grid](int64_t z0, int64_t z1, const io::PlaneConsumer& consume) {
+        return io::read_plane_range(grid, z0, z1, consume);
+      },
+      slice, path);
+}
+
+Result<SliceImageInfo> write_slice_png(const Manifest& m, const io::PlaneSource& planes,
+                                       SliceSpec slice, const std::string& path) {
+  return write_slice_png(
+      m,
+      [&planes](int64_t z0, int64_t z1, const io::PlaneConsumer& consume) {
+        return planes([&](int64_t z, const void* values) {
+          return z >= z0 && z < z1 ? consume(z, values) : Status::Ok();
+        });
+      },
+      slice, path);
+}
+
+namespace {
+
+Result<SliceImageInfo> write_slice_png(const Manifest& m, const PlaneRange& read, SliceSpec sl,
+                                       const std::string& path) {
+  DG_RETURN_IF_ERROR(check_slice(m.shape, m.components(), &sl));
   SliceImageInfo info;
   int64_t w = 0, h = 0;
   auto values = dispatch_dtype(
-      grid.dtype(), [&](auto tag) { return read_slice<decltype(tag)>(grid, sl, &w, &h); });
+      m.dtype, [&](auto tag) { return read_slice<decltype(tag)>(m, read, sl, &w, &h); });
   if (!values.ok()) return values.status();
   const auto& v = *values;
   info.min = INFINITY;
@@ -126,6 +159,7 @@ Result<SliceImageInfo> write_slice_png(const Grid& grid, SliceSpec sl, const std
   return info;
 }
 
+}  // namespace
 }  // namespace deepgrid
 
 namespace deepgrid::internal {

@@ -65,7 +65,7 @@ mpi import "$tmp/serial.npy" "$tmp/imported" >/dev/null
 
 # Bad input and failing ranks: one message, the same exit code everywhere, nothing changed.
 expect_error 2 "mpirun -n $ranks deepgrid run" "$dg" run "$tmp/d" "${run_args[@]}"
-expect_error 2 "does not work on distributed grids" "$dg" plot "$tmp/d" -o "$tmp/p.png"
+expect_error 2 "does not work on distributed grids" "$dg" fsck "$tmp/d"
 expect_error 2 "does not run under mpirun" mpi fsck "$tmp/serial"
 expect_error 3 "grid $tmp/d is in use by" flock -n "$tmp/d/deepgrid.lock" \
   timeout 120 "$mpiexec" --oversubscribe -n "$ranks" "$dg" run "$tmp/d" "${run_args[@]}"
@@ -135,6 +135,14 @@ mpi export "$tmp/wd" "$tmp/wd_u1.npy" --field u@1 >/dev/null
 "$dg" export "$tmp/ws" "$tmp/ws_u1.npy" --field u@1 >/dev/null
 cmp "$tmp/wd_u1.npy" "$tmp/ws_u1.npy" || fail "export --field u@1 under mpirun differs"
 cmp "$tmp/wd.npy" "$tmp/ws.npy" || fail "traces under mpirun differ from the serial run's"
+for slice in z=mid y=3; do
+  "$dg" plot "$tmp/ws" --field m --slice "$slice" -o "$tmp/ws.png" >/dev/null
+  mpi plot "$tmp/wd" --field m --slice "$slice" -o "$tmp/wd.png" >/dev/null
+  cmp "$tmp/wd.png" "$tmp/ws.png" || fail "plot --slice $slice under mpirun differs from the serial grid's"
+  "$dg" plot "$tmp/wd" --field m --slice "$slice" -o "$tmp/wd2.png" >/dev/null
+  cmp "$tmp/wd2.png" "$tmp/ws.png" || fail "serial plot --slice $slice of the distributed grid differs"
+done
+expect_error 2 "is outside the grid" mpi plot "$tmp/wd" --slice z=1000 -o "$tmp/no.png"
 expect_error 2 "the grid has no field 'v'" mpi export "$tmp/wd" "$tmp/v.npy" --field v
 "$dg" create "$tmp/small" --shape 4x4x4 >/dev/null
 "$dg" export "$tmp/small" "$tmp/small.npy" >/dev/null

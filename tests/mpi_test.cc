@@ -316,15 +316,7 @@ TEST(Distributed, SchemesOnProcessGridsSplittingXAndYMatchTheReference) {
 // parts at the far ends) and one in the opposite corner; receivers on the blocks' edges along x
 // (6 | 6 at px = 3) and z (4 | 4, 5 | 5, 10 | 10, 11 | 11 at pz = 3, 4), and one of an older level.
 Probes shot_and_receivers(bool older_level) {
-  Probes p;
-  SourceSpec shot;
-  shot.x = 8, shot.y = 6, shot.z = 7;
-  shot.frequency = 0.2, shot.delay = 2;
-  p.sources.push_back(shot);
-  SourceSpec corner;
-  corner.x = 0, corner.y = 11, corner.z = 0;
-  corner.series = {0.5, -0.25, 0.125};
-  p.sources.push_back(corner);
+  Probes p = testing::shot_and_corner();
   SourceSpec far;
   far.x = 16, far.y = 0, far.z = 13;
   far.series = {1, 1, 1, 1};

@@ -262,15 +262,7 @@ TEST_P(EngineGolden, SourcesAndReceivers) {
   if (GetParam() == Method::kTiled) {
     GTEST_SKIP() << "the tiled comparison method runs plain stencils only";
   }
-  Probes probes;
-  SourceSpec shot;
-  shot.x = 8, shot.y = 6, shot.z = 7;
-  shot.frequency = 0.2, shot.delay = 2;
-  probes.sources.push_back(shot);
-  SourceSpec corner;
-  corner.x = 0, corner.y = 11, corner.z = 0;
-  corner.series = {0.5, -0.25, 0.125};
-  probes.sources.push_back(corner);
+  Probes probes = testing::shot_and_corner();
   for (int64_t x : {0, 4, 5, 16}) probes.receivers.push_back({"u", x, 6, 7});
   probes.receivers.push_back({"u@1", 3, 3, 13});
   for (int bt : {1, 3, 0}) {

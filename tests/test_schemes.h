@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "deepgrid/probes.h"
+
 namespace deepgrid::testing {
 
 // Two state fields (one keeping two levels) and a coefficient field, coupled through
@@ -22,5 +24,20 @@ inline const char* const kCoupledScheme = R"({"name": "coupled",
 // coefficient, radii 2, 1, 2, terms of the global position).
 inline const std::string kKernelScheme =
     std::string(R"({"kernel": ")") + DEEPGRID_TEST_KERNEL_DIR + R"(/libtest_kernel.so"})";
+
+// Sources for a grid of 17 x 12 x 14: a Ricker shot at (8, 6, 7) and a short series in the
+// corner (0, 11, 0), whose periodic copies lie in the halos of tiles (and parts) at the far ends.
+inline Probes shot_and_corner() {
+  Probes probes;
+  SourceSpec shot;
+  shot.x = 8, shot.y = 6, shot.z = 7;
+  shot.frequency = 0.2, shot.delay = 2;
+  probes.sources.push_back(shot);
+  SourceSpec corner;
+  corner.x = 0, corner.y = 11, corner.z = 0;
+  corner.series = {0.5, -0.25, 0.125};
+  probes.sources.push_back(corner);
+  return probes;
+}
 
 }  // namespace deepgrid::testing

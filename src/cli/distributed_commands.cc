@@ -152,6 +152,30 @@ Status distributed_export(const std::string& dir, const std::string& out, bool v
   return export_npy_planes(m.shape, m.dtype, source, out);
 }
 
+Result<SliceImageInfo> distributed_plot(const std::string& dir, SliceSpec slice,
+                                        const std::string& out, const std::string& field) {
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, load(dir));
+  const Manifest grid = m.as_grid();
+  DG_ASSIGN_OR_RETURN(slice.component, field_component(grid, field));
+  // Checked on every rank alike: past this, the printing rank reads every plane.
+  DG_RETURN_IF_ERROR(check_slice(m.shape, m.components(), &slice));
+  const io::PlaneSource source = planes(m, /*verify=*/false);
+#ifdef DEEPGRID_MPI
+  if (in_mpi_job()) {  // every rank ends with the printing rank's outcome
+    Result<SliceImageInfo> drawn = SliceImageInfo{};
+    if (prints()) {
+      drawn = write_slice_png(grid, source, slice, out);
+    } else if (const Status fed = source([](int64_t, const void*) { return Status::Ok(); });
+               !fed.ok()) {
+      drawn = fed;
+    }
+    DG_RETURN_IF_ERROR(mpi::agree(drawn.status()));
+    return drawn;
+  }
+#endif
+  return write_slice_png(grid, source, slice, out);
+}
+
 Status mpi_create(const std::string& dir, const CreateOptions& options, const std::string& procs,
                   bool as_json) {
 #ifdef DEEPGRID_MPI
@@ -258,14 +282,14 @@ Status refuse_distributed(const std::string& dir, const std::string& command) {
   }
   return invalid_argument(dir + " is a grid distributed over " + ranks + " ranks; '" + command +
                           "' does not work on distributed grids yet (info, checksum, export, "
-                          "and run and import --field under mpirun do)");
+                          "plot, and run and import --field under mpirun do)");
 }
 
 Status refuse_under_mpi(const std::string& command) {
   if (!in_mpi_job()) return Status::Ok();
   return invalid_argument("'deepgrid " + command +
                           "' does not run under mpirun; run it without mpirun (create, import, "
-                          "run, info, checksum and export work under mpirun)");
+                          "run, info, checksum, export and plot work under mpirun)");
 }
 
 }  // namespace deepgrid::cli

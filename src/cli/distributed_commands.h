@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "deepgrid/checksum.h"
+#include "deepgrid/image.h"
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
 
@@ -28,6 +29,9 @@ Result<GridSummary> distributed_summary(const std::string& dir, bool verify,
                                         const std::string& field, int64_t* step);
 Status distributed_export(const std::string& dir, const std::string& out, bool verify,
                           const std::string& field);
+// deepgrid plot of a distributed grid: the printing rank writes the PNG and gets its figures.
+Result<SliceImageInfo> distributed_plot(const std::string& dir, SliceSpec slice,
+                                        const std::string& out, const std::string& field);
 
 // mpirun -n P deepgrid create / import / run. `measure_machine`: the run may stream, so each rank
 // needs this machine's rates for its part (rank 0 measures first; the others find its cache).

@@ -424,11 +424,16 @@ int cmd_fsck(const std::string& dir, bool as_json) {
 
 int cmd_plot(const std::string& dir, const std::string& slice, const std::string& out,
              const std::string& field) {
-  check(refuse_distributed(dir, "plot"));
-  Grid g = get(Grid::open(dir));
   SliceSpec spec = get(parse_slice(slice));
-  spec.component = field_index(g.manifest(), field);
-  SliceImageInfo info = get(write_slice_png(g, spec, out));
+  SliceImageInfo info;
+  if (in_mpi_job() || is_distributed_grid(dir)) {
+    info = get(distributed_plot(dir, spec, out, field));
+    if (!prints()) return 0;
+  } else {
+    Grid g = get(Grid::open(dir));
+    spec.component = field_index(g.manifest(), field);
+    info = get(write_slice_png(g, spec, out));
+  }
   std::printf("wrote %s: slice %s, %lldx%lld pixels, colours from %.6g (dark) to %.6g (bright)\n",
               out.c_str(), slice.c_str(), static_cast<long long>(info.width),
               static_cast<long long>(info.height), info.min, info.max);
@@ -852,7 +857,7 @@ int run_cli(int argc, char** argv) {
                      : (app.get_subcommands().front()->get_name() + " ").c_str());
     return 2;
   }
-  for (const auto* cmd : {plan, fsck, plot, bench}) {
+  for (const auto* cmd : {plan, fsck, bench}) {
     if (*cmd) check(refuse_under_mpi(cmd->get_name()));
   }
   if (*create) return cmd_create(ca);
