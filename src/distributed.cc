@@ -118,8 +118,11 @@ Manifest DistributedManifest::as_grid() const {
 std::string DistributedManifest::to_json() const {
   json parts_json = json::array();
   for (size_t r = 0; r < parts.size(); ++r) parts_json.push_back(part_to_json(r, parts[r]));
-  const int written = fields.empty() && scheme.empty() ? kOneFieldDistributedManifestVersion
-                                                       : kDistributedManifestVersion;
+  // Grids of one field keep the version that older deepgrids read.
+  const bool one_field = fields.empty() && scheme.empty();
+  const int written = one_field && version == kDistributedManifestVersion
+                          ? kOneFieldDistributedManifestVersion
+                          : version;
   json j = internal::grid_header_json(kFormatName, written, {id, shape, dtype, step});
   internal::put_fields(&j, fields, scheme);
   j["decomposition"] = {

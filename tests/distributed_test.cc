@@ -206,6 +206,59 @@ TEST(DistributedManifest, RoundTrips) {
   EXPECT_EQ(back->parts[0].stores, std::vector<std::string>{"/ssd/0"});
 }
 
+// A grid of several fields records them and its scheme (version 6); one of one field keeps
+// version 5, which older deepgrids read.
+TEST(DistributedManifest, FieldsAndSchemeRoundTrip) {
+  DistributedManifest m = two_parts();
+  EXPECT_NE(m.to_json().find("\"version\": 5"), std::string::npos);
+  m.fields = {"u", "u@1", "m"};
+  m.scheme = R"({"name":"wave2"})";
+  const std::string text = m.to_json();
+  EXPECT_NE(text.find("\"version\": 6"), std::string::npos);
+  auto back = DistributedManifest::from_json(text);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->fields, m.fields);
+  EXPECT_EQ(back->scheme, m.scheme);
+  EXPECT_EQ(back->components(), 3);
+  const Manifest whole = back->as_grid();
+  EXPECT_EQ(whole.component_index("m"), 2);
+  EXPECT_EQ(whole.shape, m.shape);
+  EXPECT_EQ(whole.step, m.step);
+}
+
+// A part's share of the probes: a source at every point the part holds that stands for it
+// (periodic copies in its halos included), receivers in its block only, in part coordinates.
+TEST(DistributedProbes, PartsApplySourcesInTheirHalosAndRecordTheirOwnReceivers) {
+  const Shape shape{8, 6, 10};
+  PartInfo part;  // block x in [4, 8), halos of 3 each side: holds global x = 1 .. 10
+  part.block = {{Span{4, 8}, Span{0, 6}, Span{0, 10}}};
+  part.halo = {{3, 0, 0}, {3, 0, 0}};
+  SourceSpec spec;
+  ResolvedProbes all;
+  all.sources = {{0, 0, 2, 3}, {0, 2, 1, 1}, {1, 5, 0, 9}};
+  all.source_specs = {&spec, &spec, &spec};
+  all.receivers = {{0, 3, 0, 0}, {0, 4, 5, 9}, {0, 7, 1, 2}, {0, 0, 1, 2}};
+  std::vector<int64_t> index;
+  const ResolvedProbes periodic = part_probes(all, part, shape, true, &index);
+  // x = 0 is held as x = 8 (local 7); x = 2 as local 1 and as x = 10 (local 9); x = 5: local 4.
+  ASSERT_EQ(periodic.sources.size(), 4u);
+  EXPECT_EQ(periodic.sources[0].x, 7);
+  EXPECT_EQ(periodic.sources[1].x, 1);
+  EXPECT_EQ(periodic.sources[2].x, 9);
+  EXPECT_EQ(periodic.sources[3].x, 4);
+  EXPECT_EQ(periodic.sources[3].component, 1);
+  EXPECT_EQ(periodic.sources[3].z, 9);
+  EXPECT_EQ(index, (std::vector<int64_t>{1, 2}));
+  ASSERT_EQ(periodic.receivers.size(), 2u);
+  EXPECT_EQ(periodic.receivers[0].x, 3);  // global 4
+  EXPECT_EQ(periodic.receivers[1].x, 6);  // global 7
+  part.halo = {{3, 0, 0}, {0, 0, 0}};     // not periodic: clipped at the grid's end
+  const ResolvedProbes open = part_probes(all, part, shape, false, &index);
+  ASSERT_EQ(open.sources.size(), 2u);  // x = 2 (local 1) and x = 5 (local 4)
+  EXPECT_EQ(open.sources[0].x, 1);
+  EXPECT_EQ(open.sources[1].x, 4);
+}
+
 TEST(DistributedManifest, InconsistentManifestsAreRefused) {
   auto damaged = [](auto change) {
     DistributedManifest m = two_parts();
