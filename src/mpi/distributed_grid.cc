@@ -849,11 +849,11 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   DG_ASSIGN_OR_RETURN(const std::optional<internal::GridLock> lock, lock_on_root(dir));
   RunOptions opt = given;  // with the grid's own scheme when none is given (each rank loads
                            // a user's kernel library itself)
-  auto scheme = scheme_for(m.as_grid(), given.scheme);
+  const Manifest whole = m.as_grid();
+  auto scheme = scheme_for(whole, given.scheme);
   DG_RETURN_IF_ERROR(agree(scheme.status()));
   opt.scheme = std::move(scheme).value();
-  DG_RETURN_IF_ERROR(check_run(m.as_grid(), opt));
-  const Manifest whole = m.as_grid();
+  DG_RETURN_IF_ERROR(check_run(whole, opt));
   DG_ASSIGN_OR_RETURN(
       const ResolvedProbes all_probes,
       resolve_probes(opt.probes, m.shape,
