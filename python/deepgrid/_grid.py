@@ -146,7 +146,8 @@ class Grid:
         self.close()
 
     def __repr__(self) -> str:
-        return f"deepgrid.Grid({self.path!r}, shape={self.shape}, dtype={self.dtype}, step={self.step})"
+        fields = f", fields={self.fields}" if len(self.fields) > 1 else ""
+        return f"deepgrid.Grid({self.path!r}, shape={self.shape}, dtype={self.dtype}{fields}, step={self.step})"
 
     # --- slicing (of the first state field; g["name"] is another field) -------------------
     def __getitem__(self, key: object) -> Any:

@@ -113,6 +113,7 @@ def test_create_with_a_scheme_initialises_fields_as_the_cli(tmp_path, cli):
     assert np.array_equal(g["u@1"][...], g["u"][...])  # at rest: the older level is the same
     assert np.all(g["m"][...] == np.float32(0.1))
     assert g.info()["fields"] == ["u", "u@1", "m"]
+    assert "fields=('u', 'u@1', 'm')" in repr(g)
 
 
 def test_a_stencil_scheme_makes_a_grid_of_one_field(tmp_path):
