@@ -271,6 +271,12 @@ class Field:
         """Writes the field to a .npy file of shape (nz, ny, nx)."""
         self._grid._open.export_npy(os.fspath(path), self._component)
 
+    def load_npy(self, path: str | os.PathLike[str]) -> None:
+        """Replaces the field's values with a .npy file's (of the grid's shape and dtype),
+        streamed one chunk of planes at a time, as ``deepgrid import IN.npy DIR --field``."""
+        check_writable(self._grid.mode, self.path)
+        self._grid._open_to_write.import_npy(os.fspath(path), self._component)
+
     def to_zarr(self, store: Any, **kwargs: Any) -> zarr.Array:
         from ._interop import to_zarr
 

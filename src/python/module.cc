@@ -292,6 +292,14 @@ NB_MODULE(_core, m) {
           "z"_a, "y"_a, "x"_a, "values"_a, "component"_a = 0,
           "Writes C-contiguous values of the grid's dtype, in box order, to the box of a "
           "component")
+      .def(
+          "import_npy",
+          [](Grid& g, const std::string& npy, int component) {
+            without_gil([&] { return import_npy_field(npy, g, component); });
+          },
+          "npy"_a, "component"_a,
+          "Replaces a component with a .npy file's values (the grid's shape and dtype), one "
+          "chunk of planes at a time")
       .def("summary", &summary_dict, "component"_a = -1,
            "SHA-256 of the values (of every component, or of one), min, max, mean, L2 norm, NaN "
            "count (streamed)")

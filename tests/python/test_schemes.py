@@ -170,6 +170,24 @@ def test_writing_a_field_of_a_read_only_grid_is_refused(tmp_path):
     assert np.all(ro["m"][...] == np.float32(0.1))  # nothing changed
 
 
+def test_load_npy_fills_one_field_as_import_field(tmp_path, cli):
+    g = deepgrid.create(tmp_path / "g", (6, 7, 9), init="random:3", scheme="wave2")
+    cli_dir = str(tmp_path / "cli")
+    cli_out(cli, "create", cli_dir, "--shape", "9x7x6", "--init", "random:3", "--scheme", "wave2")
+    velocity = two_layer_velocity(g.shape)
+    np.save(tmp_path / "m.npy", velocity)
+    g["m"].load_npy(tmp_path / "m.npy")
+    cli_out(cli, "import", str(tmp_path / "m.npy"), cli_dir, "--field", "m")
+    assert np.array_equal(g["m"][...], velocity)
+    assert sha256_of(g) == sha256_of(cli_dir)
+    np.save(tmp_path / "f64.npy", velocity.astype(np.float64))
+    with pytest.raises(deepgrid.InvalidArgument):
+        g["m"].load_npy(tmp_path / "f64.npy")  # not the grid's dtype
+    with pytest.raises(deepgrid.InvalidArgument, match="read-only"):
+        deepgrid.open(g.path)["m"].load_npy(tmp_path / "m.npy")
+    assert np.array_equal(g["m"][...], velocity)
+
+
 def test_field_interop_and_checksums_match_the_cli(tmp_path, cli):
     g = deepgrid.create(tmp_path / "g", (8, 10, 12), init="random:2", scheme="heat-var")
     g["kappa"][...] = np.linspace(0, 0.1, 12, dtype=np.float32)
