@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _core
 from ._grid import Grid
+from .errors import InvalidArgument
 from .schemes import Scheme, SchemeLike
 
 ProgressCallback = Callable[[int, int], "bool | None"]
@@ -103,10 +104,14 @@ def run(
     by ``resume=True`` (its own stencil, boundary and target step replace ``stencil`` and
     ``steps``) or by the same call again, bitwise as if it had never stopped.
     """
+    path = grid.path if isinstance(grid, Grid) else os.fspath(grid)
     if steps is None and not resume:
-        from .errors import InvalidArgument
-
         raise InvalidArgument("run() needs steps: the number of time steps to advance")
+    if stencil is None and not resume and not _core.open_grid(path, False).scheme_json:
+        raise InvalidArgument(
+            f"grid {path} has no scheme of its own (it was created without scheme=); give a "
+            'stencil or scheme: deepgrid.run(g, "7pt", steps)'
+        )
     args = _core.RunArgs()
     args.stencil_json = Scheme(stencil).to_json() if stencil is not None else ""
     args.probes_json = _probes_json(probes)
@@ -123,7 +128,6 @@ def run(
     callback = progress if callable(progress) else None
     if progress is True or (progress is None and sys.stderr is not None and sys.stderr.isatty()):
         bar = callback = _TqdmProgress()
-    path = grid.path if isinstance(grid, Grid) else os.fspath(grid)
     with tempfile.TemporaryDirectory(prefix="deepgrid-traces-") as scratch:
         if _has_receivers(args.probes_json):
             args.traces = os.fspath(traces) if traces is not None else os.path.join(scratch, "t.npy")

@@ -247,11 +247,16 @@ def test_probes_from_a_file_and_traces_written(tmp_path):
     assert "traces" not in without and g.step == 14
 
 
-def test_bad_probes_raise_with_the_core_message(tmp_path):
+def test_bad_runs_raise_clear_errors_and_change_nothing(tmp_path):
     g = deepgrid.create(tmp_path / "g", (8, 8, 8), scheme="wave2")
     bad = {"receivers": [{"field": "p", "at": [[1, 1, 1]]}]}
     with pytest.raises(deepgrid.InvalidArgument, match="'p'"):
         deepgrid.run(g, steps=2, probes=bad, progress=False)
     with pytest.raises(deepgrid.InvalidArgument, match="needs steps"):
         deepgrid.run(g)
-    assert g.step == 0
+    with pytest.raises(deepgrid.InvalidArgument, match="hold u, u@1, m but heat-var needs u, kappa"):
+        deepgrid.run(g, "heat-var", 2, progress=False)
+    plain = deepgrid.create(tmp_path / "plain", (8, 8, 8))
+    with pytest.raises(deepgrid.InvalidArgument, match="has no scheme of its own"):
+        deepgrid.run(plain, steps=2, progress=False)
+    assert g.step == 0 == plain.step
