@@ -166,10 +166,7 @@ Grid create_grid(const std::string& path, const NumpyShape& shape, const std::st
   o.dtype = get(parse_dtype(dtype));
   o.init = get(parse_init(init));
   if (!scheme_json.empty()) {
-    const Scheme scheme = get(Scheme::from_record(scheme_json));
-    check(scheme.check_dtype(o.dtype));
-    o.fields = initial_fields(scheme, o.init);
-    if (!scheme.is_stencil()) o.scheme = scheme.to_json();
+    check(create_for_scheme(get(Scheme::from_record(scheme_json)), o));
   }
   o.stores = stores;
   return without_gil([&] { return Grid::create(path, o); });
