@@ -8,6 +8,7 @@
 #include <set>
 
 #include "deepgrid/kernel_library.h"
+#include "deepgrid/store.h"
 #include "internal/file_util.h"
 
 namespace deepgrid {
@@ -362,6 +363,13 @@ std::vector<FieldInit> initial_fields(const Scheme& scheme, const InitSpec& stat
     out.push_back({scheme.components()[static_cast<size_t>(c)], init});
   }
   return out;
+}
+
+Status create_for_scheme(const Scheme& scheme, CreateOptions& options) {
+  DG_RETURN_IF_ERROR(scheme.check_dtype(options.dtype));
+  options.fields = initial_fields(scheme, options.init);
+  if (!scheme.is_stencil()) options.scheme = scheme.to_json();
+  return Status::Ok();
 }
 
 std::vector<std::string> scheme_preset_names() { return {"wave2", "wave4", "wave8", "heat-var"}; }

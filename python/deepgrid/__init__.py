@@ -3,10 +3,16 @@
 >>> g = deepgrid.create("g", shape=(64, 128, 128), init="gaussian")
 >>> deepgrid.run(g, deepgrid.stencils.seven_point(), steps=10)
 >>> g[32].mean()
+
+Schemes of several fields (the acoustic wave equation and its velocity model):
+
+>>> w = deepgrid.create("w", shape=(64, 128, 128), scheme="wave8")
+>>> w["m"][...] = 0.1
+>>> deepgrid.run(w, steps=100, probes={...}, traces="traces.npy")
 """
 
-from . import stencils
-from ._grid import Grid, create, open
+from . import schemes, stencils
+from ._grid import Field, Grid, create, open
 from ._interop import from_array, from_hdf5, from_npy, from_zarr
 from ._plot import plot_bench
 from ._run import run
@@ -19,8 +25,10 @@ from .errors import (
     NotFound,
     ResourceExhausted,
     StorageError,
+    UnknownField,
     Unsupported,
 )
+from .schemes import Scheme, SchemeField
 from .stencils import Stencil
 
 __version__ = "0.1.0"
@@ -28,14 +36,18 @@ __version__ = "0.1.0"
 __all__ = [
     "CorruptGrid",
     "Error",
+    "Field",
     "Grid",
     "GridBusy",
     "InvalidArgument",
     "NoSpace",
     "NotFound",
     "ResourceExhausted",
+    "Scheme",
+    "SchemeField",
     "Stencil",
     "StorageError",
+    "UnknownField",
     "Unsupported",
     "create",
     "from_array",
@@ -45,5 +57,6 @@ __all__ = [
     "open",
     "plot_bench",
     "run",
+    "schemes",
     "stencils",
 ]

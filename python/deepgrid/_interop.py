@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._grid import Grid, create
+from ._grid import Field, Grid, as_field, create
 from .errors import InvalidArgument
 
 
@@ -84,13 +84,13 @@ def from_hdf5(
 
 
 # --- out of a grid ----------------------------------------------------------------------
-def _copy_to(grid: Grid, target: Any, planes: int | None) -> None:
+def _copy_to(grid: Grid | Field, target: Any, planes: int | None) -> None:
     for z0, z1 in _plane_batches(grid.shape[0], planes or grid.chunk_planes()):
         target[z0:z1] = grid[z0:z1]
 
 
 def to_zarr(
-    grid: Grid, store: Any, *, planes: int | None = None, overwrite: bool = False, **kwargs: Any
+    grid: Grid | Field, store: Any, *, planes: int | None = None, overwrite: bool = False, **kwargs: Any
 ) -> Any:
     """Writes the grid to a new zarr v3 array at ``store`` (a path or a zarr store), in
     chunks of ``planes`` z-planes; extra keyword arguments go to ``zarr.create_array``.
@@ -107,7 +107,7 @@ def to_zarr(
     return array
 
 
-def to_hdf5(grid: Grid, file: Any, name: str = "grid", *, planes: int | None = None, **kwargs: Any) -> None:
+def to_hdf5(grid: Grid | Field, file: Any, name: str = "grid", *, planes: int | None = None, **kwargs: Any) -> None:
     """Writes the grid to dataset ``name`` of an HDF5 file (a path, or an open h5py File or
     Group); extra keyword arguments go to ``create_dataset`` (e.g. compression="gzip")."""
     import h5py
@@ -127,7 +127,7 @@ def to_hdf5(grid: Grid, file: Any, name: str = "grid", *, planes: int | None = N
 class _DaskSource:
     """What dask.array.from_array reads from: slices of the grid (thread-safe reads)."""
 
-    def __init__(self, grid: Grid) -> None:
+    def __init__(self, grid: Grid | Field) -> None:
         self._grid = grid
         self.shape = grid.shape
         self.dtype = grid.dtype
@@ -137,13 +137,13 @@ class _DaskSource:
         return self._grid[key]
 
 
-def to_dask(grid: Grid, planes: int | None = None) -> Any:
+def to_dask(grid: Grid | Field, planes: int | None = None) -> Any:
     """A lazy dask array, chunked along z (``planes`` planes per chunk, default the layout's).
     Reads happen when it is computed, so it sees the grid as it is then."""
     import dask.array as da
 
     nz, ny, nx = grid.shape
-    name = f"deepgrid-{grid.info()['id']}-step{grid.step}-{planes}"
+    name = f"deepgrid-{grid.info()['id']}-{as_field(grid).name}-step{grid.step}-{planes}"
     meta = np.empty((0, 0, 0), dtype=grid.dtype)
     return da.from_array(
         _DaskSource(grid), chunks=(planes or grid.chunk_planes(), ny, nx), name=name,
@@ -151,7 +151,7 @@ def to_dask(grid: Grid, planes: int | None = None) -> Any:
     )
 
 
-def to_xarray(grid: Grid, planes: int | None = None) -> Any:
+def to_xarray(grid: Grid | Field, planes: int | None = None) -> Any:
     """A lazy xarray DataArray over :func:`to_dask`, dims (z, y, x) with index coordinates,
     the grid's step and path in ``attrs``."""
     import xarray as xr
@@ -162,5 +162,5 @@ def to_xarray(grid: Grid, planes: int | None = None) -> Any:
         dims=("z", "y", "x"),
         coords={"z": np.arange(nz), "y": np.arange(ny), "x": np.arange(nx)},
         name=os.path.basename(os.path.normpath(grid.path)),
-        attrs={"step": grid.step, "path": grid.path},
+        attrs={"step": grid.step, "path": grid.path, "field": as_field(grid).name},
     )

@@ -7,12 +7,11 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
+from ._grid import Field, Grid, as_field
 from .errors import InvalidArgument
 
 if TYPE_CHECKING:
     import matplotlib.axes
-
-    from ._grid import Grid
 
 # The axes left in the picture of a slice across each axis: (horizontal, vertical).
 _IN_PLANE = {"z": ("x", "y"), "y": ("x", "z"), "x": ("y", "z")}
@@ -35,8 +34,15 @@ def _resolve_index(value: Any, n: int, axis: str) -> int:
     return i + n if i < 0 else i
 
 
+def _source_label(grid: Grid | Field) -> str:
+    """The grid directory's name, and the field's of a grid of several."""
+    field = as_field(grid)
+    label = os.path.basename(os.path.normpath(grid.path))
+    return f"{label} {field.name}" if len(field.grid.fields) > 1 else label
+
+
 def plot_slice(
-    grid: Grid,
+    grid: Grid | Field,
     *,
     z: int | str | None = None,
     y: int | str | None = None,
@@ -62,7 +68,7 @@ def plot_slice(
     horizontal, vertical = _IN_PLANE[axis]
     ax.set_xlabel(horizontal)
     ax.set_ylabel(vertical)
-    ax.set_title(f"{os.path.basename(os.path.normpath(grid.path))}: {axis} = {index}, step {grid.step}")
+    ax.set_title(f"{_source_label(grid)}: {axis} = {index}, step {grid.step}")
     ax.figure.colorbar(image, ax=ax, label="value")
     if out is not None:
         ax.figure.savefig(out, dpi=120, bbox_inches="tight")

@@ -5,20 +5,36 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import numpy as np
 
 from . import _core
 from ._grid import Grid
-from .stencils import Stencil
+from .errors import InvalidArgument
+from .schemes import Scheme, SchemeLike
 
 ProgressCallback = Callable[[int, int], "bool | None"]
+Probes = Mapping[str, Any] | str | os.PathLike[str]
 
 
-def _stencil_json(stencil: Stencil | str) -> str:
-    if isinstance(stencil, str):  # a stencil or scheme preset (docs/schemes.md), or a JSON file
-        return _core.resolve_scheme(stencil)
-    return stencil.to_json()
+def _probes_json(probes: Probes | None) -> str:
+    """A probes file's text (docs/schemes.md), from the file or from data of its form."""
+    if probes is None:
+        return ""
+    if isinstance(probes, Mapping):
+        return json.dumps(probes)
+    with open(probes, encoding="utf-8") as f:  # noqa: PTH123 (any PathLike)
+        return f.read()
+
+
+def _has_receivers(probes_json: str) -> bool:
+    try:
+        return bool(json.loads(probes_json).get("receivers"))
+    except (ValueError, AttributeError):
+        return False  # not a JSON object: the core's parser says what is wrong
 
 
 def _mem_bytes(mem: int | str | None) -> int:
@@ -48,9 +64,11 @@ class _TqdmProgress:
 
 def run(
     grid: Grid | str | os.PathLike[str],
-    stencil: Stencil | str,
-    steps: int,
+    stencil: SchemeLike | None = None,
+    steps: int | None = None,
     *,
+    probes: Probes | None = None,
+    traces: str | os.PathLike[str] | None = None,
     mem: int | str | None = None,
     method: str = "auto",
     boundary: str = "dirichlet:0",
@@ -62,6 +80,15 @@ def run(
     progress: bool | ProgressCallback | None = None,
 ) -> dict[str, Any]:
     """Advances the grid ``steps`` steps and returns the run report as a dict.
+
+    ``stencil``: a :class:`Stencil`, a :class:`Scheme`, or what ``Scheme`` takes (a preset
+    name such as ``"7pt"`` or ``"wave8"``, a JSON file, a dict); ``None`` runs the grid's own
+    scheme (the one it was created with).
+
+    ``probes``: point sources and receivers (docs/schemes.md), a probes JSON file or a dict of
+    its form. The receivers' traces, an array of float64 (steps, receivers), are returned as
+    ``report["traces"]``, and also written to ``traces`` (.npy) when given; a stopped run keeps
+    what it recorded there, and ``resume=True`` fills in the rest.
 
     Options are those of ``deepgrid run``: ``mem`` a hard memory cap (``"2GiB"`` or bytes),
     ``method`` auto | incore | stream | naive, ``boundary`` ``dirichlet:V`` | ``neumann`` |
@@ -77,9 +104,18 @@ def run(
     by ``resume=True`` (its own stencil, boundary and target step replace ``stencil`` and
     ``steps``) or by the same call again, bitwise as if it had never stopped.
     """
+    path = grid.path if isinstance(grid, Grid) else os.fspath(grid)
+    if steps is None and not resume:
+        raise InvalidArgument("run() needs steps: the number of time steps to advance")
+    if stencil is None and not resume and not _core.open_grid(path, False).scheme_json:
+        raise InvalidArgument(
+            f"grid {path} has no scheme of its own (it was created without scheme=); give a "
+            'stencil or scheme: deepgrid.run(g, "7pt", steps)'
+        )
     args = _core.RunArgs()
-    args.stencil_json = _stencil_json(stencil)
-    args.steps = int(steps)
+    args.stencil_json = Scheme(stencil).to_json() if stencil is not None else ""
+    args.probes_json = _probes_json(probes)
+    args.steps = int(steps or 0)
     args.boundary = boundary
     args.method = method
     args.io = io
@@ -92,10 +128,14 @@ def run(
     callback = progress if callable(progress) else None
     if progress is True or (progress is None and sys.stderr is not None and sys.stderr.isatty()):
         bar = callback = _TqdmProgress()
-    path = grid.path if isinstance(grid, Grid) else os.fspath(grid)
-    try:
-        report = json.loads(_core.run(path, args, callback))
-    finally:
-        if bar is not None:
-            bar.close()
+    with tempfile.TemporaryDirectory(prefix="deepgrid-traces-") as scratch:
+        if _has_receivers(args.probes_json):
+            args.traces = os.fspath(traces) if traces is not None else os.path.join(scratch, "t.npy")
+        try:
+            report = json.loads(_core.run(path, args, callback))
+        finally:
+            if bar is not None:
+                bar.close()
+        if args.traces:
+            report["traces"] = np.load(args.traces)
     return report

@@ -13,6 +13,13 @@ class InvalidArgument(Error, ValueError):
     """The input is wrong (a bad shape, size, stencil, index...); nothing was changed."""
 
 
+class UnknownField(InvalidArgument, KeyError):
+    """A grid has no field of that name (``g["v"]``); the message lists its fields."""
+
+    def __str__(self) -> str:  # the message, not KeyError's quoted repr of it
+        return str(self.args[0]) if self.args else ""
+
+
 class NotFound(Error, FileNotFoundError):
     """A file or directory does not exist."""
 

@@ -159,10 +159,7 @@ int cmd_create(const CreateArgs& a) {
   opt.dtype = get(parse_dtype(a.dtype));
   opt.init = get(parse_init(a.init));
   if (!a.scheme.empty()) {  // a grid of the scheme's fields; it runs without --stencil
-    const Scheme scheme = get(Scheme::resolve(a.scheme));
-    check(scheme.check_dtype(opt.dtype));
-    opt.fields = initial_fields(scheme, opt.init);
-    if (!scheme.is_stencil()) opt.scheme = scheme.to_json();
+    check(create_for_scheme(get(Scheme::resolve(a.scheme)), opt));
   }
   opt.stores = split_csv(a.stores);
   if (a.spare_planes < -1) check(invalid_argument("--spare-planes must be >= 0"));

@@ -21,6 +21,7 @@
 #include "deepgrid/box_io.h"
 #include "deepgrid/checksum.h"
 #include "deepgrid/npy.h"
+#include "deepgrid/probes.h"
 #include "deepgrid/run.h"
 #include "deepgrid/scheme.h"
 #include "deepgrid/stencil.h"
@@ -110,7 +111,7 @@ const char* numpy_dtype(DType t) { return t == DType::kF32 ? "float32" : "float6
 
 template <typename T>
 nb::object read_box_array(const Grid& grid, const Box& box) {
-  check(check_box(grid.shape(), box));
+  check(check_box(grid.shape(), box, grid.manifest().components()));
   auto values = std::make_unique<T[]>(static_cast<size_t>(box.points()));
   T* data = values.get();
   without_gil([&] { return read_box(grid, box, data); });
@@ -139,12 +140,12 @@ void write_box_array(Grid& grid, const Box& box, const ValuesArray& values) {
   without_gil([&] { return write_box(grid, box, src); });
 }
 
-Box make_box(const Range& z, const Range& y, const Range& x) {
-  return {axis_range(z), axis_range(y), axis_range(x)};
+Box make_box(const Range& z, const Range& y, const Range& x, int component) {
+  return {axis_range(z), axis_range(y), axis_range(x), component};
 }
 
-nb::object summary_dict(const Grid& grid) {
-  const GridSummary s = without_gil([&] { return summarize(grid); });
+nb::object summary_dict(const Grid& grid, int component) {
+  const GridSummary s = without_gil([&] { return summarize(grid, component); });
   nb::dict d;
   d["sha256"] = s.sha256;
   d["min"] = s.min;
@@ -155,12 +156,18 @@ nb::object summary_dict(const Grid& grid) {
   return d;
 }
 
+// A grid of one field, or of a scheme's fields (scheme: its JSON, as Scheme.to_json gives;
+// empty for none) initialised as `deepgrid create --scheme` does.
 Grid create_grid(const std::string& path, const NumpyShape& shape, const std::string& dtype,
-                 const std::string& init, const std::vector<std::string>& stores) {
+                 const std::string& init, const std::vector<std::string>& stores,
+                 const std::string& scheme_json) {
   CreateOptions o;
   o.shape = {std::get<2>(shape), std::get<1>(shape), std::get<0>(shape)};
   o.dtype = get(parse_dtype(dtype));
   o.init = get(parse_init(init));
+  if (!scheme_json.empty()) {
+    check(create_for_scheme(get(Scheme::from_record(scheme_json)), o));
+  }
   o.stores = stores;
   return without_gil([&] { return Grid::create(path, o); });
 }
@@ -193,7 +200,9 @@ struct RunCallback {
 };
 
 struct RunArgs {
-  std::string stencil_json;
+  std::string stencil_json;  // empty: the grid's own scheme
+  std::string probes_json;   // empty: none
+  std::string traces;
   int64_t steps = 0;
   std::string boundary, method, io;
   uint64_t mem = 0;
@@ -204,7 +213,9 @@ struct RunArgs {
 
 std::string run(const std::string& path, const RunArgs& a, nb::object progress) {
   RunOptions o;
-  o.scheme = get(Scheme::from_record(a.stencil_json));
+  if (!a.stencil_json.empty()) o.scheme = get(Scheme::from_record(a.stencil_json));
+  if (!a.probes_json.empty()) o.probes = get(parse_probes(a.probes_json));
+  o.traces_path = a.traces;
   o.steps = a.steps;
   o.boundary = get(parse_boundary(a.boundary));
   o.method = get(parse_method(a.method));
@@ -248,38 +259,59 @@ NB_MODULE(_core, m) {
           "planes_per_chunk", [](const Grid& g) { return g.manifest().layout.planes_per_chunk; },
           "Planes per chunk of the layout")
       .def_prop_ro("direct_io", &Grid::direct_io, "Whether the data files use O_DIRECT")
+      .def_prop_ro(
+          "fields", [](const Grid& g) { return g.manifest().fields; },
+          "Component names of a grid of several fields (scheme.h); empty for one field")
+      .def_prop_ro(
+          "scheme_json", [](const Grid& g) { return g.manifest().scheme; },
+          "The JSON of the scheme the grid was made for; empty for none")
       .def(
           "manifest_json", [](const Grid& g) { return g.manifest().to_json(); },
           "The manifest as JSON text")
       .def(
           "read_box",
-          [](const Grid& g, const Range& z, const Range& y, const Range& x) {
-            const Box box = make_box(z, y, x);
+          [](const Grid& g, const Range& z, const Range& y, const Range& x, int component) {
+            const Box box = make_box(z, y, x, component);
             return dispatch_dtype(g.dtype(),
                                   [&](auto tag) { return read_box_array<decltype(tag)>(g, box); });
           },
-          "z"_a, "y"_a, "x"_a,
-          "Reads the box of (start, count, step) ranges as an array (z.count, y.count, x.count)")
+          "z"_a, "y"_a, "x"_a, "component"_a = 0,
+          "Reads the box of (start, count, step) ranges of a component as an array (z.count, "
+          "y.count, x.count)")
       .def(
           "write_box",
-          [](Grid& g, const Range& z, const Range& y, const Range& x, const ValuesArray& values) {
-            const Box box = make_box(z, y, x);
+          [](Grid& g, const Range& z, const Range& y, const Range& x, const ValuesArray& values,
+             int component) {
+            const Box box = make_box(z, y, x, component);
             dispatch_dtype(g.dtype(),
                            [&](auto tag) { write_box_array<decltype(tag)>(g, box, values); });
           },
-          "z"_a, "y"_a, "x"_a, "values"_a,
-          "Writes C-contiguous values of the grid's dtype, in box order, to the box")
-      .def("summary", &summary_dict,
-           "SHA-256 of the values, min, max, mean, L2 norm, NaN count (streamed)")
+          "z"_a, "y"_a, "x"_a, "values"_a, "component"_a = 0,
+          "Writes C-contiguous values of the grid's dtype, in box order, to the box of a "
+          "component")
+      .def(
+          "import_npy",
+          [](Grid& g, const std::string& npy, int component) {
+            without_gil([&] { return import_npy_field(npy, g, component); });
+          },
+          "npy"_a, "component"_a,
+          "Replaces a component with a .npy file's values (the grid's shape and dtype), one "
+          "chunk of planes at a time")
+      .def("summary", &summary_dict, "component"_a = -1,
+           "SHA-256 of the values (of every component, or of one), min, max, mean, L2 norm, NaN "
+           "count (streamed)")
       .def(
           "export_npy",
-          [](const Grid& g, const std::string& path) {
-            without_gil([&] { return export_npy(g, path); });
+          [](const Grid& g, const std::string& path, int component) {
+            without_gil([&] { return export_npy(g, path, component); });
           },
-          "path"_a, "Writes the grid to a .npy file, one chunk of planes at a time");
+          "path"_a, "component"_a = 0,
+          "Writes a component of the grid to a .npy file, one chunk of planes at a time");
 
   m.def("create", &create_grid, "path"_a, "shape"_a, "dtype"_a, "init"_a, "stores"_a,
-        "Creates a grid directory; shape is (nz, ny, nx)");
+        "scheme_json"_a,
+        "Creates a grid directory, of a scheme's fields when scheme_json is not empty; shape is "
+        "(nz, ny, nx)");
   m.def("open_grid", &open_grid, "path"_a, "writable"_a, "Opens a grid directory");
   m.def(
       "import_npy",
@@ -300,12 +332,42 @@ NB_MODULE(_core, m) {
       [](const std::string& json) { return get(Stencil::from_json(json)).to_json(); }, "json"_a,
       "Checks a stencil's JSON and returns it with its points in canonical order");
   m.def("preset_names", &preset_names, "Names of the preset stencils");
-  m.def(
-      "resolve_scheme",
-      [](const std::string& name_or_file) { return get(Scheme::resolve(name_or_file)).to_json(); },
-      "name_or_file"_a,
-      "A stencil preset, scheme preset (wave2/4/8, heat-var) or JSON file, as the JSON a run "
-      "takes");
+
+  nb::class_<Scheme>(m, "Scheme", "A checked scheme (scheme.h): fields, updates, radius")
+      .def_static(
+          "from_json",
+          [](const std::string& text, const std::string& name, const std::string& base_dir) {
+            return get(Scheme::from_json(text, name, base_dir));
+          },
+          "text"_a, "name"_a, "base_dir"_a,
+          "Parses and checks a scheme's JSON (docs/schemes.md); `name` when it has none, "
+          "`base_dir` for a relative kernel library path")
+      .def_static(
+          "from_record", [](const std::string& text) { return get(Scheme::from_record(text)); },
+          "text"_a, "A stencil's or a scheme's JSON, as to_json() writes it")
+      .def_static(
+          "resolve",
+          [](const std::string& name_or_file) { return get(Scheme::resolve(name_or_file)); },
+          "name_or_file"_a,
+          "A stencil preset, a scheme preset (wave2/4/8, heat-var), a JSON file or a kernel "
+          "library (.so)")
+      .def_prop_ro("name", &Scheme::name)
+      .def_prop_ro(
+          "fields",
+          [](const Scheme& s) {
+            std::vector<std::tuple<std::string, bool, int, double>> out;
+            for (const SchemeField& f : s.fields()) {
+              out.emplace_back(f.name, f.coefficient, f.levels, f.value);
+            }
+            return out;
+          },
+          "(name, coefficient, levels, value) per field, in declared order")
+      .def_prop_ro("components", &Scheme::components, "Component names in plane order")
+      .def_prop_ro("radius", &Scheme::radius, "Largest reach of the update along any axis")
+      .def_prop_ro("is_stencil", &Scheme::is_stencil, "Whether it is a plain stencil")
+      .def("to_json", &Scheme::to_json, "The stencil's JSON for a plain stencil, else the scheme's")
+      .def("describe", &Scheme::describe, "e.g. wave8 (fields u[2 levels], m; radius 4)");
+  m.def("scheme_preset_names", &scheme_preset_names, "Names of the scheme presets");
   m.def(
       "parse_size", [](const std::string& text) { return get(parse_size(text)); }, "text"_a,
       "Bytes in a size like '2GiB'");
@@ -313,6 +375,8 @@ NB_MODULE(_core, m) {
   nb::class_<RunArgs>(m, "RunArgs", "Options of run(), as run_grid takes them")
       .def(nb::init<>())
       .def_rw("stencil_json", &RunArgs::stencil_json)
+      .def_rw("probes_json", &RunArgs::probes_json)
+      .def_rw("traces", &RunArgs::traces)
       .def_rw("steps", &RunArgs::steps)
       .def_rw("boundary", &RunArgs::boundary)
       .def_rw("method", &RunArgs::method)
