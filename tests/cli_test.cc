@@ -371,6 +371,21 @@ TEST_F(CliTest, TwoDimensionalGrid) {
   EXPECT_EQ(info["step"], 2);
 }
 
+// `--kernel LIB.so` names a user's kernel library on create, run and plan (an alias of
+// --scheme): a grid made and run that way equals one made with --scheme and run with its own.
+TEST_F(CliTest, KernelOptionNamesAUsersLibrary) {
+  const std::string lib = std::string(DEEPGRID_TEST_KERNEL_DIR) + "/libtest_kernel.so";
+  const std::string a = create("a", "24x20x12", {"--kernel", lib, "--init", "random:4"});
+  const std::string b = create("b", "24x20x12", {"--scheme", lib, "--init", "random:4"});
+  const std::string before = checksum_of(a);
+  ASSERT_EQ(before, checksum_of(b));
+  ASSERT_TRUE(Succeeded(run_cli({"plan", a, "--kernel", lib, "--steps", "3"})));
+  ASSERT_TRUE(Succeeded(run_cli({"run", a, "--kernel", lib, "--steps", "3"})));
+  ASSERT_TRUE(Succeeded(run_cli({"run", b, "--steps", "3"})));
+  EXPECT_NE(checksum_of(a), before);
+  EXPECT_EQ(checksum_of(a), checksum_of(b));
+}
+
 TEST_F(CliTest, RunShowsNoProgressWhenStderrIsNotATerminal) {
   const std::string g = create("g", kShape, {"--init", "random:5"});
   const RunResult r = run_cli({"run", g, "--stencil", "7pt", "--steps", "20"});

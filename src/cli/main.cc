@@ -664,9 +664,10 @@ int run_cli(int argc, char** argv) {
                    "zero | const:V | random:SEED | gaussian | sine (with --scheme: of every "
                    "state field; coefficient fields get the scheme's value)")
       ->capture_default_str();
-  create->add_option("--scheme", ca.scheme,
+  create->add_option("--scheme,--kernel", ca.scheme,
                      "Make a grid of a scheme's fields (" + schemes_help() +
-                         " or a JSON file, docs/schemes.md); 'deepgrid run' then runs it without "
+                         ", a JSON file, docs/schemes.md, or a user's kernel library LIB.so, "
+                         "docs/kernels.md); 'deepgrid run' then runs it without "
                          "--stencil. Fill a field with 'deepgrid import IN.npy DIR --field NAME'");
   create->add_option("--store", ca.stores,
                      "Comma-separated data directories (e.g. one per SSD); chunks of planes are "
@@ -690,10 +691,11 @@ int run_cli(int argc, char** argv) {
   RunArgs ra;
   auto* run = app.add_subcommand("run", "Advance a grid by N time steps");
   run->add_option("DIR", ra.dir, "Grid directory")->required();
-  run->add_option("--stencil,--scheme", ra.stencil,
+  run->add_option("--stencil,--scheme,--kernel", ra.stencil,
                   "Stencil preset (" + presets_help() + "), scheme preset (" + schemes_help() +
-                      ") or a JSON file (a stencil {\"points\": [[dx, dy, dz, c], ...]} or a "
-                      "scheme, docs/schemes.md); default: the grid's own scheme");
+                      "), a JSON file (a stencil {\"points\": [[dx, dy, dz, c], ...]} or a "
+                      "scheme, docs/schemes.md) or a user's kernel library LIB.so "
+                      "(docs/kernels.md); default: the grid's own scheme");
   run->add_option("--coeffs", ra.coeffs,
                   "Override coefficients: one per point in (dz, dy, dx) order, or one per "
                   "distance shell, centre first (7pt: --coeffs 0.4,0.1)");
@@ -739,7 +741,7 @@ int run_cli(int argc, char** argv) {
   auto* plan = app.add_subcommand(
       "plan", "Show how a run would go: method, bt, buffers, memory and predicted time");
   plan->add_option("DIR", pa.dir, "Grid directory")->required();
-  plan->add_option("--stencil,--scheme", pa.stencil,
+  plan->add_option("--stencil,--scheme,--kernel", pa.stencil,
                    "Preset or JSON file, as for run (default: the grid's own scheme)");
   plan->add_option("--coeffs", pa.coeffs, "Coefficient override, as for run");
   plan->add_option("--steps", pa.steps, "Number of time steps")->required();
