@@ -187,6 +187,7 @@ Result<DistributedManifest> read_distributed_manifest(const std::string& dir) {
   DG_ASSIGN_OR_RETURN(std::string text, internal::read_small_file(path));
   auto m = DistributedManifest::from_json(text);
   if (!m.ok()) return m.status().with_context(path);
+  m->dir = dir;
   return m;
 }
 
@@ -200,7 +201,7 @@ std::string part_directory(const std::string& dir, const std::string& id, int ra
   return internal::join_path(internal::absolute_path(stores.empty() ? dir : stores.front()), name);
 }
 
-Result<Grid> open_part(const DistributedManifest& m, int rank, Grid::Mode mode) {
+Result<Grid> open_part_as_is(const DistributedManifest& m, int rank, Grid::Mode mode) {
   const PartInfo& info = m.parts[static_cast<size_t>(rank)];
   auto opened = Grid::open(info.dir, mode);
   if (!opened.ok()) return opened.status().with_context("part " + std::to_string(rank));
@@ -215,14 +216,21 @@ Result<Grid> open_part(const DistributedManifest& m, int rank, Grid::Mode mode) 
                    std::string(dtype_name(m.dtype)) + " of " + std::to_string(m.components()) +
                    "; the grid is damaged (restore the part from a backup)");
   }
-  if (!part.interrupted_sweep().empty() || pm.step != m.step) {
-    return corrupt("part " + std::to_string(rank) + " in " + info.dir + " is at time step " +
-                   std::to_string(pm.step) +
+  return part;
+}
+
+Result<Grid> open_part(const DistributedManifest& m, int rank, Grid::Mode mode) {
+  DG_ASSIGN_OR_RETURN(Grid part, open_part_as_is(m, rank, mode));
+  if (!part.interrupted_sweep().empty() || part.manifest().step != m.step) {
+    const std::string ranks = std::to_string(m.ranks());
+    return corrupt("part " + std::to_string(rank) + " in " + part.dir() + " is at time step " +
+                   std::to_string(part.manifest().step) +
                    (part.interrupted_sweep().empty()
                         ? ""
                         : " (interrupted in an in-place " + part.interrupted_sweep() + ")") +
                    " but the grid is at step " + std::to_string(m.step) +
-                   ": a run stopped part-way; restore the grid from a backup");
+                   ": a run stopped part-way; finish it with 'mpirun -n " + ranks +
+                   " deepgrid run " + m.dir + " --resume'");
   }
   return part;
 }

@@ -871,11 +871,14 @@ Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boun
       }
       DG_RETURN_IF_ERROR(run.sweep(record, stats));
       stats.steps += record.levels;
+      // Asked before the commit, so that what the caller saves of the sweep (receivers'
+      // values) is on disk whenever the grid holds the sweep's step.
+      const bool go_on = !progress || progress(stats.steps, steps);
       Manifest swept = grid.manifest();
       swept.step += record.levels;
       swept.base = record.base_to(swept.slots());
       DG_RETURN_IF_ERROR(grid.commit(swept));
-      if (progress && !progress(stats.steps, steps)) break;
+      if (!go_on) break;
     }
     return Status::Ok();
   });

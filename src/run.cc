@@ -356,16 +356,20 @@ Result<RunOptions> options_for(const Grid& grid, RunOptions opt, bool* resumed) 
 
 // The record lets the same command again tell a run to finish (the stream methods commit after
 // each sweep) from a run already done (killed after its last commit) from a new one.
-Status save_run_record(const Grid& grid, const RunOptions& opt, const RunPlan& plan, bool resumed) {
-  if (resumed) return Status::Ok();  // the record that brought us here stays until it is done
+Status write_run_record(const Grid& grid, const RunOptions& opt, Method method) {
   RunRecord r;
   r.step_from = grid.manifest().step;
   r.step_to = r.step_from + opt.steps;
   r.stencil = opt.scheme.to_json();
   r.boundary = opt.boundary.to_string();
-  r.method = std::string(method_name(plan.method));
+  r.method = std::string(method_name(method));
   r.started = utc_now();
   return internal::write_file_atomic(grid.dir(), kRunRecordName, r.to_json());
+}
+
+Status save_run_record(const Grid& grid, const RunOptions& opt, const RunPlan& plan, bool resumed) {
+  if (resumed) return Status::Ok();  // the record that brought us here stays until it is done
+  return write_run_record(grid, opt, plan.method);
 }
 
 // What every run does before it changes anything: the checks, the plan, the space it needs
@@ -448,6 +452,16 @@ void describe_problem(RunReport* r, const Shape& shape, DType dtype, const RunOp
   r->dtype = std::string(dtype_name(dtype));
   r->boundary = opt.boundary.to_string();
   r->points = shape.points();
+}
+
+Result<RunOptions> options_to_finish(const Grid& grid, RunOptions base) {
+  base.resume = true;
+  bool resumed = false;
+  return options_for(grid, std::move(base), &resumed);
+}
+
+Status record_run(const Grid& grid, const RunOptions& options) {
+  return write_run_record(grid, options, options.method);
 }
 
 Result<RunReport> advance_grid(Grid& grid, const RunOptions& opt, const ResolvedProbes* probes) {

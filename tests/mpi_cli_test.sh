@@ -150,4 +150,68 @@ expect_error 2 "give an array of the grid's shape" mpi import "$tmp/small.npy" "
 [ "$(sha "$tmp/wd")" = "$(sha "$tmp/ws")" ] || fail "a refused import changed the grid"
 old_parts=$(find "$tmp/ssd0" "$tmp/d" -maxdepth 2 -name 'deepgrid-*.part.*' | wc -l)
 [ "$old_parts" -eq "$ranks" ] || fail "$old_parts parts on disk after redistributing, expected $ranks"
+# Runs killed at random moments (a rank killed with SIGKILL, or mpirun interrupted with SIGINT)
+# finish with the same command: the grid equals an uninterrupted run's, and so do the traces
+# with in-core parts (a streamed part killed in the middle of a sweep cannot redo the receivers'
+# values of the planes it had written: those steps' values are NaN, as serially).
+ranks_of() { grep -l "^PPid:[[:space:]]*$1\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3 || true; }
+kill_run_after() {  # SECONDS SIGNAL ARGS...: SIGKILL: one rank; SIGINT: mpirun itself
+  local delay=$1 signal=$2
+  shift 2
+  timeout 120 "$mpiexec" --oversubscribe -n "$ranks" "$dg" "$@" >"$tmp/killed.out" 2>&1 &
+  local pid=$!
+  sleep "$delay"
+  local launcher victim
+  launcher=$(ranks_of "$pid")  # timeout's child: mpirun
+  if [ "$signal" = INT ]; then
+    victim=$launcher
+  else
+    victim=$(ranks_of "$launcher" | shuf -n 1)
+  fi
+  [ -z "$victim" ] || kill -s "$signal" "$victim" 2>/dev/null || true
+  wait "$pid" || true
+}
+killed=0
+for parts in incore naive; do
+  opts=(--bt 2 --boundary neumann --threads 1 --probes "$tmp/probes.json")
+  [ "$parts" = incore ] || opts+=(--method naive --mem 1MiB)
+  rm -rf "$tmp/ks" "$tmp/k" "$tmp/k0"
+  "$dg" create "$tmp/ks" --shape "$shape" --scheme wave4 --init gaussian >/dev/null
+  opts+=(--steps)  # 0 to lay out the parts' halos, then 24
+  mpi create "$tmp/k" --shape "$shape" --scheme wave4 --init gaussian --procs "$procs" >/dev/null
+  "$dg" run "$tmp/ks" "${opts[@]}" 24 --traces "$tmp/ks.npy" >/dev/null
+  mpi run "$tmp/k" "${opts[@]}" 0 --traces "$tmp/k.npy" >/dev/null
+  cp -a "$tmp/k" "$tmp/k0"
+  [ "$(find "$tmp/k" -maxdepth 1 -name 'deepgrid-*.part.*' | wc -l)" -eq "$ranks" ] ||
+    fail "the kill test's parts are not in its directory"
+  start=$(date +%s%N)
+  mpi run "$tmp/k" "${opts[@]}" 24 --traces "$tmp/k.npy" >/dev/null
+  whole_ms=$((($(date +%s%N) - start) / 1000000))
+  [ "$(sha "$tmp/k")" = "$(sha "$tmp/ks")" ] || fail "the kill test's uninterrupted run differs"
+  cmp "$tmp/k.npy" "$tmp/ks.npy" || fail "the kill test's uninterrupted traces differ"
+  for trial in 1 2 3; do
+    rm -rf "$tmp/k" "$tmp/k.npy" "$tmp/again.out"
+    touch "$tmp/again.out"
+    cp -a "$tmp/k0" "$tmp/k"
+    signal=KILL
+    [ "$trial" -ne 3 ] || signal=INT
+    delay_ms=$((RANDOM % (whole_ms * 4 / 5) + 50))
+    kill_run_after "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))" "$signal" \
+      run "$tmp/k" "${opts[@]}" 24 --traces "$tmp/k.npy"
+    # A kill that lands after the run committed its last step (while the processes exit)
+    # leaves a finished run: the same command again would be a new one.
+    step=$("$dg" info "$tmp/k" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')
+    rc=0
+    if [ "$step" -ne 24 ]; then
+      killed=$((killed + 1))
+      mpi run "$tmp/k" "${opts[@]}" 24 --traces "$tmp/k.npy" >"$tmp/again.out" 2>&1 || rc=$?
+    fi
+    context="$parts parts, SIG$signal after ${delay_ms} ms: $(cat "$tmp/killed.out") / $(cat "$tmp/again.out")"
+    [ "$rc" -eq 0 ] || fail "the same command after a kill exited $rc; $context"
+    [ "$(sha "$tmp/k")" = "$(sha "$tmp/ks")" ] || fail "killed and finished: the grid differs; $context"
+    [ "$parts" = naive ] || cmp "$tmp/k.npy" "$tmp/ks.npy" ||
+      fail "killed and finished: the traces differ; $context"
+  done
+done
+echo "kill test: $killed of 6 runs stopped part-way and finished with the same command"
 echo "ok: $ranks ranks"

@@ -344,6 +344,103 @@ TEST(Distributed, SourcesAndReceiversMatchTheReference) {
   expect_case({"wave8", kPeriodic, DType::kF64, s, 6, 4, "400KiB", Method::kStream, {}, &wave});
 }
 
+// A run that one rank's callback stops part-way through a round (its part stops after
+// `passes` passes of its engine; the other parts finish the round), then the rest of it: with
+// --resume, or the same command again. The grid, the traces and the records end as an
+// uninterrupted run leaves them, bitwise the reference's.
+template <typename T>
+void expect_stopped_run_resumes(const Case& c, int stopping_rank, int passes, bool resume_flag) {
+  SCOPED_TRACE(c.stencil + " " + c.boundary.to_string() + ", " + std::to_string(mpi::size()) +
+               " ranks, rank " + std::to_string(stopping_rank) + " stops after " +
+               std::to_string(passes) + " passes" +
+               (resume_flag ? ", --resume" : ", same command"));
+  SharedTempDir tmp;
+  const std::string dir = tmp / "g";
+  const Scheme scheme = testing_scheme(c.stencil);
+  ASSERT_TRUE(mpi::create_distributed(dir, random_grid(c.shape, c.dtype, scheme), c.procs).ok());
+  RunOptions opt = options_for(c);
+  if (c.probes != nullptr) {
+    opt.probes = *c.probes;
+    opt.traces_path = tmp / "traces.npy";
+  }
+  RunOptions stopping = opt;
+  int calls = 0;
+  stopping.progress = [&](int64_t, int64_t) {
+    return mpi::rank() != stopping_rank || ++calls < passes;
+  };
+  auto stopped = mpi::run_distributed(dir, stopping, c.procs);
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  ASSERT_LT(stopped->total.step_to, c.steps) << "the callback should stop the run";
+  EXPECT_EQ(stopped->total.step_target, c.steps);
+  if (mpi::size() > 1) {  // the other parts went on to the round's end: it must be finished
+    RunOptions other = opt;
+    other.steps = c.steps + 1;
+    auto refused = mpi::run_distributed(dir, other, c.procs);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find("--resume"), std::string::npos)
+        << refused.status().message();
+  }
+  RunOptions again = opt;
+  if (resume_flag) {
+    again = options_for({"7pt", kDirichlet, c.dtype, {}, -1, c.bt, c.mem, c.method});
+    again.resume = true;
+    again.probes = opt.probes;
+    again.traces_path = opt.traces_path;
+  }
+  auto finished = mpi::run_distributed(dir, again, c.procs);
+  ASSERT_TRUE(finished.ok()) << finished.status().message();
+  EXPECT_TRUE(finished->total.resumed);
+  EXPECT_EQ(finished->total.step_to, c.steps);
+  auto m = mpi::load_distributed(dir);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->step, c.steps);
+  const std::vector<T> got = gather_values<T>(dir);
+  if (mpi::rank() != 0) return;
+  EXPECT_FALSE(fs::exists(dir + "/run.json")) << "the finished run's record stays";
+  std::vector<double> want_traces;
+  const std::vector<T> want =
+      reference_run(random_grid_values<T>(c.shape, scheme.component_count()), c.shape, opt.scheme,
+                    c.boundary, c.steps, opt.probes, 0, &want_traces);
+  const int64_t diff = first_bitwise_difference(got, want);
+  EXPECT_EQ(diff, -1) << "first difference at index " << diff;
+  if (c.probes == nullptr) return;
+  auto traces = read_traces_npy(opt.traces_path);
+  ASSERT_TRUE(traces.ok()) << traces.status().message();
+  const int64_t tdiff = first_bitwise_difference(traces->values, want_traces);
+  EXPECT_EQ(tdiff, -1) << "traces differ first at (step, receiver) index " << tdiff;
+}
+
+// Stops in the middle of the second round (naive: one pass per step, four per round), on the
+// last rank and on the first, then finishes; also with sources and receivers, whose values of
+// the steps before the stop come from the parts' saved traces.
+TEST(Distributed, StoppedRunsResumeBitwise) {
+  const int last = mpi::size() - 1;
+  const Case plain{"7pt", kPeriodic, DType::kF32, {20, 14, 23}, 11, 4, "1MiB", Method::kNaive};
+  expect_stopped_run_resumes<float>(plain, last, 6, /*resume_flag=*/true);
+  Case neumann = plain;
+  neumann.boundary = kNeumann;
+  neumann.stencil = "13pt";
+  neumann.dtype = DType::kF64;
+  expect_stopped_run_resumes<double>(neumann, 0, 7, /*resume_flag=*/false);
+  const Probes wave = shot_and_receivers(true);
+  const Case shot{"wave4", kDirichlet, DType::kF64,    {17, 12, 14}, 9,
+                  3,       "2MiB",     Method::kNaive, {},           &wave};
+  expect_stopped_run_resumes<double>(shot, last, 5, /*resume_flag=*/false);
+  if (mpi::size() > 1) {  // a process grid splitting y
+    Case split{"27pt",
+               kPeriodic,
+               DType::kF32,
+               {12, 16, 9},
+               7,
+               2,
+               "1MiB",
+               Method::kNaive,
+               ProcessGrid{{1, mpi::size(), 1}}};
+    expect_stopped_run_resumes<float>(split, last, 2, /*resume_flag=*/true);
+  }
+}
+
 // A grid made with z-slabs runs with another process grid of the same ranks and back: its
 // parts are split again by block intersection each time, and the results stay bitwise.
 TEST(Distributed, RedistributionBetweenProcessGrids) {

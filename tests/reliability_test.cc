@@ -437,9 +437,9 @@ Status stream_to_the_end(Grid& g, const Boundary& b, const io::FaultHook& hook =
 
 // The body of the crashing child: the run above on DEEPGRID_CRASH_DIR with the boundary
 // DEEPGRID_CRASH_BOUNDARY, which _exit()s at the moment DEEPGRID_CRASH_AT says:
-// "after-sweep:K" once K sweeps are done, or "write:N" as the N-th plane write reaches the I/O
-// layer (writes before it may or may not have completed). Runs only as a child of the tests
-// below: a separate process, so that the kill is real and nothing is flushed afterwards.
+// "after-sweep:K" in the progress callback of the K-th sweep, or "write:N" as the N-th plane write
+// reaches the I/O layer (writes before it may or may not have completed). Runs only as a child of
+// the tests below: a separate process, so that the kill is real and nothing is flushed afterwards.
 TEST(CrashChild, RunsAStreamAndDies) {
   const char* dir = std::getenv("DEEPGRID_CRASH_DIR");
   const char* at = std::getenv("DEEPGRID_CRASH_AT");
@@ -516,14 +516,24 @@ class Crash : public ::testing::Test {
   testing::TempDir tmp_;
 };
 
-TEST_F(Crash, BetweenSweepsTheGridHoldsTheLastCommittedStep) {
+// The progress callback runs after a sweep has written every plane and before its commit (so
+// that what a caller saves there is on disk once the grid holds the sweep): a crash in it
+// leaves the last committed step and the sweep, complete, which the next run commits.
+TEST_F(Crash, InTheProgressCallbackTheGridHoldsTheLastCommittedStep) {
   for (int sweeps : {1, 2}) {
     std::string name = "g", at = "after-sweep:";  // (appends: GCC 12 -Wrestrict misfires on +)
     name += std::to_string(sweeps);
     at += std::to_string(sweeps);
     const std::string dir = make(name);
     ASSERT_EQ(run_crash_child(dir, at, "dirichlet:0"), kCrashExit);
-    expect_reference(dir, "dirichlet:0", 3 * sweeps);
+    {
+      Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+      EXPECT_EQ(g.manifest().step, 3 * (sweeps - 1));
+      ASSERT_TRUE(g.sweep_record().has_value());
+      EXPECT_EQ(g.sweep_record()->done, shape_.nz) << "every plane of the sweep is written";
+      ASSERT_TRUE(stream_to_the_end(g, boundary_named("dirichlet:0")).ok());
+    }
+    expect_reference(dir, "dirichlet:0", kCrashSteps);
   }
 }
 

@@ -54,6 +54,7 @@ struct DistributedManifest {
   ProcessGrid procs;
   std::vector<PartInfo> parts;  // one per rank, in rank order: decompose(shape, procs)
   std::vector<HistoryEntry> history;
+  std::string dir;  // where the manifest was read from or written to (not stored in it)
 
   int ranks() const { return static_cast<int>(parts.size()); }
   int components() const { return fields.empty() ? 1 : static_cast<int>(fields.size()); }
@@ -79,6 +80,8 @@ std::string part_directory(const std::string& dir, const std::string& id, int ra
 // Opens rank r's part and checks it against the manifest (shape, dtype, time step, an
 // interrupted sweep).
 Result<Grid> open_part(const DistributedManifest& m, int rank, Grid::Mode mode);
+// The same without the time step: a part of a run that stopped part-way, as it is.
+Result<Grid> open_part_as_is(const DistributedManifest& m, int rank, Grid::Mode mode);
 
 // The values of `rect`'s x-y rectangle (its z span is ignored) of the part's plane p, packed
 // row after row (x fastest), one component after another, into `packed`; `plane` is scratch

@@ -78,6 +78,16 @@ std::optional<RunRecord> unfinished_run(const Grid& grid);
 void describe_problem(RunReport* report, const Shape& shape, DType dtype,
                       const RunOptions& options);
 
+// The options that finish the grid's unfinished run (its run record, or a sweep interrupted in
+// its middle): that run's scheme, boundary, method and remaining steps, the rest from `base`.
+// kInvalidArgument when the grid has none.
+Result<RunOptions> options_to_finish(const Grid& grid, RunOptions base);
+
+// Records in the grid's directory that a run of options.steps steps from its current step is
+// under way (DIR/run.json, resume.h), so that options_to_finish can finish it after a crash;
+// for callers of advance_grid (a distributed run records each round of its parts).
+Status record_run(const Grid& grid, const RunOptions& options);
+
 // run_grid's work on a grid the caller holds open read-write, for callers that run one grid
 // many times (the distributed run advances each rank's part once per halo exchange): checks,
 // plans, preflights, advances and commits the new step, without a history entry or a run

@@ -10,6 +10,7 @@
 #include "deepgrid/machine.h"
 #include "deepgrid/npy.h"
 #include "grid_fields.h"
+#include "progress.h"
 #ifdef DEEPGRID_MPI
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
@@ -232,21 +233,26 @@ Status mpi_import_field(const std::string& npy_path, const std::string& dir,
 #endif
 }
 
-Status mpi_run(const std::string& dir, RunOptions options, const std::string& procs,
-               bool measure_machine, bool remeasure, bool as_json) {
+Result<int> mpi_run(const std::string& dir, RunOptions options, const std::string& procs,
+                    bool measure_machine, bool remeasure, bool as_json) {
 #ifdef DEEPGRID_MPI
   DG_ASSIGN_OR_RETURN(const std::optional<ProcessGrid> grid, procs_option(procs));
   DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::load_distributed(dir));
-  {  // the grid's own scheme unless one is given; each rank loads a user's kernel itself
-    auto scheme = scheme_for(m.as_grid(), options.scheme);
+  {  // the grid's own scheme unless one is given, or the stopped run's when resuming; each
+     // rank loads a user's kernel itself
+    const std::optional<RunRecord> stopped = options.resume ? mpi::recorded_run(m) : std::nullopt;
+    auto scheme = stopped          ? Scheme::from_record(stopped->stencil)
+                  : options.resume ? Result<Scheme>(options.scheme)  // refused by the run
+                                   : scheme_for(m.as_grid(), options.scheme);
     DG_RETURN_IF_ERROR(mpi::agree(scheme.status()));
     options.scheme = std::move(scheme).value();
   }
-  if (measure_machine) {  // rank 0 first: the others then read its cache (same disks)
+  if (measure_machine && options.scheme.component_count() >
+                             0) {  // rank 0 first: the others then read its cache (same disks)
     Result<MachineProfile> profile = MachineProfile{};
     for (int turn = 0; turn < 2; ++turn) {
       if ((mpi::rank() == 0) == (turn == 0)) {  // a part on this rank's disks, or near them
-        auto part = open_part(m, mpi::rank() % m.ranks(), Grid::Mode::kReadOnly);
+        auto part = open_part_as_is(m, mpi::rank() % m.ranks(), Grid::Mode::kReadOnly);
         profile = part.ok() ? machine_profile(*part, options.scheme, options.threads, remeasure,
                                               options.mem_budget)
                             : Result<MachineProfile>(part.status());
@@ -255,13 +261,23 @@ Status mpi_run(const std::string& dir, RunOptions options, const std::string& pr
     }
     options.machine = *profile;
   }
+  install_interrupt_handler();  // mpirun passes Ctrl-C on as SIGINT to every rank
+  options.progress = prints() ? terminal_progress("run")
+                              : ProgressFn([](int64_t, int64_t) { return !interrupted(); });
   DG_ASSIGN_OR_RETURN(const mpi::DistributedRunReport r, mpi::run_distributed(dir, options, grid));
-  if (!prints()) return Status::Ok();
+  if (!prints()) return r.total.step_to < r.total.step_target ? kExitStopped : 0;
   std::printf("%s", as_json ? (r.to_json() + "\n").c_str() : r.to_text().c_str());
-  return Status::Ok();
+  if (r.total.step_to < r.total.step_target) {
+    std::fprintf(stderr,
+                 "stopped early: every part holds time step %lld or later; finish the "
+                 "remaining steps with 'mpirun -n %d deepgrid run %s --resume'\n",
+                 static_cast<long long>(r.total.step_to), r.ranks, dir.c_str());
+    return kExitStopped;
+  }
+  return 0;
 #else
   (void)dir, (void)options, (void)procs, (void)measure_machine, (void)remeasure, (void)as_json;
-  return built_without_mpi();
+  return Result<int>(built_without_mpi());
 #endif
 }
 

@@ -43,8 +43,9 @@ Status mpi_import(const std::string& npy_path, const std::string& dir,
 // mpirun -n P deepgrid import IN.npy DIR --field NAME: one field of distributed grid DIR.
 Status mpi_import_field(const std::string& npy_path, const std::string& dir,
                         const std::string& field);
-Status mpi_run(const std::string& dir, RunOptions options, const std::string& procs,
-               bool measure_machine, bool remeasure, bool as_json);
+// mpirun -n P deepgrid run: the exit code (0, or kExitStopped when an interrupt stopped it).
+Result<int> mpi_run(const std::string& dir, RunOptions options, const std::string& procs,
+                    bool measure_machine, bool remeasure, bool as_json);
 // --procs outside an MPI job: a message saying it needs mpirun (nothing when not given).
 Status refuse_procs_serially(const std::string& procs);
 

@@ -271,8 +271,7 @@ int cmd_run(RunArgs a) {
   if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
     RunOptions engine = opt;
     engine.bt = 0;
-    check(mpi_run(a.dir, opt, a.procs, needs_machine(a, engine), a.remeasure, a.json));
-    return 0;
+    return get(mpi_run(a.dir, opt, a.procs, needs_machine(a, engine), a.remeasure, a.json));
   }
   check(refuse_procs_serially(a.procs));
   check(refuse_distributed(a.dir, "run"));
@@ -301,7 +300,7 @@ int cmd_run(RunArgs a) {
                  "remaining %lld steps with 'deepgrid run %s --resume'\n",
                  static_cast<long long>(r.step_to),
                  static_cast<long long>(r.step_target - r.step_to), a.dir.c_str());
-    return 130;
+    return kExitStopped;
   }
   return 0;
 }

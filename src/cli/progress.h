@@ -15,5 +15,7 @@ ProgressFn terminal_progress(const char* label);
 // Set by SIGINT/SIGTERM: the bar's callback then asks the engine to stop after this step.
 bool interrupted();
 void install_interrupt_handler();
+// The exit code of a run that an interrupt stopped early (the grid stays resumable).
+inline constexpr int kExitStopped = 130;
 
 }  // namespace deepgrid::cli

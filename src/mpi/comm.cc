@@ -62,6 +62,12 @@ Status agree(const Status& mine) {
 
 double agree_wait_seconds() { return g_agree_wait; }
 
+bool any_rank(bool mine) {
+  int flag = mine ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &flag, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return flag != 0;
+}
+
 void barrier() { MPI_Barrier(MPI_COMM_WORLD); }
 
 std::string broadcast(const std::string& text, int root) {

@@ -36,6 +36,8 @@ Status agree(const Status& mine);
 // slower ranks finished their phase.
 double agree_wait_seconds();
 
+// Whether `mine` is true on any rank. Collective.
+bool any_rank(bool mine);
 // Returns when every rank has called it. Collective.
 void barrier();
 // Root's text on every rank. Collective.

@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -277,6 +278,7 @@ Result<DistributedManifest> make_distributed(const std::string& dir, const Creat
   bool made_dir = false;
   DG_RETURN_IF_ERROR(agree(rank() == 0 ? make_top_directory(dir, &made_dir) : Status::Ok()));
   DistributedManifest m;
+  m.dir = dir;
   m.id = broadcast(rank() == 0 ? new_id() : std::string());
   m.shape = options.shape;
   m.dtype = options.dtype;
@@ -414,7 +416,9 @@ Result<DistributedManifest> load_distributed(const std::string& dir) {
     if (m.ok()) text = m->to_json();
   }
   DG_RETURN_IF_ERROR(agree(st));
-  return DistributedManifest::from_json(broadcast(text));
+  DG_ASSIGN_OR_RETURN(DistributedManifest m, DistributedManifest::from_json(broadcast(text)));
+  m.dir = dir;
+  return m;
 }
 
 namespace {
@@ -771,25 +775,59 @@ struct PartProbes {
   std::vector<int64_t> receivers;  // each one's index among the run's receivers
 };
 
-// The caller points resolved.traces at the result's traces (they move with it).
+// Where a part keeps its receivers' values while a run is under way (rewritten after every pass
+// of its engine), so that a run resumed after a stop has the values of steps it does not redo.
+constexpr const char* kPartTracesName = "traces.part.npy";
+
+std::string part_traces_path(const Grid& part) {
+  return internal::join_path(part.dir(), kPartTracesName);
+}
+
+// The part's share of the probes of `run` (its receivers record steps step_from + 1 ..
+// step_to), with the values its traces file saved when `resumed`. The caller points
+// resolved.traces at the result's traces (they move with it).
 PartProbes part_share(const ResolvedProbes& all, const PartInfo& info, const DistributedManifest& m,
-                      const RunOptions& opt) {
+                      const RunOptions& opt, const RunRecord& run, const Grid* resumed) {
   PartProbes out;
   out.resolved = part_probes(all, info, m.shape, opt.boundary.kind == Boundary::Kind::kPeriodic,
                              &out.receivers);
   Traces& t = out.traces;
-  t.first_step = m.step + 1;
-  t.steps = opt.steps;
+  t.first_step = run.step_from + 1;
+  t.steps = run.step_to - run.step_from;
   t.receivers = static_cast<int64_t>(out.receivers.size());
   t.values.assign(static_cast<size_t>(t.steps * t.receivers),
                   std::numeric_limits<double>::quiet_NaN());
+  if (resumed != nullptr && t.receivers > 0) {
+    auto saved = read_traces_npy(part_traces_path(*resumed));
+    if (saved.ok() && saved->steps == t.steps && saved->receivers == t.receivers) {
+      t.values = std::move(saved->values);
+    }
+  }
   return out;
 }
 
+// The run's traces on rank 0: what earlier rounds (and, resumed, the stopped run) recorded.
+Traces whole_traces(const ResolvedProbes& all, const RunRecord& run, const std::string& path,
+                    bool resumed) {
+  Traces whole;
+  whole.first_step = run.step_from + 1;
+  whole.steps = run.step_to - run.step_from;
+  whole.receivers = static_cast<int64_t>(all.receivers.size());
+  whole.values.assign(static_cast<size_t>(whole.steps * whole.receivers),
+                      std::numeric_limits<double>::quiet_NaN());
+  if (rank() == 0 && resumed && whole.receivers > 0) {
+    auto saved = read_traces_npy(path);
+    if (saved.ok() && saved->steps == whole.steps && saved->receivers == whole.receivers) {
+      whole.values = std::move(saved->values);
+    }
+  }
+  return whole;
+}
+
 // Rank 0 gathers every part's receivers (each receiver's index, then its values at every
-// step) into the run's traces and writes them to `path`, as a serial run does. Collective.
-Status write_traces_on_root(const PartProbes& mine, const ResolvedProbes& all,
-                            const std::string& path) {
+// step) into `whole` (the values recorded so far; NaN where a part has none) and writes it to
+// `path`, as a serial run does after every pass. Collective.
+Status write_traces_on_root(const PartProbes& mine, Traces* whole, const std::string& path) {
   const Traces& t = mine.traces;
   std::string packed;
   auto put = [&packed](const auto& v) {
@@ -801,23 +839,20 @@ Status write_traces_on_root(const PartProbes& mine, const ResolvedProbes& all,
   }
   const std::vector<std::string> parts = gather(packed);
   if (rank() != 0) return agree(Status::Ok());
-  Traces whole = t;
-  whole.receivers = static_cast<int64_t>(all.receivers.size());
-  whole.values.assign(static_cast<size_t>(whole.steps * whole.receivers),
-                      std::numeric_limits<double>::quiet_NaN());
   for (const std::string& p : parts) {
     const char* at = p.data();
     for (const char* end = at + p.size(); at < end;) {
       int64_t r = 0;
       std::memcpy(&r, at, sizeof r);
       at += sizeof r;
-      for (int64_t s = 0; s < whole.steps; ++s, at += sizeof(double)) {
-        std::memcpy(&whole.values[static_cast<size_t>(s * whole.receivers + r)], at,
-                    sizeof(double));
+      for (int64_t s = 0; s < whole->steps; ++s, at += sizeof(double)) {
+        double v = 0;
+        std::memcpy(&v, at, sizeof v);
+        if (!std::isnan(v)) whole->values[static_cast<size_t>(s * whole->receivers + r)] = v;
       }
     }
   }
-  return agree(write_traces_npy(whole, path));
+  return agree(write_traces_npy(*whole, path));
 }
 
 // Adds one advance of the part to the rank's figures.
@@ -837,71 +872,202 @@ void add_exchange(RankFigures* f, const ExchangeStats& e) {
   f->bytes_sent += e.bytes_sent;
 }
 
+// A run stopped part-way, and how the next run goes on.
+//
+// A run records its range in DIR/run.json (rank 0; resume.h's RunRecord) before its first
+// round, and each part records the round it is in (its own run.json, run.h's record_run) once
+// the round's halos are in place and committed on every rank. So a run stopped at any moment
+// leaves either every part at the round's first step s (some part had not recorded the round:
+// then none went past s, and the exchange is done again), or, once all had, each part at s,
+// part-way through the round, or at its end t, holding all it needs to reach t alone (its
+// halos hold step s). The next run first takes every part to t, then goes on from there.
+
+// Where a part stands: its committed step, the end of the round it recorded and has not
+// finished (its step when none), whether an in-place sweep was cut in its middle.
+struct PartProgress {
+  int64_t step = 0;
+  int64_t target = 0;
+  bool mid_sweep = false;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PartProgress, step, target, mid_sweep)
+
+PartProgress progress_of(const Grid& part) {
+  PartProgress p;
+  p.step = p.target = part.manifest().step;
+  if (const std::optional<RunRecord> r = unfinished_run(part)) p.target = r->step_to;
+  p.mid_sweep = !part.interrupted_sweep().empty();
+  return p;
+}
+
+// The step every part holds (`at`), or, when a round was cut short, the step it is to reach.
+struct GridProgress {
+  int64_t at = 0;
+  bool mid_round = false;
+  int64_t from = 0;  // the least advanced part's step
+};
+
+// Collective. With another number of ranks than parts nothing is read here: open_part then
+// refuses parts that do not hold the grid's step.
+Result<GridProgress> grid_progress(const DistributedManifest& m) {
+  if (size() != m.ranks()) return GridProgress{m.step, false, m.step};
+  auto part = open_part_as_is(m, rank(), Grid::Mode::kReadOnly);
+  DG_RETURN_IF_ERROR(agree(part.status()));
+  std::vector<PartProgress> all;
+  for (const std::string& text : all_gather(json(progress_of(*part)).dump())) {
+    all.push_back(json::parse(text).get<PartProgress>());
+  }
+  const bool level = std::all_of(all.begin(), all.end(), [&](const PartProgress& p) {
+    return p.step == all.front().step && !p.mid_sweep;
+  });
+  if (level) return GridProgress{all.front().step, false, all.front().step};
+  int64_t t = 0, from = all.front().step;
+  for (const PartProgress& p : all) {
+    t = std::max(t, p.target);
+    from = std::min(from, p.step);
+  }
+  std::string steps;
+  bool one_round = true;  // each part at t, or recorded to reach it
+  for (const PartProgress& p : all) {
+    steps += (steps.empty() ? "" : ", ") + std::to_string(p.step);
+    one_round = one_round && p.target == t;
+  }
+  if (!one_round) {
+    return corrupt("the parts of " + m.dir + " stand at time steps " + steps +
+                   " with no recorded round that takes them all to one step; restore the grid "
+                   "from a backup");
+  }
+  return GridProgress{t, true, from};
+}
+
 }  // namespace
 
-Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& given,
-                                             const std::optional<ProcessGrid>& procs) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const double wait0 = agree_wait_seconds();
-  DG_ASSIGN_OR_RETURN(DistributedManifest m, load_distributed(dir));
-  // Rank 0 holds DIR's lock for the run: a second run of the grid is refused before it lays
-  // out or redistributes anything.
-  DG_ASSIGN_OR_RETURN(const std::optional<internal::GridLock> lock, lock_on_root(dir));
-  RunOptions opt = given;  // with the grid's own scheme when none is given (each rank loads
-                           // a user's kernel library itself)
-  const Manifest whole = m.as_grid();
-  auto scheme = scheme_for(whole, given.scheme);
-  DG_RETURN_IF_ERROR(agree(scheme.status()));
-  opt.scheme = std::move(scheme).value();
-  DG_RETURN_IF_ERROR(check_run(whole, opt));
-  DG_ASSIGN_OR_RETURN(
-      const ResolvedProbes all_probes,
-      resolve_probes(opt.probes, m.shape,
-                     whole.fields.empty() ? std::vector<std::string>{"u"} : whole.fields));
-  DG_RETURN_IF_ERROR(check_traces_destination(all_probes, opt.traces_path));
-  DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
-  DG_RETURN_IF_ERROR(redistribute(dir, &m, grid));
-  const bool periodic = opt.boundary.kind == Boundary::Kind::kPeriodic;
-  const int k = exchange_depth(m, opt);
-  std::array<int64_t, 3> halo = radii(opt.scheme);
-  for (int64_t& h : halo) h *= k;
-  DG_RETURN_IF_ERROR(fit_halos(dir, &m, halo, periodic));
-  const PartInfo& info = m.parts[static_cast<size_t>(rank())];
-  auto opened = open_part(m, rank(), Grid::Mode::kReadWrite);
-  DG_RETURN_IF_ERROR(agree(opened.status()));
-  Grid part = std::move(opened).value();
-  const std::vector<BoxTransfer> transfers = halo_transfers(m.parts, m.shape, periodic);
+std::optional<RunRecord> recorded_run(const DistributedManifest& m) {
+  std::string text;
+  if (rank() == 0) {
+    auto read = internal::read_small_file(internal::join_path(m.dir, kRunRecordName));
+    if (read.ok()) text = std::move(read).value();
+  }
+  text = broadcast(text);
+  if (text.empty()) return std::nullopt;
+  auto r = RunRecord::from_json(text);
+  if (!r.ok() || m.step < r->step_from || m.step > r->step_to) return std::nullopt;
+  return std::move(r).value();
+}
 
+namespace {
+
+std::string describe(const RunRecord& r) {
+  return "a run from step " + std::to_string(r.step_from) + " to " + std::to_string(r.step_to) +
+         " (boundary " + r.boundary + ") started " + r.started;
+}
+
+// What this run does: `opt` from the step the parts hold, or, with --resume or the same command
+// as the recorded run's, the rest of that run (its scheme, boundary and target replace opt's).
+Result<RunRecord> run_to_do(const DistributedManifest& m, const GridProgress& g,
+                            const std::optional<RunRecord>& recorded, RunOptions* opt,
+                            bool* resumed) {
+  const std::string finish = "; finish it with 'mpirun -n " + std::to_string(m.ranks()) +
+                             " deepgrid run " + m.dir + " --resume'";
+  const bool same = recorded && opt->steps == recorded->step_to - recorded->step_from &&
+                    json_equal(recorded->stencil, opt->scheme.to_json()) &&
+                    recorded->boundary == opt->boundary.to_string();
+  *resumed = recorded && (opt->resume || same);
+  if (*resumed) {
+    DG_ASSIGN_OR_RETURN(opt->scheme, Scheme::from_record(recorded->stencil));
+    DG_ASSIGN_OR_RETURN(opt->boundary, parse_boundary(recorded->boundary));
+    DG_ASSIGN_OR_RETURN(const Method method, parse_method(recorded->method));
+    if (opt->method == Method::kAuto) opt->method = method;
+    opt->steps = recorded->step_to - g.at;
+    return *recorded;
+  }
+  if (opt->resume) {
+    return invalid_argument(m.dir + " has no unfinished run to resume (it is at step " +
+                            std::to_string(g.at) + "); give --steps to start one");
+  }
+  if (g.mid_round && recorded) {
+    return invalid_argument(m.dir + " holds " + describe(*recorded) + ", stopped part-way" +
+                            finish);
+  }
+  if (g.mid_round || (g.at != m.step && !recorded)) {
+    return corrupt("the parts of " + m.dir + " stand at time step " + std::to_string(g.at) +
+                   " but the grid is at step " + std::to_string(m.step) +
+                   " and no run record says why; restore the grid from a backup");
+  }
+  RunRecord r;
+  r.step_from = g.at;
+  r.step_to = g.at + opt->steps;
+  r.stencil = opt->scheme.to_json();
+  r.boundary = opt->boundary.to_string();
+  r.method = std::string(method_name(opt->method));
+  r.started = utc_now();
+  return r;
+}
+
+// The options of a part's engine for the run `opt` on the part `info` of grid `m`.
+RunOptions engine_options(const RunOptions& opt, const PartInfo& info,
+                          const DistributedManifest& m) {
   RunOptions part_opt = opt;
   part_opt.bt = 0;  // --bt is the exchange depth; the part's engine plans its own
   part_opt.progress = {};
   part_opt.placement = {info.origin(kAxisX), info.origin(kAxisY), info.origin(kAxisZ), m.shape};
-  PartProbes probes = part_share(all_probes, info, m, opt);
-  probes.resolved.traces = probes.traces.receivers > 0 ? &probes.traces : nullptr;
-  RankFigures mine;
-  mine.rank = rank();
-  mine.part_planes = info.shape().nz;
-  const uint64_t exchange_buffers = opt.mem_budget > 0 ? opt.mem_budget : uint64_t{256} << 20;
-  for (int64_t done = 0; done < opt.steps;) {
-    DG_ASSIGN_OR_RETURN(const ExchangeStats ex, exchange_halos(part, transfers, exchange_buffers));
-    add_exchange(&mine, ex);
-    part_opt.steps = std::min<int64_t>(k, opt.steps - done);
-    auto advanced =
-        advance_grid(part, part_opt, probes.resolved.empty() ? nullptr : &probes.resolved);
-    Status st = advanced.status();
-    if (st.ok()) {
-      add_advance(&mine, *advanced);
-      st = commit_with_history(part, advanced->step_to, "", {});
-    }
-    DG_RETURN_IF_ERROR(agree(st));
-    done += part_opt.steps;
-  }
-  if (!all_probes.receivers.empty()) {
-    DG_RETURN_IF_ERROR(write_traces_on_root(probes, all_probes, opt.traces_path));
-  }
-  mine.seconds = seconds_since(t0);
-  mine.wait_seconds = agree_wait_seconds() - wait0;
+  return part_opt;
+}
 
+// A pass of a part's engine in a round that began at step *round_from: saves its receivers'
+// values, and asks the caller's callback whether to go on (with the steps of the run done).
+ProgressFn after_each_pass(const Grid& part, const PartProbes& probes, const RunOptions& opt,
+                           const RunRecord& run, const int64_t* round_from) {
+  return [&part, &probes, &opt, &run, round_from](int64_t done, int64_t) {
+    const bool saved = probes.traces.receivers == 0 ||
+                       write_traces_npy(probes.traces, part_traces_path(part)).ok();
+    return saved && (!opt.progress ||
+                     opt.progress(*round_from + done - run.step_from, run.step_to - run.step_from));
+  };
+}
+
+// Resuming a stopped run: gathers what the receivers recorded in the parts, and when a round
+// was cut short (`mid_round`) first takes every part to its end, each finishing its own
+// recorded round (the parts already there do nothing). Returns whether every part got there
+// (false: the progress callback stopped one). Collective.
+Result<bool> finish_round(const DistributedManifest& m, bool mid_round, const RunOptions& opt,
+                          const ResolvedProbes& all_probes, const RunRecord& run, Traces* whole,
+                          RankFigures* figures) {
+  auto opened = open_part_as_is(m, rank(), Grid::Mode::kReadWrite);
+  DG_RETURN_IF_ERROR(agree(opened.status()));
+  Grid part = std::move(opened).value();
+  const PartInfo& info = m.parts[static_cast<size_t>(rank())];
+  PartProbes probes = part_share(all_probes, info, m, opt, run, &part);
+  probes.resolved.traces = probes.traces.receivers > 0 ? &probes.traces : nullptr;
+  Status st;
+  bool stopped = false;
+  if (mid_round && (unfinished_run(part) || !part.interrupted_sweep().empty())) {
+    RunOptions base = engine_options(opt, info, m);
+    const int64_t round_from = part.manifest().step;
+    base.progress = after_each_pass(part, probes, opt, run, &round_from);
+    auto finishing = options_to_finish(part, base);
+    st = finishing.status();
+    if (st.ok()) {
+      const int64_t to = part.manifest().step + finishing->steps;
+      auto advanced =
+          advance_grid(part, *finishing, probes.resolved.empty() ? nullptr : &probes.resolved);
+      st = advanced.status();
+      if (st.ok()) add_advance(figures, *advanced);
+      stopped = st.ok() && part.manifest().step != to;
+    }
+  }
+  DG_RETURN_IF_ERROR(agree(st));
+  stopped = any_rank(stopped);
+  if (!all_probes.receivers.empty()) {
+    DG_RETURN_IF_ERROR(write_traces_on_root(probes, whole, opt.traces_path));
+  }
+  return !stopped;
+}
+
+// The run's report: every rank's figures, the global ones, `from` .. `to` the steps every part
+// advanced through (to < run.step_to: stopped early). Collective.
+DistributedRunReport gather_report(const RankFigures& mine, const DistributedManifest& m,
+                                   const RunOptions& opt, int k, const std::array<int64_t, 3>& halo,
+                                   int64_t from, int64_t to, const RunRecord& run, bool direct_io) {
   DistributedRunReport report;
   report.ranks = size();
   report.exchange_bt = k;
@@ -916,31 +1082,138 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   t.threads = opt.threads;
   t.bt = k;
   t.tile = "process grid " + m.procs.to_string();
-  t.steps = opt.steps;
-  t.step_from = m.step;
-  t.step_to = m.step + opt.steps;
-  t.direct_io = part.direct_io();
+  t.step_from = from;
+  t.step_to = to;
+  t.steps = to - from;
+  t.step_target = run.step_to;
+  t.direct_io = direct_io;
   for (const RankFigures& f : report.per_rank) {
     t.compute_seconds += f.compute_seconds;
     t.io_wait_seconds += f.io_wait_seconds;
     t.bytes_read += f.bytes_read;
     t.bytes_written += f.bytes_written;
   }
-
-  m.step = t.step_to;
-  m.history.push_back({utc_now(), "run",
-                       json{{"stencil", json::parse(opt.scheme.to_json())},
-                            {"boundary", t.boundary},
-                            {"ranks", size()},
-                            {"process_grid", m.procs.to_string()},
-                            {"exchange_bt", k},
-                            {"steps", t.steps},
-                            {"step_from", t.step_from},
-                            {"step_to", t.step_to}}
-                           .dump()});
-  DG_RETURN_IF_ERROR(write_on_root(dir, m));
-  t.seconds = seconds_since(t0);
   t.peak_memory = peak_resident_bytes();
+  return report;
+}
+
+}  // namespace
+
+Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& given,
+                                             const std::optional<ProcessGrid>& procs) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double wait0 = agree_wait_seconds();
+  DG_ASSIGN_OR_RETURN(DistributedManifest m, load_distributed(dir));
+  // Rank 0 holds DIR's lock for the run: a second run of the grid is refused before it lays
+  // out or redistributes anything.
+  DG_ASSIGN_OR_RETURN(const std::optional<internal::GridLock> lock, lock_on_root(dir));
+  RunOptions opt = given;  // with the grid's own scheme when none is given (each rank loads
+                           // a user's kernel library itself)
+  const Manifest whole = m.as_grid();
+  // (resuming, the stopped run's scheme replaces it in run_to_do)
+  auto scheme = given.resume ? Result<Scheme>(given.scheme) : scheme_for(whole, given.scheme);
+  DG_RETURN_IF_ERROR(agree(scheme.status()));
+  opt.scheme = std::move(scheme).value();
+  DG_ASSIGN_OR_RETURN(const GridProgress progress, grid_progress(m));
+  bool resumed = false;
+  auto todo = run_to_do(m, progress, recorded_run(m), &opt, &resumed);
+  DG_RETURN_IF_ERROR(agree(todo.status()));
+  const RunRecord run = std::move(todo).value();
+  DG_RETURN_IF_ERROR(check_run(whole, opt));
+  DG_ASSIGN_OR_RETURN(
+      const ResolvedProbes all_probes,
+      resolve_probes(opt.probes, m.shape,
+                     whole.fields.empty() ? std::vector<std::string>{"u"} : whole.fields));
+  DG_RETURN_IF_ERROR(check_traces_destination(all_probes, opt.traces_path));
+  Traces traces = whole_traces(all_probes, run, opt.traces_path, resumed);
+  RankFigures mine;
+  mine.rank = rank();
+  auto finish = [&](int k, const std::array<int64_t, 3>& halo, int64_t to, bool direct_io) {
+    mine.seconds = seconds_since(t0);
+    mine.wait_seconds = agree_wait_seconds() - wait0;
+    DistributedRunReport r =
+        gather_report(mine, m, opt, k, halo, progress.from, to, run, direct_io);
+    r.total.resumed = resumed;
+    r.total.seconds = seconds_since(t0);
+    return r;
+  };
+  if (resumed && size() == m.ranks()) {
+    DG_ASSIGN_OR_RETURN(const bool finished,
+                        finish_round(m, progress.mid_round, opt, all_probes, run, &traces, &mine));
+    if (!finished) return finish(0, {}, progress.from, true);  // the records stay
+  }
+  const int64_t recorded_step = m.step;
+  m.step = progress.at;
+  if (!resumed) {  // the record's range must hold the manifest's step
+    if (m.step != recorded_step) DG_RETURN_IF_ERROR(write_on_root(dir, m));
+    DG_RETURN_IF_ERROR(agree(rank() == 0
+                                 ? internal::write_file_atomic(dir, kRunRecordName, run.to_json())
+                                 : Status::Ok()));
+  }
+  DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
+  DG_RETURN_IF_ERROR(redistribute(dir, &m, grid));
+  const bool periodic = opt.boundary.kind == Boundary::Kind::kPeriodic;
+  const int k = exchange_depth(m, opt);
+  std::array<int64_t, 3> halo = radii(opt.scheme);
+  for (int64_t& h : halo) h *= k;
+  DG_RETURN_IF_ERROR(fit_halos(dir, &m, halo, periodic));
+  const PartInfo& info = m.parts[static_cast<size_t>(rank())];
+  auto opened = open_part(m, rank(), Grid::Mode::kReadWrite);
+  DG_RETURN_IF_ERROR(agree(opened.status()));
+  Grid part = std::move(opened).value();
+  const std::vector<BoxTransfer> transfers = halo_transfers(m.parts, m.shape, periodic);
+  if (!resumed) ::unlink(part_traces_path(part).c_str());  // a stopped run's, if any
+
+  PartProbes probes = part_share(all_probes, info, m, opt, run, nullptr);
+  probes.resolved.traces = probes.traces.receivers > 0 ? &probes.traces : nullptr;
+  RunOptions part_opt = engine_options(opt, info, m);
+  int64_t step = m.step;  // the first of the round under way
+  part_opt.progress = after_each_pass(part, probes, opt, run, &step);
+  mine.part_planes = info.shape().nz;
+  const uint64_t exchange_buffers = opt.mem_budget > 0 ? opt.mem_budget : uint64_t{256} << 20;
+  for (; step < run.step_to; step += part_opt.steps) {
+    DG_ASSIGN_OR_RETURN(const ExchangeStats ex, exchange_halos(part, transfers, exchange_buffers));
+    add_exchange(&mine, ex);
+    part_opt.steps = std::min<int64_t>(k, run.step_to - step);
+    // The halos are in place on every rank: from here each part can finish the round alone.
+    Status recorded = commit_with_history(part, step, "", {});
+    if (recorded.ok()) recorded = record_run(part, part_opt);
+    DG_RETURN_IF_ERROR(agree(recorded));
+    auto advanced =
+        advance_grid(part, part_opt, probes.resolved.empty() ? nullptr : &probes.resolved);
+    Status st = advanced.status();
+    bool stopped = false;
+    if (st.ok()) {
+      add_advance(&mine, *advanced);
+      st = commit_with_history(part, advanced->step_to, "", {});
+      stopped = advanced->step_to != step + part_opt.steps;
+    }
+    DG_RETURN_IF_ERROR(agree(st));
+    stopped = any_rank(stopped);
+    if (!all_probes.receivers.empty()) {
+      DG_RETURN_IF_ERROR(write_traces_on_root(probes, &traces, opt.traces_path));
+    }
+    // A part stopped by the callback: the round stays unfinished, and so do the records.
+    if (stopped) return finish(k, halo, step, part.direct_io());
+  }
+
+  DistributedRunReport report = finish(k, halo, run.step_to, part.direct_io());
+  m.step = run.step_to;
+  json details = {{"stencil", json::parse(opt.scheme.to_json())},
+                  {"boundary", report.total.boundary},
+                  {"ranks", size()},
+                  {"process_grid", m.procs.to_string()},
+                  {"exchange_bt", k},
+                  {"steps", run.step_to - run.step_from},
+                  {"step_from", run.step_from},
+                  {"step_to", run.step_to}};
+  if (resumed) details["resumed"] = true;
+  m.history.push_back({utc_now(), "run", details.dump()});
+  DG_RETURN_IF_ERROR(write_on_root(dir, m));
+  // Done: the records go (a stop before here leaves them; the same command again then finds
+  // the run done). The parts' round records are finished ones already.
+  if (rank() == 0) ::unlink(internal::join_path(dir, kRunRecordName).c_str());
+  ::unlink(part_traces_path(part).c_str());
   return report;
 }
 

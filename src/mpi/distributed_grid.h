@@ -10,6 +10,7 @@
 
 #include "deepgrid/checksum.h"
 #include "deepgrid/distributed.h"
+#include "deepgrid/resume.h"
 #include "deepgrid/run.h"
 
 namespace deepgrid::mpi {
@@ -71,6 +72,10 @@ struct DistributedRunReport {
 // rewritten with the halos needed first. Results are bitwise those of a serial run.
 Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& options,
                                              const std::optional<ProcessGrid>& procs = {});
+
+// The run DIR/run.json records when its range holds the grid's step: a run under way, or one
+// stopped part-way (rank 0 reads it, every rank gets it). Collective.
+std::optional<RunRecord> recorded_run(const DistributedManifest& m);
 
 // The manifest, read by rank 0 and shared.
 Result<DistributedManifest> load_distributed(const std::string& dir);
