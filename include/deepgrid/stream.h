@@ -86,7 +86,8 @@ int64_t spare_planes_needed(const StreamPlan& plan, const Scheme& scheme);
 // (Grid::sweep_record) first completes that sweep, whose scheme and boundary must be the same
 // and whose levels at most plan.bt; its steps count towards `steps`. The spare slots grow to
 // spare_planes_needed while the ring allows. After each sweep, before its commit, `progress` is
-// asked whether to go on (so what it saves of the sweep is on disk once the grid holds it). On an I/O error the run stops with a Status naming the file and offset.
+// asked whether to go on (so what it saves of the sweep is on disk once the grid holds it). On an
+// I/O error the run stops with a Status naming the file and offset.
 Result<StreamStats> advance_stream(Grid& grid, const Scheme& scheme, const Boundary& boundary,
                                    int64_t steps, const StreamPlan& plan,
                                    const StreamOptions& options, const ProgressFn& progress = {});
