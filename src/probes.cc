@@ -161,4 +161,20 @@ Result<Traces> read_traces_npy(const std::string& path) {
   return t;
 }
 
+Traces run_traces(int64_t step_from, int64_t step_to, int64_t receivers,
+                  const std::string& saved_path) {
+  Traces t;
+  t.first_step = step_from + 1;
+  t.steps = step_to - step_from;
+  t.receivers = receivers;
+  t.values.assign(static_cast<size_t>(t.steps * t.receivers),
+                  std::numeric_limits<double>::quiet_NaN());
+  if (saved_path.empty() || receivers == 0) return t;
+  auto saved = read_traces_npy(saved_path);
+  if (saved.ok() && saved->steps == t.steps && saved->receivers == t.receivers) {
+    t.values = std::move(saved->values);
+  }
+  return t;
+}
+
 }  // namespace deepgrid

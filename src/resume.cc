@@ -79,6 +79,11 @@ Result<SweepRecord> SweepRecord::from_json(std::string_view text) {
   return r;
 }
 
+std::string RunRecord::describe() const {
+  return "a run from step " + std::to_string(step_from) + " to " + std::to_string(step_to) + " (" +
+         method + ", boundary " + boundary + ") started " + started;
+}
+
 std::string RunRecord::to_json() const {
   const json j = {{"format", "deepgrid-run"}, {"step_from", step_from},
                   {"step_to", step_to},       {"stencil", json::parse(stencil)},

@@ -283,21 +283,6 @@ std::optional<RunRecord> unfinished_run(const Grid& grid) {
 
 namespace {
 
-std::string describe(const RunRecord& r) {
-  return "a run from step " + std::to_string(r.step_from) + " to " + std::to_string(r.step_to) +
-         " (" + r.method + ", boundary " + r.boundary + ") started " + r.started;
-}
-
-// The options that finish an unfinished run: its stencil, boundary and target.
-Result<RunOptions> resumed_options(const Grid& grid, const RunRecord& r, RunOptions opt) {
-  DG_ASSIGN_OR_RETURN(opt.scheme, Scheme::from_record(r.stencil));
-  DG_ASSIGN_OR_RETURN(opt.boundary, parse_boundary(r.boundary));
-  DG_ASSIGN_OR_RETURN(const Method m, parse_method(r.method));
-  if (opt.method == Method::kAuto) opt.method = m;
-  opt.steps = r.step_to - grid.manifest().step;
-  return opt;
-}
-
 // A sweep interrupted without a run record (a library caller's): finishing it is the run.
 RunRecord run_of_sweep(const SweepRecord& sweep) {
   RunRecord r;
@@ -329,14 +314,11 @@ Result<RunOptions> options_for(const Grid& grid, RunOptions opt, bool* resumed) 
   if (!unfinished && sweep) unfinished = run_of_sweep(*sweep);
   *resumed = false;
   if (unfinished) {
-    const bool same = opt.steps == unfinished->step_to - unfinished->step_from &&
-                      json_equal(unfinished->stencil, opt.scheme.to_json()) &&
-                      unfinished->boundary == opt.boundary.to_string();
-    if (opt.resume || same) {
+    if (opt.resume || repeats(*unfinished, opt)) {
       *resumed = true;
-      DG_ASSIGN_OR_RETURN(opt, resumed_options(grid, *unfinished, std::move(opt)));
+      DG_ASSIGN_OR_RETURN(opt, rest_of(*unfinished, grid.manifest().step, std::move(opt)));
     } else if (sweep) {
-      return invalid_argument("grid " + grid.dir() + " holds " + describe(*unfinished) +
+      return invalid_argument("grid " + grid.dir() + " holds " + unfinished->describe() +
                               ", interrupted in the middle of a sweep; finish it first with "
                               "'deepgrid run " +
                               grid.dir() + " --resume'");
@@ -357,14 +339,8 @@ Result<RunOptions> options_for(const Grid& grid, RunOptions opt, bool* resumed) 
 // The record lets the same command again tell a run to finish (the stream methods commit after
 // each sweep) from a run already done (killed after its last commit) from a new one.
 Status write_run_record(const Grid& grid, const RunOptions& opt, Method method) {
-  RunRecord r;
-  r.step_from = grid.manifest().step;
-  r.step_to = r.step_from + opt.steps;
-  r.stencil = opt.scheme.to_json();
-  r.boundary = opt.boundary.to_string();
-  r.method = std::string(method_name(method));
-  r.started = utc_now();
-  return internal::write_file_atomic(grid.dir(), kRunRecordName, r.to_json());
+  return internal::write_file_atomic(grid.dir(), kRunRecordName,
+                                     record_of(opt, grid.manifest().step, method).to_json());
 }
 
 Status save_run_record(const Grid& grid, const RunOptions& opt, const RunPlan& plan, bool resumed) {
@@ -422,18 +398,9 @@ Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunOptions& opt, bool
   DG_RETURN_IF_ERROR(check_traces_destination(out.resolved, opt.traces_path));
   if (out.resolved.receivers.empty()) return out;
   const std::optional<RunRecord> run = resumed ? current_run(grid) : std::nullopt;
-  Traces& t = out.traces;
-  t.first_step = (run ? run->step_from : m.step) + 1;
-  t.steps = run ? run->step_to - run->step_from : opt.steps;
-  t.receivers = static_cast<int64_t>(out.resolved.receivers.size());
-  t.values.assign(static_cast<size_t>(t.steps * t.receivers),
-                  std::numeric_limits<double>::quiet_NaN());
-  if (resumed) {
-    auto saved = read_traces_npy(opt.traces_path);
-    if (saved.ok() && saved->steps == t.steps && saved->receivers == t.receivers) {
-      t.values = std::move(saved->values);
-    }
-  }
+  out.traces = run_traces(run ? run->step_from : m.step, run ? run->step_to : m.step + opt.steps,
+                          static_cast<int64_t>(out.resolved.receivers.size()),
+                          resumed ? opt.traces_path : std::string());
   return out;  // the caller points resolved.traces at its traces (they move with it)
 }
 
@@ -452,6 +419,31 @@ void describe_problem(RunReport* r, const Shape& shape, DType dtype, const RunOp
   r->dtype = std::string(dtype_name(dtype));
   r->boundary = opt.boundary.to_string();
   r->points = shape.points();
+}
+
+RunRecord record_of(const RunOptions& opt, int64_t step, Method method) {
+  RunRecord r;
+  r.step_from = step;
+  r.step_to = step + opt.steps;
+  r.stencil = opt.scheme.to_json();
+  r.boundary = opt.boundary.to_string();
+  r.method = std::string(method_name(method));
+  r.started = utc_now();
+  return r;
+}
+
+bool repeats(const RunRecord& run, const RunOptions& opt) {
+  return opt.steps == run.step_to - run.step_from &&
+         json_equal(run.stencil, opt.scheme.to_json()) && run.boundary == opt.boundary.to_string();
+}
+
+Result<RunOptions> rest_of(const RunRecord& run, int64_t step, RunOptions opt) {
+  DG_ASSIGN_OR_RETURN(opt.scheme, Scheme::from_record(run.stencil));
+  DG_ASSIGN_OR_RETURN(opt.boundary, parse_boundary(run.boundary));
+  DG_ASSIGN_OR_RETURN(const Method m, parse_method(run.method));
+  if (opt.method == Method::kAuto) opt.method = m;
+  opt.steps = run.step_to - step;
+  return opt;
 }
 
 Result<RunOptions> options_to_finish(const Grid& grid, RunOptions base) {

@@ -213,5 +213,6 @@ for parts in incore naive; do
       fail "killed and finished: the traces differ; $context"
   done
 done
+[ "$killed" -ge 2 ] || fail "only $killed of 6 kills landed before the run ended; the kill test tested nothing"
 echo "kill test: $killed of 6 runs stopped part-way and finished with the same command"
 echo "ok: $ranks ranks"

@@ -100,4 +100,9 @@ Status write_traces_npy(const Traces& traces, const std::string& path);
 // Reads such a file back (a resumed run keeps what the stopped one recorded).
 Result<Traces> read_traces_npy(const std::string& path);
 
+// Traces of `receivers` over steps step_from + 1 .. step_to: NaN, or, given `saved_path`, the
+// values a stopped run saved there (a missing file, or one of another size, is ignored).
+Traces run_traces(int64_t step_from, int64_t step_to, int64_t receivers,
+                  const std::string& saved_path = {});
+
 }  // namespace deepgrid

@@ -48,6 +48,8 @@ struct RunRecord {
   std::string method;
   std::string started;
 
+  // "a run from step 0 to 24 (stream, boundary periodic) started ...", for messages.
+  std::string describe() const;
   std::string to_json() const;
   static Result<RunRecord> from_json(std::string_view text);
 };

@@ -78,6 +78,15 @@ std::optional<RunRecord> unfinished_run(const Grid& grid);
 void describe_problem(RunReport* report, const Shape& shape, DType dtype,
                       const RunOptions& options);
 
+// The record of a run of options.steps steps from `step` with `method`.
+RunRecord record_of(const RunOptions& options, int64_t step, Method method);
+// Whether `options` repeat the recorded run's command (steps, scheme, boundary): the same
+// command again finishes that run rather than starting another.
+bool repeats(const RunRecord& run, const RunOptions& options);
+// The options that take a grid at `step` to the recorded run's end: its scheme, boundary,
+// method (unless `base` names one) and remaining steps, the rest from `base`.
+Result<RunOptions> rest_of(const RunRecord& run, int64_t step, RunOptions base);
+
 // The options that finish the grid's unfinished run (its run record, or a sweep interrupted in
 // its middle): that run's scheme, boundary, method and remaining steps, the rest from `base`.
 // kInvalidArgument when the grid has none.

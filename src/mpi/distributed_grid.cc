@@ -791,37 +791,9 @@ PartProbes part_share(const ResolvedProbes& all, const PartInfo& info, const Dis
   PartProbes out;
   out.resolved = part_probes(all, info, m.shape, opt.boundary.kind == Boundary::Kind::kPeriodic,
                              &out.receivers);
-  Traces& t = out.traces;
-  t.first_step = run.step_from + 1;
-  t.steps = run.step_to - run.step_from;
-  t.receivers = static_cast<int64_t>(out.receivers.size());
-  t.values.assign(static_cast<size_t>(t.steps * t.receivers),
-                  std::numeric_limits<double>::quiet_NaN());
-  if (resumed != nullptr && t.receivers > 0) {
-    auto saved = read_traces_npy(part_traces_path(*resumed));
-    if (saved.ok() && saved->steps == t.steps && saved->receivers == t.receivers) {
-      t.values = std::move(saved->values);
-    }
-  }
+  out.traces = run_traces(run.step_from, run.step_to, static_cast<int64_t>(out.receivers.size()),
+                          resumed != nullptr ? part_traces_path(*resumed) : std::string());
   return out;
-}
-
-// The run's traces on rank 0: what earlier rounds (and, resumed, the stopped run) recorded.
-Traces whole_traces(const ResolvedProbes& all, const RunRecord& run, const std::string& path,
-                    bool resumed) {
-  Traces whole;
-  whole.first_step = run.step_from + 1;
-  whole.steps = run.step_to - run.step_from;
-  whole.receivers = static_cast<int64_t>(all.receivers.size());
-  whole.values.assign(static_cast<size_t>(whole.steps * whole.receivers),
-                      std::numeric_limits<double>::quiet_NaN());
-  if (rank() == 0 && resumed && whole.receivers > 0) {
-    auto saved = read_traces_npy(path);
-    if (saved.ok() && saved->steps == whole.steps && saved->receivers == whole.receivers) {
-      whole.values = std::move(saved->values);
-    }
-  }
-  return whole;
 }
 
 // Rank 0 gathers every part's receivers (each receiver's index, then its values at every
@@ -956,28 +928,14 @@ std::optional<RunRecord> recorded_run(const DistributedManifest& m) {
 
 namespace {
 
-std::string describe(const RunRecord& r) {
-  return "a run from step " + std::to_string(r.step_from) + " to " + std::to_string(r.step_to) +
-         " (boundary " + r.boundary + ") started " + r.started;
-}
-
 // What this run does: `opt` from the step the parts hold, or, with --resume or the same command
 // as the recorded run's, the rest of that run (its scheme, boundary and target replace opt's).
 Result<RunRecord> run_to_do(const DistributedManifest& m, const GridProgress& g,
                             const std::optional<RunRecord>& recorded, RunOptions* opt,
                             bool* resumed) {
-  const std::string finish = "; finish it with 'mpirun -n " + std::to_string(m.ranks()) +
-                             " deepgrid run " + m.dir + " --resume'";
-  const bool same = recorded && opt->steps == recorded->step_to - recorded->step_from &&
-                    json_equal(recorded->stencil, opt->scheme.to_json()) &&
-                    recorded->boundary == opt->boundary.to_string();
-  *resumed = recorded && (opt->resume || same);
+  *resumed = recorded && (opt->resume || repeats(*recorded, *opt));
   if (*resumed) {
-    DG_ASSIGN_OR_RETURN(opt->scheme, Scheme::from_record(recorded->stencil));
-    DG_ASSIGN_OR_RETURN(opt->boundary, parse_boundary(recorded->boundary));
-    DG_ASSIGN_OR_RETURN(const Method method, parse_method(recorded->method));
-    if (opt->method == Method::kAuto) opt->method = method;
-    opt->steps = recorded->step_to - g.at;
+    DG_ASSIGN_OR_RETURN(*opt, rest_of(*recorded, g.at, std::move(*opt)));
     return *recorded;
   }
   if (opt->resume) {
@@ -985,22 +943,16 @@ Result<RunRecord> run_to_do(const DistributedManifest& m, const GridProgress& g,
                             std::to_string(g.at) + "); give --steps to start one");
   }
   if (g.mid_round && recorded) {
-    return invalid_argument(m.dir + " holds " + describe(*recorded) + ", stopped part-way" +
-                            finish);
+    return invalid_argument(m.dir + " holds " + recorded->describe() +
+                            ", stopped part-way; finish it with 'mpirun -n " +
+                            std::to_string(m.ranks()) + " deepgrid run " + m.dir + " --resume'");
   }
   if (g.mid_round || (g.at != m.step && !recorded)) {
     return corrupt("the parts of " + m.dir + " stand at time step " + std::to_string(g.at) +
                    " but the grid is at step " + std::to_string(m.step) +
                    " and no run record says why; restore the grid from a backup");
   }
-  RunRecord r;
-  r.step_from = g.at;
-  r.step_to = g.at + opt->steps;
-  r.stencil = opt->scheme.to_json();
-  r.boundary = opt->boundary.to_string();
-  r.method = std::string(method_name(opt->method));
-  r.started = utc_now();
-  return r;
+  return record_of(*opt, g.at, opt->method);
 }
 
 // The options of a part's engine for the run `opt` on the part `info` of grid `m`.
@@ -1125,7 +1077,10 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
       resolve_probes(opt.probes, m.shape,
                      whole.fields.empty() ? std::vector<std::string>{"u"} : whole.fields));
   DG_RETURN_IF_ERROR(check_traces_destination(all_probes, opt.traces_path));
-  Traces traces = whole_traces(all_probes, run, opt.traces_path, resumed);
+  // The run's traces on rank 0: what earlier rounds (resumed: the stopped run) recorded.
+  Traces traces =
+      run_traces(run.step_from, run.step_to, static_cast<int64_t>(all_probes.receivers.size()),
+                 rank() == 0 && resumed ? opt.traces_path : std::string());
   RankFigures mine;
   mine.rank = rank();
   auto finish = [&](int k, const std::array<int64_t, 3>& halo, int64_t to, bool direct_io) {
