@@ -469,6 +469,7 @@ class StreamRun {
         }
       }
     }
+    conversion_status_.assign(conversions_.size(), Status::Ok());
     const int last = stages_.size() - 1;
     block_z0_ = stage_output_plane(last, i0);
     block_out_.assign(static_cast<size_t>(i1 - i0), -1);
@@ -484,18 +485,28 @@ class StreamRun {
   }
 
   // Level-0 planes from the disk layout into their frames, ghost frames filled by the
-  // boundary rule. Called by every thread of the team.
+  // boundary rule, each checked against its checksum as it is copied (verified reads). Called
+  // by every thread of the team; recycle_read_buffers() reports a mismatch.
   void convert_level0_planes() {
+    const bool verify = grid_.verifying();
 #pragma omp for schedule(static)
     for (size_t c = 0; c < conversions_.size(); ++c) {
       const auto [buffer, frame] = conversions_[c];
-      frame->load_plane(0, reads_[buffer].data());
+      const IoBuffer& read = reads_[buffer];
+      if (verify) {
+        PlaneHasher hash;
+        frame->load_plane(0, read.data(), &hash);
+        conversion_status_[c] = grid_.verify_plane_hash(read.plane, hash.digest());
+      } else {
+        frame->load_plane(0, read.data());
+      }
       frame->fill_ghosts(b_, 1);
     }
   }
 
   // After the conversions: their read buffers take the next reads.
   Status recycle_read_buffers() {
+    for (const Status& st : conversion_status_) DG_RETURN_IF_ERROR(st);
     for (const auto& c : conversions_) reads_[c.first] = IoBuffer{std::move(reads_[c.first].buf)};
     DG_RETURN_IF_ERROR(pump_reads());
     io_.flush();
@@ -604,8 +615,7 @@ class StreamRun {
       buf.plane = -1;
     } else {
       stats.bytes_read += bytes();
-      DG_RETURN_IF_ERROR(grid_.verify_plane(buf.plane, buf.buf.data()));
-      buf.ready = true;
+      buf.ready = true;  // verified as it is converted
     }
     return Status::Ok();
   }
@@ -704,6 +714,7 @@ class StreamRun {
   std::vector<std::unique_ptr<internal::WavefrontWorkspace<T>>> ws_;  // stage-major, per tile
   std::vector<IoBuffer> reads_, writes_;
   std::vector<std::pair<size_t, PaddedGrid<T>*>> conversions_;  // read buffer -> level-0 frame
+  std::vector<Status> conversion_status_;                       // each one's checksum check
   std::vector<int64_t> order_;
   size_t next_read_ = 0;
   int levels_ = 1;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,22 @@ inline constexpr std::string_view kChecksumAlgorithm = "xxh3-64";
 
 // XXH3-64 of one plane's values: its plane_bytes, not the padding after them.
 uint64_t plane_hash(const void* values, size_t bytes);
+
+// plane_hash computed piece by piece: the digest of the bytes given to update(), in order, equals
+// plane_hash of them all at once. Lets a copy hash what it copies while it is in cache.
+class PlaneHasher {
+ public:
+  PlaneHasher();
+  ~PlaneHasher();
+  PlaneHasher(const PlaneHasher&) = delete;
+  PlaneHasher& operator=(const PlaneHasher&) = delete;
+  void update(const void* bytes, size_t n);
+  uint64_t digest() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // A hash as written in deepgrid's JSON files: 16 lowercase hex digits; parsing accepts exactly
 // that.

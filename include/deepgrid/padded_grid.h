@@ -13,6 +13,7 @@
 
 #include "deepgrid/boundary.h"
 #include "deepgrid/geometry.h"
+#include "deepgrid/integrity.h"
 #include "deepgrid/status.h"
 
 namespace deepgrid {
@@ -46,8 +47,9 @@ class PaddedGrid {
   const T* plane(int64_t z) const { return base_ + (z + halo_.z) * plane_stride_ + origin_; }
 
   // Copies packed plane z (nx * ny values per component, components one after another) in or
-  // out of the interior.
-  void load_plane(int64_t z, const T* packed);
+  // out of the interior. `hash`, if given, is updated with the packed values as they are copied
+  // (one pass over memory for both).
+  void load_plane(int64_t z, const T* packed, PlaneHasher* hash = nullptr);
   void store_plane(int64_t z, T* packed) const;
 
   // Fills every ghost cell from the interior by the boundary rule, with `threads` threads.

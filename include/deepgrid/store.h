@@ -170,6 +170,9 @@ class Grid {
   void record_plane_hash(int64_t z, uint64_t hash);
   // For readers with their own I/O: checks plane z's values when verification is on.
   Status verify_plane(int64_t z, const void* values) const;
+  // The same for a reader that hashed the values itself (PlaneHasher) when verifying().
+  bool verifying() const { return verify_; }
+  Status verify_plane_hash(int64_t z, uint64_t hash) const;
   // For writers that cannot hash whole planes as they write (tiled's blocks): the hashes are
   // unknown again until recorded, so a commit before then writes no table.
   void forget_checksums() { checksums_ = PlaneChecksums(manifest_.shape.nz); }
