@@ -88,14 +88,19 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   p.block = block;
   const Halo frame{p.cache_bt * st.radius_x(), p.cache_bt * st.radius_y(), 0};
   const int n = st.component_count();
-  p.frame_bytes = vb == 4 ? PaddedGrid<float>::bytes_needed({s.nx, s.ny, 1}, frame, n)
-                          : PaddedGrid<double>::bytes_needed({s.nx, s.ny, 1}, frame, n);
+  // `count` frames in one padded grid (FramePool).
+  auto frames_bytes = [&](int64_t count) {
+    return vb == 4 ? PaddedGrid<float>::bytes_needed({s.nx, s.ny, count}, frame, n)
+                   : PaddedGrid<double>::bytes_needed({s.nx, s.ny, count}, frame, n);
+  };
+  p.frame_bytes = frames_bytes(1);
   // Each stage's input: the planes of a block and the 2 rz before them; level 0 also keeps
   // the pinned planes. Dirichlet adds one constant frame beyond z's ends.
   p.level0_frames = block + 2 * rz + pinned_planes(b, bt, rz, s.nz);
   p.level_frames = (p.stages - 1) * int64_t{block + 2 * rz};
-  const int64_t frames =
-      p.level0_frames + p.level_frames + (b.kind == Boundary::Kind::kDirichlet ? 1 : 0);
+  const int64_t pools_bytes = frames_bytes(p.level0_frames) +
+                              (p.stages - 1) * frames_bytes(block + 2 * rz) +
+                              (b.kind == Boundary::Kind::kDirichlet ? p.frame_bytes : 0);
   // Tiles like the in-core engine's at the stage depth, so that a tile's rings stay in cache
   // while it advances a block; every stage keeps its own rings across blocks.
   InCoreOptions tiling;
@@ -115,12 +120,16 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.tile_y);
   // Reads of the next block and writes of the previous one overlap the current block.
   p.io_buffers = 3 * int64_t{block};
-  p.memory_bytes = p.frame_bytes * frames + ring_bytes + p.io_buffers * m.layout.plane_stride;
+  p.memory_bytes = pools_bytes + ring_bytes +
+                   static_cast<int64_t>(internal::AlignedBuffer::huge_page_bytes(
+                       static_cast<size_t>(p.io_buffers * m.layout.plane_stride)));
   return p;
 }
 
 // Planes of one time level, each a full x-y frame with a ghost frame filled by the boundary
-// rule, keyed by z: level 0 as read from disk, or the level between two stages.
+// rule, keyed by z: level 0 as read from disk, or the level between two stages. The frames are
+// the planes of one padded grid, one allocation (on huge pages where the kernel allows it:
+// tiles read rows of several frames at every step).
 template <typename T>
 class FramePool {
  public:
@@ -130,11 +139,7 @@ class FramePool {
   // computed past the ends and keyed there.
   Status allocate(int64_t count, const Shape& s, Halo halo, int components) {
     nz_ = s.nz;
-    for (int64_t i = 0; i < count; ++i) {
-      DG_ASSIGN_OR_RETURN(PaddedGrid<T> g,
-                          PaddedGrid<T>::allocate({s.nx, s.ny, 1}, halo, components));
-      frames_.push_back(std::move(g));
-    }
+    DG_ASSIGN_OR_RETURN(frames_, PaddedGrid<T>::allocate({s.nx, s.ny, count}, halo, components));
     return Status::Ok();
   }
 
@@ -146,19 +151,25 @@ class FramePool {
     constant_ = constant;
     slot_.assign(static_cast<size_t>(zhi - zlo), -1);
     free_.clear();
-    for (size_t f = 0; f < frames_.size(); ++f) free_.push_back(static_cast<int>(f));
+    for (int64_t f = 0; f < frames_.shape().nz; ++f) free_.push_back(f);
   }
 
   bool has(int64_t z) const { return slot(z) >= 0; }
-  PaddedGrid<T>& frame(int64_t z) { return frames_[static_cast<size_t>(slot(z))]; }
+  // Frame z: its plane, and filling its ghost frame by the boundary rule.
+  T* plane(int64_t z) { return frames_.plane(slot(z)); }
+  void fill_ghosts(int64_t z) { frames_.fill_plane_ghosts(slot(z), b_); }
+  // Copies packed plane values into frame z (hashing them into `hash` if given).
+  void load(int64_t z, const T* packed, PlaneHasher* hash) {
+    frames_.load_plane(slot(z), packed, hash);
+  }
 
-  Result<PaddedGrid<T>*> acquire(int64_t z) {
+  Status acquire(int64_t z) {
     if (free_.empty()) {
       return Status(ErrorCode::kResource, "stream engine: no free frame (planning error)");
     }
     slot(z) = free_.back();
     free_.pop_back();
-    return &frame(z);
+    return Status::Ok();
   }
 
   void release(int64_t z) {
@@ -169,28 +180,28 @@ class FramePool {
 
   // Level plane z at global (gx, gy), the boundary rule applied beyond z's ends.
   const T* origin(int64_t z, int64_t gx, int64_t gy) const {
-    const PaddedGrid<T>* f = constant_;
+    const T* p = constant_ != nullptr ? constant_->plane(0) : nullptr;
     if (wraps_) {
-      f = &frames_[static_cast<size_t>(slot(((z % nz_) + nz_) % nz_))];
+      p = frames_.plane(slot(((z % nz_) + nz_) % nz_));
     } else if ((z >= 0 && z < nz_) || b_.kind == Boundary::Kind::kPeriodic) {
-      f = &frames_[static_cast<size_t>(slot(z))];
+      p = frames_.plane(slot(z));
     } else if (b_.kind == Boundary::Kind::kNeumann) {
-      f = &frames_[static_cast<size_t>(slot(z < 0 ? 0 : nz_ - 1))];
+      p = frames_.plane(slot(z < 0 ? 0 : nz_ - 1));
     }
-    return f->plane(0) + gy * f->stride() + gx;
+    return p + gy * frames_.stride() + gx;
   }
 
   typename internal::Wavefront<T>::PlaneStrides strides() const {
-    return {frames_.front().stride(), frames_.front().field_stride()};
+    return {frames_.stride(), frames_.field_stride()};
   }
 
  private:
-  int& slot(int64_t z) { return slot_[static_cast<size_t>(z - zlo_)]; }
-  int slot(int64_t z) const { return slot_[static_cast<size_t>(z - zlo_)]; }
+  int64_t& slot(int64_t z) { return slot_[static_cast<size_t>(z - zlo_)]; }
+  int64_t slot(int64_t z) const { return slot_[static_cast<size_t>(z - zlo_)]; }
 
-  std::vector<PaddedGrid<T>> frames_;
-  std::vector<int> slot_;
-  std::vector<int> free_;
+  PaddedGrid<T> frames_;  // frame f is plane f
+  std::vector<int64_t> slot_;
+  std::vector<int64_t> free_;
   int64_t nz_ = 0, zlo_ = 0;
   bool wraps_ = false;
   Boundary b_;
@@ -209,13 +220,13 @@ class FramePool {
 // reads further.
 template <typename T>
 class StreamRun {
-  // An aligned plane buffer for one read or write at a time.
+  // An aligned plane buffer (a slice of io_arena_) for one read or write at a time.
   struct IoBuffer {
-    internal::AlignedBuffer buf;
+    std::byte* bytes = nullptr;
     int64_t plane = -1;  // the plane it holds or is transferring
     bool busy = false;   // a request is in flight
     bool ready = false;  // read: data arrived
-    T* data() const { return buf.template data<T>(); }
+    T* data() const { return reinterpret_cast<T*>(bytes); }
   };
 
  public:
@@ -257,14 +268,13 @@ class StreamRun {
             t.y1 - t.y0 + 2 * int64_t{plan_.cache_bt} * kernel_.ry(), static_cast<T>(b_.value), n));
       }
     }
-    for (int i = 0; i < plan_.block; ++i) reads_.push_back({internal::AlignedBuffer(bytes())});
-    for (int i = 0; i < 2 * plan_.block; ++i) {
-      writes_.push_back({internal::AlignedBuffer(bytes())});
-    }
+    io_arena_ = internal::AlignedBuffer::on_huge_pages(bytes() * plan_.io_buffers);
+    std::byte* next = io_arena_.data();
+    for (int i = 0; i < plan_.block; ++i, next += bytes()) reads_.push_back({next});
+    for (int i = 0; i < 2 * plan_.block; ++i, next += bytes()) writes_.push_back({next});
     bool ok = true;
     for (const auto& w : ws_) ok = ok && w->ok();
-    for (auto& r : reads_) ok = ok && r.buf.ok();
-    for (auto& w : writes_) ok = ok && w.buf.ok();
+    ok = ok && io_arena_.ok();
     if (!ok) return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
     new_hash_.assign(static_cast<size_t>(s_.nz), 0);
     written_.assign(static_cast<size_t>(s_.nz), false);
@@ -405,8 +415,7 @@ class StreamRun {
         out.emplace_back(
             kernel_, b_, s_, n, tile, ws, level0, in.strides(),
             [&next, tile](int64_t z) {
-              PaddedGrid<T>& f = next.frame(z);
-              return f.plane(0) + tile.y0 * f.stride() + tile.x0;
+              return next.plane(z) + tile.y0 * next.strides().stride + tile.x0;
             },
             next.strides(), extension(j), from, probes);
       }
@@ -420,7 +429,7 @@ class StreamRun {
 #pragma omp for schedule(static)
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t z = stage_output_plane(j, i);
-      if (stage_output_in_range(j, z)) next.frame(z).fill_ghosts(b_, 1);
+      if (stage_output_in_range(j, z)) next.fill_ghosts(z);
     }
   }
 
@@ -465,7 +474,7 @@ class StreamRun {
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t z = stage_output_plane(j, i);
         if (stage_output_in_range(j, z)) {
-          DG_RETURN_IF_ERROR(pools_[static_cast<size_t>(j + 1)].acquire(z).status());
+          DG_RETURN_IF_ERROR(pools_[static_cast<size_t>(j + 1)].acquire(z));
         }
       }
     }
@@ -489,25 +498,25 @@ class StreamRun {
   // by every thread of the team; recycle_read_buffers() reports a mismatch.
   void convert_level0_planes() {
     const bool verify = grid_.verifying();
+    FramePool<T>& level0 = pools_[0];
 #pragma omp for schedule(static)
     for (size_t c = 0; c < conversions_.size(); ++c) {
-      const auto [buffer, frame] = conversions_[c];
-      const IoBuffer& read = reads_[buffer];
+      const IoBuffer& read = reads_[conversions_[c]];
       if (verify) {
         PlaneHasher hash;
-        frame->load_plane(0, read.data(), &hash);
+        level0.load(read.plane, read.data(), &hash);
         conversion_status_[c] = grid_.verify_plane_hash(read.plane, hash.digest());
       } else {
-        frame->load_plane(0, read.data());
+        level0.load(read.plane, read.data(), nullptr);
       }
-      frame->fill_ghosts(b_, 1);
+      level0.fill_ghosts(read.plane);
     }
   }
 
   // After the conversions: their read buffers take the next reads.
   Status recycle_read_buffers() {
     for (const Status& st : conversion_status_) DG_RETURN_IF_ERROR(st);
-    for (const auto& c : conversions_) reads_[c.first] = IoBuffer{std::move(reads_[c.first].buf)};
+    for (size_t b : conversions_) reads_[b] = IoBuffer{reads_[b].bytes};
     DG_RETURN_IF_ERROR(pump_reads());
     io_.flush();
     return Status::Ok();
@@ -547,8 +556,8 @@ class StreamRun {
       DG_RETURN_IF_ERROR(pump_reads());
       for (size_t b = 0; b < reads_.size(); ++b) {
         if (reads_[b].plane == p && reads_[b].ready) {
-          DG_ASSIGN_OR_RETURN(PaddedGrid<T> * frame, level0.acquire(p));
-          conversions_.emplace_back(b, frame);
+          DG_RETURN_IF_ERROR(level0.acquire(p));
+          conversions_.push_back(b);
           return Status::Ok();
         }
       }
@@ -595,7 +604,7 @@ class StreamRun {
       r.offset = loc.offset;
     }
     r.length = bytes();
-    r.buffer = buf.buf.data();
+    r.buffer = buf.bytes;
     r.tag = (op == io::Op::kWrite ? kWriteTag : 0) | index;
     return io_.submit(r);
   }
@@ -671,7 +680,7 @@ class StreamRun {
                                            resumed ? O_RDWR : O_RDWR | O_CREAT | O_TRUNC, &direct));
     if (resumed) return Status::Ok();
     const int64_t stride = m_.layout.plane_stride;
-    void* buf = writes_.front().buf.data();  // idle between sweeps
+    void* buf = writes_.front().bytes;  // idle between sweeps
     for (int64_t p = 0; p < side_planes_; ++p) {
       const PlaneLocation loc = m_.locate_slot(m_.slot_of(p, record.base_from));
       DG_RETURN_IF_ERROR(internal::pread_full(grid_.fd(loc.file), buf, bytes(), loc.offset,
@@ -712,9 +721,10 @@ class StreamRun {
   std::vector<FramePool<T>> pools_;  // stage j's input level
   PaddedGrid<T> constant_;           // dirichlet: the plane beyond z's ends
   std::vector<std::unique_ptr<internal::WavefrontWorkspace<T>>> ws_;  // stage-major, per tile
+  internal::AlignedBuffer io_arena_;                                  // the I/O buffers
   std::vector<IoBuffer> reads_, writes_;
-  std::vector<std::pair<size_t, PaddedGrid<T>*>> conversions_;  // read buffer -> level-0 frame
-  std::vector<Status> conversion_status_;                       // each one's checksum check
+  std::vector<size_t> conversions_;        // read buffers to convert into their level-0 frames
+  std::vector<Status> conversion_status_;  // each one's checksum check
   std::vector<int64_t> order_;
   size_t next_read_ = 0;
   int levels_ = 1;

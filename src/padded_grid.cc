@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "internal/file_util.h"
 
@@ -22,27 +23,16 @@ constexpr int64_t lane() {
   return kAlignBytes / static_cast<int64_t>(sizeof(T));
 }
 
-// Fills a row's x ghost cells; the row's interior is valid.
-template <typename T>
-void fill_row_ghosts(T* row, int64_t nx, int hx, const Boundary& b) {
-  for (int64_t x = -hx; x < 0; ++x) {
-    int64_t s = boundary_source_index(b, x, nx);
-    row[x] = s < 0 ? static_cast<T>(b.value) : row[s];
-  }
-  for (int64_t x = nx; x < nx + hx; ++x) {
-    int64_t s = boundary_source_index(b, x, nx);
-    row[x] = s < 0 ? static_cast<T>(b.value) : row[s];
-  }
-}
-
 }  // namespace
 
 template <typename T>
 int64_t PaddedGrid<T>::bytes_needed(const Shape& s, Halo h, int components) {
   const int64_t stride = round_up(round_up(h.x, lane<T>()) + s.nx + h.x, lane<T>());
-  return stride * (s.ny + 2 * h.y) * components * (s.nz + 2 * h.z) *
-             static_cast<int64_t>(sizeof(T)) +
-         kAlignBytes;
+  const int64_t bytes =
+      stride * (s.ny + 2 * h.y) * components * (s.nz + 2 * h.z) * static_cast<int64_t>(sizeof(T)) +
+      kAlignBytes;
+  // Large grids take whole 2 MiB pages (allocate()).
+  return bytes >= static_cast<int64_t>(kHugePage) ? round_up(bytes, int64_t{kHugePage}) : bytes;
 }
 
 template <typename T>
@@ -135,9 +125,27 @@ void PaddedGrid<T>::store_plane(int64_t z, T* packed) const {
 }
 
 template <typename T>
-void PaddedGrid<T>::fill_plane_ghosts(T* p, const Boundary& b) {
-  const int64_t nx = shape_.nx, ny = shape_.ny;
-  for (int64_t y = 0; y < ny; ++y) fill_row_ghosts(p + y * stride_, nx, halo_.x, b);
+void PaddedGrid<T>::fill_component_ghosts(T* p, const Boundary& b) {
+  const int64_t nx = shape_.nx, ny = shape_.ny, hx = halo_.x;
+  // The x ghosts' sources are the same in every row: index them once (-1: the value).
+  std::vector<int64_t> source(static_cast<size_t>(2 * hx));
+  for (int64_t i = 0; i < hx; ++i) {
+    source[static_cast<size_t>(i)] = boundary_source_index(b, i - hx, nx);
+    source[static_cast<size_t>(hx + i)] = boundary_source_index(b, nx + i, nx);
+  }
+  const T v = static_cast<T>(b.value);
+  for (int64_t y = 0; y < ny; ++y) {
+    T* row = p + y * stride_;
+    if (b.kind == Boundary::Kind::kDirichlet) {
+      std::fill(row - hx, row, v);
+      std::fill(row + nx, row + nx + hx, v);
+      continue;
+    }
+    for (int64_t i = 0; i < hx; ++i) {
+      row[i - hx] = row[source[static_cast<size_t>(i)]];
+      row[nx + i] = row[source[static_cast<size_t>(hx + i)]];
+    }
+  }
   const int64_t row_len = nx + 2 * halo_.x;
   for (int64_t y = -halo_.y; y < ny + halo_.y; ++y) {
     if (y >= 0 && y < ny) continue;
@@ -152,11 +160,16 @@ void PaddedGrid<T>::fill_plane_ghosts(T* p, const Boundary& b) {
 }
 
 template <typename T>
+void PaddedGrid<T>::fill_plane_ghosts(int64_t z, const Boundary& b) {
+  for (int c = 0; c < components_; ++c) fill_component_ghosts(plane(z) + c * field_stride_, b);
+}
+
+template <typename T>
 void PaddedGrid<T>::fill_ghosts(const Boundary& b, int threads) {
   const int64_t nz = shape_.nz;
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t z = 0; z < nz; ++z) {
-    for (int c = 0; c < components_; ++c) fill_plane_ghosts(plane(z) + c * field_stride_, b);
+    fill_plane_ghosts(z, b);
   }
   const int64_t plane_len = plane_stride_;
   const ptrdiff_t plane_start = -(halo_.y * stride_) - round_up(halo_.x, lane<T>());

@@ -54,10 +54,13 @@ class PaddedGrid {
 
   // Fills every ghost cell from the interior by the boundary rule, with `threads` threads.
   void fill_ghosts(const Boundary& b, int threads);
+  // Fills the x and y ghost cells of plane z (every component) from its interior, not the
+  // z ghost planes: for grids whose planes are independent frames.
+  void fill_plane_ghosts(int64_t z, const Boundary& b);
 
  private:
   // Fills the x and y ghost cells of component plane p (whose interior is valid).
-  void fill_plane_ghosts(T* p, const Boundary& b);
+  void fill_component_ghosts(T* p, const Boundary& b);
 
   Shape shape_;
   Halo halo_;
