@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "internal/plane_rect.h"
@@ -21,30 +23,62 @@ struct Slice {
   int64_t round = 0;
 };
 
-// The transfers cut into one slice per plane, grouped into rounds in list order: a new round
-// starts when a slice would take its sender's or receiver's buffers past `budget`.
-std::vector<Slice> slices_in_rounds(const std::vector<BoxTransfer>& transfers, int ranks,
+// What slice s adds to each rank's share of its round: its packed values on both sides (once
+// for a rank's transfer to itself) and each of its planes the round does not hold yet.
+std::map<int, uint64_t> charges(const Slice& s, const std::vector<std::set<int64_t>>& held,
+                                const std::vector<uint64_t>& plane_bytes) {
+  std::map<int, uint64_t> c;
+  c[s.from_rank] += s.bytes;
+  if (s.to_rank != s.from_rank) c[s.to_rank] += s.bytes;
+  const std::set<std::pair<int, int64_t>> planes{{s.from_rank, s.from[kAxisZ].lo},
+                                                 {s.to_rank, s.to[kAxisZ].lo}};
+  for (const auto& [r, z] : planes) {
+    if (held[static_cast<size_t>(r)].count(z) == 0) c[r] += plane_bytes[static_cast<size_t>(r)];
+  }
+  return c;
+}
+
+// The transfers cut into one slice per plane, in the order of the receiving plane (a part's
+// plane that sends x or y faces usually receives some too: both then fall in one round),
+// grouped into rounds: a new round starts when a slice would take its sender's or receiver's
+// share of a round past `budget`. A rank's share is the packed values it sends and receives
+// plus one copy of every plane of its part the round touches (each is read and written at most
+// once per round); the parts' planes are `plane_bytes` (by rank) each.
+std::vector<Slice> slices_in_rounds(const std::vector<BoxTransfer>& transfers,
+                                    const std::vector<uint64_t>& plane_bytes,
                                     const internal::PlaneFormat& format, uint64_t budget) {
   std::vector<Slice> out;
-  std::vector<uint64_t> used(static_cast<size_t>(ranks), 0);
-  int64_t round = 0;
   for (const BoxTransfer& t : transfers) {
     for (int64_t i = 0; i < t.from.size(kAxisZ); ++i) {
       Slice s{t.from_rank, t.to_rank, t.from, t.to, format.rect_bytes(t.from), 0};
       s.from[kAxisZ] = {t.from[kAxisZ].lo + i, t.from[kAxisZ].lo + i + 1};
       s.to[kAxisZ] = {t.to[kAxisZ].lo + i, t.to[kAxisZ].lo + i + 1};
-      uint64_t& sender = used[static_cast<size_t>(s.from_rank)];
-      uint64_t& receiver = used[static_cast<size_t>(s.to_rank)];
-      if ((sender > 0 || receiver > 0) &&
-          (sender + s.bytes > budget || receiver + s.bytes > budget)) {
-        ++round;
-        std::fill(used.begin(), used.end(), 0);
-      }
-      sender += s.bytes;
-      receiver += s.bytes;
-      s.round = round;
       out.push_back(s);
     }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Slice& a, const Slice& b) {
+    return a.to[kAxisZ].lo < b.to[kAxisZ].lo;
+  });
+  std::vector<uint64_t> used(plane_bytes.size(), 0);
+  std::vector<std::set<int64_t>> held(plane_bytes.size());
+  int64_t round = 0;
+  for (Slice& s : out) {
+    std::map<int, uint64_t> c = charges(s, held, plane_bytes);
+    bool started = false, over = false;
+    for (const auto& [r, bytes] : c) {
+      started = started || used[static_cast<size_t>(r)] > 0;
+      over = over || used[static_cast<size_t>(r)] + bytes > budget;
+    }
+    if (started && over) {
+      ++round;
+      std::fill(used.begin(), used.end(), 0);
+      for (std::set<int64_t>& h : held) h.clear();
+      c = charges(s, held, plane_bytes);
+    }
+    for (const auto& [r, bytes] : c) used[static_cast<size_t>(r)] += bytes;
+    held[static_cast<size_t>(s.from_rank)].insert(s.from[kAxisZ].lo);
+    held[static_cast<size_t>(s.to_rank)].insert(s.to[kAxisZ].lo);
+    s.round = round;
   }
   return out;
 }
@@ -59,40 +93,86 @@ bool covers_plane(const Block& rect, const Shape& s) {
   return rect.size(kAxisX) == s.nx && rect.size(kAxisY) == s.ny;
 }
 
-// Moves the rectangles between the part and their packed values, reading each plane once (and,
-// when putting values into the part, writing it once; a plane they cover whole is not read). The
-// first error is kept in *first; the rest is skipped then, but the byte counts stay those of the
-// work asked for.
-void move_rects(Grid& part, std::vector<RectAt> rects, internal::RectCopy direction,
-                std::vector<std::byte>* plane, ExchangeStats* stats, Status* first) {
-  std::stable_sort(rects.begin(), rects.end(), [](const RectAt& a, const RectAt& b) {
-    return a.rect[kAxisZ].lo < b.rect[kAxisZ].lo;
-  });
-  const internal::PlaneFormat format = internal::plane_format(part.manifest());
-  const uint64_t plane_bytes = format.bytes();
-  plane->resize(plane_bytes);
-  for (size_t i = 0; i < rects.size();) {
-    const int64_t p = rects[i].rect[kAxisZ].lo;
-    size_t end = i;
-    while (end < rects.size() && rects[end].rect[kAxisZ].lo == p) ++end;
-    // A plane that receives values everywhere (a z halo) need not be read first.
-    const bool whole =
-        direction == internal::RectCopy::kFromPacked &&
-        std::any_of(rects.begin() + static_cast<std::ptrdiff_t>(i),
-                    rects.begin() + static_cast<std::ptrdiff_t>(end),
-                    [&](const RectAt& r) { return covers_plane(r.rect, part.shape()); });
-    if (!whole) {
-      if (first->ok()) *first = part.read_planes(p, 1, plane->data());
-      stats->bytes_read += plane_bytes;
-    }
-    for (; i < end; ++i) {
-      internal::copy_rect(plane->data(), format, rects[i].rect, rects[i].packed, direction);
-    }
-    if (direction == internal::RectCopy::kToPacked) continue;
-    if (first->ok()) *first = part.write_planes(p, 1, plane->data());
-    stats->bytes_written += plane_bytes;
+// The planes of this rank's part that one round touches, each held once in memory: read once
+// (unless it only receives values everywhere, a z halo), its rectangles taken for sending and
+// put after receiving, written once (if it received anything).
+class RoundPlanes {
+ public:
+  RoundPlanes(Grid& part, ExchangeStats* stats, Status* first)
+      : part_(part),
+        format_(internal::plane_format(part.manifest())),
+        stats_(stats),
+        first_(first) {}
+
+  void add_send(const Block& rect) { plane(rect[kAxisZ].lo).sends = true; }
+  void add_receive(const Block& rect) {
+    Held& h = plane(rect[kAxisZ].lo);
+    h.receives = true;
+    h.whole = h.whole || covers_plane(rect, part_.shape());
   }
-}
+
+  // Reads the planes whose values are needed, in runs of consecutive planes.
+  void read() {
+    size_t i = 0;
+    for (auto& [z, h] : planes_) h.index = i++;
+    data_.resize(planes_.size() * format_.bytes());
+    for_each_run([](const Held& h) { return h.sends || !h.whole; },
+                 [&](int64_t z0, int64_t n, std::byte* at) {
+                   if (first_->ok()) *first_ = part_.read_planes(z0, n, at);
+                   stats_->bytes_read += static_cast<uint64_t>(n) * format_.bytes();
+                 });
+  }
+  void copy(const RectAt& r, internal::RectCopy direction) {
+    internal::copy_rect(at(planes_.at(r.rect[kAxisZ].lo)), format_, r.rect, r.packed, direction);
+  }
+  // Writes the planes that received values, in runs of consecutive planes.
+  void write() {
+    for_each_run([](const Held& h) { return h.receives; },
+                 [&](int64_t z0, int64_t n, std::byte* at) {
+                   if (first_->ok()) *first_ = part_.write_planes(z0, n, at);
+                   stats_->bytes_written += static_cast<uint64_t>(n) * format_.bytes();
+                 });
+  }
+
+ private:
+  struct Held {
+    bool sends = false, receives = false, whole = false;
+    size_t index = 0;
+  };
+  // Runs of at most this many bytes: each read or write stages its planes in a buffer of
+  // that size (store.h), which the round's budget does not count.
+  static constexpr uint64_t kRunBytes = uint64_t{4} << 20;
+
+  Held& plane(int64_t z) { return planes_[z]; }
+  std::byte* at(const Held& h) { return data_.data() + h.index * format_.bytes(); }
+
+  template <typename Pick, typename Io>
+  void for_each_run(Pick pick, Io io) {
+    const int64_t max_run = std::max<int64_t>(
+        1, static_cast<int64_t>(kRunBytes / std::max<size_t>(format_.bytes(), 1)));
+    for (auto it = planes_.begin(); it != planes_.end();) {
+      if (!pick(it->second)) {
+        ++it;
+        continue;
+      }
+      const int64_t z0 = it->first;
+      std::byte* start = at(it->second);
+      int64_t n = 0;
+      while (it != planes_.end() && it->first == z0 + n && pick(it->second) && n < max_run) {
+        ++n;
+        ++it;
+      }
+      io(z0, n, start);
+    }
+  }
+
+  Grid& part_;
+  const internal::PlaneFormat format_;
+  std::map<int64_t, Held> planes_;
+  std::vector<std::byte> data_;
+  ExchangeStats* stats_;
+  Status* first_;
+};
 
 }  // namespace
 
@@ -111,14 +191,17 @@ Result<ExchangeStats> exchange_halos(Grid& part, const std::vector<BoxTransfer>&
   // one MPI message of bytes can count.
   uint64_t budget = std::min<uint64_t>(buffer_bytes, INT_MAX);
   MPI_Allreduce(MPI_IN_PLACE, &budget, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-  const std::vector<Slice> all = slices_in_rounds(transfers, n, format, budget);
+  std::vector<uint64_t> plane_bytes(static_cast<size_t>(n));
+  plane_bytes[static_cast<size_t>(me)] = format.bytes();
+  MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, plane_bytes.data(), 1, MPI_UINT64_T,
+                MPI_COMM_WORLD);
+  const std::vector<Slice> all = slices_in_rounds(transfers, plane_bytes, format, budget);
   std::vector<const Slice*> mine;
   for (const Slice& s : all) {
     if (s.from_rank == me || s.to_rank == me) mine.push_back(&s);
   }
   ExchangeStats stats;
   Status local;
-  std::vector<std::byte> plane;
   std::vector<std::vector<std::byte>> sends(static_cast<size_t>(n)), recvs(static_cast<size_t>(n));
   const int64_t rounds = all.empty() ? 0 : all.back().round + 1;
   size_t next = 0;
@@ -155,7 +238,11 @@ Result<ExchangeStats> exchange_halos(Grid& part, const std::vector<BoxTransfer>&
       }
     }
     next = end;
-    move_rects(part, to_send, internal::RectCopy::kToPacked, &plane, &stats, &local);
+    RoundPlanes planes(part, &stats, &local);
+    for (const RectAt& r : to_send) planes.add_send(r.rect);
+    for (const RectAt& r : to_receive) planes.add_receive(r.rect);
+    planes.read();
+    for (const RectAt& r : to_send) planes.copy(r, internal::RectCopy::kToPacked);
     std::vector<MPI_Request> requests;
     for (int r = 0; r < n; ++r) {
       auto& in = recvs[static_cast<size_t>(r)];
@@ -173,7 +260,8 @@ Result<ExchangeStats> exchange_halos(Grid& part, const std::vector<BoxTransfer>&
       stats.bytes_sent += out.size();
     }
     MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-    move_rects(part, to_receive, internal::RectCopy::kFromPacked, &plane, &stats, &local);
+    for (const RectAt& r : to_receive) planes.copy(r, internal::RectCopy::kFromPacked);
+    planes.write();
   }
   DG_RETURN_IF_ERROR(agree(local));
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

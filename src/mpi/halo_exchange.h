@@ -18,14 +18,16 @@ struct ExchangeStats {
 
 // Runs this rank's share of `transfers` (halo_transfers of every part) on its open part. Each
 // transfer moves one x-y rectangle per plane of its box; those rectangles are grouped into
-// rounds in which no rank's send and receive buffers exceed `buffer_bytes` (the smallest any
-// rank gives; every rank computes the same rounds from the same list). A round posts every
-// receive and send with each peer (MPI_Irecv/MPI_Isend, one message per peer, the rectangles in
-// list order) and waits for all of them; rectangles a rank sends to itself are copied. Each
-// plane of the part a round touches is read once (to take the rectangles it sends) and read and
-// written once (to put the ones it receives): with x or y neighbours that is every plane of the
-// part. Collective. A rank whose reads or writes fail still takes part in every round (sending
-// what it has), so that nobody waits forever; the error is agreed at the end.
+// rounds in which no rank holds more than `buffer_bytes` (the smallest any rank gives; every
+// rank computes the same rounds from the same list): its send and receive buffers and one copy
+// of each plane of its part the round touches. A round reads those planes (runs of consecutive
+// planes in one request; a plane that only receives values everywhere, a z halo, is not read),
+// takes the rectangles it sends, posts every receive and send with each peer
+// (MPI_Irecv/MPI_Isend, one message per peer, the rectangles in list order), waits for all of
+// them, puts the rectangles it received and writes the planes that received any: each plane is
+// read and written at most once per round. Rectangles a rank sends to itself are copied.
+// Collective. A rank whose reads or writes fail still takes part in every round (sending what
+// it has), so that nobody waits forever; the error is agreed at the end.
 Result<ExchangeStats> exchange_halos(Grid& part, const std::vector<BoxTransfer>& transfers,
                                      uint64_t buffer_bytes);
 
