@@ -121,8 +121,8 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   // Reads of the next block and writes of the previous one overlap the current block.
   p.io_buffers = 3 * int64_t{block};
   p.memory_bytes = pools_bytes + ring_bytes +
-                   static_cast<int64_t>(internal::AlignedBuffer::huge_page_bytes(
-                       static_cast<size_t>(p.io_buffers * m.layout.plane_stride)));
+                   static_cast<int64_t>(internal::paged_bytes(
+                       static_cast<size_t>(p.io_buffers * m.layout.plane_stride), 4096));
   return p;
 }
 

@@ -10,13 +10,13 @@
 #include <cstring>
 #include <vector>
 
+#include "internal/aligned_buffer.h"
 #include "internal/file_util.h"
 
 namespace deepgrid {
 namespace {
 
 constexpr int64_t kAlignBytes = 64;
-constexpr size_t kHugePage = size_t{2} << 20;
 
 template <typename T>
 constexpr int64_t lane() {
@@ -31,8 +31,7 @@ int64_t PaddedGrid<T>::bytes_needed(const Shape& s, Halo h, int components) {
   const int64_t bytes =
       stride * (s.ny + 2 * h.y) * components * (s.nz + 2 * h.z) * static_cast<int64_t>(sizeof(T)) +
       kAlignBytes;
-  // Large grids take whole 2 MiB pages (allocate()).
-  return bytes >= static_cast<int64_t>(kHugePage) ? round_up(bytes, int64_t{kHugePage}) : bytes;
+  return static_cast<int64_t>(internal::paged_bytes(static_cast<size_t>(bytes), kAlignBytes));
 }
 
 template <typename T>
@@ -59,17 +58,15 @@ Result<PaddedGrid<T>> PaddedGrid<T>::allocate(const Shape& s, Halo h, int compon
   const size_t bytes = static_cast<size_t>(bytes_needed(s, h, components));
   // Large grids on 2 MiB pages where the kernel allows it: tiles stream through many planes,
   // and 4 KiB pages would cost a TLB miss per plane row.
-  const size_t align = bytes >= kHugePage ? kHugePage : kAlignBytes;
-  T* p = static_cast<T*>(std::aligned_alloc(align, round_up(bytes, align)));
+  T* p = static_cast<T*>(internal::allocate_pages(bytes, kAlignBytes));
   if (p == nullptr) {
     return Status(ErrorCode::kResource, "cannot allocate " + format_size(bytes) +
                                             " for the grid in memory; use a smaller grid or "
                                             "more memory");
   }
-  if (align == kHugePage) ::madvise(p, round_up(bytes, align), MADV_HUGEPAGE);
   // Zero (and so fault in) the pages now, in parallel, rather than inside the first pass.
   auto* bytes_ptr = reinterpret_cast<unsigned char*>(p);
-  const int64_t total = static_cast<int64_t>(round_up(bytes, align));
+  const int64_t total = static_cast<int64_t>(bytes);  // whole pages already (bytes_needed)
   const int64_t chunk = int64_t{1} << 21;
 #pragma omp parallel for schedule(static)
   for (int64_t off = 0; off < total; off += chunk) {
@@ -127,23 +124,25 @@ void PaddedGrid<T>::store_plane(int64_t z, T* packed) const {
 template <typename T>
 void PaddedGrid<T>::fill_component_ghosts(T* p, const Boundary& b) {
   const int64_t nx = shape_.nx, ny = shape_.ny, hx = halo_.x;
-  // The x ghosts' sources are the same in every row: index them once (-1: the value).
-  std::vector<int64_t> source(static_cast<size_t>(2 * hx));
-  for (int64_t i = 0; i < hx; ++i) {
-    source[static_cast<size_t>(i)] = boundary_source_index(b, i - hx, nx);
-    source[static_cast<size_t>(hx + i)] = boundary_source_index(b, nx + i, nx);
-  }
-  const T v = static_cast<T>(b.value);
-  for (int64_t y = 0; y < ny; ++y) {
-    T* row = p + y * stride_;
-    if (b.kind == Boundary::Kind::kDirichlet) {
-      std::fill(row - hx, row, v);
-      std::fill(row + nx, row + nx + hx, v);
-      continue;
+  if (b.kind == Boundary::Kind::kDirichlet) {
+    const T v = static_cast<T>(b.value);
+    for (int64_t y = 0; y < ny; ++y) {
+      std::fill(p + y * stride_ - hx, p + y * stride_, v);
+      std::fill(p + y * stride_ + nx, p + y * stride_ + nx + hx, v);
     }
+  } else {
+    // The x ghosts' sources are the same in every row: index them once.
+    std::vector<int64_t> source(static_cast<size_t>(2 * hx));
     for (int64_t i = 0; i < hx; ++i) {
-      row[i - hx] = row[source[static_cast<size_t>(i)]];
-      row[nx + i] = row[source[static_cast<size_t>(hx + i)]];
+      source[static_cast<size_t>(i)] = boundary_source_index(b, i - hx, nx);
+      source[static_cast<size_t>(hx + i)] = boundary_source_index(b, nx + i, nx);
+    }
+    for (int64_t y = 0; y < ny; ++y) {
+      T* row = p + y * stride_;
+      for (int64_t i = 0; i < hx; ++i) {
+        row[i - hx] = row[source[static_cast<size_t>(i)]];
+        row[nx + i] = row[source[static_cast<size_t>(hx + i)]];
+      }
     }
   }
   const int64_t row_len = nx + 2 * halo_.x;
