@@ -50,6 +50,8 @@ Result<RunReport> run_fresh(const MethodsBenchOptions& o, const std::string& nam
   if (opt.mem_budget > 0) {
     DG_ASSIGN_OR_RETURN(const Grid g, Grid::open(dir));
     DG_ASSIGN_OR_RETURN(planned.machine, machine_profile(g, opt.scheme, opt.threads));
+  } else {
+    DG_ASSIGN_OR_RETURN(planned.machine.cache_bytes, tuned_cache_bytes(opt.threads));
   }
   // Let the previous run's and the creation's writes drain so that runs do not slow each
   // other down (measured on a virtio disk: up to 20% when runs follow each other directly).
@@ -129,6 +131,8 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
   if (incore) {
     InCoreOptions warm;
     warm.threads = o.threads;
+    DG_ASSIGN_OR_RETURN(const int64_t tuned, tuned_cache_bytes(o.threads));
+    if (tuned > 0) warm.cache_bytes = tuned;
     DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(o.shape, o.scheme, o.dtype,
                                                     std::min<int64_t>(o.steps, 24), warm, 1, 0));
     out.incore_warm_mlups = b.mlups;

@@ -79,32 +79,47 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
                              int64_t steps, const InCoreOptions& opt) {
   WavefrontPlan p;
   const int rx = scheme.radius_x(), ry = scheme.radius_y(), rz = scheme.radius_z();
+  const int64_t value_bytes_all = static_cast<int64_t>(value_bytes) * scheme.component_count();
+  // Tiles span x unless a 16-row tile would not fit the budget; then they halve down to 64.
+  // Rows: what the budget leaves for one tile's rings at depth bt (may be < 1).
+  auto row_budget = [&](int bt) {
+    return opt.cache_bytes / ((int64_t{bt - 1} * (2 * rz + 1) + 1) * value_bytes_all);
+  };
+  auto tile_width = [&](int bt) {
+    int64_t tx = opt.tile_x > 0 ? opt.tile_x : s.nx;
+    const int64_t hx = int64_t{bt} * rx, hy = int64_t{bt} * ry;
+    if (opt.tile_x <= 0) {
+      while (tx > 64 && (round_up(tx + 2 * hx, 16)) * (16 + 2 * hy) > row_budget(bt)) {
+        tx = (tx + 1) / 2;
+      }
+    }
+    return tx;
+  };
+  auto tile_rows = [&](int bt) {
+    return row_budget(bt) / round_up(tile_width(bt) + 2 * int64_t{bt} * rx, 16) -
+           2 * int64_t{bt} * ry;
+  };
   // Deeper blocking cuts memory traffic but adds halo work and ring size. Measured on this
-  // class of machine (docs/performance.md): star stencils do best around 6 / r levels, the
-  // compute-heavier box stencils around 3 / r. Schemes count their stencils' points per
-  // updated field.
+  // class of machine (docs/performance.md): star stencils do best around 6 / r levels with a
+  // 1.5 MiB working set per thread (a 2 MiB L2), around 8 / r where the working set can be
+  // 3-6 MiB (a large L3) and tiles stay at least 32 rows tall; the compute-heavier box
+  // stencils around 3 / r. Schemes count their stencils' points per updated field.
   const int r = std::max(1, scheme.radius());
   const bool star = scheme.points() <= (6 * r + 1) * static_cast<int>(scheme.updates().size()) +
                                            2 * (scheme.component_count() - 1);
-  const int auto_bt = std::max(1, (star ? 6 : 3) / r);
+  const int deep = std::max(1, 8 / r), shallow = std::max(1, 6 / r);
+  const int auto_bt = !star ? std::max(1, 3 / r) : tile_rows(deep) >= 32 ? deep : shallow;
   p.bt = static_cast<int>(
       std::clamp<int64_t>(opt.bt > 0 ? opt.bt : auto_bt, 1, std::max<int64_t>(1, steps)));
   p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
-  const int64_t planes = int64_t{p.bt - 1} * (2 * rz + 1) + 1;
   const int64_t hx = int64_t{p.bt} * rx, hy = int64_t{p.bt} * ry;
-  const int64_t row_budget =
-      opt.cache_bytes / (planes * static_cast<int64_t>(value_bytes) * scheme.component_count());
-  int64_t tx = opt.tile_x > 0 ? opt.tile_x : s.nx;
-  if (opt.tile_x <= 0) {
-    while (tx > 64 && (round_up(tx + 2 * hx, 16)) * (16 + 2 * hy) > row_budget) tx = (tx + 1) / 2;
-  }
+  const int64_t tx = tile_width(p.bt);
   int64_t ty = opt.tile_y;
   if (ty <= 0) {
     // As tall as the budget allows, then evened out so that every thread gets the same
     // number of equal tiles.
     // Taller than 64 rows measured slower even when the budget allows it.
-    const int64_t ty_max =
-        std::clamp<int64_t>(row_budget / round_up(tx + 2 * hx, 16) - 2 * hy, 8, 64);
+    const int64_t ty_max = std::clamp<int64_t>(tile_rows(p.bt), 8, 64);
     const int64_t tiles_x = (s.nx + tx - 1) / tx;
     int64_t tiles_y = (s.ny + ty_max - 1) / ty_max;
     while ((tiles_x * tiles_y) % p.threads != 0 && tiles_y < s.ny) ++tiles_y;

@@ -68,10 +68,20 @@ double redundancy(const Shape& s, const Scheme& st, const Boundary& b, const Sta
   return computed / (static_cast<double>(stages.levels) * static_cast<double>(tx * ty));
 }
 
+// The in-core engine's tiling options for a stream's stages.
+InCoreOptions stage_tiling(const StreamOptions& opt) {
+  InCoreOptions tiling;
+  tiling.threads = opt.threads;
+  tiling.tile_x = opt.tile_x;
+  tiling.tile_y = opt.tile_y;
+  if (opt.cache_bytes > 0) tiling.cache_bytes = opt.cache_bytes;
+  return tiling;
+}
+
 // The depth of one stage: what the in-core engine chooses for this stencil (its tiles and
 // rings are sized for the cache at that depth).
-int default_cache_bt(const Manifest& m, const Scheme& st) {
-  return plan_wavefront(m.shape, st, dtype_size(m.dtype), 64, InCoreOptions{}).bt;
+int default_cache_bt(const Manifest& m, const Scheme& st, const StreamOptions& opt) {
+  return plan_wavefront(m.shape, st, dtype_size(m.dtype), 64, stage_tiling(opt)).bt;
 }
 
 StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int bt, int block,
@@ -81,7 +91,7 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   const int rz = st.radius_z();
   StreamPlan p;
   p.bt = bt;
-  p.cache_bt = std::min(bt, opt.cache_bt > 0 ? opt.cache_bt : default_cache_bt(m, st));
+  p.cache_bt = std::min(bt, opt.cache_bt > 0 ? opt.cache_bt : default_cache_bt(m, st, opt));
   const Stages stages{bt, p.cache_bt};
   p.stages = stages.size();
   p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
@@ -103,11 +113,9 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
                               (b.kind == Boundary::Kind::kDirichlet ? p.frame_bytes : 0);
   // Tiles like the in-core engine's at the stage depth, so that a tile's rings stay in cache
   // while it advances a block; every stage keeps its own rings across blocks.
-  InCoreOptions tiling;
+  InCoreOptions tiling = stage_tiling(opt);
   tiling.threads = p.threads;
   tiling.bt = p.cache_bt;
-  tiling.tile_x = opt.tile_x;
-  tiling.tile_y = opt.tile_y;
   const WavefrontPlan wp = plan_wavefront(s, st, vb, p.cache_bt, tiling);
   p.tile_x = wp.tile_x;
   p.tile_y = wp.tile_y;

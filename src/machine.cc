@@ -48,12 +48,13 @@ Result<double> measure_read_bandwidth(const Grid& grid, int64_t planes, uint64_t
 // half the budget; a budget of 0: no limit). 0 when neither fits: a smaller sample would
 // measure overheads, not the rate, so the planner's defaults serve better.
 Result<double> measure_compute(const Grid& grid, const Scheme& stencil, int threads,
-                               uint64_t mem_budget) {
+                               int64_t cache_bytes, uint64_t mem_budget) {
   const Shape& s = grid.shape();
   Shape sample{std::min<int64_t>(s.nx, 256), std::min<int64_t>(s.ny, 256),
                std::min<int64_t>(s.nz, 64)};
   InCoreOptions opt;
   opt.threads = threads;
+  if (cache_bytes > 0) opt.cache_bytes = cache_bytes;
   auto fits = [&] {
     return mem_budget == 0 ||
            static_cast<uint64_t>(dispatch_dtype(grid.dtype(), [&](auto tag) {
@@ -64,6 +65,30 @@ Result<double> measure_compute(const Grid& grid, const Scheme& stencil, int thre
   if (!fits()) return 0.0;
   DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, grid.dtype(), 12, opt, 1, 0));
   return b.mlups;
+}
+
+// Candidate working sets for tuned_cache_bytes(): the engines' default (sized for a 2 MiB L2)
+// and larger ones for machines whose tiles do better in a large L3.
+constexpr int64_t kCacheCandidates[] = {int64_t{3} << 19, int64_t{3} << 20, int64_t{6} << 20};
+
+Result<int64_t> measure_cache_bytes(int threads, uint64_t mem_budget) {
+  const Shape sample{512, 256, 32};
+  const Scheme stencil(Stencil::preset("7pt").value());
+  int64_t best = 0;
+  double best_mlups = 0;
+  for (const int64_t candidate : kCacheCandidates) {
+    InCoreOptions opt;
+    opt.threads = threads;
+    opt.cache_bytes = candidate;
+    const int64_t memory = InCoreEngine<float>::memory_bytes(sample, stencil, 32, opt);
+    if (mem_budget != 0 && static_cast<uint64_t>(memory) > mem_budget / 2) continue;
+    DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, DType::kF32, 32, opt, 3, 0));
+    if (b.mlups > best_mlups) {
+      best_mlups = b.mlups;
+      best = candidate;
+    }
+  }
+  return best;
 }
 
 int64_t sample_planes(const Grid& grid) {
@@ -82,6 +107,10 @@ std::string disk_key(const Grid& grid) {
     if (key.find(dev) == std::string::npos) key += (key.empty() ? "" : ",") + dev;
   }
   return key;
+}
+
+std::string threads_key(int threads) {
+  return std::to_string(threads > 0 ? threads : omp_get_max_threads()) + "t";
 }
 
 std::string compute_key(const Grid& grid, const Scheme& stencil, int threads) {
@@ -131,10 +160,29 @@ std::string machine_cache_path() {
   return {};
 }
 
+Result<int64_t> tuned_cache_bytes(int threads, bool remeasure, uint64_t mem_budget) {
+  const std::string path = machine_cache_path();
+  json cache = path.empty() ? json::object() : read_cache(path);
+  const std::string key = threads_key(threads);
+  if (!remeasure) {
+    if (const double cached = cached_number(cache, "wavefront_cache_bytes", key); cached > 0) {
+      return static_cast<int64_t>(cached);
+    }
+  }
+  DG_ASSIGN_OR_RETURN(const int64_t bytes, measure_cache_bytes(threads, mem_budget));
+  if (bytes > 0 && !path.empty()) {
+    cache["wavefront_cache_bytes"][key] = bytes;
+    write_cache(path, cache);
+  }
+  return bytes;
+}
+
 Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, int threads,
                                        uint64_t mem_budget) {
   MachineProfile p;
-  DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, threads, mem_budget));
+  DG_ASSIGN_OR_RETURN(p.cache_bytes, measure_cache_bytes(threads, mem_budget));
+  DG_ASSIGN_OR_RETURN(p.compute_mlups,
+                      measure_compute(grid, stencil, threads, p.cache_bytes, mem_budget));
   DG_ASSIGN_OR_RETURN(p.disk_read_bps,
                       measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
   p.disk_write_bps = p.disk_read_bps;
@@ -143,17 +191,19 @@ Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, 
 
 Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, int threads,
                                        bool remeasure, uint64_t mem_budget) {
-  const std::string path = machine_cache_path();
-  json cache = path.empty() ? json::object() : read_cache(path);
-  const std::string ck = compute_key(grid, stencil, threads), dk = disk_key(grid);
   MachineProfile p;
+  DG_ASSIGN_OR_RETURN(p.cache_bytes, tuned_cache_bytes(threads, remeasure, mem_budget));
+  const std::string path = machine_cache_path();
+  json cache = path.empty() ? json::object() : read_cache(path);  // with the tuning in it
+  const std::string ck = compute_key(grid, stencil, threads), dk = disk_key(grid);
   if (!remeasure) {
     p.compute_mlups = cached_number(cache, "compute_mlups", ck);
     p.disk_read_bps = dk.empty() ? 0 : cached_number(cache, "disk_read_bytes_per_second", dk);
   }
   p.cached = p.known();
   if (p.compute_mlups <= 0) {
-    DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, threads, mem_budget));
+    DG_ASSIGN_OR_RETURN(p.compute_mlups,
+                        measure_compute(grid, stencil, threads, p.cache_bytes, mem_budget));
     if (p.compute_mlups > 0) cache["compute_mlups"][ck] = p.compute_mlups;
   }
   if (p.disk_read_bps <= 0) {

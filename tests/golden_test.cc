@@ -185,6 +185,22 @@ TEST(WavefrontPlan, SizesTilesForTheCacheBudget) {
   EXPECT_EQ(forced.tile_y, 8) << "clamped to the grid";
 }
 
+// Star stencils go 8 / r deep where the working set leaves tiles of 32 rows or more at that
+// depth, else 6 / r; box stencils 3 / r whatever the budget.
+TEST(WavefrontPlan, DeeperBlockingWhereTheWorkingSetAllowsTallTiles) {
+  const Stencil star = Stencil::preset("7pt").value();
+  InCoreOptions opt;  // the default, 1.5 MiB: 17 rows of 512 at depth 8
+  EXPECT_EQ(plan_wavefront({512, 512, 512}, star, 4, 100, opt).bt, 6);
+  EXPECT_EQ(plan_wavefront({256, 256, 256}, star, 4, 100, opt).bt, 8) << "49 rows of 256";
+  opt.cache_bytes = int64_t{6} << 20;
+  const WavefrontPlan deep = plan_wavefront({512, 512, 512}, star, 4, 100, opt);
+  EXPECT_EQ(deep.bt, 8);
+  EXPECT_EQ(deep.tile_y, 64);
+  EXPECT_LE(deep.workspace_bytes, opt.cache_bytes + (int64_t{1} << 16));
+  EXPECT_EQ(plan_wavefront({512, 512, 512}, Stencil::preset("13pt").value(), 4, 100, opt).bt, 4);
+  EXPECT_EQ(plan_wavefront({512, 512, 512}, Stencil::preset("27pt").value(), 4, 100, opt).bt, 3);
+}
+
 TEST(Golden, ProgressCanStopARunEarly) {
   const Stencil st = with_rounding_coefficients(Stencil::preset("7pt").value());
   const Shape s{8, 8, 8};

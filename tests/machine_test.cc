@@ -1,11 +1,14 @@
 // The machine profile: measured rates are positive, cached per machine after the first
-// measurement, remeasured on request, and a damaged cache is measured over.
+// measurement, remeasured on request, and a damaged cache is measured over; the tiles' tuned
+// working set likewise.
 #include "deepgrid/machine.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "temp_dir.h"
@@ -58,6 +61,25 @@ TEST_F(MachineProfileTest, ADamagedCacheIsMeasuredOver) {
   EXPECT_FALSE(p.cached);
   EXPECT_GT(p.compute_mlups, 0);
   EXPECT_TRUE(profile().value().cached) << "the cache was rewritten";
+}
+
+TEST_F(MachineProfileTest, TunesTheTilesWorkingSetOnceAndCachesIt) {
+  const int64_t candidates[] = {int64_t{3} << 19, int64_t{3} << 20, int64_t{6} << 20};
+  EXPECT_EQ(tuned_cache_bytes(1, false, 1 << 20).value(), 0) << "no sample fits 512 KiB";
+  EXPECT_FALSE(std::ifstream(machine_cache_path())) << "nothing measured, nothing cached";
+
+  const int64_t tuned = tuned_cache_bytes(1).value();
+  EXPECT_NE(std::find(std::begin(candidates), std::end(candidates), tuned), std::end(candidates))
+      << tuned;
+  std::ifstream in(machine_cache_path());
+  nlohmann::json cache = nlohmann::json::parse(in);
+  EXPECT_EQ(cache["wavefront_cache_bytes"]["1t"].get<int64_t>(), tuned);
+
+  cache["wavefront_cache_bytes"]["1t"] = 12345;  // a value only the cache can give
+  std::ofstream(machine_cache_path()) << cache.dump();
+  EXPECT_EQ(tuned_cache_bytes(1).value(), 12345);
+  EXPECT_EQ(profile().value().cache_bytes, 12345) << "the profile carries the tuning";
+  EXPECT_NE(tuned_cache_bytes(1, /*remeasure=*/true).value(), 12345);
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 // This machine's rates, which the planner's cost model needs: the in-core engine's compute
-// rate for a stencil, dtype and thread count, and the bandwidth of the disks holding a grid.
+// rate for a stencil, dtype and thread count, and the bandwidth of the disks holding a grid;
+// and the engines' tuning: the per-thread working set their wavefront tiles run fastest with.
 //
 // measure_machine() measures (about half a second); machine_profile() measures once per
 // machine and caches the rates in machine.json under $DEEPGRID_CACHE_DIR (default:
 // $XDG_CACHE_HOME/deepgrid, else ~/.cache/deepgrid), compute keyed by stencil, dtype and
-// threads, disks by the device numbers of the grid's store directories.
+// threads, disks by the device numbers of the grid's store directories, the tuning by threads.
 #pragma once
 
 #include <string>
@@ -18,7 +19,10 @@ struct MachineProfile {
   double compute_mlups = 0;   // in-core engine, this stencil and dtype, from cache
   double disk_read_bps = 0;   // O_DIRECT reads of the grid's own files, several in flight
   double disk_write_bps = 0;  // estimated equal to reads unless measured
-  bool cached = false;        // came from the cache file rather than a measurement
+  // Per-thread working set the wavefront's tiles are sized for (InCoreOptions::cache_bytes);
+  // 0: unknown, the engines' default.
+  int64_t cache_bytes = 0;
+  bool cached = false;  // came from the cache file rather than a measurement
 
   bool known() const { return compute_mlups > 0 && disk_read_bps > 0; }
 };
@@ -35,6 +39,15 @@ Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& scheme, i
 // written is ignored.
 Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& scheme, int threads,
                                        bool remeasure = false, uint64_t mem_budget = 0);
+
+// The per-thread working set (bytes) the wavefront's tiles run fastest with on this machine,
+// for `threads` threads (0: all): caches differ (a 2 MiB L2 per core on one machine class, a
+// 512 KiB L2 and a large shared L3 on another), and what a guest sees of them does not say
+// how much is its own. Measured once (about a second: the in-core engine on a 512x256x64 f32
+// 7pt sample with a few candidate budgets, best of two runs each) and cached in machine.json;
+// `remeasure` measures again. 0 (not cached) when the sample does not fit half of
+// `mem_budget` (bytes, 0: no limit): the engines' default then serves.
+Result<int64_t> tuned_cache_bytes(int threads, bool remeasure = false, uint64_t mem_budget = 0);
 
 // Where machine_profile() keeps its cache; empty when no directory can be found.
 std::string machine_cache_path();

@@ -33,6 +33,7 @@ struct StreamOptions {
   int block = 0;       // z-steps each tile advances between I/O turns; 0: up to 64, as fits
   int64_t tile_x = 0;  // x-y tiles; 0: sized for the cache like the in-core engine's
   int64_t tile_y = 0;
+  int64_t cache_bytes = 0;  // per-thread working set tiles are sized for; 0: the in-core default
   // Bytes per lattice update the disks sustain while compute runs at full speed (disk
   // bandwidth / compute rate). The planner deepens bt until the disk traffic, 2 * sizeof(value)
   // * components / bt per update, fits under it, weighed against the tiles' redundant halo work.

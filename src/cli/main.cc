@@ -229,9 +229,14 @@ bool needs_machine(const RunArgs& a, const RunOptions& opt) {
                           (opt.method == Method::kAuto && opt.mem_budget > 0);
   return a.remeasure || (may_stream && opt.bt == 0);
 }
+// Otherwise only the tiles' tuning for this machine (cached after the first measurement).
 MachineProfile machine_for(const RunArgs& a, const Grid& g, const RunOptions& opt) {
-  if (!needs_machine(a, opt)) return {};
-  return get(machine_profile(g, opt.scheme, opt.threads, a.remeasure, opt.mem_budget));
+  if (needs_machine(a, opt)) {
+    return get(machine_profile(g, opt.scheme, opt.threads, a.remeasure, opt.mem_budget));
+  }
+  MachineProfile tuning;
+  tuning.cache_bytes = get(tuned_cache_bytes(opt.threads, false, opt.mem_budget));
+  return tuning;
 }
 
 RunOptions run_options(const RunArgs& a) {
@@ -319,14 +324,17 @@ int cmd_plan(const RunArgs& a) {
     j["machine"] = {{"cached", machine.cached},
                     {"compute_mlups", machine.compute_mlups},
                     {"disk_read_bytes_per_second", machine.disk_read_bps},
-                    {"disk_write_bytes_per_second", machine.disk_write_bps}};
+                    {"disk_write_bytes_per_second", machine.disk_write_bps},
+                    {"cache_bytes_per_thread", machine.cache_bytes}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("%s", plan.to_text(g.manifest(), opt).c_str());
     std::printf(
         "machine     in-core %.0f MLUP/s on a sample of this stencil; disk %.0f MB/s "
-        "(O_DIRECT reads of this grid, 8 in flight); %s\n",
+        "(O_DIRECT reads of this grid, 8 in flight); tiles sized for %s per thread; %s\n",
         machine.compute_mlups, machine.disk_read_bps / 1e6,
+        machine.cache_bytes > 0 ? format_size(static_cast<uint64_t>(machine.cache_bytes)).c_str()
+                                : "the default working set",
         machine.cached ? ("cached in " + machine_cache_path() + ", --remeasure to refresh").c_str()
                        : "measured now");
   }
@@ -595,6 +603,7 @@ int cmd_bench(const BenchArgs& a) {
   InCoreOptions opt;
   opt.threads = a.threads;
   a.blocking.apply(&opt.bt, &opt.tile_x, &opt.tile_y);
+  if (const int64_t tuned = get(tuned_cache_bytes(a.threads)); tuned > 0) opt.cache_bytes = tuned;
   Bandwidth bw;
   if (!a.no_bandwidth) bw = measure_bandwidth();
   InCoreBench r = get(bench_incore(shape, stencil, dtype, a.steps, opt, a.repeats, bw.copy_gbs));

@@ -226,6 +226,7 @@ std::string run(const std::string& path, const RunArgs& a, nb::object progress) 
   o.tile_x = a.tile_x;
   o.tile_y = a.tile_y;
   o.resume = a.resume;
+  o.machine.cache_bytes = get(tuned_cache_bytes(a.threads, false, a.mem));
   auto callback = std::make_shared<RunCallback>(RunCallback{std::move(progress), {}});
   o.progress = [callback](int64_t done, int64_t total) { return (*callback)(done, total); };
   std::optional<Result<RunReport>> report;
