@@ -104,13 +104,13 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
                    : PaddedGrid<double>::bytes_needed({s.nx, s.ny, count}, frame, n);
   };
   p.frame_bytes = frames_bytes(1);
-  // Each stage's input: the planes of a block and the 2 rz before them; level 0 also keeps
+  // While a stage runs: its input planes of the block, its output planes (unless it is the
+  // last), and the 2 rz planes every stage carries into the next block; level 0 also keeps
   // the pinned planes. Dirichlet adds one constant frame beyond z's ends.
-  p.level0_frames = block + 2 * rz + pinned_planes(b, bt, rz, s.nz);
-  p.level_frames = (p.stages - 1) * int64_t{block + 2 * rz};
-  const int64_t pools_bytes = frames_bytes(p.level0_frames) +
-                              (p.stages - 1) * frames_bytes(block + 2 * rz) +
-                              (b.kind == Boundary::Kind::kDirichlet ? p.frame_bytes : 0);
+  p.frames = std::min(p.stages, 2) * int64_t{block} + 2 * rz * int64_t{p.stages} +
+             pinned_planes(b, bt, rz, s.nz);
+  const int64_t pools_bytes =
+      frames_bytes(p.frames) + (b.kind == Boundary::Kind::kDirichlet ? p.frame_bytes : 0);
   // Tiles like the in-core engine's at the stage depth, so that a tile's rings stay in cache
   // while it advances a block; every stage keeps its own rings across blocks.
   InCoreOptions tiling = stage_tiling(opt);
@@ -134,82 +134,106 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   return p;
 }
 
-// Planes of one time level, each a full x-y frame with a ghost frame filled by the boundary
-// rule, keyed by z: level 0 as read from disk, or the level between two stages. The frames are
-// the planes of one padded grid, one allocation (on huge pages where the kernel allows it:
-// tiles read rows of several frames at every step).
+// Frames for planes of every stage's level, each a full x-y plane with a ghost frame filled by
+// the boundary rule: the planes of one padded grid, one allocation (on huge pages where the
+// kernel allows it: tiles read rows of several frames at every step), handed out and taken back
+// by the stages' pools as their planes come and go.
 template <typename T>
-class FramePool {
+class FrameStore {
  public:
-  // `count` frames. Level 0 of a periodic sweep wraps z (its planes are the grid's own);
-  // otherwise planes are keyed by z in [zlo, zhi), and reads of z outside [0, nz) go to
-  // `constant` (dirichlet) or the edge plane (neumann); periodic levels past level 0 are
-  // computed past the ends and keyed there.
   Status allocate(int64_t count, const Shape& s, Halo halo, int components) {
-    nz_ = s.nz;
     DG_ASSIGN_OR_RETURN(frames_, PaddedGrid<T>::allocate({s.nx, s.ny, count}, halo, components));
     return Status::Ok();
   }
 
-  void reset(int64_t zlo, int64_t zhi, bool wraps, const Boundary& b,
-             const PaddedGrid<T>* constant) {
+  // Every frame free.
+  void reset() {
+    free_.clear();
+    for (int64_t f = 0; f < frames_.shape().nz; ++f) free_.push_back(f);
+  }
+
+  Result<int64_t> acquire() {
+    if (free_.empty()) {
+      return Status(ErrorCode::kResource, "stream engine: no free frame (planning error)");
+    }
+    const int64_t f = free_.back();
+    free_.pop_back();
+    return f;
+  }
+  void release(int64_t f) { free_.push_back(f); }
+
+  PaddedGrid<T>& frames() { return frames_; }
+  const PaddedGrid<T>& frames() const { return frames_; }
+
+ private:
+  PaddedGrid<T> frames_;  // frame f is plane f
+  std::vector<int64_t> free_;
+};
+
+// The planes of one time level, keyed by z, in frames of the shared store: level 0 as read
+// from disk, or the level between two stages.
+template <typename T>
+class FramePool {
+ public:
+  // Level 0 of a periodic sweep wraps z (its planes are the grid's own); otherwise planes are
+  // keyed by z in [zlo, zhi), and reads of z outside [0, nz) go to `constant` (dirichlet) or
+  // the edge plane (neumann); periodic levels past level 0 are computed past the ends and
+  // keyed there.
+  void reset(FrameStore<T>* store, const Shape& s, int64_t zlo, int64_t zhi, bool wraps,
+             const Boundary& b, const PaddedGrid<T>* constant) {
+    store_ = store;
+    nz_ = s.nz;
     zlo_ = zlo;
     wraps_ = wraps;
     b_ = b;
     constant_ = constant;
     slot_.assign(static_cast<size_t>(zhi - zlo), -1);
-    free_.clear();
-    for (int64_t f = 0; f < frames_.shape().nz; ++f) free_.push_back(f);
   }
 
   bool has(int64_t z) const { return slot(z) >= 0; }
   // Frame z: its plane, and filling its ghost frame by the boundary rule.
-  T* plane(int64_t z) { return frames_.plane(slot(z)); }
-  void fill_ghosts(int64_t z) { frames_.fill_plane_ghosts(slot(z), b_); }
+  T* plane(int64_t z) { return store_->frames().plane(slot(z)); }
+  void fill_ghosts(int64_t z) { store_->frames().fill_plane_ghosts(slot(z), b_); }
   // Copies packed plane values into frame z (hashing them into `hash` if given).
   void load(int64_t z, const T* packed, PlaneHasher* hash) {
-    frames_.load_plane(slot(z), packed, hash);
+    store_->frames().load_plane(slot(z), packed, hash);
   }
 
   Status acquire(int64_t z) {
-    if (free_.empty()) {
-      return Status(ErrorCode::kResource, "stream engine: no free frame (planning error)");
-    }
-    slot(z) = free_.back();
-    free_.pop_back();
+    DG_ASSIGN_OR_RETURN(slot(z), store_->acquire());
     return Status::Ok();
   }
 
   void release(int64_t z) {
     if (z < zlo_ || z >= zlo_ + static_cast<int64_t>(slot_.size()) || slot(z) < 0) return;
-    free_.push_back(slot(z));
+    store_->release(slot(z));
     slot(z) = -1;
   }
 
   // Level plane z at global (gx, gy), the boundary rule applied beyond z's ends.
   const T* origin(int64_t z, int64_t gx, int64_t gy) const {
+    const PaddedGrid<T>& frames = store_->frames();
     const T* p = constant_ != nullptr ? constant_->plane(0) : nullptr;
     if (wraps_) {
-      p = frames_.plane(slot(((z % nz_) + nz_) % nz_));
+      p = frames.plane(slot(((z % nz_) + nz_) % nz_));
     } else if ((z >= 0 && z < nz_) || b_.kind == Boundary::Kind::kPeriodic) {
-      p = frames_.plane(slot(z));
+      p = frames.plane(slot(z));
     } else if (b_.kind == Boundary::Kind::kNeumann) {
-      p = frames_.plane(slot(z < 0 ? 0 : nz_ - 1));
+      p = frames.plane(slot(z < 0 ? 0 : nz_ - 1));
     }
-    return p + gy * frames_.stride() + gx;
+    return p + gy * frames.stride() + gx;
   }
 
   typename internal::Wavefront<T>::PlaneStrides strides() const {
-    return {frames_.stride(), frames_.field_stride()};
+    return {store_->frames().stride(), store_->frames().field_stride()};
   }
 
  private:
   int64_t& slot(int64_t z) { return slot_[static_cast<size_t>(z - zlo_)]; }
   int64_t slot(int64_t z) const { return slot_[static_cast<size_t>(z - zlo_)]; }
 
-  PaddedGrid<T> frames_;  // frame f is plane f
+  FrameStore<T>* store_ = nullptr;
   std::vector<int64_t> slot_;
-  std::vector<int64_t> free_;
   int64_t nz_ = 0, zlo_ = 0;
   bool wraps_ = false;
   Boundary b_;
@@ -225,7 +249,9 @@ class FramePool {
 // buffers. Global step i is stage j's step i - first(j) rz, so each stage's input plane is
 // complete when it runs. Blocks of z-steps: thread 0 makes the block's planes ready, all
 // threads advance every stage's tiles through the block stage by stage, thread 0 writes and
-// reads further.
+// reads further. The pools share one frame store: once stage j has run a block, its input
+// planes but the 2 rz it carries into the next block hold stage j + 2's output, so memory
+// holds two stages' planes of a block whatever the depth.
 template <typename T>
 class StreamRun {
   // An aligned plane buffer (a slice of io_arena_) for one read or write at a time.
@@ -259,10 +285,7 @@ class StreamRun {
   Status allocate() {
     const Halo frame{plan_.cache_bt * kernel_.rx(), plan_.cache_bt * kernel_.ry(), 0};
     const int n = kernel_.components();
-    DG_RETURN_IF_ERROR(pools_[0].allocate(plan_.level0_frames, s_, frame, n));
-    for (size_t j = 1; j < pools_.size(); ++j) {
-      DG_RETURN_IF_ERROR(pools_[j].allocate(plan_.block + 2 * rz_, s_, frame, n));
-    }
+    DG_RETURN_IF_ERROR(store_.allocate(plan_.frames, s_, frame, n));
     if (b_.kind == Boundary::Kind::kDirichlet) {
       DG_ASSIGN_OR_RETURN(constant_, PaddedGrid<T>::allocate({s_.nx, s_.ny, 1}, frame, n));
       std::vector<T> v(static_cast<size_t>(s_.plane_points() * n), static_cast<T>(b_.value));
@@ -346,6 +369,12 @@ class StreamRun {
 #pragma omp master
         shared = recycle_read_buffers();  // ok before: the barrier above broke out otherwise
         for (int j = 0; j < stages_.size(); ++j) {
+#pragma omp master
+          {
+            if (shared.ok()) shared = turn_to_stage(j, i0, i1);
+          }
+#pragma omp barrier
+          if (!shared.ok()) break;
           const int64_t lag = int64_t{stages_.first(j)} * rz_;
           std::vector<Wave>& stage = waves[static_cast<size_t>(j)];
 #pragma omp for schedule(dynamic, 1)
@@ -354,11 +383,12 @@ class StreamRun {
           }
           if (j + 1 < stages_.size()) fill_stage_output_ghosts(j, i0, i1);
         }
+        if (!shared.ok()) break;  // the same for all: written before the stage's barriers
         hash_block_outputs(i0, i1);
 #pragma omp master
         {
           stats.compute_seconds += seconds_since(t0);
-          if (shared.ok()) shared = finish_block(i0, i1, stats);  // keeps recycle's error
+          if (shared.ok()) shared = finish_block(i0, i1, stats);
         }
       }
     }
@@ -393,10 +423,34 @@ class StreamRun {
 
   void reset_pools() {
     const bool periodic = b_.kind == Boundary::Kind::kPeriodic;
-    pools_[0].reset(0, s_.nz, periodic, b_, &constant_);
+    store_.reset();
+    pools_[0].reset(&store_, s_, 0, s_.nz, periodic, b_, &constant_);
     for (int j = 1; j < stages_.size(); ++j) {
       const int64_t e = extension(j - 1);
-      pools_[static_cast<size_t>(j)].reset(-e, s_.nz + e, false, b_, &constant_);
+      pools_[static_cast<size_t>(j)].reset(&store_, s_, -e, s_.nz + e, false, b_, &constant_);
+    }
+  }
+
+  // Before stage j runs steps [i0, i1): the planes stage j - 1 has done with go back to the
+  // store, and stage j's output planes get frames (from them: stages take turns in memory).
+  Status turn_to_stage(int j, int64_t i0, int64_t i1) {
+    if (j > 0) release_stage_inputs(j - 1, i0, i1);
+    if (j + 1 == stages_.size()) return Status::Ok();
+    FramePool<T>& next = pools_[static_cast<size_t>(j + 1)];
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t z = stage_output_plane(j, i);
+      if (stage_output_in_range(j, z)) DG_RETURN_IF_ERROR(next.acquire(z));
+    }
+    return Status::Ok();
+  }
+
+  // After stage j's steps [i0, i1): its input plane q is done with after its step q + 2 rz,
+  // except level 0's pinned planes.
+  void release_stage_inputs(int j, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t q = i - 2 * rz_ - int64_t{stages_.first(j)} * rz_;
+      if (j > 0 || !is_pinned(b_, levels_, rz_, s_.nz, q))
+        pools_[static_cast<size_t>(j)].release(q);
     }
   }
 
@@ -468,22 +522,13 @@ class StreamRun {
   }
 
   // Before steps [i0, i1): a frame for each of their level-0 planes (converted by all threads
-  // next), a frame for every plane a stage completes into the next one's pool, a write buffer
-  // per output plane.
+  // next), a write buffer per output plane.
   Status prepare_block(int64_t i0, int64_t i1, StreamStats& stats) {
     const int64_t nz = s_.nz;
     conversions_.clear();
     for (int64_t i = i0; i < i1; ++i) {
       if (b_.kind == Boundary::Kind::kPeriodic || i < nz) {
         DG_RETURN_IF_ERROR(claim_level0(((i % nz) + nz) % nz, stats));
-      }
-    }
-    for (int j = 0; j + 1 < stages_.size(); ++j) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const int64_t z = stage_output_plane(j, i);
-        if (stage_output_in_range(j, z)) {
-          DG_RETURN_IF_ERROR(pools_[static_cast<size_t>(j + 1)].acquire(z));
-        }
       }
     }
     conversion_status_.assign(conversions_.size(), Status::Ok());
@@ -530,8 +575,8 @@ class StreamRun {
     return Status::Ok();
   }
 
-  // After steps [i0, i1): write the finished planes, free the planes no stage needs any more
-  // (stage j's input plane q after its step q + 2 rz), read further ahead.
+  // After steps [i0, i1): write the finished planes, free the last stage's input planes it has
+  // done with, read further ahead.
   Status finish_block(int64_t i0, int64_t i1, StreamStats& stats) {
     const int last = stages_.size() - 1;
     for (int64_t i = i0; i < i1; ++i) {
@@ -544,12 +589,8 @@ class StreamRun {
         DG_RETURN_IF_ERROR(wait_until_writable(z, stats));
         DG_RETURN_IF_ERROR(submit(writes_[static_cast<size_t>(b)], io::Op::kWrite, z, b));
       }
-      const int64_t q0 = i - 2 * rz_;
-      if (!is_pinned(b_, levels_, rz_, s_.nz, q0)) pools_[0].release(q0);
-      for (int j = 1; j < stages_.size(); ++j) {
-        pools_[static_cast<size_t>(j)].release(q0 - int64_t{stages_.first(j)} * rz_);
-      }
     }
+    release_stage_inputs(stages_.size() - 1, i0, i1);
     DG_RETURN_IF_ERROR(pump_reads());
     io_.flush();  // the block's writes and the next reads in one system call
     return Status::Ok();
@@ -726,6 +767,7 @@ class StreamRun {
   const StreamPlan& plan_;
   io::BlockIo& io_;
   const int rz_;
+  FrameStore<T> store_;              // the frames of all pools
   std::vector<FramePool<T>> pools_;  // stage j's input level
   PaddedGrid<T> constant_;           // dirichlet: the plane beyond z's ends
   std::vector<std::unique_ptr<internal::WavefrontWorkspace<T>>> ws_;  // stage-major, per tile

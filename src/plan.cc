@@ -177,14 +177,13 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
         buf + n, sizeof buf - n,
         "blocking    bt %d (%lld sweeps) in stages of %d steps, tiles %lldx%lld (%.0f%% "
         "redundant halo work), blocks of %d z-steps, %d threads\n"
-        "buffers     %lld level-0 plane frames, %lld frames between stages, %lld tiles x %d "
+        "buffers     %lld plane frames for level 0 and between stages, %lld tiles x %d "
         "stages with %lld ring planes each, %lld I/O buffers\n"
         "minimum     %s (bt 1)\n",
         stream.bt, static_cast<long long>(stream.sweeps), stream.cache_bt,
         static_cast<long long>(stream.tile_x), static_cast<long long>(stream.tile_y),
         100 * (stream.redundancy - 1), stream.block, stream.threads,
-        static_cast<long long>(stream.level0_frames), static_cast<long long>(stream.level_frames),
-        static_cast<long long>(stream.tiles), stream.stages,
+        static_cast<long long>(stream.frames), static_cast<long long>(stream.tiles), stream.stages,
         static_cast<long long>(stream.ring_frames), static_cast<long long>(stream.io_buffers),
         format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
   }
@@ -239,8 +238,7 @@ std::string RunPlan::to_json() const {
     j["threads"] = stream.threads;
     j["cache_bt"] = stream.cache_bt;
     j["stages"] = stream.stages;
-    j["level0_frames"] = stream.level0_frames;
-    j["level_frames"] = stream.level_frames;
+    j["frames"] = stream.frames;
     j["ring_frames"] = stream.ring_frames;
     j["tile"] = {stream.tile_x, stream.tile_y};
     j["tiles"] = stream.tiles;

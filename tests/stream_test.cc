@@ -482,6 +482,25 @@ TEST(StreamPlan, CostModelAndAClearMinimum) {
   EXPECT_FALSE(plan_stream(m, st, Boundary{}, 100, opt).ok()) << "stream needs a budget";
 }
 
+// Stages take turns in one frame store: a deeper sweep adds only the planes each stage carries
+// into the next block (2 rz), not a block of planes per stage.
+TEST(StreamPlan, StagesShareTheirPlanes) {
+  const Manifest m = planning_manifest({256, 256, 4096});
+  const Stencil st = Stencil::preset("7pt").value();
+  StreamOptions opt;
+  opt.mem_budget = int64_t{1} << 30;
+  opt.block = 20;
+  opt.cache_bt = 4;
+  auto frames = [&](int bt) {
+    opt.bt = bt;
+    const StreamPlan p = plan_stream(m, st, Boundary{}, 100, opt).value();
+    EXPECT_EQ(p.block, 20);
+    return p.frames;
+  };
+  EXPECT_EQ(frames(32) - frames(8), 6 * 2) << "8 stages against 2";
+  EXPECT_LT(frames(4), frames(8)) << "one stage needs no output frames";
+}
+
 }  // namespace
 }  // namespace deepgrid
 

@@ -50,10 +50,11 @@ struct StreamPlan {
   int threads = 1;
   int64_t tile_x = 0, tile_y = 0;  // x-y tiles of every stage, each with rings kept across blocks
   int64_t tiles = 0;
-  int block = 1;              // z-steps per block
-  int64_t frame_bytes = 0;    // one frame plane
-  int64_t level0_frames = 0;  // frames holding level 0
-  int64_t level_frames = 0;   // frames holding the levels between stages
+  int block = 1;            // z-steps per block
+  int64_t frame_bytes = 0;  // one frame plane
+  // Frames holding level 0 and the levels between stages, one store for all stages: a stage's
+  // input and output planes of a block, and the planes each stage carries into the next block.
+  int64_t frames = 0;
   int64_t ring_frames = 0;    // planes of a stage's inner levels (and a constant one) per tile
   int64_t io_buffers = 0;     // aligned plane buffers for reads and writes
   int64_t memory_bytes = 0;   // all of the above: what the engine allocates
