@@ -120,11 +120,18 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   p.tile_x = wp.tile_x;
   p.tile_y = wp.tile_y;
   p.tiles = ((s.nx + p.tile_x - 1) / p.tile_x) * ((s.ny + p.tile_y - 1) / p.tile_y);
-  p.ring_frames = int64_t{p.cache_bt - 1} * (2 * rz + 1) + 1;
+  // Per-thread rings, and what every (stage, tile) carries from one block to the next.
+  p.carried_planes = int64_t{p.cache_bt - 1} * 2 * rz;
+  const int64_t frame_w = p.tile_x + 2 * int64_t{frame.x},
+                frame_h = p.tile_y + 2 * int64_t{frame.y};
+  const int64_t carry_bytes =
+      vb == 4 ? internal::WavefrontCarry<float>::bytes(p.cache_bt, rz, st.radius_y(),
+                                                       round_up(frame_w, 16), frame_h, n)
+              : internal::WavefrontCarry<double>::bytes(p.cache_bt, rz, st.radius_y(),
+                                                        round_up(frame_w, 16), frame_h, n);
   const int64_t ring_bytes =
-      p.stages * p.tiles *
-      internal::wavefront_workspace_bytes(p.cache_bt, rz, p.tile_x + 2 * int64_t{frame.x},
-                                          p.tile_y + 2 * int64_t{frame.y}, vb, n);
+      p.threads * internal::wavefront_workspace_bytes(p.cache_bt, rz, frame_w, frame_h, vb, n) +
+      p.stages * p.tiles * carry_bytes;
   p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.tile_y);
   // Reads of the next block and writes of the previous one overlap the current block.
   p.io_buffers = 3 * int64_t{block};
@@ -292,12 +299,15 @@ class StreamRun {
       constant_.load_plane(0, v.data());
       constant_.fill_ghosts(b_, 1);
     }
-    for (int j = 0; j < plan_.stages; ++j) {
-      for (const Tile& t : tiles()) {
-        ws_.push_back(std::make_unique<internal::WavefrontWorkspace<T>>(
-            plan_.cache_bt, rz_, t.x1 - t.x0 + 2 * int64_t{plan_.cache_bt} * kernel_.rx(),
-            t.y1 - t.y0 + 2 * int64_t{plan_.cache_bt} * kernel_.ry(), static_cast<T>(b_.value), n));
-      }
+    const int64_t frame_h = plan_.tile_y + 2 * int64_t{plan_.cache_bt} * kernel_.ry();
+    for (int t = 0; t < plan_.threads; ++t) {
+      ws_.push_back(std::make_unique<internal::WavefrontWorkspace<T>>(
+          plan_.cache_bt, rz_, plan_.tile_x + 2 * int64_t{plan_.cache_bt} * kernel_.rx(), frame_h,
+          static_cast<T>(b_.value), n));
+    }
+    for (int64_t c = 0; c < plan_.stages * plan_.tiles; ++c) {
+      carries_.push_back(std::make_unique<internal::WavefrontCarry<T>>(
+          plan_.cache_bt, rz_, kernel_.ry(), ws_.front()->stride(), frame_h, n));
     }
     io_arena_ = internal::AlignedBuffer::on_huge_pages(bytes() * plan_.io_buffers);
     std::byte* next = io_arena_.data();
@@ -305,6 +315,7 @@ class StreamRun {
     for (int i = 0; i < 2 * plan_.block; ++i, next += bytes()) writes_.push_back({next});
     bool ok = true;
     for (const auto& w : ws_) ok = ok && w->ok();
+    for (const auto& c : carries_) ok = ok && c->ok();
     ok = ok && io_arena_.ok();
     if (!ok) return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
     new_hash_.assign(static_cast<size_t>(s_.nz), 0);
@@ -347,11 +358,17 @@ class StreamRun {
       grid_.record_plane_hash(z, new_hash_[static_cast<size_t>(z)]);
     std::fill(written_.begin(), written_.end(), false);
     written_prefix_ = requested_ = from_;
-    std::vector<std::vector<Wave>> waves(static_cast<size_t>(stages_.size()));
-    for (int j = 0; j < stages_.size(); ++j) make_waves(j, waves[static_cast<size_t>(j)]);
+    // waves[thread][stage][tile]: each thread's in its own workspace.
+    std::vector<std::vector<std::vector<Wave>>> waves(static_cast<size_t>(plan_.threads));
+    for (size_t t = 0; t < waves.size(); ++t) {
+      waves[t].resize(static_cast<size_t>(stages_.size()));
+      for (int j = 0; j < stages_.size(); ++j) {
+        make_waves(j, *ws_[t], waves[t][static_cast<size_t>(j)]);
+      }
+    }
     const int64_t first = level_begin(0);
     const int64_t end = s_.nz + int64_t{levels} * rz_;
-    const int64_t ntiles = static_cast<int64_t>(waves.front().size());
+    const int64_t ntiles = plan_.tiles;
     Status shared;
 #pragma omp parallel num_threads(plan_.threads)
     {
@@ -376,10 +393,16 @@ class StreamRun {
 #pragma omp barrier
           if (!shared.ok()) break;
           const int64_t lag = int64_t{stages_.first(j)} * rz_;
-          std::vector<Wave>& stage = waves[static_cast<size_t>(j)];
+          const std::vector<Wave>& stage =
+              waves[static_cast<size_t>(omp_get_thread_num())][static_cast<size_t>(j)];
 #pragma omp for schedule(dynamic, 1)
           for (int64_t t = 0; t < ntiles; ++t) {
-            for (int64_t i = i0; i < i1; ++i) stage[static_cast<size_t>(t)].step(i - lag, 0, 1, {});
+            const Wave& wave = stage[static_cast<size_t>(t)];
+            const internal::WavefrontCarry<T>& carry =
+                *carries_[static_cast<size_t>(j * ntiles + t)];
+            wave.restore(carry, i0 - lag);
+            for (int64_t i = i0; i < i1; ++i) wave.step(i - lag, 0, 1, {});
+            wave.save(carry, i1 - lag);
           }
           if (j + 1 < stages_.size()) fill_stage_output_ghosts(j, i0, i1);
         }
@@ -454,7 +477,7 @@ class StreamRun {
     }
   }
 
-  void make_waves(int j, std::vector<Wave>& out) {
+  void make_waves(int j, const internal::WavefrontWorkspace<T>& ws, std::vector<Wave>& out) {
     const std::vector<Tile> all = tiles();
     const int n = stages_.count(j);
     const bool last = j + 1 == stages_.size();
@@ -466,7 +489,6 @@ class StreamRun {
       const int64_t gx = tile.x0 - int64_t{n} * kernel_.rx();
       const int64_t gy = tile.y0 - int64_t{n} * kernel_.ry();
       auto level0 = [&in, gx, gy](int64_t z) -> const T* { return in.origin(z, gx, gy); };
-      const internal::WavefrontWorkspace<T>& ws = *ws_[static_cast<size_t>(j) * all.size() + t];
       if (last) {
         out.emplace_back(
             kernel_, b_, s_, n, tile, ws, level0, in.strides(),
@@ -770,8 +792,9 @@ class StreamRun {
   FrameStore<T> store_;              // the frames of all pools
   std::vector<FramePool<T>> pools_;  // stage j's input level
   PaddedGrid<T> constant_;           // dirichlet: the plane beyond z's ends
-  std::vector<std::unique_ptr<internal::WavefrontWorkspace<T>>> ws_;  // stage-major, per tile
-  internal::AlignedBuffer io_arena_;                                  // the I/O buffers
+  std::vector<std::unique_ptr<internal::WavefrontWorkspace<T>>> ws_;   // per thread
+  std::vector<std::unique_ptr<internal::WavefrontCarry<T>>> carries_;  // stage-major, per tile
+  internal::AlignedBuffer io_arena_;                                   // the I/O buffers
   std::vector<IoBuffer> reads_, writes_;
   std::vector<size_t> conversions_;        // read buffers to convert into their level-0 frames
   std::vector<Status> conversion_status_;  // each one's checksum check

@@ -178,13 +178,13 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
         "blocking    bt %d (%lld sweeps) in stages of %d steps, tiles %lldx%lld (%.0f%% "
         "redundant halo work), blocks of %d z-steps, %d threads\n"
         "buffers     %lld plane frames for level 0 and between stages, %lld tiles x %d "
-        "stages with %lld ring planes each, %lld I/O buffers\n"
+        "stages carrying %lld planes each, %lld I/O buffers\n"
         "minimum     %s (bt 1)\n",
         stream.bt, static_cast<long long>(stream.sweeps), stream.cache_bt,
         static_cast<long long>(stream.tile_x), static_cast<long long>(stream.tile_y),
         100 * (stream.redundancy - 1), stream.block, stream.threads,
         static_cast<long long>(stream.frames), static_cast<long long>(stream.tiles), stream.stages,
-        static_cast<long long>(stream.ring_frames), static_cast<long long>(stream.io_buffers),
+        static_cast<long long>(stream.carried_planes), static_cast<long long>(stream.io_buffers),
         format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
   }
   if (method == Method::kMmap) {
@@ -239,7 +239,7 @@ std::string RunPlan::to_json() const {
     j["cache_bt"] = stream.cache_bt;
     j["stages"] = stream.stages;
     j["frames"] = stream.frames;
-    j["ring_frames"] = stream.ring_frames;
+    j["carried_planes"] = stream.carried_planes;
     j["tile"] = {stream.tile_x, stream.tile_y};
     j["tiles"] = stream.tiles;
     j["block"] = stream.block;

@@ -8,6 +8,8 @@
 
 #include "deepgrid/dtype.h"
 #include "deepgrid/executor.h"
+#include "deepgrid/padded_grid.h"
+#include "internal/wavefront.h"
 #include "reference.h"
 
 namespace deepgrid {
@@ -199,6 +201,59 @@ TEST(WavefrontPlan, DeeperBlockingWhereTheWorkingSetAllowsTallTiles) {
   EXPECT_LE(deep.workspace_bytes, opt.cache_bytes + (int64_t{1} << 16));
   EXPECT_EQ(plan_wavefront({512, 512, 512}, Stencil::preset("13pt").value(), 4, 100, opt).bt, 4);
   EXPECT_EQ(plan_wavefront({512, 512, 512}, Stencil::preset("27pt").value(), 4, 100, opt).bt, 3);
+}
+
+// Wavefronts that take turns in one workspace (the stream engine's stages, per thread) carry
+// their inner levels from one run of steps to the next: running the steps in chunks, each in
+// a workspace another chunk left stale, gives the bits of one uninterrupted run.
+TEST(Wavefront, ChunksInSharedWorkspacesMatchOneRun) {
+  for (const char* name : {"7pt", "13pt"}) {
+    const Stencil st = with_rounding_coefficients(Stencil::preset(name).value());
+    const SchemeKernel<float> kernel(st);
+    const int L = 3, rx = st.radius_x(), ry = st.radius_y(), rz = st.radius_z();
+    const Shape s{13, 9, 11};
+    const auto u = random_values<float>(s, 7);
+    for (const Boundary& b : kBoundaries) {
+      SCOPED_TRACE(std::string(name) + ", " + b.to_string());
+      auto src = PaddedGrid<float>::allocate(s, {L * rx, L * ry, L * rz}).value();
+      for (int64_t z = 0; z < s.nz; ++z) src.load_plane(z, u.data() + z * s.plane_points());
+      src.fill_ghosts(b, 1);
+      const internal::WavefrontFrame tile{0, s.nx, 0, s.ny};
+      const int64_t fw = s.nx + 2 * L * rx, fh = s.ny + 2 * L * ry;
+      auto run_in_chunks = [&](int64_t chunk) {
+        std::vector<float> out(static_cast<size_t>(s.points()));
+        const internal::WavefrontWorkspace<float> a(L, rz, fw, fh, static_cast<float>(b.value));
+        const internal::WavefrontWorkspace<float> other(L, rz, fw, fh, static_cast<float>(b.value));
+        const internal::WavefrontCarry<float> carry(L, rz, ry, a.stride(), fh, 1);
+        auto wave = [&](const internal::WavefrontWorkspace<float>& ws) {
+          return internal::Wavefront<float>(
+              kernel, b, s, L, tile, ws,
+              [&](int64_t z) -> const float* {
+                return src.plane(z) - L * ry * src.stride() - L * rx;
+              },
+              {src.stride(), src.field_stride()},
+              [&](int64_t z) { return out.data() + z * s.plane_points(); },
+              {s.nx, s.plane_points()});
+        };
+        const internal::Wavefront<float> waves[2] = {wave(a), wave(other)};
+        int64_t i = waves[0].first_step();
+        for (int n = 0; i < waves[0].end_step(); ++n) {
+          const internal::Wavefront<float>& w = waves[n % 2];
+          w.restore(carry, i);
+          for (const int64_t end = std::min(i + chunk, w.end_step()); i < end; ++i) {
+            w.step(i, 0, 1, {});
+          }
+          w.save(carry, i);
+        }
+        return out;
+      };
+      const std::vector<float> whole = run_in_chunks(1 << 20);
+      EXPECT_EQ(first_bitwise_difference(whole, reference_run(u, s, st, b, L)), -1);
+      for (int64_t chunk : {1, 2, 3, 5}) {
+        EXPECT_EQ(first_bitwise_difference(run_in_chunks(chunk), whole), -1) << "chunk " << chunk;
+      }
+    }
+  }
 }
 
 TEST(Golden, ProgressCanStopARunEarly) {

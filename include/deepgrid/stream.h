@@ -55,7 +55,9 @@ struct StreamPlan {
   // Frames holding level 0 and the levels between stages, one store for all stages: a stage's
   // input and output planes of a block, and the planes each stage carries into the next block.
   int64_t frames = 0;
-  int64_t ring_frames = 0;    // planes of a stage's inner levels (and a constant one) per tile
+  // Planes of a stage's inner levels each (stage, tile) carries from one block to the next; the
+  // rings they run in are per thread.
+  int64_t carried_planes = 0;
   int64_t io_buffers = 0;     // aligned plane buffers for reads and writes
   int64_t memory_bytes = 0;   // all of the above: what the engine allocates
   int64_t minimum_bytes = 0;  // the working set with bt = 1

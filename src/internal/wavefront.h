@@ -83,6 +83,50 @@ struct WavefrontFrame {
   int64_t x0, x1, y0, y1;  // the output tile, inside the grid
 };
 
+// What a wavefront carries from one run of steps to its next when it shares its workspace with
+// others in between: for each level k in [1, L), the last 2 rz planes it computed, rows
+// [k ry, frame_h - k ry) (what level k + 1 reads) at the workspace's row stride.
+template <typename T>
+class WavefrontCarry {
+ public:
+  static int64_t bytes(int levels, int rz, int ry, ptrdiff_t stride, int64_t frame_h,
+                       int components) {
+    return level_offset(levels, rz, ry, stride, frame_h, components) *
+           static_cast<int64_t>(sizeof(T));
+  }
+
+  WavefrontCarry(int levels, int rz, int ry, ptrdiff_t stride, int64_t frame_h, int components)
+      : rz_(rz),
+        ry_(ry),
+        stride_(stride),
+        h_(frame_h),
+        components_(components),
+        buffer_(static_cast<size_t>(bytes(levels, rz, ry, stride, frame_h, components)), 64) {}
+
+  bool ok() const { return buffer_.ok(); }
+  // Level k's plane z, component c: rows from k ry on, `stride` apart.
+  T* plane(int k, int64_t z, int c) const {
+    const int64_t slot = ((z % (2 * rz_)) + 2 * rz_) % (2 * rz_);  // periodic z may be < 0
+    return buffer_.data<T>() + level_offset(k, rz_, ry_, stride_, h_, components_) +
+           (slot * components_ + c) * rows(k) * stride_;
+  }
+  int64_t rows(int k) const { return h_ - 2 * int64_t{k} * ry_; }
+
+ private:
+  // Values before level k's planes.
+  static int64_t level_offset(int k, int rz, int ry, ptrdiff_t stride, int64_t h, int components) {
+    int64_t values = 0;
+    for (int m = 1; m < k; ++m) values += 2 * int64_t{rz} * components * (h - 2 * m * ry) * stride;
+    return values;
+  }
+
+  int rz_, ry_;
+  ptrdiff_t stride_;
+  int64_t h_;
+  int components_;
+  AlignedBuffer buffer_;
+};
+
 template <typename T>
 class Wavefront {
  public:
@@ -154,7 +198,34 @@ class Wavefront {
     for (int64_t i = first_step(); i < end_step(); ++i) step(i, 0, 1, {});
   }
 
+  // Between the workspace's rings and `carry`: the planes of levels 1..L-1 that steps from
+  // `next_step` on read, which are the last 2 rz each level computed before it. save() after a
+  // run of steps, restore() before the next one, so that wavefronts can take turns in one
+  // workspace.
+  void save(const WavefrontCarry<T>& carry, int64_t next_step) const {
+    transfer(carry, next_step, true);
+  }
+  void restore(const WavefrontCarry<T>& carry, int64_t next_step) const {
+    transfer(carry, next_step, false);
+  }
+
  private:
+  void transfer(const WavefrontCarry<T>& carry, int64_t next_step, bool save) const {
+    for (int k = 1; k < L_; ++k) {
+      const int64_t next = next_step - int64_t{k} * rz_;  // the next plane level k computes
+      const int64_t z0 = std::max(z_begin(k), next - 2 * rz_), z1 = std::min(next, z_end(k));
+      const int64_t row0 = int64_t{k} * ry_;
+      const size_t values = static_cast<size_t>((h_ - 2 * row0) * ws_.stride());
+      for (int64_t z = z0; z < z1; ++z) {
+        for (int c = 0; c < k_.components(); ++c) {
+          T* ring = ws_.ring(k, z) + c * ws_.field_stride() + row0 * ws_.stride();
+          T* kept = carry.plane(k, z, c);
+          std::copy_n(save ? ring : kept, values, save ? kept : ring);
+        }
+      }
+    }
+  }
+
   Rect region(int k) const {
     return {int64_t{k} * rx_, w_ - int64_t{k} * rx_, int64_t{k} * ry_, h_ - int64_t{k} * ry_};
   }
