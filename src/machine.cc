@@ -114,9 +114,8 @@ std::string threads_key(int threads) {
 }
 
 std::string compute_key(const Grid& grid, const Scheme& stencil, int threads) {
-  if (threads <= 0) threads = omp_get_max_threads();
   return stencil.name() + ":" + std::to_string(stencil.points()) + "/" +
-         std::string(dtype_name(grid.dtype())) + "/" + std::to_string(threads) + "t";
+         std::string(dtype_name(grid.dtype())) + "/" + threads_key(threads);
 }
 
 json read_cache(const std::string& path) {

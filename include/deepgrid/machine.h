@@ -2,7 +2,7 @@
 // rate for a stencil, dtype and thread count, and the bandwidth of the disks holding a grid;
 // and the engines' tuning: the per-thread working set their wavefront tiles run fastest with.
 //
-// measure_machine() measures (about half a second); machine_profile() measures once per
+// measure_machine() measures (about a second); machine_profile() measures once per
 // machine and caches the rates in machine.json under $DEEPGRID_CACHE_DIR (default:
 // $XDG_CACHE_HOME/deepgrid, else ~/.cache/deepgrid), compute keyed by stencil, dtype and
 // threads, disks by the device numbers of the grid's store directories, the tuning by threads.
@@ -27,10 +27,11 @@ struct MachineProfile {
   bool known() const { return compute_mlups > 0 && disk_read_bps > 0; }
 };
 
-// Measures the in-core rate on a small in-memory grid (~0.2 s) and the read bandwidth of the
-// grid's data files: O_DIRECT reads through io_uring, several planes in flight, up to 256 MiB
-// (~0.3 s). Writes nothing. With a memory budget (bytes, 0: none) both stay within half of it,
-// so that a run's first measurement keeps the run's memory promise.
+// Measures the tiles' working set (tuned_cache_bytes, ~0.4 s), the in-core rate on a small
+// in-memory grid with it (~0.2 s) and the read bandwidth of the grid's data files: O_DIRECT
+// reads through io_uring, several planes in flight, up to 256 MiB (~0.3 s). Writes nothing.
+// With a memory budget (bytes, 0: none) every measurement stays within half of it, so that a
+// run's first measurement keeps the run's memory promise.
 Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& scheme, int threads,
                                        uint64_t mem_budget = 0);
 

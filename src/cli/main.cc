@@ -223,13 +223,13 @@ struct RunArgs {
 
 // This machine's rates for the grid's disks and the run's stencil (cached after the first
 // measurement, which stays within --mem), when the run may stream: they choose the stream's
-// depth, unless --bt does.
+// depth, unless --bt does. Otherwise only the tiles' working set tuned for this machine
+// (likewise cached).
 bool needs_machine(const RunArgs& a, const RunOptions& opt) {
   const bool may_stream = opt.method == Method::kStream || opt.method == Method::kNaive ||
                           (opt.method == Method::kAuto && opt.mem_budget > 0);
   return a.remeasure || (may_stream && opt.bt == 0);
 }
-// Otherwise only the tiles' tuning for this machine (cached after the first measurement).
 MachineProfile machine_for(const RunArgs& a, const Grid& g, const RunOptions& opt) {
   if (needs_machine(a, opt)) {
     return get(machine_profile(g, opt.scheme, opt.threads, a.remeasure, opt.mem_budget));
