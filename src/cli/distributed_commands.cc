@@ -247,16 +247,24 @@ Result<int> mpi_run(const std::string& dir, RunOptions options, const std::strin
     DG_RETURN_IF_ERROR(mpi::agree(scheme.status()));
     options.scheme = std::move(scheme).value();
   }
-  if (measure_machine && options.scheme.component_count() >
-                             0) {  // rank 0 first: the others then read its cache (same disks)
+  if (options.scheme.component_count() > 0) {
+    // The rates when the run may stream, else the tiles' tuning; rank 0 first: the others
+    // then read its cache (same disks).
+    auto this_ranks_profile = [&]() -> Result<MachineProfile> {
+      if (measure_machine) {  // a part on this rank's disks, or near them
+        DG_ASSIGN_OR_RETURN(const Grid part,
+                            open_part_as_is(m, mpi::rank() % m.ranks(), Grid::Mode::kReadOnly));
+        return machine_profile(part, options.scheme, options.threads, remeasure,
+                               options.mem_budget);
+      }
+      MachineProfile tuning;
+      DG_ASSIGN_OR_RETURN(tuning.cache_bytes,
+                          tuned_cache_bytes(options.threads, remeasure, options.mem_budget));
+      return tuning;
+    };
     Result<MachineProfile> profile = MachineProfile{};
     for (int turn = 0; turn < 2; ++turn) {
-      if ((mpi::rank() == 0) == (turn == 0)) {  // a part on this rank's disks, or near them
-        auto part = open_part_as_is(m, mpi::rank() % m.ranks(), Grid::Mode::kReadOnly);
-        profile = part.ok() ? machine_profile(*part, options.scheme, options.threads, remeasure,
-                                              options.mem_budget)
-                            : Result<MachineProfile>(part.status());
-      }
+      if ((mpi::rank() == 0) == (turn == 0)) profile = this_ranks_profile();
       DG_RETURN_IF_ERROR(mpi::agree(profile.status()));
     }
     options.machine = *profile;

@@ -34,7 +34,8 @@ Result<SliceImageInfo> distributed_plot(const std::string& dir, SliceSpec slice,
                                         const std::string& out, const std::string& field);
 
 // mpirun -n P deepgrid create / import / run. `measure_machine`: the run may stream, so each rank
-// needs this machine's rates for its part (rank 0 measures first; the others find its cache).
+// needs this machine's rates for its part (rank 0 measures first; the others find its cache);
+// otherwise the ranks get the tiles' tuning the same way.
 // `procs`: --procs PXxPYxPZ as given (empty: chosen, or for run the grid's own).
 Status mpi_create(const std::string& dir, const CreateOptions& options, const std::string& procs,
                   bool as_json);
