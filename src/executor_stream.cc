@@ -23,10 +23,11 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Blocks of z-steps: at most this deep (memory permitting). Each block reloads every tile's
-// rings (about 3 planes per level) from memory; measured on this class of machine, a 7-point
-// sweep ran 1.2-1.3x slower with blocks of 16 than of 64, which (1 + kRingReload / block)
-// models.
+// Blocks of z-steps: at most this deep (memory permitting). Each block restores every tile's
+// carried planes (2 rz per level) into a thread's rings and saves them after; measured on
+// this class of machine, a 7-point bt 48 sweep computed 1.13-1.15x slower with blocks of 26
+// than of 64 (earlier, with per-tile rings, 1.2-1.3x with 16 against 64), which
+// (1 + kRingReload / block) models.
 constexpr int kMaxBlock = 64;
 constexpr double kRingReload = 8;
 
@@ -111,8 +112,8 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
              pinned_planes(b, bt, rz, s.nz);
   const int64_t pools_bytes =
       frames_bytes(p.frames) + (b.kind == Boundary::Kind::kDirichlet ? p.frame_bytes : 0);
-  // Tiles like the in-core engine's at the stage depth, so that a tile's rings stay in cache
-  // while it advances a block; every stage keeps its own rings across blocks.
+  // Tiles like the in-core engine's at the stage depth, so that a thread's rings stay in cache
+  // while it advances a tile through a block.
   InCoreOptions tiling = stage_tiling(opt);
   tiling.threads = p.threads;
   tiling.bt = p.cache_bt;

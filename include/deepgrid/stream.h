@@ -48,7 +48,7 @@ struct StreamPlan {
   int cache_bt = 1;  // levels per stage
   int stages = 1;    // stages of a full sweep
   int threads = 1;
-  int64_t tile_x = 0, tile_y = 0;  // x-y tiles of every stage, each with rings kept across blocks
+  int64_t tile_x = 0, tile_y = 0;  // x-y tiles of every stage
   int64_t tiles = 0;
   int block = 1;            // z-steps per block
   int64_t frame_bytes = 0;  // one frame plane
