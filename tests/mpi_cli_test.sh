@@ -4,6 +4,8 @@
 # and a failing rank end every rank with one clear message (never a hang).
 # Usage: mpi_cli_test.sh DEEPGRID MPIEXEC P
 set -euo pipefail
+# Checks on a command's output read all of it (grep >/dev/null, not grep -q): under pipefail,
+# grep -q exiting at its first match makes a writer that has more to print fail (SIGPIPE).
 dg=$1 mpiexec=$2 ranks=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -59,7 +61,7 @@ import json, sys
 j = json.load(sys.stdin)
 assert j["step"] == 7 and j["decomposition"]["ranks"] == '"$ranks"', j
 assert all("consistent" in s for s in j["parts_state"]), j["parts_state"]'
-"$dg" info "$tmp/d" | grep -q "distributed over $ranks ranks" || fail "serial info"
+"$dg" info "$tmp/d" | grep "distributed over $ranks ranks" >/dev/null || fail "serial info"
 mpi import "$tmp/serial.npy" "$tmp/imported" >/dev/null
 [ "$(sha "$tmp/imported")" = "$want" ] || fail "import under mpirun differs from the .npy"
 
@@ -80,14 +82,14 @@ for p in $((ranks + 1)) "$ranks"; do
   "$dg" run "$tmp/serial" "${run_args[@]}" >/dev/null
   timeout 120 "$mpiexec" --oversubscribe -n "$p" "$dg" run "$tmp/d" "${run_args[@]}" >/dev/null ||
     fail "run with $p ranks of a grid split over another number"
-  "$dg" info "$tmp/d" | grep -q "distributed over $p ranks" || fail "not redistributed to $p ranks"
+  "$dg" info "$tmp/d" | grep "distributed over $p ranks" >/dev/null || fail "not redistributed to $p ranks"
   [ "$(sha "$tmp/d")" = "$(sha "$tmp/serial")" ] || fail "redistributed to $p ranks: differs"
 done
 # A process grid given with --procs (x and y split where the ranks allow): create, run, and a
 # run with another process grid (redistribution); checksums equal to the serial grid's.
 case $ranks in 1) procs=1x1x1 ;; 2) procs=2x1x1 ;; 3) procs=1x3x1 ;; *) procs=2x$((ranks / 2))x1 ;; esac
 mpi create "$tmp/q" --shape "$shape" --init gaussian --procs "$procs" >/dev/null
-mpi info "$tmp/q" | grep -q "process grid $procs" || fail "info does not name process grid $procs"
+mpi info "$tmp/q" | grep "process grid $procs" >/dev/null || fail "info does not name process grid $procs"
 "$dg" create "$tmp/serial2" --shape "$shape" --init gaussian >/dev/null
 for grid in "$procs" "1x1x$ranks"; do
   "$dg" run "$tmp/serial2" "${run_args[@]}" >/dev/null
@@ -122,7 +124,7 @@ scheme_run=(--steps 6 --boundary periodic --threads 1 --probes "$tmp/probes.json
 "$dg" import "$tmp/serial.npy" "$tmp/ws" --field m >/dev/null
 "$dg" run "$tmp/ws" "${scheme_run[@]}" "$tmp/ws.npy" >/dev/null
 mpi create "$tmp/wd" --shape "$shape" --scheme wave4 --init gaussian --procs "$procs" >/dev/null
-mpi info "$tmp/wd" | grep -q "fields      u, u@1, m (scheme wave4)" || fail "info does not list the fields"
+mpi info "$tmp/wd" | grep "fields      u, u@1, m (scheme wave4)" >/dev/null || fail "info does not list the fields"
 mpi import "$tmp/serial.npy" "$tmp/wd" --field m >/dev/null
 mpi run "$tmp/wd" "${scheme_run[@]}" "$tmp/wd.npy" --bt 2 >/dev/null
 [ "$(sha "$tmp/wd")" = "$(sha "$tmp/ws")" ] || fail "scheme run under mpirun: differs from the serial grid"
