@@ -1,5 +1,7 @@
 #include "deepgrid/report.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,6 +21,30 @@ uint64_t peak_resident_bytes() {
     }
   }
   return 0;
+}
+
+double stolen_cpu_seconds(std::string_view proc_stat, long ticks_per_second) {
+  // "cpu  user nice system idle iowait irq softirq steal ...", in clock ticks.
+  std::istringstream in{std::string(proc_stat)};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("cpu ", 0) != 0) continue;
+    std::istringstream fields(line.substr(4));
+    unsigned long long v[8] = {};
+    for (unsigned long long& f : v) {
+      if (!(fields >> f)) return 0;
+    }
+    return ticks_per_second > 0 ? static_cast<double>(v[7]) / static_cast<double>(ticks_per_second)
+                                : 0;
+  }
+  return 0;
+}
+
+double stolen_cpu_seconds() {
+  std::ifstream in("/proc/stat");
+  std::stringstream text;
+  text << in.rdbuf();
+  return stolen_cpu_seconds(text.str(), ::sysconf(_SC_CLK_TCK));
 }
 
 std::string RunReport::to_json() const {
@@ -51,6 +77,8 @@ std::string RunReport::to_json() const {
       {"bytes_written", bytes_written},
       {"peak_memory_bytes", peak_memory},
       {"engine_memory_bytes", engine_memory},
+      {"stolen_cpu_seconds", stolen_cpu_seconds},
+      {"cpus", cpus},
   };
   return j.dump();
 }
@@ -75,7 +103,16 @@ std::string RunReport::to_text() const {
                 format_size(bytes_read).c_str(), format_size(bytes_written).c_str(),
                 disk_note.c_str(), format_size(peak_memory).c_str(),
                 format_size(engine_memory).c_str());
-  return buf;
+  std::string text = buf;
+  // Shown from 1% of the machine's CPU time on, so that bare metal and idle hosts stay quiet.
+  if (stolen_share() >= 0.01) {
+    std::snprintf(buf, sizeof buf,
+                  "hypervisor  took %.3f s of CPU time (%.0f%% of %d CPUs over the run) for the "
+                  "host's own work, e.g. its disk emulation\n",
+                  stolen_cpu_seconds, 100 * stolen_share(), cpus);
+    text += buf;
+  }
+  return text;
 }
 
 }  // namespace deepgrid

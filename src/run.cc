@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -467,6 +468,7 @@ Result<RunReport> advance_grid(Grid& grid, const RunOptions& opt, const Resolved
 
 Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   const auto t0 = std::chrono::steady_clock::now();
+  const double stolen0 = stolen_cpu_seconds();
   DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
   bool resumed = false;
   DG_ASSIGN_OR_RETURN(const RunOptions opt, options_for(grid, given, &resumed));
@@ -510,6 +512,8 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   if (r.steps == opt.steps) ::unlink(run_record_path(grid).c_str());  // else resumable
   r.seconds = seconds_since(t0);
   r.peak_memory = peak_resident_bytes();
+  r.stolen_cpu_seconds = stolen_cpu_seconds() - stolen0;
+  r.cpus = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
   return r;
 }
 

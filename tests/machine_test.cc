@@ -1,6 +1,6 @@
 // The machine profile: measured rates are positive, cached per machine after the first
 // measurement, remeasured on request, and a damaged cache is measured over; the tiles' tuned
-// working set likewise.
+// working set likewise. The report's account of CPU time a hypervisor took.
 #include "deepgrid/machine.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "deepgrid/report.h"
 #include "temp_dir.h"
 
 namespace deepgrid {
@@ -80,6 +81,35 @@ TEST_F(MachineProfileTest, TunesTheTilesWorkingSetOnceAndCachesIt) {
   EXPECT_EQ(tuned_cache_bytes(1).value(), 12345);
   EXPECT_EQ(profile().value().cache_bytes, 12345) << "the profile carries the tuning";
   EXPECT_NE(tuned_cache_bytes(1, /*remeasure=*/true).value(), 12345);
+}
+
+TEST(StolenCpu, ReadsTheStealFieldOfTheCpuLine) {
+  const char* stat =
+      "cpu  2435794 0 514279 1138834 115521 0 13616 53156 0 0\n"
+      "cpu0 1217897 0 257139 569417 57760 0 6808 26578 0 0\n"
+      "intr 1 2 3\n";
+  EXPECT_DOUBLE_EQ(stolen_cpu_seconds(stat, 100), 531.56);
+  EXPECT_DOUBLE_EQ(stolen_cpu_seconds(stat, 1000), 53.156);
+  EXPECT_EQ(stolen_cpu_seconds("cpu  1 2 3 4 5 6 7\n", 100), 0);  // a kernel without steal
+  EXPECT_EQ(stolen_cpu_seconds("cpu0 1 2 3 4 5 6 7 8\n", 100), 0);
+  EXPECT_EQ(stolen_cpu_seconds("", 100), 0);
+  const double now = stolen_cpu_seconds();
+  EXPECT_GE(now, 0);
+  EXPECT_GE(stolen_cpu_seconds(), now);  // a counter since boot
+}
+
+TEST(StolenCpu, TheReportNamesTheHypervisorOnlyWhenItTookAShare) {
+  RunReport r;
+  r.seconds = 10;
+  r.cpus = 2;
+  r.stolen_cpu_seconds = 4;
+  EXPECT_DOUBLE_EQ(r.stolen_share(), 0.2);
+  EXPECT_NE(r.to_text().find("hypervisor  took 4.000 s of CPU time (20% of 2 CPUs"),
+            std::string::npos)
+      << r.to_text();
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.to_json())["stolen_cpu_seconds"].get<double>(), 4);
+  r.stolen_cpu_seconds = 0.1;  // 0.5%
+  EXPECT_EQ(r.to_text().find("hypervisor"), std::string::npos) << r.to_text();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace deepgrid {
 
@@ -32,6 +33,16 @@ struct RunReport {
   uint64_t peak_memory = 0;    // the process's peak resident set (VmHWM)
   uint64_t engine_memory = 0;  // bytes the engine allocated for grids and buffers
   bool resumed = false;        // this run finished an interrupted one (resume.h)
+  // On a virtual machine: CPU time the hypervisor took from this machine's `cpus` CPUs during
+  // the run, summed over them (machine-wide, /proc/stat steal). The host's own work for the
+  // guest (its disk emulation, other guests) shows up here, and the run's speed includes it.
+  double stolen_cpu_seconds = 0;
+  int cpus = 0;
+
+  // stolen_cpu_seconds over the CPU time the machine had during the run.
+  double stolen_share() const {
+    return seconds > 0 && cpus > 0 ? stolen_cpu_seconds / (seconds * cpus) : 0;
+  }
 
   double updates() const { return static_cast<double>(points) * static_cast<double>(steps); }
   // Million lattice updates per second over the whole run.
@@ -49,5 +60,12 @@ struct RunReport {
 
 // The process's peak resident set size in bytes (VmHWM), 0 if unknown.
 uint64_t peak_resident_bytes();
+
+// CPU time the hypervisor has taken from this machine's CPUs since boot, summed over them: the
+// steal field of /proc/stat's "cpu" line (0 on bare metal, or when unknown).
+double stolen_cpu_seconds();
+// The same from the text of /proc/stat, with `ticks_per_second` clock ticks per second; 0 when
+// the text has no such field.
+double stolen_cpu_seconds(std::string_view proc_stat, long ticks_per_second);
 
 }  // namespace deepgrid

@@ -522,15 +522,15 @@ int cmd_bench_methods(const BenchArgs& a) {
   std::string csv =
       "method,bt,mem_ratio,mem_budget_bytes,seconds,mlups,gflops,ratio_to_incore,"
       "ratio_to_incore_compute,ratio_to_incore_warm,bytes_read,bytes_written,compute_busy,io_wait,"
-      "disk_busy,peak_memory_bytes\n";
+      "disk_busy,peak_memory_bytes,stolen_cpu_share\n";
   if (!a.json) {
     std::printf("%s %s %s, %lld steps, %d threads; out-of-core budget = grid / ratio\n",
                 o.scheme.name().c_str(), o.shape.to_string().c_str(),
                 std::string(dtype_name(o.dtype)).c_str(), static_cast<long long>(o.steps),
                 rows.empty() ? 0 : rows.front().report.threads);
-    std::printf("%-7s %4s %6s %9s %8s %9s %7s %8s %9s %7s %9s %7s %7s %9s %10s\n", "method", "bt",
-                "ratio", "mem", "time s", "MLUP/s", "GFlop/s", "/incore", "/incore*", "/warm",
-                "read", "compute", "io wait", "disk busy", "peak mem");
+    std::printf("%-7s %4s %6s %9s %8s %9s %7s %8s %9s %7s %9s %7s %7s %9s %10s %7s\n", "method",
+                "bt", "ratio", "mem", "time s", "MLUP/s", "GFlop/s", "/incore", "/incore*", "/warm",
+                "read", "compute", "io wait", "disk busy", "peak mem", "stolen");
   }
   for (const MethodsBenchRow& r : rows) {
     if (!r.skipped.empty()) {
@@ -547,14 +547,14 @@ int cmd_bench_methods(const BenchArgs& a) {
     const double io_wait = p.seconds > 0 ? p.io_wait_seconds / p.seconds : 0;
     char line[512];
     std::snprintf(line, sizeof line,
-                  "%s,%d,%g,%llu,%.4f,%.1f,%.3f,%.4f,%.4f,%.4f,%llu,%llu,%.4f,%.4f,%s,%llu\n",
+                  "%s,%d,%g,%llu,%.4f,%.1f,%.3f,%.4f,%.4f,%.4f,%llu,%llu,%.4f,%.4f,%s,%llu,%.4f\n",
                   r.method.c_str(), r.bt, r.mem_ratio,
                   static_cast<unsigned long long>(r.mem_budget), p.seconds, p.mlups(), p.gflops(),
                   r.ratio_to_incore, r.compute_ratio_to_incore, r.ratio_to_incore_warm,
                   static_cast<unsigned long long>(p.bytes_read),
                   static_cast<unsigned long long>(p.bytes_written), compute_busy, io_wait,
                   r.disk_busy >= 0 ? std::to_string(r.disk_busy).c_str() : "",
-                  static_cast<unsigned long long>(p.peak_memory));
+                  static_cast<unsigned long long>(p.peak_memory), p.stolen_share());
     csv += line;
     json j = json::parse(p.to_json());
     j["mem_ratio"] = r.mem_ratio;
@@ -566,21 +566,23 @@ int cmd_bench_methods(const BenchArgs& a) {
     all.push_back(j);
     if (!a.json) {
       std::printf(
-          "%-7s %4d %6s %9s %8.3f %9.1f %7.2f %8.3f %9.3f %7.3f %9s %6.0f%% %6.0f%% %9s %10s\n",
+          "%-7s %4d %6s %9s %8.3f %9.1f %7.2f %8.3f %9.3f %7.3f %9s %6.0f%% %6.0f%% %9s %10s "
+          "%6.0f%%\n",
           r.method.c_str(), r.bt,
           r.mem_ratio > 0 ? (std::to_string(static_cast<int>(r.mem_ratio)) + "x").c_str() : "-",
           r.mem_budget ? format_size(r.mem_budget).c_str() : "-", p.seconds, p.mlups(), p.gflops(),
           r.ratio_to_incore, r.compute_ratio_to_incore, r.ratio_to_incore_warm,
           format_size(p.bytes_read).c_str(), 100 * compute_busy, 100 * io_wait,
           r.disk_busy >= 0 ? (std::to_string(std::lround(100 * r.disk_busy)) + "%").c_str() : "-",
-          format_size(p.peak_memory).c_str());
+          format_size(p.peak_memory).c_str(), 100 * p.stolen_share());
     }
   }
   if (!a.json) {
     std::printf(
         "/incore: whole-run MLUP/s over in-core's whole run (load, compute, store); "
         "/incore*: over in-core's compute phase alone;\n/warm: over the in-core engine's warm "
-        "in-memory rate on this shape in this run (%.1f MLUP/s), the strictest yardstick\n",
+        "in-memory rate on this shape in this run (%.1f MLUP/s), the strictest yardstick;\nstolen: "
+        "the machine's CPU time the hypervisor took during the run (virtual machines)\n",
         bench.incore_warm_mlups);
   }
   if (!a.csv.empty()) {
