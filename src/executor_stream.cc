@@ -867,6 +867,10 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
                         static_cast<double>(m.shape.plane_points()) /
                         std::max(opt.disk_bytes_per_update, 1e-3);
     const int64_t run = std::max<int64_t>(steps, 1);
+    // The compute a sweep's reads and writes take from the CPUs, in the same units.
+    const double io_cpu = opt.io_cpu_updates_per_byte * 2.0 *
+                          static_cast<double>(m.layout.plane_stride) /
+                          static_cast<double>(m.shape.plane_points());
     double best = 0;
     for (int bt = 1; bt <= deepest; ++bt) {
       const StreamPlan q = with_block(bt);
@@ -878,7 +882,8 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
       const double per_step = q.redundancy * (1 + kRingReload / q.block) * memory_bound;
       double cost = 0;
       for (int64_t done = 0; done < run; done += bt) {
-        const double compute = per_step * static_cast<double>(std::min<int64_t>(bt, run - done));
+        const double compute =
+            per_step * static_cast<double>(std::min<int64_t>(bt, run - done)) + io_cpu;
         cost += (std::max(compute, disk) + std::max(compute, 2 * disk)) / 2;
       }
       if (bt == 1 || cost <= best * (1 + 1e-9)) {

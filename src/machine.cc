@@ -5,16 +5,19 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "deepgrid/bench.h"
 #include "deepgrid/io/plane_transfer.h"
+#include "deepgrid/report.h"
 #include "internal/file_util.h"
 
 namespace deepgrid {
@@ -23,6 +26,7 @@ namespace {
 using nlohmann::json;
 
 constexpr char kCacheName[] = "machine.json";
+constexpr char kIoCostSection[] = "io_cpu_seconds_per_byte";
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -96,6 +100,70 @@ int64_t sample_planes(const Grid& grid) {
                   std::max<int64_t>(1, (256 << 20) / grid.manifest().layout.plane_stride));
 }
 
+// Keeps an in-core engine advancing, again and again, from construction until stop(): the
+// load under which I/O costs are measured.
+class ComputeLoad {
+ public:
+  explicit ComputeLoad(InCoreEngine<float>& engine)
+      : thread_([this, &engine] {
+          while (!stop_) engine.advance(Boundary{}, kSteps);
+        }) {}
+  ~ComputeLoad() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+  static constexpr int64_t kSteps = 8;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// CPU seconds lost per byte read while every thread computes: the hypervisor's steal during
+// reads of the grid beside a compute load on every thread, less what it takes under the load
+// alone for as long. 0 on bare metal (no steal), and when the load does not fit half the
+// budget.
+Result<double> measure_io_cpu_cost(const Grid& grid, int threads, int64_t cache_bytes,
+                                   uint64_t mem_budget) {
+  const Shape sample{512, 256, 32};
+  const Scheme stencil(Stencil::preset("7pt").value());
+  InCoreOptions opt;
+  opt.threads = threads;
+  if (cache_bytes > 0) opt.cache_bytes = cache_bytes;
+  const int64_t steps = ComputeLoad::kSteps;
+  if (mem_budget != 0 && static_cast<uint64_t>(InCoreEngine<float>::memory_bytes(
+                             sample, stencil, steps, opt)) > mem_budget / 2) {
+    return 0.0;
+  }
+  DG_ASSIGN_OR_RETURN(InCoreEngine<float> engine,
+                      InCoreEngine<float>::create(sample, stencil, steps, opt));
+  engine.advance(Boundary{}, 1);  // pages in both grids
+  ComputeLoad load(engine);
+  const double stolen0 = stolen_cpu_seconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  // Passes over the sample for at least half a second: steal is counted in clock ticks
+  // (10 ms), and tens of ticks keep the count's rounding small.
+  const int64_t planes = sample_planes(grid);
+  int64_t passes = 0;
+  Status read;
+  while (read.ok() && (passes == 0 || seconds_since(t0) < 0.5)) {
+    read = measure_read_bandwidth(grid, planes, mem_budget).status();
+    ++passes;
+  }
+  const double reading = seconds_since(t0), stolen1 = stolen_cpu_seconds();
+  const auto t1 = std::chrono::steady_clock::now();
+  while (read.ok() && seconds_since(t1) < std::min(reading, 0.25)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double alone = stolen_cpu_seconds() - stolen1, alone_seconds = seconds_since(t1);
+  load.stop();
+  DG_RETURN_IF_ERROR(read);
+  const double bytes = static_cast<double>(passes * planes * grid.manifest().layout.plane_stride);
+  return std::max(0.0, (stolen1 - stolen0) - alone * reading / alone_seconds) / bytes;
+}
+
 // "dev:MAJ:MIN[,dev:MAJ:MIN...]": the devices of the grid's data files, in file order.
 std::string disk_key(const Grid& grid) {
   std::string key;
@@ -135,6 +203,11 @@ void write_cache(const std::string& path, const json& j) {
   if (ec) return;
   (void)internal::write_file_atomic(p.parent_path().string(), p.filename().string(),
                                     j.dump(2) + "\n");
+}
+
+bool has_cached_number(const json& j, const char* section, const std::string& key) {
+  return j.contains(section) && j[section].is_object() && j[section].contains(key) &&
+         j[section][key].is_number();
 }
 
 double cached_number(const json& j, const char* section, const std::string& key) {
@@ -185,6 +258,8 @@ Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, 
   DG_ASSIGN_OR_RETURN(p.disk_read_bps,
                       measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
   p.disk_write_bps = p.disk_read_bps;
+  DG_ASSIGN_OR_RETURN(p.io_cpu_seconds_per_byte,
+                      measure_io_cpu_cost(grid, threads, p.cache_bytes, mem_budget));
   return p;
 }
 
@@ -199,7 +274,10 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
     p.compute_mlups = cached_number(cache, "compute_mlups", ck);
     p.disk_read_bps = dk.empty() ? 0 : cached_number(cache, "disk_read_bytes_per_second", dk);
   }
-  p.cached = p.known();
+  const bool io_cost_cached =
+      !remeasure && !dk.empty() && has_cached_number(cache, kIoCostSection, dk);
+  if (io_cost_cached) p.io_cpu_seconds_per_byte = cached_number(cache, kIoCostSection, dk);
+  p.cached = p.known() && io_cost_cached;
   if (p.compute_mlups <= 0) {
     DG_ASSIGN_OR_RETURN(p.compute_mlups,
                         measure_compute(grid, stencil, threads, p.cache_bytes, mem_budget));
@@ -211,6 +289,11 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
     if (!dk.empty()) cache["disk_read_bytes_per_second"][dk] = p.disk_read_bps;
   }
   p.disk_write_bps = p.disk_read_bps;
+  if (!io_cost_cached) {
+    DG_ASSIGN_OR_RETURN(p.io_cpu_seconds_per_byte,
+                        measure_io_cpu_cost(grid, threads, p.cache_bytes, mem_budget));
+    if (!dk.empty()) cache[kIoCostSection][dk] = p.io_cpu_seconds_per_byte;
+  }
   if (!p.cached && !path.empty()) write_cache(path, cache);
   return p;
 }

@@ -335,6 +335,7 @@ TEST_F(CliTest, PlanShowsTheMmapAndTiledMethods) {
   const json m = parse_one_json_object(mm);
   EXPECT_EQ(m["method"], "mmap");
   EXPECT_GE(m["disk_bytes"].get<uint64_t>(), 2u * 32 * 24 * 20 * 4) << "two padded copies";
+  EXPECT_GE(m["machine"]["io_cpu_seconds_per_byte"].get<double>(), 0.0) << m.dump();
   const RunResult td = run_cli(
       {"plan", g, "--stencil", "7pt", "--steps", "4", "--method", "tiled", "--mem", "256KiB"});
   ASSERT_TRUE(Succeeded(td));

@@ -46,13 +46,36 @@ TEST_F(MachineProfileTest, MeasuresOnceThenReadsTheCache) {
   const nlohmann::json cache = nlohmann::json::parse(in);
   EXPECT_EQ(cache["compute_mlups"].size(), 1u);
   EXPECT_EQ(cache["disk_read_bytes_per_second"].size(), 1u);
+  EXPECT_GE(first.io_cpu_seconds_per_byte, 0);
+  EXPECT_EQ(cache["io_cpu_seconds_per_byte"].size(), 1u);
 
   const MachineProfile second = profile().value();
   EXPECT_TRUE(second.cached);
   EXPECT_EQ(second.compute_mlups, first.compute_mlups);
   EXPECT_EQ(second.disk_read_bps, first.disk_read_bps);
+  EXPECT_EQ(second.io_cpu_seconds_per_byte, first.io_cpu_seconds_per_byte);
 
   EXPECT_FALSE(profile(/*remeasure=*/true).value().cached);
+}
+
+TEST_F(MachineProfileTest, TheCpuCostOfIoIsCachedPerDiskAndMeasuredWhereMissing) {
+  ASSERT_TRUE(profile().ok());
+  nlohmann::json cache = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+  ASSERT_EQ(cache["io_cpu_seconds_per_byte"].size(), 1u);
+  const std::string disk = cache["io_cpu_seconds_per_byte"].begin().key();
+  cache["io_cpu_seconds_per_byte"][disk] = 1.5e-9;  // a value only the cache can give
+  std::ofstream(machine_cache_path()) << cache.dump();
+  MachineProfile p = profile().value();
+  EXPECT_TRUE(p.cached);
+  EXPECT_EQ(p.io_cpu_seconds_per_byte, 1.5e-9);
+
+  cache.erase("io_cpu_seconds_per_byte");  // a cache written before the cost was measured
+  std::ofstream(machine_cache_path()) << cache.dump();
+  p = profile().value();
+  EXPECT_FALSE(p.cached);
+  EXPECT_NE(p.io_cpu_seconds_per_byte, 1.5e-9);
+  cache = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+  EXPECT_EQ(cache["io_cpu_seconds_per_byte"][disk].get<double>(), p.io_cpu_seconds_per_byte);
 }
 
 TEST_F(MachineProfileTest, ADamagedCacheIsMeasuredOver) {

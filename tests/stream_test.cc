@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "deepgrid/machine.h"
+#include "deepgrid/plan.h"
 #include "deepgrid/run.h"
 #include "deepgrid/tiled.h"
 #include "reference.h"
@@ -344,6 +346,34 @@ TEST_F(StreamGolden, ProgressStopsBetweenSweeps) {
       -1);
 }
 
+// On a virtual machine every byte a sweep moves also costs the CPUs time (the host's disk
+// emulation): the run's plan counts it as compute.
+TEST_F(StreamGolden, PlansChargeTheCpuCostOfIoToCompute) {
+  const Shape shape{64, 48, 40};
+  CreateOptions co;
+  co.shape = shape;
+  const Grid g = Grid::create(root_ + "/plan", co).value();
+  RunOptions ro;
+  ro.scheme = testing_stencil("7pt");
+  ro.steps = 12;
+  ro.method = Method::kStream;
+  ro.bt = 4;
+  ro.threads = 2;
+  ro.mem_budget = 16 << 20;
+  MachineProfile machine;
+  machine.compute_mlups = 100;
+  machine.disk_read_bps = machine.disk_write_bps = 1e9;
+  const RunPlan bare = plan_run(g, ro, machine).value();
+  machine.io_cpu_seconds_per_byte = 1e-9;
+  const RunPlan vm = plan_run(g, ro, machine).value();
+  ASSERT_EQ(vm.stream.sweeps, 3);
+  const double grid_bytes = static_cast<double>(shape.nz * g.manifest().layout.plane_stride);
+  // Per sweep: a read and a write of the grid, the CPU time shared by the 2 threads.
+  EXPECT_NEAR(vm.predicted_compute_seconds - bare.predicted_compute_seconds,
+              3 * 1e-9 * 2 * grid_bytes / 2, 1e-12);
+  EXPECT_EQ(vm.stream.bt, bare.stream.bt) << "a forced bt stays";
+}
+
 TEST_F(StreamGolden, BlockSizes) {
   const Shape shape{21, 13, 17};
   const Stencil st = testing_stencil("13pt");
@@ -464,6 +494,10 @@ TEST(StreamPlan, CostModelAndAClearMinimum) {
   EXPECT_GE(p.redundancy, 1.0);
   opt.disk_bytes_per_update = 100;  // a disk as fast as memory: no need to block deeply
   const StreamPlan fast = plan_stream(m, st, Boundary{}, 100, opt).value();
+  opt.io_cpu_updates_per_byte = 1;  // but every byte moved costs the CPUs an update's time
+  const StreamPlan costly_io = plan_stream(m, st, Boundary{}, 100, opt).value();
+  EXPECT_GT(costly_io.bt, fast.bt) << "fewer sweeps take less from the compute";
+  opt.io_cpu_updates_per_byte = 0;
   opt.disk_bytes_per_update = 0.1;  // a slow disk: block as deep as the budget allows
   const StreamPlan slow = plan_stream(m, st, Boundary{}, 100, opt).value();
   EXPECT_LT(fast.bt, p.bt);

@@ -22,14 +22,20 @@ struct MachineProfile {
   // Per-thread working set the wavefront's tiles are sized for (InCoreOptions::cache_bytes);
   // 0: unknown, the engines' default.
   int64_t cache_bytes = 0;
+  // CPU time the machine loses per byte of the grid's disk I/O while every thread computes. On
+  // a virtual machine the host's disk emulation takes it from the guest's CPUs (the
+  // hypervisor's steal; about 0.6 CPU-s per GiB on a Zen 3 VM); 0 on bare metal.
+  double io_cpu_seconds_per_byte = 0;
   bool cached = false;  // came from the cache file rather than a measurement
 
   bool known() const { return compute_mlups > 0 && disk_read_bps > 0; }
 };
 
 // Measures the tiles' working set (tuned_cache_bytes, ~0.4 s), the in-core rate on a small
-// in-memory grid with it (~0.2 s) and the read bandwidth of the grid's data files: O_DIRECT
-// reads through io_uring, several planes in flight, up to 256 MiB (~0.3 s). Writes nothing.
+// in-memory grid with it (~0.2 s), the read bandwidth of the grid's data files: O_DIRECT
+// reads through io_uring, several planes in flight, up to 256 MiB (~0.3 s), and what those
+// reads cost the CPUs (the same reads beside an in-core load on every thread, ~0.6 s). Writes
+// nothing.
 // With a memory budget (bytes, 0: none) every measurement stays within half of it, so that a
 // run's first measurement keeps the run's memory promise.
 Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& scheme, int threads,

@@ -325,14 +325,21 @@ int cmd_plan(const RunArgs& a) {
                     {"compute_mlups", machine.compute_mlups},
                     {"disk_read_bytes_per_second", machine.disk_read_bps},
                     {"disk_write_bytes_per_second", machine.disk_write_bps},
-                    {"cache_bytes_per_thread", machine.cache_bytes}};
+                    {"cache_bytes_per_thread", machine.cache_bytes},
+                    {"io_cpu_seconds_per_byte", machine.io_cpu_seconds_per_byte}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("%s", plan.to_text(g.manifest(), opt).c_str());
+    char io_cost[128] = "";
+    if (machine.io_cpu_seconds_per_byte > 0) {
+      std::snprintf(io_cost, sizeof io_cost,
+                    ", which take %.2f CPU-s per GiB from computing threads (the hypervisor's)",
+                    machine.io_cpu_seconds_per_byte * (1 << 30));
+    }
     std::printf(
         "machine     in-core %.0f MLUP/s on a sample of this stencil; disk %.0f MB/s "
-        "(O_DIRECT reads of this grid, 8 in flight); tiles sized for %s per thread; %s\n",
-        machine.compute_mlups, machine.disk_read_bps / 1e6,
+        "(O_DIRECT reads of this grid, 8 in flight)%s; tiles sized for %s per thread; %s\n",
+        machine.compute_mlups, machine.disk_read_bps / 1e6, io_cost,
         machine.cache_bytes > 0 ? format_size(static_cast<uint64_t>(machine.cache_bytes)).c_str()
                                 : "the default working set",
         machine.cached ? ("cached in " + machine_cache_path() + ", --remeasure to refresh").c_str()
