@@ -132,7 +132,8 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
                                                         round_up(frame_w, 16), frame_h, n);
   const int64_t ring_bytes =
       p.threads * internal::wavefront_workspace_bytes(p.cache_bt, rz, frame_w, frame_h, vb, n) +
-      p.stages * p.tiles * carry_bytes;
+      static_cast<int64_t>(
+          internal::paged_bytes(static_cast<size_t>(p.stages * p.tiles * carry_bytes), 4096));
   p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.tile_y);
   // Reads of the next block and writes of the previous one overlap the current block.
   p.io_buffers = 3 * int64_t{block};
@@ -306,9 +307,15 @@ class StreamRun {
           plan_.cache_bt, rz_, plan_.tile_x + 2 * int64_t{plan_.cache_bt} * kernel_.rx(), frame_h,
           static_cast<T>(b_.value), n));
     }
-    for (int64_t c = 0; c < plan_.stages * plan_.tiles; ++c) {
-      carries_.push_back(std::make_unique<internal::WavefrontCarry<T>>(
-          plan_.cache_bt, rz_, kernel_.ry(), ws_.front()->stride(), frame_h, n));
+    const int64_t carry_values =
+        internal::WavefrontCarry<T>::bytes(plan_.cache_bt, rz_, kernel_.ry(), ws_.front()->stride(),
+                                           frame_h, n) /
+        static_cast<int64_t>(sizeof(T));
+    carry_arena_ = internal::AlignedBuffer::on_huge_pages(
+        static_cast<size_t>(plan_.stages * plan_.tiles * carry_values) * sizeof(T));
+    for (int64_t c = 0; c < plan_.stages * plan_.tiles && carry_arena_.ok(); ++c) {
+      carries_.emplace_back(rz_, kernel_.ry(), ws_.front()->stride(), frame_h, n,
+                            carry_arena_.data<T>() + c * carry_values);
     }
     io_arena_ = internal::AlignedBuffer::on_huge_pages(bytes() * plan_.io_buffers);
     std::byte* next = io_arena_.data();
@@ -316,7 +323,7 @@ class StreamRun {
     for (int i = 0; i < 2 * plan_.block; ++i, next += bytes()) writes_.push_back({next});
     bool ok = true;
     for (const auto& w : ws_) ok = ok && w->ok();
-    for (const auto& c : carries_) ok = ok && c->ok();
+    ok = ok && carry_arena_.ok();
     ok = ok && io_arena_.ok();
     if (!ok) return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
     new_hash_.assign(static_cast<size_t>(s_.nz), 0);
@@ -400,7 +407,7 @@ class StreamRun {
           for (int64_t t = 0; t < ntiles; ++t) {
             const Wave& wave = stage[static_cast<size_t>(t)];
             const internal::WavefrontCarry<T>& carry =
-                *carries_[static_cast<size_t>(j * ntiles + t)];
+                carries_[static_cast<size_t>(j * ntiles + t)];
             wave.restore(carry, i0 - lag);
             for (int64_t i = i0; i < i1; ++i) wave.step(i - lag, 0, 1, {});
             wave.save(carry, i1 - lag);
@@ -793,9 +800,10 @@ class StreamRun {
   FrameStore<T> store_;              // the frames of all pools
   std::vector<FramePool<T>> pools_;  // stage j's input level
   PaddedGrid<T> constant_;           // dirichlet: the plane beyond z's ends
-  std::vector<std::unique_ptr<internal::WavefrontWorkspace<T>>> ws_;   // per thread
-  std::vector<std::unique_ptr<internal::WavefrontCarry<T>>> carries_;  // stage-major, per tile
-  internal::AlignedBuffer io_arena_;                                   // the I/O buffers
+  std::vector<std::unique_ptr<internal::WavefrontWorkspace<T>>> ws_;  // per thread
+  std::vector<internal::WavefrontCarry<T>> carries_;                  // stage-major, per tile
+  internal::AlignedBuffer carry_arena_;  // the carries' memory, on huge pages
+  internal::AlignedBuffer io_arena_;     // the I/O buffers
   std::vector<IoBuffer> reads_, writes_;
   std::vector<size_t> conversions_;        // read buffers to convert into their level-0 frames
   std::vector<Status> conversion_status_;  // each one's checksum check

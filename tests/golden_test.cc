@@ -224,7 +224,9 @@ TEST(Wavefront, ChunksInSharedWorkspacesMatchOneRun) {
         std::vector<float> out(static_cast<size_t>(s.points()));
         const internal::WavefrontWorkspace<float> a(L, rz, fw, fh, static_cast<float>(b.value));
         const internal::WavefrontWorkspace<float> other(L, rz, fw, fh, static_cast<float>(b.value));
-        const internal::WavefrontCarry<float> carry(L, rz, ry, a.stride(), fh, 1);
+        std::vector<float> kept(static_cast<size_t>(
+            internal::WavefrontCarry<float>::bytes(L, rz, ry, a.stride(), fh, 1) / 4));
+        const internal::WavefrontCarry<float> carry(rz, ry, a.stride(), fh, 1, kept.data());
         auto wave = [&](const internal::WavefrontWorkspace<float>& ws) {
           return internal::Wavefront<float>(
               kernel, b, s, L, tile, ws,

@@ -85,7 +85,9 @@ struct WavefrontFrame {
 
 // What a wavefront carries from one run of steps to its next when it shares its workspace with
 // others in between: for each level k in [1, L), the last 2 rz planes it computed, rows
-// [k ry, frame_h - k ry) (what level k + 1 reads) at the workspace's row stride.
+// [k ry, frame_h - k ry) (what level k + 1 reads) at the workspace's row stride. It lives in
+// bytes() of the caller's memory, 64-byte aligned (carries of many wavefronts in one
+// allocation: they are streamed through once per run of steps, so huge pages pay).
 template <typename T>
 class WavefrontCarry {
  public:
@@ -95,19 +97,13 @@ class WavefrontCarry {
            static_cast<int64_t>(sizeof(T));
   }
 
-  WavefrontCarry(int levels, int rz, int ry, ptrdiff_t stride, int64_t frame_h, int components)
-      : rz_(rz),
-        ry_(ry),
-        stride_(stride),
-        h_(frame_h),
-        components_(components),
-        buffer_(static_cast<size_t>(bytes(levels, rz, ry, stride, frame_h, components)), 64) {}
+  WavefrontCarry(int rz, int ry, ptrdiff_t stride, int64_t frame_h, int components, T* memory)
+      : rz_(rz), ry_(ry), stride_(stride), h_(frame_h), components_(components), memory_(memory) {}
 
-  bool ok() const { return buffer_.ok(); }
   // Level k's plane z, component c: rows from k ry on, `stride` apart.
   T* plane(int k, int64_t z, int c) const {
     const int64_t slot = ((z % (2 * rz_)) + 2 * rz_) % (2 * rz_);  // periodic z may be < 0
-    return buffer_.data<T>() + level_offset(k, rz_, ry_, stride_, h_, components_) +
+    return memory_ + level_offset(k, rz_, ry_, stride_, h_, components_) +
            (slot * components_ + c) * rows(k) * stride_;
   }
   int64_t rows(int k) const { return h_ - 2 * int64_t{k} * ry_; }
@@ -124,7 +120,7 @@ class WavefrontCarry {
   ptrdiff_t stride_;
   int64_t h_;
   int components_;
-  AlignedBuffer buffer_;
+  T* memory_;
 };
 
 template <typename T>
