@@ -123,8 +123,8 @@ class ComputeLoad {
 
 // CPU seconds lost per byte read while every thread computes: the hypervisor's steal during
 // reads of the grid beside a compute load on every thread, less what it takes under the load
-// alone for as long. 0 on bare metal (no steal), and when the load does not fit half the
-// budget.
+// alone for as long; 0 on bare metal (no steal). -1 (unknown) when the load does not fit
+// half the budget.
 Result<double> measure_io_cpu_cost(const Grid& grid, int threads, int64_t cache_bytes,
                                    uint64_t mem_budget) {
   const Shape sample{512, 256, 32};
@@ -135,7 +135,7 @@ Result<double> measure_io_cpu_cost(const Grid& grid, int threads, int64_t cache_
   const int64_t steps = ComputeLoad::kSteps;
   if (mem_budget != 0 && static_cast<uint64_t>(InCoreEngine<float>::memory_bytes(
                              sample, stencil, steps, opt)) > mem_budget / 2) {
-    return 0.0;
+    return -1.0;
   }
   DG_ASSIGN_OR_RETURN(InCoreEngine<float> engine,
                       InCoreEngine<float>::create(sample, stencil, steps, opt));
@@ -258,8 +258,9 @@ Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, 
   DG_ASSIGN_OR_RETURN(p.disk_read_bps,
                       measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
   p.disk_write_bps = p.disk_read_bps;
-  DG_ASSIGN_OR_RETURN(p.io_cpu_seconds_per_byte,
+  DG_ASSIGN_OR_RETURN(const double io_cost,
                       measure_io_cpu_cost(grid, threads, p.cache_bytes, mem_budget));
+  p.io_cpu_seconds_per_byte = std::max(0.0, io_cost);
   return p;
 }
 
@@ -290,9 +291,10 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
   }
   p.disk_write_bps = p.disk_read_bps;
   if (!io_cost_cached) {
-    DG_ASSIGN_OR_RETURN(p.io_cpu_seconds_per_byte,
+    DG_ASSIGN_OR_RETURN(const double io_cost,
                         measure_io_cpu_cost(grid, threads, p.cache_bytes, mem_budget));
-    if (!dk.empty()) cache[kIoCostSection][dk] = p.io_cpu_seconds_per_byte;
+    p.io_cpu_seconds_per_byte = std::max(0.0, io_cost);
+    if (!dk.empty() && io_cost >= 0) cache[kIoCostSection][dk] = io_cost;
   }
   if (!p.cached && !path.empty()) write_cache(path, cache);
   return p;

@@ -78,6 +78,17 @@ TEST_F(MachineProfileTest, TheCpuCostOfIoIsCachedPerDiskAndMeasuredWhereMissing)
   EXPECT_EQ(cache["io_cpu_seconds_per_byte"][disk].get<double>(), p.io_cpu_seconds_per_byte);
 }
 
+TEST_F(MachineProfileTest, TheCpuCostOfIoIsLeftUnknownWhereTheLoadDoesNotFitTheBudget) {
+  const Grid g = Grid::open((tmp_.path() / "g").string()).value();
+  const MachineProfile p =
+      machine_profile(g, Stencil::preset("7pt").value(), 1, false, 32 << 20).value();
+  EXPECT_EQ(p.io_cpu_seconds_per_byte, 0);
+  const nlohmann::json cache = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+  EXPECT_FALSE(cache.contains("io_cpu_seconds_per_byte")) << cache.dump();
+  EXPECT_FALSE(profile().value().cached) << "measured once the budget allows";
+  EXPECT_TRUE(profile().value().cached);
+}
+
 TEST_F(MachineProfileTest, ADamagedCacheIsMeasuredOver) {
   ASSERT_TRUE(profile().ok());
   std::ofstream(machine_cache_path()) << "{ not json";
