@@ -199,6 +199,11 @@ TEST(WavefrontPlan, DeeperBlockingWhereTheWorkingSetAllowsTallTiles) {
   EXPECT_EQ(deep.bt, 8);
   EXPECT_EQ(deep.tile_y, 64);
   EXPECT_LE(deep.workspace_bytes, opt.cache_bytes + (int64_t{1} << 16));
+  // Tiles of up to 32768 points: narrower grids get taller tiles, where the budget allows.
+  const WavefrontPlan narrow = plan_wavefront({256, 256, 256}, star, 4, 100, opt);
+  EXPECT_EQ(narrow.tile_x, 256);
+  EXPECT_EQ(narrow.tile_y, 128);
+  EXPECT_EQ(plan_wavefront({256, 256, 256}, star, 8, 100, opt).tile_y, 64) << "f64: 115 rows fit";
   EXPECT_EQ(plan_wavefront({512, 512, 512}, Stencil::preset("13pt").value(), 4, 100, opt).bt, 4);
   EXPECT_EQ(plan_wavefront({512, 512, 512}, Stencil::preset("27pt").value(), 4, 100, opt).bt, 3);
 }
