@@ -161,6 +161,8 @@ void expect_runs_match_reference(const std::vector<Case>& cases) {
     ASSERT_TRUE(report.ok()) << report.status().message();
     EXPECT_EQ(report->total.steps, c.steps);
     EXPECT_EQ(static_cast<int>(report->per_rank.size()), mpi::size());
+    EXPECT_GE(report->total.stolen_cpu_seconds, 0);
+    EXPECT_GE(report->total.cpus, 1);
     if (c.procs) {
       EXPECT_EQ(report->process_grid, c.procs->to_string());
     }

@@ -1055,6 +1055,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
                                              const std::optional<ProcessGrid>& procs) {
   const auto t0 = std::chrono::steady_clock::now();
   const double wait0 = agree_wait_seconds();
+  const double stolen0 = stolen_cpu_seconds();
   DG_ASSIGN_OR_RETURN(DistributedManifest m, load_distributed(dir));
   // Rank 0 holds DIR's lock for the run: a second run of the grid is refused before it lays
   // out or redistributes anything.
@@ -1090,6 +1091,9 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
         gather_report(mine, m, opt, k, halo, progress.from, to, run, direct_io);
     r.total.resumed = resumed;
     r.total.seconds = seconds_since(t0);
+    // What the hypervisor took from this rank's machine (the report printed is rank 0's).
+    r.total.stolen_cpu_seconds = stolen_cpu_seconds() - stolen0;
+    r.total.cpus = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
     return r;
   };
   if (resumed && size() == m.ranks()) {
