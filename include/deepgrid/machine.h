@@ -34,7 +34,7 @@ struct MachineProfile {
 // Measures the tiles' working set (tuned_cache_bytes, ~0.4 s), the in-core rate on a small
 // in-memory grid with it (~0.2 s), the read bandwidth of the grid's data files: O_DIRECT
 // reads through io_uring, several planes in flight, up to 256 MiB (~0.3 s), and what those
-// reads cost the CPUs (the same reads beside an in-core load on every thread, ~0.6 s). Writes
+// reads cost the CPUs (the same reads beside an in-core load on every thread, ~0.8 s). Writes
 // nothing.
 // With a memory budget (bytes, 0: none) every measurement stays within half of it, so that a
 // run's first measurement keeps the run's memory promise.
