@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -45,6 +46,11 @@ double stolen_cpu_seconds() {
   std::stringstream text;
   text << in.rdbuf();
   return stolen_cpu_seconds(text.str(), ::sysconf(_SC_CLK_TCK));
+}
+
+void RunReport::record_steal_since(double at_start) {
+  stolen_cpu_seconds = deepgrid::stolen_cpu_seconds() - at_start;
+  cpus = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
 }
 
 std::string RunReport::to_json() const {

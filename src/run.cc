@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -512,8 +511,7 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   if (r.steps == opt.steps) ::unlink(run_record_path(grid).c_str());  // else resumable
   r.seconds = seconds_since(t0);
   r.peak_memory = peak_resident_bytes();
-  r.stolen_cpu_seconds = stolen_cpu_seconds() - stolen0;
-  r.cpus = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  r.record_steal_since(stolen0);
   return r;
 }
 

@@ -39,6 +39,9 @@ struct RunReport {
   double stolen_cpu_seconds = 0;
   int cpus = 0;
 
+  // Sets stolen_cpu_seconds to what the hypervisor took since stolen_cpu_seconds() returned
+  // `at_start`, and cpus to the machine's online CPUs.
+  void record_steal_since(double at_start);
   // stolen_cpu_seconds over the CPU time the machine had during the run.
   double stolen_share() const {
     return seconds > 0 && cpus > 0 ? stolen_cpu_seconds / (seconds * cpus) : 0;

@@ -1092,8 +1092,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
     r.total.resumed = resumed;
     r.total.seconds = seconds_since(t0);
     // What the hypervisor took from this rank's machine (the report printed is rank 0's).
-    r.total.stolen_cpu_seconds = stolen_cpu_seconds() - stolen0;
-    r.total.cpus = static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+    r.total.record_steal_since(stolen0);
     return r;
   };
   if (resumed && size() == m.ranks()) {
