@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -205,16 +206,16 @@ void write_cache(const std::string& path, const json& j) {
                                     j.dump(2) + "\n");
 }
 
-bool has_cached_number(const json& j, const char* section, const std::string& key) {
-  return j.contains(section) && j[section].is_object() && j[section].contains(key) &&
-         j[section][key].is_number();
+// The number cached under section/key, if there is one.
+std::optional<double> cached_value(const json& j, const char* section, const std::string& key) {
+  if (!j.contains(section) || !j[section].is_object()) return std::nullopt;
+  const json& s = j[section];
+  if (!s.contains(key) || !s[key].is_number()) return std::nullopt;
+  return s[key].get<double>();
 }
 
 double cached_number(const json& j, const char* section, const std::string& key) {
-  if (!j.contains(section) || !j[section].is_object()) return 0;
-  const json& s = j[section];
-  if (!s.contains(key) || !s[key].is_number()) return 0;
-  return s[key].get<double>();
+  return cached_value(j, section, key).value_or(0);
 }
 
 }  // namespace
@@ -275,9 +276,9 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
     p.compute_mlups = cached_number(cache, "compute_mlups", ck);
     p.disk_read_bps = dk.empty() ? 0 : cached_number(cache, "disk_read_bytes_per_second", dk);
   }
-  const bool io_cost_cached =
-      !remeasure && !dk.empty() && has_cached_number(cache, kIoCostSection, dk);
-  if (io_cost_cached) p.io_cpu_seconds_per_byte = cached_number(cache, kIoCostSection, dk);
+  const std::optional<double> io_cost_cached =
+      remeasure || dk.empty() ? std::nullopt : cached_value(cache, kIoCostSection, dk);
+  p.io_cpu_seconds_per_byte = io_cost_cached.value_or(0);
   p.cached = p.known() && io_cost_cached;
   if (p.compute_mlups <= 0) {
     DG_ASSIGN_OR_RETURN(p.compute_mlups,
