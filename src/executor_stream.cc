@@ -875,8 +875,8 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
                         static_cast<double>(m.shape.plane_points()) /
                         std::max(opt.disk_bytes_per_update, 1e-3);
     const int64_t run = std::max<int64_t>(steps, 1);
-    // The compute a sweep's reads and writes take from the CPUs, in the same units.
-    const double io_cpu = opt.io_cpu_updates_per_byte * 2.0 *
+    // The compute a sweep's reads and writes take from the threads, in the same units.
+    const double io_cpu = opt.io_cpu_updates_per_byte / minimum.threads * 2.0 *
                           static_cast<double>(m.layout.plane_stride) /
                           static_cast<double>(m.shape.plane_points());
     double best = 0;

@@ -1,7 +1,5 @@
 #include "deepgrid/plan.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -134,15 +132,14 @@ Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineP
   if (const double d = disk_bytes_per_update(machine, kConcurrentDirections); d > 0) {
     so.disk_bytes_per_update = d;
   }
-  const int threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
-  so.io_cpu_updates_per_byte = machine.io_cpu_seconds_per_byte * rate / threads;
+  so.io_cpu_updates_per_byte = machine.io_cpu_seconds_per_byte * rate;
   DG_ASSIGN_OR_RETURN(plan.stream, plan_stream(m, opt.scheme, opt.boundary, opt.steps, so));
   plan.memory_bytes = static_cast<uint64_t>(plan.stream.memory_bytes);
   for (int64_t done = 0; done < opt.steps; done += plan.stream.bt) {
     const double levels = static_cast<double>(std::min<int64_t>(plan.stream.bt, opt.steps - done));
     // Each sweep's reads and writes also take CPU time from every thread's compute.
     const double compute = (rate > 0 ? points * levels / rate : 0) +
-                           machine.io_cpu_seconds_per_byte * 2 * grid_bytes / threads;
+                           machine.io_cpu_seconds_per_byte * 2 * grid_bytes / plan.stream.threads;
     plan.predicted_compute_seconds += compute;
     const double disk = (read_s + write_s) / kConcurrentDirections;
     plan.predicted_io_seconds += disk;

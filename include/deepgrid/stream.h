@@ -38,9 +38,10 @@ struct StreamOptions {
   // bandwidth / compute rate). The planner deepens bt until the disk traffic, 2 * sizeof(value)
   // * components / bt per update, fits under it, weighed against the tiles' redundant halo work.
   double disk_bytes_per_update = 0.6;
-  // Lattice updates of compute lost per byte of disk I/O (MachineProfile's
-  // io_cpu_seconds_per_byte times the compute rate per thread): on a virtual machine the host's
-  // disk emulation runs on the guest's CPUs, so every sweep's I/O also costs compute.
+  // CPU time lost per byte of disk I/O, counted in lattice updates at the compute rate of all
+  // threads (MachineProfile's io_cpu_seconds_per_byte times that rate); the plan spreads it
+  // over its threads. On a virtual machine the host's disk emulation runs on the guest's CPUs,
+  // so every sweep's I/O also costs compute.
   double io_cpu_updates_per_byte = 0;
   io::FaultHook fault_hook;                // tests: inject I/O errors and short transfers
   const ResolvedProbes* probes = nullptr;  // sources and receivers (probes.h); null: none
