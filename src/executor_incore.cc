@@ -121,7 +121,7 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
     // As tall as the budget allows, then evened out so that every thread gets the same
     // number of equal tiles. But at most 32768 points (64 rows of 512, 128 of 256) or 64 rows,
     // whichever is taller: measured on a Zen 3 VM (f32 7pt, 6 MiB budget), 512x128 tiles ran
-    // no faster than 512x64 and 512x86 ~8% slower, while 256x128 ran ~5% faster than 256x64.
+    // no faster than 512x64 and 512x96 ~8% slower, while 256x128 ran ~5% faster than 256x64.
     const int64_t ty_max =
         std::clamp<int64_t>(tile_rows(p.bt), 8, std::max<int64_t>(64, kMaxTilePoints / tx));
     const int64_t tiles_x = (s.nx + tx - 1) / tx;
