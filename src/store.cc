@@ -26,6 +26,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kManifestName = "manifest.json";
+constexpr const char* kPreparedName = "prepared.json";
 constexpr const char* kFormatName = "deepgrid-grid";
 
 // Exact size of data file f: the end of the last slot it holds.
@@ -340,8 +341,16 @@ Result<Grid> Grid::open(const std::string& dir, Mode mode) {
   DG_RETURN_IF_ERROR(g.open_files(mode));
   DG_RETURN_IF_ERROR(g.load_checksums());
   g.load_sweep_record();
-  if (mode == Mode::kReadWrite) g.remove_replacement_leftovers();
+  g.load_prepared();
+  if (mode == Mode::kReadWrite && !g.prepared_) g.remove_replacement_leftovers();
   return g;
+}
+
+void Grid::load_prepared() {
+  auto text = internal::read_small_file(internal::join_path(dir_, kPreparedName));
+  if (!text.ok()) return;
+  auto m = Manifest::from_json(*text);
+  if (m.ok()) prepared_ = std::move(m).value();  // (unreadable: never finished, so discarded)
 }
 
 void Grid::load_sweep_record() {
@@ -403,6 +412,7 @@ PlaneLocation Grid::locate(int64_t z, FileSet set) const {
 }
 
 Status Grid::create_replacement() {
+  if (prepared_) DG_RETURN_IF_ERROR(discard_prepared());
   for (int fd : replacement_fds_) ::close(fd);
   replacement_fds_.clear();
   for (size_t f = 0; f < manifest_.layout.files.size(); ++f) {
@@ -418,16 +428,21 @@ Status Grid::create_replacement() {
   return Status::Ok();
 }
 
+Status Grid::sync_replacement() const {
+  for (size_t f = 0; f < replacement_fds_.size(); ++f) {
+    const std::string path = file_path(static_cast<int>(f), FileSet::kReplacement);
+    if (::fdatasync(replacement_fds_[f]) != 0) return errno_status(errno, "fsync", path);
+    DG_RETURN_IF_ERROR(internal::fsync_path(internal::parent_path(path)));
+  }
+  return Status::Ok();
+}
+
 Status Grid::commit_replacement(Manifest m) {
+  DG_RETURN_IF_ERROR(sync_replacement());
   std::vector<std::string> old_paths;
   for (size_t f = 0; f < m.layout.files.size(); ++f) {
-    const int file = static_cast<int>(f);
-    if (::fdatasync(replacement_fds_[f]) != 0) {
-      return errno_status(errno, "fsync", file_path(file, FileSet::kReplacement));
-    }
-    old_paths.push_back(file_path(file));
+    old_paths.push_back(file_path(static_cast<int>(f)));
     m.layout.files[f].path = replacement_name(m.layout.files[f].path);
-    DG_RETURN_IF_ERROR(internal::fsync_path(internal::parent_path(old_paths.back())));
   }
   m.base = 0;
   std::swap(fds_, replacement_fds_);
@@ -435,6 +450,52 @@ Status Grid::commit_replacement(Manifest m) {
   for (int fd : replacement_fds_) ::close(fd);
   replacement_fds_.clear();
   for (const std::string& path : old_paths) ::unlink(path.c_str());  // a leftover is removed later
+  return Status::Ok();
+}
+
+Status Grid::prepare_replacement(Manifest m) {
+  DG_RETURN_IF_ERROR(sync_replacement());
+  for (DataFile& f : m.layout.files) f.path = replacement_name(f.path);
+  m.base = 0;
+  DG_ASSIGN_OR_RETURN(Manifest next, manifest_to_commit(m));
+  DG_RETURN_IF_ERROR(internal::write_file_atomic(dir_, kPreparedName, next.to_json()));
+  prepared_ = std::move(next);
+  return Status::Ok();
+}
+
+Status Grid::commit_prepared() {
+  std::vector<std::string> old_paths;
+  for (size_t f = 0; f < manifest_.layout.files.size(); ++f) {
+    old_paths.push_back(file_path(static_cast<int>(f)));
+  }
+  const std::string from = internal::join_path(dir_, kPreparedName);
+  if (::rename(from.c_str(), internal::join_path(dir_, kManifestName).c_str()) != 0) {
+    return errno_status(errno, "commit the prepared replacement", from);
+  }
+  DG_RETURN_IF_ERROR(internal::fsync_path(dir_));
+  for (int fd : fds_) ::close(fd);
+  for (int fd : replacement_fds_) ::close(fd);
+  fds_.clear();
+  replacement_fds_.clear();
+  Manifest next = std::move(*prepared_);
+  prepared_.reset();
+  DG_RETURN_IF_ERROR(committed(std::move(next)));
+  for (const std::string& path : old_paths) ::unlink(path.c_str());  // a leftover is removed later
+  DG_RETURN_IF_ERROR(open_files(Mode::kReadWrite));
+  return load_checksums();  // (a Grid opened after the preparing one holds the old table)
+}
+
+Status Grid::discard_prepared() {
+  if (::unlink(internal::join_path(dir_, kPreparedName).c_str()) == 0) {
+    DG_RETURN_IF_ERROR(internal::fsync_path(dir_));
+  }
+  if (prepared_ && prepared_->checksum_generation > 0) {
+    ::unlink(checksum_path(prepared_->checksum_generation).c_str());
+  }
+  prepared_.reset();
+  for (int fd : replacement_fds_) ::close(fd);
+  replacement_fds_.clear();
+  remove_replacement_leftovers();
   return Status::Ok();
 }
 
@@ -661,6 +722,12 @@ Status Grid::commit(const Manifest& m) {
       return errno_status(errno, "fsync", file_path(static_cast<int>(f)));
     }
   }
+  DG_ASSIGN_OR_RETURN(Manifest next, manifest_to_commit(m));
+  DG_RETURN_IF_ERROR(internal::write_file_atomic(dir_, kManifestName, next.to_json()));
+  return committed(std::move(next));
+}
+
+Result<Manifest> Grid::manifest_to_commit(const Manifest& m) const {
   Manifest next = m;
   next.version =
       next.fields.empty() && next.scheme.empty() ? kOneFieldManifestVersion : kManifestVersion;
@@ -670,7 +737,10 @@ Status Grid::commit(const Manifest& m) {
     DG_RETURN_IF_ERROR(internal::write_file_atomic(
         dir_, checksum_file_name(next.checksum_generation), checksums_.to_json()));
   }
-  DG_RETURN_IF_ERROR(internal::write_file_atomic(dir_, kManifestName, next.to_json()));
+  return next;
+}
+
+Status Grid::committed(Manifest next) {
   if (manifest_.checksum_generation > 0) {
     ::unlink(checksum_path(manifest_.checksum_generation)
                  .c_str());  // superseded; a leftover is harmless

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -118,6 +119,71 @@ TEST_F(StoreTest, CommitReplacesTheManifestAtomically) {
   // A leftover temporary file from a crash mid-commit does not matter.
   std::ofstream(path("g/manifest.json.tmp")) << "{garbage";
   EXPECT_EQ(Grid::open(path("g"))->manifest().step, 12);
+}
+
+// A prepared replacement outlives the Grid that prepared it: the next open finds it and keeps
+// its files; committing it gives its values and step (with their checksums), discarding it
+// leaves the grid as it was, and so does a new replacement made over it.
+TEST_F(StoreTest, APreparedReplacementWaitsForCommitOrDiscard) {
+  CreateOptions opt;
+  opt.shape = {9, 7, 6};
+  opt.init = *parse_init("random:3");
+  const auto before = testing::random_values<float>(opt.shape, 3);
+  auto after = before;
+  for (float& v : after) v = -v;
+  auto prepare = [&](const std::string& dir) {
+    Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+    ASSERT_TRUE(g.create_replacement().ok());
+    ASSERT_TRUE(io::write_plane_range(
+                    g, 0, opt.shape.nz,
+                    [&](int64_t z, void* out) {
+                      std::memcpy(out, after.data() + z * opt.shape.plane_points(),
+                                  static_cast<size_t>(opt.shape.plane_points()) * sizeof(float));
+                      return Status::Ok();
+                    },
+                    io::kPlanesInFlight, FileSet::kReplacement)
+                    .ok());
+    Manifest m = g.manifest();
+    m.step = 7;
+    ASSERT_TRUE(g.prepare_replacement(m).ok());
+    ASSERT_TRUE(g.prepared().has_value());
+  };
+  for (const char* name : {"commit", "discard", "overwrite"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = path(name);
+    ASSERT_TRUE(Grid::create(dir, opt).ok());
+    prepare(dir);
+    const std::string name_s = name;
+    {
+      Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();  // leaves it to the caller
+      ASSERT_TRUE(g.prepared().has_value());
+      EXPECT_EQ(g.prepared()->step, 7);
+      EXPECT_EQ(g.manifest().step, 0);
+      EXPECT_EQ(read_all<float>(g), before);
+      if (name_s == "commit") {
+        ASSERT_TRUE(g.commit_prepared().ok());
+        EXPECT_EQ(g.manifest().step, 7);
+        EXPECT_EQ(read_all<float>(g), after);  // through the files it switched to
+      } else if (name_s == "discard") {
+        ASSERT_TRUE(g.discard_prepared().ok());
+      } else {
+        ASSERT_TRUE(g.create_replacement().ok());
+      }
+      EXPECT_FALSE(g.prepared().has_value());
+      EXPECT_FALSE(fs::exists(dir + "/prepared.json"));
+    }
+    Grid again = Grid::open(dir).value();
+    EXPECT_FALSE(again.prepared().has_value());
+    EXPECT_EQ(again.manifest().step, name_s == "commit" ? 7 : 0);
+    EXPECT_EQ(read_all<float>(again), name_s == "commit" ? after : before);
+    ASSERT_TRUE(again.enable_verification().ok()) << "the checksum table matches the files";
+    EXPECT_TRUE(again.read_planes(0, opt.shape.nz, std::vector<float>(before.size()).data()).ok());
+    int data_files = 0;
+    for (const auto& e : fs::directory_iterator(dir)) data_files += e.path().extension() == ".dgd";
+    if (name_s != "overwrite") {
+      EXPECT_EQ(data_files, 1) << "the other set of files is removed";
+    }
+  }
 }
 
 TEST_F(StoreTest, DamageIsDetected) {

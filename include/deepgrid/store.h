@@ -206,6 +206,18 @@ class Grid {
   Status create_replacement();
   Status commit_replacement(Manifest m);
 
+  // A replacement made ready beside the grid's files without committing it, for writers that
+  // must commit several grids at once (a distributed run's parts): prepare_replacement(m) makes
+  // the filled replacement files and the manifest `m` naming them durable
+  // (DIR/prepared.json); commit_prepared() then makes them the grid's files as
+  // commit_replacement does, and discard_prepared() removes them. A prepared replacement
+  // outlives the Grid: open() finds it (prepared()) and leaves its files alone until one of
+  // the two is called; create_replacement() discards it.
+  Status prepare_replacement(Manifest m);
+  const std::optional<Manifest>& prepared() const { return prepared_; }
+  Status commit_prepared();
+  Status discard_prepared();
+
   // Atomically replaces the manifest with `m` (same layout), fsyncing data files first, and
   // with it the checksum table when every plane's hash is known (else the grid has none).
   Status commit(const Manifest& m);
@@ -221,6 +233,13 @@ class Grid {
   Status load_checksums();
   void load_sweep_record();
   void remove_replacement_leftovers() const;
+  void load_prepared();
+  Status sync_replacement() const;
+  // `m` as a commit writes it: its format version, and a new checksum table (written here)
+  // when every plane's hash is known.
+  Result<Manifest> manifest_to_commit(const Manifest& m) const;
+  // What follows the manifest `next` replacing manifest_ on disk.
+  Status committed(Manifest next);
   std::string checksum_path(int64_t generation) const;
 
   std::unique_ptr<internal::GridLock> lock_;  // first member: released last
@@ -229,6 +248,7 @@ class Grid {
   PlaneChecksums checksums_;
   std::string checksum_problem_;
   std::optional<SweepRecord> sweep_record_;
+  std::optional<Manifest> prepared_;
   std::string interrupted_sweep_;
   bool verify_ = false;
   std::vector<int> fds_;
