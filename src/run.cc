@@ -12,6 +12,7 @@
 #include "deepgrid/io/plane_transfer.h"
 #include "deepgrid/plan.h"
 #include "deepgrid/preflight.h"
+#include "deepgrid/resident_grid.h"
 #include "deepgrid/stream.h"
 #include "deepgrid/tiled.h"
 #include "internal/file_util.h"
@@ -23,52 +24,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-template <typename T>
 Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& plan,
                              const ResolvedProbes* probes) {
   const auto t0 = std::chrono::steady_clock::now();
-  const Shape& s = grid.shape();
-  InCoreOptions io;
-  io.threads = plan.incore.threads;
-  io.bt = plan.incore.bt;
-  io.tile_x = plan.incore.tile_x;
-  io.tile_y = plan.incore.tile_y;
-  if (plan.method == Method::kMmap) io.scratch_dir = grid.dir();
-  DG_ASSIGN_OR_RETURN(InCoreEngine<T> engine,
-                      InCoreEngine<T>::create(s, opt.scheme, opt.steps, io));
-
-  DG_RETURN_IF_ERROR(io::read_plane_range(grid, 0, s.nz, [&](int64_t z, const void* values) {
-    engine.load_plane(z, static_cast<const T*>(values));
-    return Status::Ok();
-  }));
-
-  const auto tc = std::chrono::steady_clock::now();
-  const int64_t done = engine.advance(opt.boundary, opt.steps, opt.progress,
-                                      {probes, grid.manifest().step, opt.placement});
-  const double compute = seconds_since(tc);
-
+  DG_ASSIGN_OR_RETURN(ResidentGrid held, ResidentGrid::load(grid, opt, plan));
+  RunReport r = held.advance(opt, grid.manifest().step, probes);
   // The new state goes into a replacement of the data files, committed by run_grid: a crash
   // before that leaves the grid at its old step.
-  DG_RETURN_IF_ERROR(grid.create_replacement());
-  DG_RETURN_IF_ERROR(io::write_plane_range(
-      grid, 0, s.nz,
-      [&](int64_t z, void* values) {
-        engine.store_plane(z, static_cast<T*>(values));
-        return Status::Ok();
-      },
-      io::kPlanesInFlight, FileSet::kReplacement));
-  const uint64_t grid_bytes = static_cast<uint64_t>(s.nz * grid.manifest().layout.plane_stride);
-
-  RunReport r;
-  r.method = std::string(method_name(plan.method));
-  r.threads = engine.plan().threads;
-  r.bt = engine.plan().bt;
-  r.tile = std::to_string(engine.plan().tile_x) + "x" + std::to_string(engine.plan().tile_y);
-  r.steps = done;
-  r.compute_seconds = compute;
-  r.engine_memory = plan.memory_bytes;
-  r.bytes_read = grid_bytes;
-  r.bytes_written = grid_bytes;
+  DG_RETURN_IF_ERROR(held.write_replacement(grid));
+  r.bytes_read = held.grid_bytes();
+  r.bytes_written = held.grid_bytes();
   r.seconds = seconds_since(t0);
   return r;
 }
@@ -149,9 +114,7 @@ Result<RunReport> run_method(Grid& grid, const RunOptions& opt, const RunPlan& p
   switch (plan.method) {
     case Method::kInCore:
     case Method::kMmap:
-      return dispatch_dtype(grid.dtype(), [&](auto tag) {
-        return run_incore<decltype(tag)>(grid, opt, plan, probes);
-      });
+      return run_incore(grid, opt, plan, probes);
     case Method::kTiled:
       return run_tiled(grid, opt, plan);
     default:
@@ -348,8 +311,8 @@ Status save_run_record(const Grid& grid, const RunOptions& opt, const RunPlan& p
   return write_run_record(grid, opt, plan.method);
 }
 
-// What every run does before it changes anything: the checks, the plan, the space it needs
-// beside the grid, the preflight, and with --verify a look at every plane.
+}  // namespace
+
 Result<RunPlan> prepare_run(Grid& grid, const RunOptions& opt) {
   DG_RETURN_IF_ERROR(check_run(grid.manifest(), opt));
   DG_ASSIGN_OR_RETURN(RunPlan plan, plan_run(grid, opt, opt.machine));
@@ -366,6 +329,8 @@ Result<RunPlan> prepare_run(Grid& grid, const RunOptions& opt) {
   }
   return plan;
 }
+
+namespace {
 
 // The prepared plan run; the report counts from the manifest's step before it (the stream
 // methods commit the step as they go).

@@ -39,4 +39,10 @@ struct RunPlan {
 Result<RunPlan> plan_run(const Grid& grid, const RunOptions& options,
                          const MachineProfile& machine);
 
+// What every run does before it changes anything: the checks, the plan (with
+// options.machine), the space it needs beside the grid, the preflight, and with
+// options.verify a look at every plane. For callers that drive an engine themselves
+// (ResidentGrid).
+Result<RunPlan> prepare_run(Grid& grid, const RunOptions& options);
+
 }  // namespace deepgrid
