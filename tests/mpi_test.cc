@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "deepgrid/io/plane_transfer.h"
+#include "internal/file_util.h"
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
 #include "reference.h"
@@ -350,8 +352,12 @@ TEST(Distributed, SourcesAndReceiversMatchTheReference) {
 // `passes` passes of its engine; the other parts finish the round), then the rest of it: with
 // --resume, or the same command again. The grid, the traces and the records end as an
 // uninterrupted run leaves them, bitwise the reference's.
+//
+// Parts held in memory (the in-core method) stop together at the end of the round instead:
+// every part commits that step, and nothing has to be finished before another command.
 template <typename T>
 void expect_stopped_run_resumes(const Case& c, int stopping_rank, int passes, bool resume_flag) {
+  const bool in_memory = c.method == Method::kAuto && c.mem.empty();
   SCOPED_TRACE(c.stencil + " " + c.boundary.to_string() + ", " + std::to_string(mpi::size()) +
                " ranks, rank " + std::to_string(stopping_rank) + " stops after " +
                std::to_string(passes) + " passes" +
@@ -374,7 +380,15 @@ void expect_stopped_run_resumes(const Case& c, int stopping_rank, int passes, bo
   ASSERT_TRUE(stopped.ok()) << stopped.status().message();
   ASSERT_LT(stopped->total.step_to, c.steps) << "the callback should stop the run";
   EXPECT_EQ(stopped->total.step_target, c.steps);
-  if (mpi::size() > 1) {  // the other parts went on to the round's end: it must be finished
+  if (in_memory) {
+    EXPECT_EQ(stopped->total.step_to % c.bt, 0) << "the parts stop at the end of a round";
+    EXPECT_GT(stopped->total.step_to, 0);
+    auto m = mpi::load_distributed(dir);
+    ASSERT_TRUE(m.ok());
+    auto part = Grid::open(m->parts[static_cast<size_t>(mpi::rank())].dir);
+    ASSERT_TRUE(part.ok());
+    EXPECT_EQ(part->manifest().step, stopped->total.step_to);
+  } else if (mpi::size() > 1) {  // the other parts went on to the round's end: it must be finished
     RunOptions other = opt;
     other.steps = c.steps + 1;
     auto refused = mpi::run_distributed(dir, other, c.procs);
@@ -429,6 +443,13 @@ TEST(Distributed, StoppedRunsResumeBitwise) {
   const Case shot{"wave4", kDirichlet, DType::kF64,    {17, 12, 14}, 9,
                   3,       "2MiB",     Method::kNaive, {},           &wave};
   expect_stopped_run_resumes<double>(shot, last, 5, /*resume_flag=*/false);
+  // In memory (the engines' passes are one or more per round): stopped after the first round.
+  const Case held{"7pt", kNeumann, DType::kF32, {20, 14, 23}, 11, 4, ""};
+  expect_stopped_run_resumes<float>(held, last, 2, /*resume_flag=*/true);
+  Case held_shot = shot;
+  held_shot.method = Method::kAuto;
+  held_shot.mem = "";
+  expect_stopped_run_resumes<double>(held_shot, 0, 2, /*resume_flag=*/false);
   if (mpi::size() > 1) {  // a process grid splitting y
     Case split{"27pt",
                kPeriodic,
@@ -543,6 +564,146 @@ TEST(Distributed, FailedRelayoutOnOneRankLeavesAUsableGrid) {
   if (mpi::rank() != 0) return;
   const auto want =
       reference_run(random_values<float>(s, 11), s, *Stencil::resolve("7pt"), kPeriodic, 3);
+  EXPECT_EQ(first_bitwise_difference(got, want), -1);
+}
+
+// Each value of every plane of this rank's part negated, as a prepared replacement of step
+// `step`; on `commit_too`, committed as well (a run killed while the parts committed).
+template <typename T>
+void prepare_negated_part(const DistributedManifest& m, int64_t step, bool commit_too) {
+  auto part = Grid::open(m.parts[static_cast<size_t>(mpi::rank())].dir, Grid::Mode::kReadWrite);
+  ASSERT_TRUE(part.ok()) << part.status().message();
+  const int64_t n = part->manifest().layout.plane_bytes / static_cast<int64_t>(sizeof(T));
+  std::vector<T> values(static_cast<size_t>(n * part->shape().nz));
+  ASSERT_TRUE(part->read_planes(0, part->shape().nz, values.data()).ok());
+  for (T& v : values) v = -v;
+  ASSERT_TRUE(part->create_replacement().ok());
+  ASSERT_TRUE(io::write_plane_range(
+                  *part, 0, part->shape().nz,
+                  [&](int64_t z, void* out) {
+                    std::memcpy(out, values.data() + z * n, static_cast<size_t>(n) * sizeof(T));
+                    return Status::Ok();
+                  },
+                  io::kPlanesInFlight, FileSet::kReplacement)
+                  .ok());
+  Manifest after = part->manifest();
+  after.step = step;
+  ASSERT_TRUE(part->prepare_replacement(after).ok());
+  if (commit_too) {
+    ASSERT_TRUE(part->commit_prepared().ok());
+  }
+}
+
+// A run whose parts stayed in memory, killed while they prepared or committed their new state
+// (made here by hand: the new state is the old one negated, step 3 -> 5, with the run record
+// such a run leaves). When every part had prepared it (some had committed it too), the next
+// run commits the rest; when one had not, the others discard theirs and the run is done again.
+TEST(Distributed, PartsPreparedInMemoryRunsCommitTogetherOrNotAtAll) {
+  const Shape s{10, 9, 14};
+  const Case c{"7pt", kPeriodic, DType::kF32, s, 3, 3, ""};
+  for (const bool every_part : {true, false}) {
+    if (!every_part && mpi::size() == 1) continue;  // one part: prepared or not, nothing between
+    SCOPED_TRACE(every_part ? "every part prepared, the first committed" : "the last not prepared");
+    SharedTempDir tmp;
+    const std::string dir = tmp / "g";
+    ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF32)).ok());
+    ASSERT_TRUE(mpi::run_distributed(dir, options_for(c)).ok());  // step 3, halos laid out
+    const std::vector<float> at3 = gather_values<float>(dir);
+    auto m = mpi::load_distributed(dir);
+    ASSERT_TRUE(m.ok());
+    RunOptions two = options_for(c);
+    two.steps = 2;
+    if (mpi::rank() == 0) {
+      ASSERT_TRUE(internal::write_file_atomic(dir, kRunRecordName,
+                                              record_of(two, 3, Method::kInCore).to_json())
+                      .ok());
+    }
+    if (every_part || mpi::rank() != mpi::size() - 1) {
+      prepare_negated_part<float>(*m, 5, every_part && mpi::rank() == 0);
+    }
+    mpi::barrier();
+    RunOptions resume = options_for({"7pt", kDirichlet, DType::kF32, {}, -1, 3, ""});
+    resume.resume = true;
+    auto finished = mpi::run_distributed(dir, resume);
+    ASSERT_TRUE(finished.ok()) << finished.status().message();
+    EXPECT_EQ(finished->total.step_to, 5);
+    EXPECT_EQ(finished->total.steps, every_part ? 0 : 2);
+    const std::vector<float> got = gather_values<float>(dir);
+    auto part = Grid::open(m->parts[static_cast<size_t>(mpi::rank())].dir);
+    ASSERT_TRUE(part.ok());
+    EXPECT_FALSE(part->prepared().has_value());
+    EXPECT_EQ(part->manifest().step, 5);
+    if (mpi::rank() != 0) continue;
+    std::vector<float> want = at3;
+    if (every_part) {
+      for (float& v : want) v = -v;
+    } else {
+      want = reference_run(at3, s, *Stencil::resolve("7pt"), kPeriodic, 2);
+    }
+    EXPECT_EQ(first_bitwise_difference(got, want), -1);
+  }
+}
+
+// Parts in memory that commit after every round (checkpoints): each commit writes the part
+// once, and the result stays the reference's.
+TEST(Distributed, CheckpointsOfPartsInMemoryKeepTheRunExact) {
+  SharedTempDir tmp;
+  const std::string dir = tmp / "g";
+  const Shape s{12, 10, 15};
+  ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF32)).ok());
+  RunOptions opt = options_for({"27pt", kPeriodic, DType::kF32, s, 11, 3, ""});
+  opt.checkpoint_seconds = 0;
+  auto report = mpi::run_distributed(dir, opt);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  for (const mpi::RankFigures& f : report->per_rank) {
+    EXPECT_EQ(f.method, "incore");
+    EXPECT_EQ(f.bytes_written, 4 * f.bytes_read) << "rank " << f.rank << ": 4 rounds, 1 load";
+  }
+  const std::vector<float> got = gather_values<float>(dir);
+  if (mpi::rank() != 0) return;
+  const auto want =
+      reference_run(random_values<float>(s, 11), s, *Stencil::resolve("27pt"), kPeriodic, 11);
+  EXPECT_EQ(first_bitwise_difference(got, want), -1);
+}
+
+// A part that cannot write its new state (something in the way of its replacement files): the
+// run fails on every rank, the others discard what they prepared, and the grid keeps its step;
+// once the obstacle is gone the same run goes through exactly.
+TEST(Distributed, AFailedCommitOnOneRankLeavesTheGridAtItsStep) {
+  SharedTempDir tmp;
+  const std::string dir = tmp / "g";
+  const Shape s{8, 11, 12};
+  ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF64)).ok());
+  const Case c{"13pt", kDirichlet, DType::kF64, s, 4, 2, ""};
+  ASSERT_TRUE(mpi::run_distributed(dir, options_for(c)).ok());
+  const int last = mpi::size() - 1;
+  auto m = mpi::load_distributed(dir);
+  ASSERT_TRUE(m.ok());
+  std::string obstacle;
+  if (mpi::rank() == last) {
+    auto part = Grid::open(m->parts[static_cast<size_t>(last)].dir);
+    ASSERT_TRUE(part.ok());
+    obstacle = part->file_path(0, FileSet::kReplacement);
+    fs::create_directory(obstacle);
+  }
+  mpi::barrier();
+  auto failed = mpi::run_distributed(dir, options_for(c));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find(mpi::broadcast(obstacle, last)), std::string::npos)
+      << failed.status().message();
+  auto part = Grid::open(m->parts[static_cast<size_t>(mpi::rank())].dir);
+  ASSERT_TRUE(part.ok());
+  EXPECT_EQ(part->manifest().step, 4);
+  EXPECT_FALSE(part->prepared().has_value());
+  part = Result<Grid>(unsupported("closed"));
+  if (mpi::rank() == last) fs::remove(obstacle);
+  mpi::barrier();
+  auto again = mpi::run_distributed(dir, options_for(c));
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  const std::vector<double> got = gather_values<double>(dir);
+  if (mpi::rank() != 0) return;
+  const auto want =
+      reference_run(random_values<double>(s, 11), s, *Stencil::resolve("13pt"), kDirichlet, 8);
   EXPECT_EQ(first_bitwise_difference(got, want), -1);
 }
 

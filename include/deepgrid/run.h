@@ -51,6 +51,11 @@ struct RunOptions {
   // A distributed run's part: where it lies in the whole grid, whose coordinates users'
   // kernels see (geometry.h). Default: the grid is the whole grid.
   GridPlacement placement;
+  // A distributed run whose parts stay in memory commits them (a checkpoint) at the end of the
+  // first round this many seconds after the last commit; 0: every round; negative: when the
+  // time since is 10 times what the last commit (at first, the load) took, so that
+  // checkpoints cost about a tenth of the run at most.
+  double checkpoint_seconds = -1;
   MachineProfile machine;  // rates for the cost model; unknown: the planner's defaults
   ProgressFn progress;     // may be empty
 };

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -217,6 +218,7 @@ struct RunArgs {
   std::string probes, traces;
   int64_t steps = -1;
   int threads = 0;
+  double checkpoint = -1;  // automatic
   BlockingArgs blocking;
   bool json = false, remeasure = false, verify = false, resume = false;
 };
@@ -263,6 +265,7 @@ RunOptions run_options(const RunArgs& a) {
   opt.resume = a.resume;
   if (!a.probes.empty()) opt.probes = get(read_probes(a.probes));
   opt.traces_path = a.traces;
+  opt.checkpoint_seconds = a.checkpoint;
   return opt;
 }
 
@@ -744,6 +747,16 @@ int run_cli(int argc, char** argv) {
                   "Under mpirun: the process grid PXxPYxPZ to run with; a grid split otherwise is "
                   "split again first (default: the grid's own, or chosen for another number of "
                   "ranks)");
+  run->add_option("--checkpoint", ra.checkpoint,
+                  "Under mpirun, with every rank's part in memory: commit the parts (a point the "
+                  "run can resume from after a crash) at the end of the first round this many "
+                  "seconds after the last commit; 0: every round (default: when the time since "
+                  "is 10 times what the last commit took, a tenth of the run at most)")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return std::strtod(v.c_str(), nullptr) < 0 ? std::string("give seconds >= 0") : "";
+          },
+          "SECONDS"));
   run->add_flag("--json", ra.json, "Print the report as one JSON object on stdout");
   run->add_flag("--verify", ra.verify,
                 "Check every plane read against its checksum; refuse damaged data");

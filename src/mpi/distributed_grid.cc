@@ -21,6 +21,8 @@
 #include "deepgrid/box_io.h"
 #include "deepgrid/init.h"
 #include "deepgrid/npy.h"
+#include "deepgrid/plan.h"
+#include "deepgrid/resident_grid.h"
 #include "internal/file_util.h"
 #include "internal/grid_lock.h"
 #include "internal/plane_rect.h"
@@ -844,6 +846,51 @@ void add_exchange(RankFigures* f, const ExchangeStats& e) {
   f->bytes_sent += e.bytes_sent;
 }
 
+// Commits the state of every part held in memory at `step` at once (settle_prepared): each
+// saves its receivers' values, writes and prepares its new state, and once all have, commits
+// it. Collective.
+Status commit_held(Grid& part, const ResidentGrid& held, int64_t step, const PartProbes& probes,
+                   RankFigures* figures) {
+  Status st = probes.traces.receivers == 0
+                  ? Status::Ok()
+                  : write_traces_npy(probes.traces, part_traces_path(part));
+  if (st.ok()) {
+    Manifest after = part.manifest();
+    after.step = step;
+    st = held.write_replacement(part);
+    if (st.ok()) st = part.prepare_replacement(after);
+    figures->bytes_written += held.grid_bytes();
+  }
+  if (const Status all = agree(st); !all.ok()) {
+    if (part.prepared()) (void)part.discard_prepared();
+    return all;
+  }
+  return agree(part.commit_prepared());
+}
+
+// Whether a run whose parts stay in memory commits them now (RunOptions::checkpoint_seconds),
+// `since` seconds after the last commit, which took `last` seconds.
+bool checkpoint_due(double every, double since, double last) {
+  constexpr double kWorkPerCheckpoint = 10;
+  return since >= (every >= 0 ? every : kWorkPerCheckpoint * last);
+}
+
+// The part of this rank in memory for the rounds of `run` from `step`, each round taking at
+// most opt.steps steps, when every rank's part fits its budget in memory (the in-core method);
+// else none, and every round goes through the parts' files. Collective.
+Result<std::optional<ResidentGrid>> hold_in_memory(Grid& part, const RunOptions& opt,
+                                                   const RunRecord& run, int64_t step) {
+  if (step >= run.step_to) return std::optional<ResidentGrid>();
+  auto plan = plan_run(part, opt, opt.machine);
+  DG_RETURN_IF_ERROR(agree(plan.status()));
+  if (any_rank(plan->method != Method::kInCore)) return std::optional<ResidentGrid>();
+  auto checked = prepare_run(part, opt);
+  DG_RETURN_IF_ERROR(agree(checked.status()));
+  auto held = ResidentGrid::load(part, opt, std::move(checked).value());
+  DG_RETURN_IF_ERROR(agree(held.status()));
+  return std::optional<ResidentGrid>(std::move(held).value());
+}
+
 // A run stopped part-way, and how the next run goes on.
 //
 // A run records its range in DIR/run.json (rank 0; resume.h's RunRecord) before its first
@@ -909,6 +956,32 @@ Result<GridProgress> grid_progress(const DistributedManifest& m) {
                    "from a backup");
   }
   return GridProgress{t, true, from};
+}
+
+// A run whose parts stay in memory (ResidentGrid) prepares every part's new state beside its
+// files (Grid::prepare_replacement), agrees, and only then commits them. So a run stopped
+// between the two leaves every part prepared for, or committed at, its last step t, and one
+// stopped earlier leaves at least one part with nothing prepared, none committed. Collective:
+// in the first case the prepared parts commit, in the second they discard what they prepared.
+// With another number of ranks than parts nothing is done: open_part then refuses parts that
+// do not hold the grid's step, with the hint to finish the run.
+Status settle_prepared(const DistributedManifest& m) {
+  if (size() != m.ranks()) return Status::Ok();
+  auto part = open_part_as_is(m, rank(), Grid::Mode::kReadWrite);
+  DG_RETURN_IF_ERROR(agree(part.status()));
+  const int64_t prepared = part->prepared() ? part->prepared()->step : -1;
+  int64_t t = -1;
+  bool forward = true;
+  std::vector<std::array<int64_t, 2>> all;
+  for (const std::string& text : all_gather(json({part->manifest().step, prepared}).dump())) {
+    all.push_back(json::parse(text).get<std::array<int64_t, 2>>());
+    t = std::max(t, all.back()[1]);
+  }
+  if (t < 0) return Status::Ok();
+  for (const auto& [step, ready] : all) forward = forward && (ready == t || step == t);
+  Status st;
+  if (prepared >= 0) st = forward ? part->commit_prepared() : part->discard_prepared();
+  return agree(st);
 }
 
 }  // namespace
@@ -1067,6 +1140,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   auto scheme = given.resume ? Result<Scheme>(given.scheme) : scheme_for(whole, given.scheme);
   DG_RETURN_IF_ERROR(agree(scheme.status()));
   opt.scheme = std::move(scheme).value();
+  DG_RETURN_IF_ERROR(settle_prepared(m));
   DG_ASSIGN_OR_RETURN(const GridProgress progress, grid_progress(m));
   bool resumed = false;
   auto todo = run_to_do(m, progress, recorded_run(m), &opt, &resumed);
@@ -1129,8 +1203,56 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   part_opt.progress = after_each_pass(part, probes, opt, run, &step);
   mine.part_planes = info.shape().nz;
   const uint64_t exchange_buffers = opt.mem_budget > 0 ? opt.mem_budget : uint64_t{256} << 20;
-  for (; step < run.step_to; step += part_opt.steps) {
-    DG_ASSIGN_OR_RETURN(const ExchangeStats ex, exchange_halos(part, transfers, exchange_buffers));
+  auto last_commit = std::chrono::steady_clock::now();
+  RunOptions first_round = part_opt;
+  first_round.steps = std::min<int64_t>(k, run.step_to - step);
+  DG_ASSIGN_OR_RETURN(std::optional<ResidentGrid> held,
+                      hold_in_memory(part, first_round, run, step));
+  double commit_seconds = seconds_since(last_commit);  // until the first commit: the load's
+  last_commit = std::chrono::steady_clock::now();
+  if (held) {
+    mine.bytes_read += held->grid_bytes();
+    const PartPlanes planes = planes_of(*held, part);
+    // The exchange's buffers within what the engine leaves of the budget.
+    const uint64_t engine = held->plan().memory_bytes;
+    const uint64_t buffers = opt.mem_budget == 0       ? exchange_buffers
+                             : opt.mem_budget > engine ? opt.mem_budget - engine
+                                                       : 1;
+    bool stop = false;
+    while (step < run.step_to && !stop) {
+      DG_ASSIGN_OR_RETURN(const ExchangeStats ex, exchange_halos(planes, transfers, buffers));
+      add_exchange(&mine, ex);
+      RunOptions round = part_opt;
+      round.steps = std::min<int64_t>(k, run.step_to - step);
+      bool asked_to_stop = false;  // the parts stop together, at the end of a round
+      round.progress = [&](int64_t done, int64_t) {
+        asked_to_stop = asked_to_stop ||
+                        (opt.progress &&
+                         !opt.progress(step + done - run.step_from, run.step_to - run.step_from));
+        return true;  // (a round is short: the parts stop together at its end)
+      };
+      add_advance(&mine,
+                  held->advance(round, step, probes.resolved.empty() ? nullptr : &probes.resolved));
+      step += round.steps;
+      if (!all_probes.receivers.empty()) {
+        DG_RETURN_IF_ERROR(write_traces_on_root(probes, &traces, opt.traces_path));
+      }
+      stop = any_rank(asked_to_stop);
+      if (!stop && step < run.step_to &&
+          any_rank(
+              checkpoint_due(opt.checkpoint_seconds, seconds_since(last_commit), commit_seconds))) {
+        const auto t = std::chrono::steady_clock::now();
+        DG_RETURN_IF_ERROR(commit_held(part, *held, step, probes, &mine));
+        commit_seconds = seconds_since(t);
+        last_commit = std::chrono::steady_clock::now();
+      }
+    }
+    DG_RETURN_IF_ERROR(commit_held(part, *held, step, probes, &mine));
+    if (stop) return finish(k, halo, step, part.direct_io());
+  }
+  for (; step < run.step_to; step += part_opt.steps) {  // (held: at the end already)
+    DG_ASSIGN_OR_RETURN(const ExchangeStats ex,
+                        exchange_halos(planes_of(part), transfers, exchange_buffers));
     add_exchange(&mine, ex);
     part_opt.steps = std::min<int64_t>(k, run.step_to - step);
     // The halos are in place on every rank: from here each part can finish the round alone.

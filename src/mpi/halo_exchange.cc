@@ -89,8 +89,8 @@ struct RectAt {
   std::byte* packed = nullptr;
 };
 
-bool covers_plane(const Block& rect, const Shape& s) {
-  return rect.size(kAxisX) == s.nx && rect.size(kAxisY) == s.ny;
+bool covers_plane(const Block& rect, const internal::PlaneFormat& f) {
+  return rect.size(kAxisX) == f.nx && rect.size(kAxisY) == f.ny;
 }
 
 // The planes of this rank's part that one round touches, each held once in memory: read once
@@ -98,39 +98,39 @@ bool covers_plane(const Block& rect, const Shape& s) {
 // put after receiving, written once (if it received anything).
 class RoundPlanes {
  public:
-  RoundPlanes(Grid& part, ExchangeStats* stats, Status* first)
-      : part_(part),
-        format_(internal::plane_format(part.manifest())),
-        stats_(stats),
-        first_(first) {}
+  RoundPlanes(const PartPlanes& part, ExchangeStats* stats, Status* first)
+      : part_(part), stats_(stats), first_(first) {}
 
   void add_send(const Block& rect) { plane(rect[kAxisZ].lo).sends = true; }
   void add_receive(const Block& rect) {
     Held& h = plane(rect[kAxisZ].lo);
     h.receives = true;
-    h.whole = h.whole || covers_plane(rect, part_.shape());
+    h.whole = h.whole || covers_plane(rect, part_.format);
   }
 
   // Reads the planes whose values are needed, in runs of consecutive planes.
   void read() {
     size_t i = 0;
     for (auto& [z, h] : planes_) h.index = i++;
-    data_.resize(planes_.size() * format_.bytes());
+    data_.resize(planes_.size() * part_.format.bytes());
     for_each_run([](const Held& h) { return h.sends || !h.whole; },
                  [&](int64_t z0, int64_t n, std::byte* at) {
-                   if (first_->ok()) *first_ = part_.read_planes(z0, n, at);
-                   stats_->bytes_read += static_cast<uint64_t>(n) * format_.bytes();
+                   if (first_->ok()) *first_ = part_.read(z0, n, at);
+                   if (part_.on_disk)
+                     stats_->bytes_read += static_cast<uint64_t>(n) * part_.format.bytes();
                  });
   }
-  void copy(const RectAt& r, internal::RectCopy direction) {
-    internal::copy_rect(at(planes_.at(r.rect[kAxisZ].lo)), format_, r.rect, r.packed, direction);
+  void copy(const RectAt& r, const internal::PlaneFormat& format, internal::RectCopy direction) {
+    internal::copy_rect(at(planes_.at(r.rect[kAxisZ].lo)), format, r.rect, r.packed, direction);
   }
   // Writes the planes that received values, in runs of consecutive planes.
   void write() {
     for_each_run([](const Held& h) { return h.receives; },
                  [&](int64_t z0, int64_t n, std::byte* at) {
-                   if (first_->ok()) *first_ = part_.write_planes(z0, n, at);
-                   stats_->bytes_written += static_cast<uint64_t>(n) * format_.bytes();
+                   if (first_->ok()) *first_ = part_.write(z0, n, at);
+                   if (part_.on_disk) {
+                     stats_->bytes_written += static_cast<uint64_t>(n) * part_.format.bytes();
+                   }
                  });
   }
 
@@ -144,12 +144,12 @@ class RoundPlanes {
   static constexpr uint64_t kRunBytes = uint64_t{4} << 20;
 
   Held& plane(int64_t z) { return planes_[z]; }
-  std::byte* at(const Held& h) { return data_.data() + h.index * format_.bytes(); }
+  std::byte* at(const Held& h) { return data_.data() + h.index * part_.format.bytes(); }
 
   template <typename Pick, typename Io>
   void for_each_run(Pick pick, Io io) {
     const int64_t max_run = std::max<int64_t>(
-        1, static_cast<int64_t>(kRunBytes / std::max<size_t>(format_.bytes(), 1)));
+        1, static_cast<int64_t>(kRunBytes / std::max<size_t>(part_.format.bytes(), 1)));
     for (auto it = planes_.begin(); it != planes_.end();) {
       if (!pick(it->second)) {
         ++it;
@@ -166,8 +166,7 @@ class RoundPlanes {
     }
   }
 
-  Grid& part_;
-  const internal::PlaneFormat format_;
+  const PartPlanes& part_;
   std::map<int64_t, Held> planes_;
   std::vector<std::byte> data_;
   ExchangeStats* stats_;
@@ -176,11 +175,39 @@ class RoundPlanes {
 
 }  // namespace
 
-Result<ExchangeStats> exchange_halos(Grid& part, const std::vector<BoxTransfer>& transfers,
+PartPlanes planes_of(Grid& part) {
+  PartPlanes p;
+  p.format = internal::plane_format(part.manifest());
+  p.read = [&part](int64_t z0, int64_t count, std::byte* out) {
+    return part.read_planes(z0, count, out);
+  };
+  p.write = [&part](int64_t z0, int64_t count, const std::byte* in) {
+    return part.write_planes(z0, count, in);
+  };
+  return p;
+}
+
+PartPlanes planes_of(ResidentGrid& held, const Grid& part) {
+  PartPlanes p;
+  p.format = internal::plane_format(part.manifest());
+  p.read = [&held](int64_t z0, int64_t count, std::byte* out) {
+    held.read_planes(z0, count, out);
+    return Status::Ok();
+  };
+  p.write = [&held](int64_t z0, int64_t count, const std::byte* in) {
+    held.write_planes(z0, count, in);
+    return Status::Ok();
+  };
+  p.on_disk = false;
+  return p;
+}
+
+Result<ExchangeStats> exchange_halos(const PartPlanes& part,
+                                     const std::vector<BoxTransfer>& transfers,
                                      uint64_t buffer_bytes) {
   const auto t0 = std::chrono::steady_clock::now();
   const int me = rank(), n = size();
-  const internal::PlaneFormat format = internal::plane_format(part.manifest());
+  const internal::PlaneFormat& format = part.format;
   // A slice (at most a plane) must fit one message, whose size MPI counts in an int.
   const bool plane_fits = format.bytes() <= INT_MAX;
   DG_RETURN_IF_ERROR(agree(plane_fits
@@ -242,7 +269,7 @@ Result<ExchangeStats> exchange_halos(Grid& part, const std::vector<BoxTransfer>&
     for (const RectAt& r : to_send) planes.add_send(r.rect);
     for (const RectAt& r : to_receive) planes.add_receive(r.rect);
     planes.read();
-    for (const RectAt& r : to_send) planes.copy(r, internal::RectCopy::kToPacked);
+    for (const RectAt& r : to_send) planes.copy(r, format, internal::RectCopy::kToPacked);
     std::vector<MPI_Request> requests;
     for (int r = 0; r < n; ++r) {
       auto& in = recvs[static_cast<size_t>(r)];
@@ -260,7 +287,7 @@ Result<ExchangeStats> exchange_halos(Grid& part, const std::vector<BoxTransfer>&
       stats.bytes_sent += out.size();
     }
     MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-    for (const RectAt& r : to_receive) planes.copy(r, internal::RectCopy::kFromPacked);
+    for (const RectAt& r : to_receive) planes.copy(r, format, internal::RectCopy::kFromPacked);
     planes.write();
   }
   DG_RETURN_IF_ERROR(agree(local));

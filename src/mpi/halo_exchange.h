@@ -3,20 +3,34 @@
 // non-blocking MPI.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "deepgrid/distributed.h"
+#include "deepgrid/resident_grid.h"
 #include "deepgrid/store.h"
+#include "internal/plane_rect.h"
 
 namespace deepgrid::mpi {
+
+// Where this rank's part's planes are: its files, or the memory of a resident engine.
+struct PartPlanes {
+  internal::PlaneFormat format;
+  std::function<Status(int64_t z0, int64_t count, std::byte* out)> read;
+  std::function<Status(int64_t z0, int64_t count, const std::byte* in)> write;
+  bool on_disk = true;  // counts bytes read and written
+};
+PartPlanes planes_of(Grid& part);
+PartPlanes planes_of(ResidentGrid& held, const Grid& part);  // `part` held in memory
 
 struct ExchangeStats {
   double seconds = 0;  // the whole exchange: reads, transfers, writes
   uint64_t bytes_read = 0, bytes_written = 0, bytes_sent = 0;
 };
 
-// Runs this rank's share of `transfers` (halo_transfers of every part) on its open part. Each
+// Runs this rank's share of `transfers` (halo_transfers of every part) on its part. Each
 // transfer moves one x-y rectangle per plane of its box; those rectangles are grouped into
 // rounds in which no rank holds more than `buffer_bytes` (the smallest any rank gives; every
 // rank computes the same rounds from the same list): its send and receive buffers and one copy
@@ -28,7 +42,8 @@ struct ExchangeStats {
 // read and written at most once per round. Rectangles a rank sends to itself are copied.
 // Collective. A rank whose reads or writes fail still takes part in every round (sending what
 // it has), so that nobody waits forever; the error is agreed at the end.
-Result<ExchangeStats> exchange_halos(Grid& part, const std::vector<BoxTransfer>& transfers,
+Result<ExchangeStats> exchange_halos(const PartPlanes& part,
+                                     const std::vector<BoxTransfer>& transfers,
                                      uint64_t buffer_bytes);
 
 }  // namespace deepgrid::mpi
