@@ -1212,15 +1212,16 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   last_commit = std::chrono::steady_clock::now();
   if (held) {
     mine.bytes_read += held->grid_bytes();
-    const PartPlanes planes = planes_of(*held, part);
     // The exchange's buffers within what the engine leaves of the budget.
     const uint64_t engine = held->plan().memory_bytes;
     const uint64_t buffers = opt.mem_budget == 0       ? exchange_buffers
                              : opt.mem_budget > engine ? opt.mem_budget - engine
                                                        : 1;
+    DG_ASSIGN_OR_RETURN(HaloExchange exchange,
+                        HaloExchange::create(planes_of(*held, part), transfers, buffers));
     bool stop = false;
     while (step < run.step_to && !stop) {
-      DG_ASSIGN_OR_RETURN(const ExchangeStats ex, exchange_halos(planes, transfers, buffers));
+      DG_ASSIGN_OR_RETURN(const ExchangeStats ex, exchange.run());
       add_exchange(&mine, ex);
       RunOptions round = part_opt;
       round.steps = std::min<int64_t>(k, run.step_to - step);

@@ -98,8 +98,10 @@ bool covers_plane(const Block& rect, const internal::PlaneFormat& f) {
 // put after receiving, written once (if it received anything).
 class RoundPlanes {
  public:
-  RoundPlanes(const PartPlanes& part, ExchangeStats* stats, Status* first)
-      : part_(part), stats_(stats), first_(first) {}
+  // `data` holds the planes (kept by the caller from round to round).
+  RoundPlanes(const PartPlanes& part, std::vector<std::byte>* data, ExchangeStats* stats,
+              Status* first)
+      : part_(part), data_(*data), stats_(stats), first_(first) {}
 
   void add_send(const Block& rect) { plane(rect[kAxisZ].lo).sends = true; }
   void add_receive(const Block& rect) {
@@ -168,7 +170,7 @@ class RoundPlanes {
 
   const PartPlanes& part_;
   std::map<int64_t, Held> planes_;
-  std::vector<std::byte> data_;
+  std::vector<std::byte>& data_;
   ExchangeStats* stats_;
   Status* first_;
 };
@@ -202,10 +204,24 @@ PartPlanes planes_of(ResidentGrid& held, const Grid& part) {
   return p;
 }
 
-Result<ExchangeStats> exchange_halos(const PartPlanes& part,
-                                     const std::vector<BoxTransfer>& transfers,
-                                     uint64_t buffer_bytes) {
-  const auto t0 = std::chrono::steady_clock::now();
+// What stays from one exchange to the next: the slices and their rounds, which every exchange
+// of a run repeats, and the buffers.
+struct HaloExchange::State {
+  PartPlanes part;
+  std::vector<Slice> all;
+  std::vector<const Slice*> mine;                    // this rank's, in round order
+  std::vector<std::vector<std::byte>> sends, recvs;  // by peer
+  std::vector<std::byte> planes;                     // the round's planes of the part
+};
+
+HaloExchange::HaloExchange(std::unique_ptr<State> state) : state_(std::move(state)) {}
+HaloExchange::HaloExchange(HaloExchange&&) noexcept = default;
+HaloExchange& HaloExchange::operator=(HaloExchange&&) noexcept = default;
+HaloExchange::~HaloExchange() = default;
+
+Result<HaloExchange> HaloExchange::create(PartPlanes part,
+                                          const std::vector<BoxTransfer>& transfers,
+                                          uint64_t buffer_bytes) {
   const int me = rank(), n = size();
   const internal::PlaneFormat& format = part.format;
   // A slice (at most a plane) must fit one message, whose size MPI counts in an int.
@@ -222,15 +238,28 @@ Result<ExchangeStats> exchange_halos(const PartPlanes& part,
   plane_bytes[static_cast<size_t>(me)] = format.bytes();
   MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, plane_bytes.data(), 1, MPI_UINT64_T,
                 MPI_COMM_WORLD);
-  const std::vector<Slice> all = slices_in_rounds(transfers, plane_bytes, format, budget);
-  std::vector<const Slice*> mine;
-  for (const Slice& s : all) {
-    if (s.from_rank == me || s.to_rank == me) mine.push_back(&s);
+  auto state = std::make_unique<State>();
+  state->part = std::move(part);
+  state->all = slices_in_rounds(transfers, plane_bytes, format, budget);
+  for (const Slice& s : state->all) {
+    if (s.from_rank == me || s.to_rank == me) state->mine.push_back(&s);
   }
+  state->sends.resize(static_cast<size_t>(n));
+  state->recvs.resize(static_cast<size_t>(n));
+  return HaloExchange(std::move(state));
+}
+
+Result<ExchangeStats> HaloExchange::run() {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int me = rank(), n = size();
+  State& st = *state_;
+  const internal::PlaneFormat& format = st.part.format;
+  const std::vector<const Slice*>& mine = st.mine;
+  auto& sends = st.sends;
+  auto& recvs = st.recvs;
   ExchangeStats stats;
   Status local;
-  std::vector<std::vector<std::byte>> sends(static_cast<size_t>(n)), recvs(static_cast<size_t>(n));
-  const int64_t rounds = all.empty() ? 0 : all.back().round + 1;
+  const int64_t rounds = st.all.empty() ? 0 : st.all.back().round + 1;
   size_t next = 0;
   for (int64_t round = 0; round < rounds; ++round) {
     size_t end = next;
@@ -265,7 +294,7 @@ Result<ExchangeStats> exchange_halos(const PartPlanes& part,
       }
     }
     next = end;
-    RoundPlanes planes(part, &stats, &local);
+    RoundPlanes planes(st.part, &st.planes, &stats, &local);
     for (const RectAt& r : to_send) planes.add_send(r.rect);
     for (const RectAt& r : to_receive) planes.add_receive(r.rect);
     planes.read();
@@ -293,6 +322,13 @@ Result<ExchangeStats> exchange_halos(const PartPlanes& part,
   DG_RETURN_IF_ERROR(agree(local));
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return stats;
+}
+
+Result<ExchangeStats> exchange_halos(const PartPlanes& part,
+                                     const std::vector<BoxTransfer>& transfers,
+                                     uint64_t buffer_bytes) {
+  DG_ASSIGN_OR_RETURN(HaloExchange exchange, HaloExchange::create(part, transfers, buffer_bytes));
+  return exchange.run();
 }
 
 }  // namespace deepgrid::mpi

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "deepgrid/distributed.h"
@@ -42,6 +43,29 @@ struct ExchangeStats {
 // read and written at most once per round. Rectangles a rank sends to itself are copied.
 // Collective. A rank whose reads or writes fail still takes part in every round (sending what
 // it has), so that nobody waits forever; the error is agreed at the end.
+//
+// A HaloExchange does the same exchange again and again (the rounds of a run whose parts stay
+// in memory): its slices and rounds are cut once, and its buffers kept from one exchange to
+// the next (at most `buffer_bytes` of them).
+class HaloExchange {
+ public:
+  // Collective (every rank agrees on the rounds).
+  static Result<HaloExchange> create(PartPlanes part, const std::vector<BoxTransfer>& transfers,
+                                     uint64_t buffer_bytes);
+  Result<ExchangeStats> run();  // collective
+
+  HaloExchange(HaloExchange&&) noexcept;
+  HaloExchange& operator=(HaloExchange&&) noexcept;
+  ~HaloExchange();
+
+  struct State;
+
+ private:
+  explicit HaloExchange(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// One exchange: HaloExchange::create(...).run().
 Result<ExchangeStats> exchange_halos(const PartPlanes& part,
                                      const std::vector<BoxTransfer>& transfers,
                                      uint64_t buffer_bytes);
