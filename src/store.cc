@@ -464,6 +464,7 @@ Status Grid::prepare_replacement(Manifest m) {
 }
 
 Status Grid::commit_prepared() {
+  if (!prepared_) return invalid_argument(dir_ + " has no prepared replacement to commit");
   std::vector<std::string> old_paths;
   for (size_t f = 0; f < manifest_.layout.files.size(); ++f) {
     old_paths.push_back(file_path(static_cast<int>(f)));
