@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "deepgrid/io/plane_transfer.h"
+#include "deepgrid/npy.h"
 #include "internal/file_util.h"
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
@@ -641,6 +643,54 @@ TEST(Distributed, PartsPreparedInMemoryRunsCommitTogetherOrNotAtAll) {
       want = reference_run(at3, s, *Stencil::resolve("7pt"), kPeriodic, 2);
     }
     EXPECT_EQ(first_bitwise_difference(got, want), -1);
+  }
+}
+
+// An import of a field into a grid whose commit was stopped settles it first: with every part
+// prepared it commits them, so the parts are ahead of the grid and the import is refused with
+// the hint to finish the run; after that, it goes into the step the parts hold.
+TEST(Distributed, AnImportAfterAStoppedCommitSettlesItFirst) {
+  const Shape s{10, 9, 14};
+  const Case c{"7pt", kNeumann, DType::kF32, s, 3, 3, ""};
+  SharedTempDir tmp;
+  const std::string dir = tmp / "g";
+  ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF32)).ok());
+  ASSERT_TRUE(mpi::run_distributed(dir, options_for(c)).ok());
+  auto m = mpi::load_distributed(dir);
+  ASSERT_TRUE(m.ok());
+  RunOptions two = options_for(c);
+  two.steps = 2;
+  const std::string npy = tmp / "u.npy";
+  const std::vector<float> imported = random_values<float>(s, 99);
+  if (mpi::rank() == 0) {
+    ASSERT_TRUE(internal::write_file_atomic(dir, kRunRecordName,
+                                            record_of(two, 3, Method::kInCore).to_json())
+                    .ok());
+    std::ofstream out(npy, std::ios::binary);
+    out << npy_header(DType::kF32, {s.nz, s.ny, s.nx});
+    out.write(reinterpret_cast<const char*>(imported.data()),
+              static_cast<std::streamsize>(imported.size() * sizeof(float)));
+  }
+  prepare_negated_part<float>(*m, 5, /*commit_too=*/false);
+  mpi::barrier();
+  const Status refused = mpi::import_field_distributed(npy, dir, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("--resume"), std::string::npos) << refused.message();
+  {
+    auto part = Grid::open(m->parts[static_cast<size_t>(mpi::rank())].dir);
+    ASSERT_TRUE(part.ok());
+    EXPECT_EQ(part->manifest().step, 5) << "every part was prepared: they commit";
+    EXPECT_FALSE(part->prepared().has_value());
+  }
+  mpi::barrier();
+  RunOptions resume = options_for({"7pt", kDirichlet, DType::kF32, {}, -1, 3, ""});
+  resume.resume = true;
+  ASSERT_TRUE(mpi::run_distributed(dir, resume).ok());
+  const Status st = mpi::import_field_distributed(npy, dir, 0);
+  ASSERT_TRUE(st.ok()) << st.message();
+  const std::vector<float> got = gather_values<float>(dir);
+  if (mpi::rank() == 0) {
+    EXPECT_EQ(got, imported);
   }
 }
 

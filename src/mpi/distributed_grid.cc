@@ -380,6 +380,32 @@ Status import_block_field(const std::string& npy_path, const NpyHeader& header, 
   return st;
 }
 
+// A run whose parts stay in memory (ResidentGrid) prepares every part's new state beside its
+// files (Grid::prepare_replacement), agrees, and only then commits them. So a run stopped
+// between the two leaves every part prepared for, or committed at, its last step t, and one
+// stopped earlier leaves at least one part with nothing prepared, none committed. Collective:
+// in the first case the prepared parts commit, in the second they discard what they prepared.
+// With another number of ranks than parts nothing is done: open_part then refuses parts that
+// do not hold the grid's step, with the hint to finish the run.
+Status settle_prepared(const DistributedManifest& m) {
+  if (size() != m.ranks()) return Status::Ok();
+  auto part = open_part_as_is(m, rank(), Grid::Mode::kReadWrite);
+  DG_RETURN_IF_ERROR(agree(part.status()));
+  const int64_t prepared = part->prepared() ? part->prepared()->step : -1;
+  int64_t t = -1;
+  bool forward = true;
+  std::vector<std::array<int64_t, 2>> all;
+  for (const std::string& text : all_gather(json({part->manifest().step, prepared}).dump())) {
+    all.push_back(json::parse(text).get<std::array<int64_t, 2>>());
+    t = std::max(t, all.back()[1]);
+  }
+  if (t < 0) return Status::Ok();
+  for (const auto& [step, ready] : all) forward = forward && (ready == t || step == t);
+  Status st;
+  if (prepared >= 0) st = forward ? part->commit_prepared() : part->discard_prepared();
+  return agree(st);
+}
+
 }  // namespace
 
 Status import_field_distributed(const std::string& npy_path, const std::string& dir,
@@ -394,6 +420,7 @@ Status import_field_distributed(const std::string& npy_path, const std::string& 
                             "'");
   }
   DG_ASSIGN_OR_RETURN(const std::optional<internal::GridLock> lock, lock_on_root(dir));
+  DG_RETURN_IF_ERROR(settle_prepared(m));  // the field goes into the step the parts hold
   Status st = [&]() -> Status {
     DG_ASSIGN_OR_RETURN(Grid part, open_part(m, rank(), Grid::Mode::kReadWrite));
     return import_block_field(npy_path, *header, part, m.parts[static_cast<size_t>(rank())],
@@ -956,32 +983,6 @@ Result<GridProgress> grid_progress(const DistributedManifest& m) {
                    "from a backup");
   }
   return GridProgress{t, true, from};
-}
-
-// A run whose parts stay in memory (ResidentGrid) prepares every part's new state beside its
-// files (Grid::prepare_replacement), agrees, and only then commits them. So a run stopped
-// between the two leaves every part prepared for, or committed at, its last step t, and one
-// stopped earlier leaves at least one part with nothing prepared, none committed. Collective:
-// in the first case the prepared parts commit, in the second they discard what they prepared.
-// With another number of ranks than parts nothing is done: open_part then refuses parts that
-// do not hold the grid's step, with the hint to finish the run.
-Status settle_prepared(const DistributedManifest& m) {
-  if (size() != m.ranks()) return Status::Ok();
-  auto part = open_part_as_is(m, rank(), Grid::Mode::kReadWrite);
-  DG_RETURN_IF_ERROR(agree(part.status()));
-  const int64_t prepared = part->prepared() ? part->prepared()->step : -1;
-  int64_t t = -1;
-  bool forward = true;
-  std::vector<std::array<int64_t, 2>> all;
-  for (const std::string& text : all_gather(json({part->manifest().step, prepared}).dump())) {
-    all.push_back(json::parse(text).get<std::array<int64_t, 2>>());
-    t = std::max(t, all.back()[1]);
-  }
-  if (t < 0) return Status::Ok();
-  for (const auto& [step, ready] : all) forward = forward && (ready == t || step == t);
-  Status st;
-  if (prepared >= 0) st = forward ? part->commit_prepared() : part->discard_prepared();
-  return agree(st);
 }
 
 }  // namespace
