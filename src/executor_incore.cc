@@ -26,12 +26,14 @@ namespace {
 
 constexpr int64_t kMaxTilePoints = 32768;  // the largest automatic tile (plan_wavefront)
 
-// Advances `levels` steps from src into dst; fills src's ghost frame first. Threads take
-// whole tiles.
+// Advances `levels` steps from src into dst, `reach` steps before the run's end (the points
+// computed are trimmed to what reaches probes.placement's needed box by then); fills src's
+// ghost frame first. Threads take whole tiles.
 template <typename T>
 void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, const Boundary& b,
-          int levels, const WavefrontPlan& plan, ProbeRun probes) {
+          int levels, int64_t reach, const WavefrontPlan& plan, ProbeRun probes) {
   src.fill_ghosts(b, plan.threads);
+  const internal::WavefrontTrim trim{probes.placement.needed_lo, probes.placement.needed_hi, reach};
   const Shape& s = src.shape();
   std::vector<internal::WavefrontFrame> tiles;
   for (int64_t y = 0; y < s.ny; y += plan.tile_y) {
@@ -56,7 +58,7 @@ void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, cons
           [&](int64_t z) -> const T* { return src.plane(z) + oy * src.stride() + ox; },
           {src.stride(), src.field_stride()},
           [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
-          {dst.stride(), dst.field_stride()}, 0, internal::Wavefront<T>::kFromStart, probes)
+          {dst.stride(), dst.field_stride()}, 0, internal::Wavefront<T>::kFromStart, probes, trim)
           .run();
     }
   }
@@ -173,7 +175,7 @@ int64_t InCoreEngine<T>::advance(const Boundary& boundary, int64_t steps,
   int64_t done = 0;
   while (done < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(plan_.bt, steps - done));
-    pass(grids_[cur_], grids_[1 - cur_], kernel_, boundary, levels, plan_,
+    pass(grids_[cur_], grids_[1 - cur_], kernel_, boundary, levels, steps - done, plan_,
          {probes.probes, probes.step + done, probes.placement});
     cur_ = 1 - cur_;
     done += levels;

@@ -2,6 +2,7 @@
 // stencils, both dtypes, every boundary, odd shapes, several thread counts and step counts.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,11 +36,12 @@ bool fits(const Stencil& st, const Shape& s) {
 // Advances packed values with the in-core engine.
 template <typename T>
 std::vector<T> incore_run(const std::vector<T>& u, const Shape& s, const Stencil& st,
-                          const Boundary& b, int64_t steps, const InCoreOptions& opt) {
+                          const Boundary& b, int64_t steps, const InCoreOptions& opt,
+                          const GridPlacement& placement = {}) {
   auto engine = InCoreEngine<T>::create(s, st, steps, opt);
   EXPECT_TRUE(engine.ok());
   for (int64_t z = 0; z < s.nz; ++z) engine->load_plane(z, u.data() + z * s.plane_points());
-  EXPECT_EQ(engine->advance(b, steps), steps);
+  EXPECT_EQ(engine->advance(b, steps, {}, {nullptr, 0, placement}), steps);
   std::vector<T> out(u.size());
   for (int64_t z = 0; z < s.nz; ++z) engine->store_plane(z, out.data() + z * s.plane_points());
   return out;
@@ -258,6 +260,66 @@ TEST(Wavefront, ChunksInSharedWorkspacesMatchOneRun) {
       EXPECT_EQ(first_bitwise_difference(whole, reference_run(u, s, st, b, L)), -1);
       for (int64_t chunk : {1, 2, 3, 5}) {
         EXPECT_EQ(first_bitwise_difference(run_in_chunks(chunk), whole), -1) << "chunk " << chunk;
+      }
+    }
+  }
+}
+
+// A distributed part's run: only the needed box (its block) must come out exact, and points
+// of the halos too far from it to reach it in time are not computed at all. A part has halos
+// on one side of an axis at the grid's edge (not periodic), else on both or none.
+TEST(Golden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
+  const Shape s{41, 23, 31};
+  const int64_t steps = 5;
+  const int64_t kNone = GridPlacement::kUnbounded;
+  for (const Boundary& b : kBoundaries) {
+    GridPlacement at;
+    if (b.kind == Boundary::Kind::kPeriodic) {
+      at.needed_lo = {12, -kNone, 11};
+      at.needed_hi = {29, kNone, 20};
+    } else {
+      at.needed_lo = {12, -kNone, 11};
+      at.needed_hi = {29, 17, kNone};
+    }
+    auto in_box = [&](int64_t x, int64_t y, int64_t z) {
+      return x >= at.needed_lo[0] && x < at.needed_hi[0] && y >= at.needed_lo[1] &&
+             y < at.needed_hi[1] && z >= at.needed_lo[2] && z < at.needed_hi[2];
+    };
+    for (const char* name : {"7pt", "13pt"}) {
+      const Stencil st = with_rounding_coefficients(Stencil::preset(name).value());
+      const int64_t reach = steps * st.radius();  // both stencils reach as far along every axis
+      auto far = [&](int64_t x, int64_t y, int64_t z) {
+        return !(x >= at.needed_lo[0] - reach && x < at.needed_hi[0] + reach &&
+                 y >= at.needed_lo[1] - reach && y < at.needed_hi[1] + reach &&
+                 z >= at.needed_lo[2] - reach && z < at.needed_hi[2] + reach);
+      };
+      for (int bt : {2, 0}) {
+        InCoreOptions opt;
+        opt.threads = 2;
+        opt.bt = bt;
+        opt.tile_x = 8;
+        opt.tile_y = 6;
+        SCOPED_TRACE(std::string(name) + ", " + b.to_string() + ", " + describe(opt));
+        const auto u = random_values<float>(s, 7);
+        const auto want = reference_run(u, s, st, b, steps);
+        const auto got = incore_run(u, s, st, b, steps, opt, at);
+        int64_t wrong_in_box = 0, far_points = 0, far_computed = 0;
+        for (int64_t z = 0; z < s.nz; ++z) {
+          for (int64_t y = 0; y < s.ny; ++y) {
+            for (int64_t x = 0; x < s.nx; ++x) {
+              const size_t i = static_cast<size_t>((z * s.ny + y) * s.nx + x);
+              const bool same = std::memcmp(&want[i], &got[i], sizeof(float)) == 0;
+              if (in_box(x, y, z)) wrong_in_box += same ? 0 : 1;
+              if (far(x, y, z)) {
+                ++far_points;
+                far_computed += same ? 1 : 0;
+              }
+            }
+          }
+        }
+        EXPECT_EQ(wrong_in_box, 0);
+        ASSERT_GT(far_points, 0);
+        EXPECT_EQ(far_computed, 0) << "of " << far_points << " points out of the box's reach";
       }
     }
   }

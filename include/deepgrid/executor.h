@@ -64,6 +64,8 @@ class InCoreEngine {
 
   // Advances up to `steps` steps (at most the steps planned for), applying `probes`. Returns
   // the steps done: fewer when `progress` asks to stop, which it is asked after each pass.
+  // Points outside probes.placement's needed box (a distributed part's halos) are computed
+  // only while they can still reach it within `steps` steps, and are stale after.
   int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress = {},
                   ProbeRun probes = {});
 

@@ -1,7 +1,9 @@
 // Grid extents and the parsers for the sizes users type ("1024x1024x512", "2GiB").
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -25,6 +27,15 @@ struct Shape {
 struct GridPlacement {
   int64_t x = 0, y = 0, z = 0;
   Shape whole;
+  // The points whose values a run must deliver, [needed_lo, needed_hi) along x, y, z in this
+  // grid's coordinates: a distributed part's block, bounded on the sides where it has halos
+  // (which serve only the block and are exchanged again before the next run). An in-core run
+  // then computes a point k steps before its end only when it lies within k * r of this box
+  // (r the stencil's reach along that axis), and leaves the other halo points stale. Default:
+  // every point.
+  static constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max() / 4;
+  std::array<int64_t, 3> needed_lo{-kUnbounded, -kUnbounded, -kUnbounded};
+  std::array<int64_t, 3> needed_hi{kUnbounded, kUnbounded, kUnbounded};
 
   bool is_whole() const { return whole.points() == 0; }
 };

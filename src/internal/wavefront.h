@@ -19,6 +19,7 @@
 // sweep) extends its output `z_extension` planes past each end, computed the same way.
 // A wavefront that resumes a sweep starts its output at `output_from`: level k then begins
 // at output_from - (L - k) rz, the first plane the levels above it need.
+// A trimmed wavefront (WavefrontTrim) computes only what reaches a box by a later level.
 // Probes (probes.h): right after a thread computes its part of plane z of level k (step
 // probes.step + k), sources in that plane are added to every cell that stands for them (also
 // the redundant ones in halos and periodic copies, so every tile sees the same values), and
@@ -26,6 +27,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -83,6 +85,23 @@ struct WavefrontFrame {
   int64_t x0, x1, y0, y1;  // the output tile, inside the grid
 };
 
+// The points a wavefront's levels compute, within its frame and the grid: level k only those
+// within (reach - k) * r of the box [lo, hi) along each axis (r the stencil's reach there; the
+// box in the grid's coordinates). Nothing else reaches the box by level `reach`, so the box
+// comes out exact there while points left out hold stale values. Shrinking by r per level, a
+// level never reads a point its level below left out. Default: no limit.
+struct WavefrontTrim {
+  std::array<int64_t, 3> lo{-GridPlacement::kUnbounded, -GridPlacement::kUnbounded,
+                            -GridPlacement::kUnbounded};
+  std::array<int64_t, 3> hi{GridPlacement::kUnbounded, GridPlacement::kUnbounded,
+                            GridPlacement::kUnbounded};
+  int64_t reach = 0;
+
+  // [first, end) of level k along axis a, whose reach is r.
+  int64_t first(int a, int k, int r) const { return lo[static_cast<size_t>(a)] - (reach - k) * r; }
+  int64_t end(int a, int k, int r) const { return hi[static_cast<size_t>(a)] + (reach - k) * r; }
+};
+
 // What a wavefront carries from one run of steps to its next when it shares its workspace with
 // others in between: for each level k in [1, L), the last 2 rz planes it computed, rows
 // [k ry, frame_h - k ry) (what level k + 1 reads) at the workspace's row stride. It lives in
@@ -138,7 +157,8 @@ class Wavefront {
   Wavefront(const SchemeKernel<T>& kernel, const Boundary& b, const Shape& shape, int levels,
             const WavefrontFrame& tile, const WavefrontWorkspace<T>& ws, Level0Fn level0,
             PlaneStrides level0_strides, OutputFn output, PlaneStrides out_strides,
-            int64_t z_extension = 0, int64_t output_from = kFromStart, ProbeRun probes = {})
+            int64_t z_extension = 0, int64_t output_from = kFromStart, ProbeRun probes = {},
+            WavefrontTrim trim = {})
       : k_(kernel),
         b_(b),
         s_(shape),
@@ -160,6 +180,7 @@ class Wavefront {
         h_(tile.y1 - tile.y0 + 2 * int64_t{levels} * ry_),
         periodic_(b.kind == Boundary::Kind::kPeriodic),
         probes_(probes),
+        trim_(trim),
         whole_(probes.placement.is_whole() ? shape : probes.placement.whole) {}
 
   // The frame's extents (what level-0 planes must cover).
@@ -184,6 +205,7 @@ class Wavefront {
     for (int k = 1; k <= L_; ++k) {
       const int64_t z = i - int64_t{k} * rz_;
       if (z < z_begin(k) || z >= z_end(k)) continue;
+      if (z < trim_.first(2, k, rz_) || z >= trim_.end(2, k, rz_)) continue;
       compute(k, z, part, parts);
       if (parts > 1 && k < L_) sync();
     }
@@ -238,12 +260,19 @@ class Wavefront {
     for (int dz = -rz_; dz <= rz_; ++dz) in[rz_ + dz] = level_plane(k - 1, z + dz);
     const PlaneStrides in_s = k == 1 ? level0_ : PlaneStrides{ws_.stride(), ws_.field_stride()};
     const Rect r = region(k);
-    // Cells computed: all of the region when periodic, else its part inside the grid.
-    Rect c = r;
+    // Cells computed: all of the region when periodic, else its part inside the grid; and of
+    // those, the ones the trim keeps.
+    Rect inside = r;
     if (!periodic_) {
-      c = {std::clamp(-ox_, r.x0, r.x1), std::clamp(s_.nx - ox_, r.x0, r.x1),
-           std::clamp(-oy_, r.y0, r.y1), std::clamp(s_.ny - oy_, r.y0, r.y1)};
+      inside = {std::clamp(-ox_, r.x0, r.x1), std::clamp(s_.nx - ox_, r.x0, r.x1),
+                std::clamp(-oy_, r.y0, r.y1), std::clamp(s_.ny - oy_, r.y0, r.y1)};
     }
+    Rect c{std::clamp(trim_.first(0, k, rx_) - ox_, inside.x0, inside.x1),
+           std::clamp(trim_.end(0, k, rx_) - ox_, inside.x0, inside.x1),
+           std::clamp(trim_.first(1, k, ry_) - oy_, inside.y0, inside.y1),
+           std::clamp(trim_.end(1, k, ry_) - oy_, inside.y0, inside.y1)};
+    if (c.x1 < c.x0) c.x1 = c.x0;
+    if (c.y1 < c.y0) c.y1 = c.y0;
     // This part's rows: an even share, in order, so part 0 owns the first and the last part
     // the last computed row.
     const int64_t rows = c.y1 - c.y0;
@@ -254,7 +283,7 @@ class Wavefront {
     PlaneStrides out_s;
     if (k == L_) {
       out_s = out_;
-      out = output_(z) + (mine.y0 - r.y0) * out_s.stride;
+      out = output_(z) + (mine.y0 - r.y0) * out_s.stride + (mine.x0 - r.x0);
     } else {
       out_s = {ws_.stride(), ws_.field_stride()};
       out = ws_.ring(k, z) + mine.y0 * out_s.stride + mine.x0;
@@ -265,8 +294,10 @@ class Wavefront {
                 probes_.step + k, whole_});
     }
     if (probes_.probes != nullptr && !mine.empty()) apply_probes(k, z, out, out_s, mine);
-    const bool outside = c.x0 != r.x0 || c.x1 != r.x1 || c.y0 != r.y0 || c.y1 != r.y1;
-    if (k < L_ && outside) {
+    // (Cells the trim leaves out are never read; only the grid's edges need the rule.)
+    const bool outside =
+        inside.x0 != r.x0 || inside.x1 != r.x1 || inside.y0 != r.y0 || inside.y1 != r.y1;
+    if (k < L_ && outside && !mine.empty()) {
       for (int f = 0; f < k_.components(); ++f) {
         impose_boundary(ws_.ring(k, z) + f * ws_.field_stride(), r, c, mine, p == 0, p == n - 1);
       }
@@ -358,6 +389,7 @@ class Wavefront {
   const int64_t ox_, oy_, w_, h_;
   const bool periodic_;
   const ProbeRun probes_;
+  const WavefrontTrim trim_;
   const Shape whole_;  // the shape of the grid the kernel's positions are in
 };
 

@@ -1035,7 +1035,15 @@ RunOptions engine_options(const RunOptions& opt, const PartInfo& info,
   RunOptions part_opt = opt;
   part_opt.bt = 0;  // --bt is the exchange depth; the part's engine plans its own
   part_opt.progress = {};
-  part_opt.placement = {info.origin(kAxisX), info.origin(kAxisY), info.origin(kAxisZ), m.shape};
+  GridPlacement& at = part_opt.placement;
+  at = {info.origin(kAxisX), info.origin(kAxisY), info.origin(kAxisZ), m.shape};
+  // The block, bounded where halos lie: only it must be exact at the end of a round.
+  const Block block = info.to_local(info.block);
+  for (int a = 0; a < 3; ++a) {
+    const size_t i = static_cast<size_t>(a);
+    if (info.halo.below[i] > 0) at.needed_lo[i] = block[a].lo;
+    if (info.halo.above[i] > 0) at.needed_hi[i] = block[a].hi;
+  }
   return part_opt;
 }
 
