@@ -708,6 +708,7 @@ TEST(Distributed, CheckpointsOfPartsInMemoryKeepTheRunExact) {
   for (const mpi::RankFigures& f : report->per_rank) {
     EXPECT_EQ(f.method, "incore");
     EXPECT_EQ(f.bytes_written, 4 * f.bytes_read) << "rank " << f.rank << ": 4 rounds, 1 load";
+    EXPECT_GT(f.io_wait_seconds, 0) << "rank " << f.rank << ": the load and commits take time";
   }
   const std::vector<float> got = gather_values<float>(dir);
   if (mpi::rank() != 0) return;

@@ -882,17 +882,22 @@ Status commit_held(Grid& part, const ResidentGrid& held, int64_t step, const Par
                   ? Status::Ok()
                   : write_traces_npy(probes.traces, part_traces_path(part));
   if (st.ok()) {
+    const auto t0 = std::chrono::steady_clock::now();
     Manifest after = part.manifest();
     after.step = step;
     st = held.write_replacement(part);
     if (st.ok()) st = part.prepare_replacement(after);
     figures->bytes_written += held.grid_bytes();
+    figures->io_wait_seconds += seconds_since(t0);
   }
   if (const Status all = agree(st); !all.ok()) {
     if (part.prepared()) (void)part.discard_prepared();
     return all;
   }
-  return agree(part.commit_prepared());
+  const auto t0 = std::chrono::steady_clock::now();
+  st = part.commit_prepared();
+  figures->io_wait_seconds += seconds_since(t0);
+  return agree(st);
 }
 
 // Whether a run whose parts stay in memory commits them now (RunOptions::checkpoint_seconds),
@@ -904,17 +909,22 @@ bool checkpoint_due(double every, double since, double last) {
 
 // The part of this rank in memory for the rounds of `run` from `step`, each round taking at
 // most opt.steps steps, when every rank's part fits its budget in memory (the in-core method);
-// else none, and every round goes through the parts' files. Collective.
+// else none, and every round goes through the parts' files. Collective. The load counts in
+// `figures` as disk traffic and time.
 Result<std::optional<ResidentGrid>> hold_in_memory(Grid& part, const RunOptions& opt,
-                                                   const RunRecord& run, int64_t step) {
+                                                   const RunRecord& run, int64_t step,
+                                                   RankFigures* figures) {
   if (step >= run.step_to) return std::optional<ResidentGrid>();
   auto plan = plan_run(part, opt, opt.machine);
   DG_RETURN_IF_ERROR(agree(plan.status()));
   if (any_rank(plan->method != Method::kInCore)) return std::optional<ResidentGrid>();
   auto checked = prepare_run(part, opt);
   DG_RETURN_IF_ERROR(agree(checked.status()));
+  const auto t0 = std::chrono::steady_clock::now();
   auto held = ResidentGrid::load(part, opt, std::move(checked).value());
+  figures->io_wait_seconds += seconds_since(t0);
   DG_RETURN_IF_ERROR(agree(held.status()));
+  figures->bytes_read += held->grid_bytes();
   return std::optional<ResidentGrid>(std::move(held).value());
 }
 
@@ -1216,11 +1226,10 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   RunOptions first_round = part_opt;
   first_round.steps = std::min<int64_t>(k, run.step_to - step);
   DG_ASSIGN_OR_RETURN(std::optional<ResidentGrid> held,
-                      hold_in_memory(part, first_round, run, step));
+                      hold_in_memory(part, first_round, run, step, &mine));
   double commit_seconds = seconds_since(last_commit);  // until the first commit: the load's
   last_commit = std::chrono::steady_clock::now();
   if (held) {
-    mine.bytes_read += held->grid_bytes();
     // The exchange's buffers within what the engine leaves of the budget.
     const uint64_t engine = held->plan().memory_bytes;
     const uint64_t buffers = opt.mem_budget == 0       ? exchange_buffers
