@@ -717,6 +717,24 @@ TEST(Distributed, CheckpointsOfPartsInMemoryKeepTheRunExact) {
   EXPECT_EQ(first_bitwise_difference(got, want), -1);
 }
 
+// By default parts in memory are not committed before a minute has passed (a commit writes and
+// syncs every part), however quick the load was: a run of many short rounds writes each part
+// once, at its end.
+TEST(Distributed, AutomaticCheckpointsWaitAtLeastAMinute) {
+  SharedTempDir tmp;
+  const std::string dir = tmp / "g";
+  const Shape s{48, 40, 64};
+  ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF32)).ok());
+  auto report =
+      mpi::run_distributed(dir, options_for({"7pt", kDirichlet, DType::kF32, s, 400, 1, ""}));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_LT(report->total.seconds, 60) << "the run outlasted the minute: no test of the rule";
+  for (const mpi::RankFigures& f : report->per_rank) {
+    EXPECT_EQ(f.method, "incore");
+    EXPECT_EQ(f.bytes_written, f.bytes_read) << "rank " << f.rank << ": 400 rounds, 1 commit";
+  }
+}
+
 // A part that cannot write its new state (something in the way of its replacement files): the
 // run fails on every rank, the others discard what they prepared, and the grid keeps its step;
 // once the obstacle is gone the same run goes through exactly.

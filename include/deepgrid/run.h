@@ -53,8 +53,8 @@ struct RunOptions {
   GridPlacement placement;
   // A distributed run whose parts stay in memory commits them (a checkpoint) at the end of the
   // first round this many seconds after the last commit; 0: every round; negative: when the
-  // time since is 10 times what the last commit (at first, the load) took, so that
-  // checkpoints cost about a tenth of the run at most.
+  // time since is at least a minute and 10 times what the last commit (at first, the load)
+  // took, so that checkpoints cost about a tenth of the run at most.
   double checkpoint_seconds = -1;
   MachineProfile machine;  // rates for the cost model; unknown: the planner's defaults
   ProgressFn progress;     // may be empty

@@ -751,7 +751,8 @@ int run_cli(int argc, char** argv) {
                   "Under mpirun, with every rank's part in memory: commit the parts (a point the "
                   "run can resume from after a crash) at the end of the first round this many "
                   "seconds after the last commit; 0: every round (default: when the time since "
-                  "is 10 times what the last commit took, a tenth of the run at most)")
+                  "is at least a minute and 10 times what the last commit took, a tenth of the "
+                  "run at most)")
       ->check(CLI::Validator(
           [](const std::string& v) {
             return std::strtod(v.c_str(), nullptr) < 0 ? std::string("give seconds >= 0") : "";

@@ -901,10 +901,13 @@ Status commit_held(Grid& part, const ResidentGrid& held, int64_t step, const Par
 }
 
 // Whether a run whose parts stay in memory commits them now (RunOptions::checkpoint_seconds),
-// `since` seconds after the last commit, which took `last` seconds.
+// `since` seconds after the last commit, which took `last` seconds (at first, the load). The
+// automatic rule waits at least a minute: the load only reads, while a commit writes and
+// syncs every part (about 5 times the load on the development VM), so that the first
+// checkpoint of a short run would otherwise cost more than the tenth it aims at.
 bool checkpoint_due(double every, double since, double last) {
-  constexpr double kWorkPerCheckpoint = 10;
-  return since >= (every >= 0 ? every : kWorkPerCheckpoint * last);
+  constexpr double kWorkPerCheckpoint = 10, kLeastSeconds = 60;
+  return since >= (every >= 0 ? every : std::max(kLeastSeconds, kWorkPerCheckpoint * last));
 }
 
 // The part of this rank in memory for the rounds of `run` from `step`, each round taking at
