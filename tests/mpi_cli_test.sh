@@ -12,7 +12,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Every mpirun gets 120 s, then SIGKILL 10 s after timeout's SIGTERM: an mpirun that does not
 # end on SIGTERM (once, 2026-11-24, this test ran into ctest's 600 s limit without any output;
-# not reproduced in 24 runs) then fails the test at the command that hung.
+# not reproduced in 10 runs since) then fails the test at the command that hung.
 mpi() { timeout -k 10 120 "$mpiexec" --oversubscribe -n "$ranks" "$dg" "$@"; }
 fail() {
   echo "FAIL: $*" >&2
