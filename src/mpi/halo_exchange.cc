@@ -122,8 +122,9 @@ class RoundPlanes {
                      stats_->bytes_read += static_cast<uint64_t>(n) * part_.format.bytes();
                  });
   }
-  void copy(const RectAt& r, const internal::PlaneFormat& format, internal::RectCopy direction) {
-    internal::copy_rect(at(planes_.at(r.rect[kAxisZ].lo)), format, r.rect, r.packed, direction);
+  void copy(const RectAt& r, internal::RectCopy direction) {
+    internal::copy_rect(at(planes_.at(r.rect[kAxisZ].lo)), part_.format, r.rect, r.packed,
+                        direction);
   }
   // Writes the planes that received values, in runs of consecutive planes.
   void write() {
@@ -253,7 +254,6 @@ Result<ExchangeStats> HaloExchange::run() {
   const auto t0 = std::chrono::steady_clock::now();
   const int me = rank(), n = size();
   State& st = *state_;
-  const internal::PlaneFormat& format = st.part.format;
   const std::vector<const Slice*>& mine = st.mine;
   auto& sends = st.sends;
   auto& recvs = st.recvs;
@@ -298,7 +298,7 @@ Result<ExchangeStats> HaloExchange::run() {
     for (const RectAt& r : to_send) planes.add_send(r.rect);
     for (const RectAt& r : to_receive) planes.add_receive(r.rect);
     planes.read();
-    for (const RectAt& r : to_send) planes.copy(r, format, internal::RectCopy::kToPacked);
+    for (const RectAt& r : to_send) planes.copy(r, internal::RectCopy::kToPacked);
     std::vector<MPI_Request> requests;
     for (int r = 0; r < n; ++r) {
       auto& in = recvs[static_cast<size_t>(r)];
@@ -316,7 +316,7 @@ Result<ExchangeStats> HaloExchange::run() {
       stats.bytes_sent += out.size();
     }
     MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-    for (const RectAt& r : to_receive) planes.copy(r, format, internal::RectCopy::kFromPacked);
+    for (const RectAt& r : to_receive) planes.copy(r, internal::RectCopy::kFromPacked);
     planes.write();
   }
   DG_RETURN_IF_ERROR(agree(local));
