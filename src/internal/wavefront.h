@@ -91,10 +91,8 @@ struct WavefrontFrame {
 // comes out exact there while points left out hold stale values. Shrinking by r per level, a
 // level never reads a point its level below left out. Default: no limit.
 struct WavefrontTrim {
-  std::array<int64_t, 3> lo{-GridPlacement::kUnbounded, -GridPlacement::kUnbounded,
-                            -GridPlacement::kUnbounded};
-  std::array<int64_t, 3> hi{GridPlacement::kUnbounded, GridPlacement::kUnbounded,
-                            GridPlacement::kUnbounded};
+  std::array<int64_t, 3> lo = GridPlacement{}.needed_lo;
+  std::array<int64_t, 3> hi = GridPlacement{}.needed_hi;
   int64_t reach = 0;
 
   // [first, end) of level k along axis a, whose reach is r.
