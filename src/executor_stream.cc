@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <vector>
 
 #include "deepgrid/integrity.h"
@@ -334,8 +335,12 @@ class StreamRun {
 
   // One sweep in place, from the record's `done` plane on (0: a new sweep): reads run ahead,
   // writes behind, compute between; the committer makes the progress durable behind them.
-  Status sweep(const SweepRecord& record, StreamStats& stats) {
+  // `reach`: the steps left in the run at the sweep's start; the points computed are trimmed
+  // to what reaches the placement's needed box by the run's end (wavefront.h), and the rest
+  // of the planes written holds zeros.
+  Status sweep(const SweepRecord& record, int64_t reach, StreamStats& stats) {
     record_ = &record;
+    reach_ = std::max<int64_t>(reach, record.levels);  // (a larger reach is only less trimmed)
     Status st = open_side_file(record);
     if (st.ok()) {
       committer_->begin(record);
@@ -491,6 +496,7 @@ class StreamRun {
     const bool last = j + 1 == stages_.size();
     const int64_t from = from_ - int64_t{levels_ - stages_.first(j) - n} * rz_;
     const ProbeRun probes{probes_, record_->step_from + stages_.first(j), placement_};
+    const internal::WavefrontTrim trim = trim_from_level(stages_.first(j));
     FramePool<T>& in = pools_[static_cast<size_t>(j)];
     for (size_t t = 0; t < all.size(); ++t) {
       const Tile tile = all[t];
@@ -501,7 +507,7 @@ class StreamRun {
         out.emplace_back(
             kernel_, b_, s_, n, tile, ws, level0, in.strides(),
             [this, tile](int64_t z) { return output_plane(z) + tile.y0 * s_.nx + tile.x0; },
-            typename Wave::PlaneStrides{s_.nx, s_.plane_points()}, 0, from, probes);
+            typename Wave::PlaneStrides{s_.nx, s_.plane_points()}, 0, from, probes, trim);
       } else {
         FramePool<T>& next = pools_[static_cast<size_t>(j + 1)];
         out.emplace_back(
@@ -509,9 +515,23 @@ class StreamRun {
             [&next, tile](int64_t z) {
               return next.plane(z) + tile.y0 * next.strides().stride + tile.x0;
             },
-            next.strides(), extension(j), from, probes);
+            next.strides(), extension(j), from, probes, trim);
       }
     }
+  }
+
+  // The trim of a wavefront whose level 0 is the sweep's level k.
+  internal::WavefrontTrim trim_from_level(int k) const {
+    return {placement_.needed_lo, placement_.needed_hi, reach_ - k};
+  }
+
+  // Whether the trim leaves points of output plane z uncomputed.
+  bool output_trimmed(int64_t z) const {
+    const internal::WavefrontTrim trim = trim_from_level(0);
+    const int L = levels_, rx = kernel_.rx(), ry = kernel_.ry();
+    const bool x_cut = trim.first(0, L, rx) > 0 || trim.end(0, L, rx) < s_.nx;
+    const bool y_cut = trim.first(1, L, ry) > 0 || trim.end(1, L, ry) < s_.ny;
+    return x_cut || y_cut || z < trim.first(2, L, rz_) || z >= trim.end(2, L, rz_);
   }
 
   // After stage j's part of steps [i0, i1): the ghost frames of the planes it completed, for
@@ -571,6 +591,9 @@ class StreamRun {
       if (z < from_ || z >= nz) continue;
       DG_ASSIGN_OR_RETURN(const size_t b, idle_write_buffer(stats));
       writes_[b].busy = true;  // claimed until finish_block submits it
+      // What the trim leaves out is written as zeros, not as what the buffer held before
+      // (which depends on the order writes complete in): the files' bytes stay reproducible.
+      if (output_trimmed(z)) std::memset(writes_[b].bytes, 0, bytes());
       block_out_[static_cast<size_t>(i - i0)] = static_cast<int>(b);
     }
     return Status::Ok();
@@ -810,6 +833,7 @@ class StreamRun {
   std::vector<int64_t> order_;
   size_t next_read_ = 0;
   int levels_ = 1;
+  int64_t reach_ = 1;  // steps left in the run at the sweep's start (sweep())
   Stages stages_{1, 1};
   int64_t block_z0_ = 0;              // output plane of the block's first step
   std::vector<int> block_out_;        // write buffer of each step's output plane, or -1
@@ -981,7 +1005,7 @@ Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boun
                              static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps)));
         DG_RETURN_IF_ERROR(grid.save_sweep(record));
       }
-      DG_RETURN_IF_ERROR(run.sweep(record, stats));
+      DG_RETURN_IF_ERROR(run.sweep(record, steps - stats.steps, stats));
       stats.steps += record.levels;
       // Asked before the commit, so that what the caller saves of the sweep (receivers'
       // values) is on disk whenever the grid holds the sweep's step.

@@ -29,10 +29,10 @@ struct GridPlacement {
   Shape whole;
   // The points whose values a run must deliver, [needed_lo, needed_hi) along x, y, z in this
   // grid's coordinates: a distributed part's block, bounded on the sides where it has halos
-  // (which serve only the block and are exchanged again before the next run). An in-core run
-  // then computes a point k steps before its end only when it lies within k * r of this box
-  // (r the stencil's reach along that axis), and leaves the other halo points stale. Default:
-  // every point.
+  // (which serve only the block and are exchanged again before the next run). The in-core and
+  // stream engines then compute a point k steps before the run's end only when it lies within
+  // k * r of this box (r the stencil's reach along that axis); the other points hold stale
+  // values (in-core) or zeros (stream). Default: every point.
   static constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max() / 4;
   std::array<int64_t, 3> needed_lo{-kUnbounded, -kUnbounded, -kUnbounded};
   std::array<int64_t, 3> needed_hi{kUnbounded, kUnbounded, kUnbounded};

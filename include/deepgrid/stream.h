@@ -45,7 +45,9 @@ struct StreamOptions {
   double io_cpu_updates_per_byte = 0;
   io::FaultHook fault_hook;                // tests: inject I/O errors and short transfers
   const ResolvedProbes* probes = nullptr;  // sources and receivers (probes.h); null: none
-  GridPlacement placement;                 // where the grid lies in a larger one (geometry.h)
+  // Where the grid lies in a larger one, and which of its points the run must deliver
+  // (geometry.h).
+  GridPlacement placement;
 };
 
 struct StreamPlan {
