@@ -12,6 +12,7 @@
 #include "deepgrid/stream.h"
 #include "internal/aligned_buffer.h"
 #include "internal/file_util.h"
+#include "internal/stopwatch.h"
 #include "internal/sweep_committer.h"
 #include "internal/wavefront.h"
 
@@ -20,9 +21,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using internal::seconds_since;
 
 // Blocks of z-steps: at most this deep (memory permitting). Each block restores every tile's
 // carried planes (2 rz per level) into a thread's rings and saves them after; measured on

@@ -12,15 +12,14 @@
 #include "deepgrid/tiled.h"
 #include "internal/aligned_buffer.h"
 #include "internal/file_util.h"
+#include "internal/stopwatch.h"
 
 namespace deepgrid {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using internal::seconds_since;
 
 constexpr int64_t kRowBand = 8;      // rows per unit of parallel work
 constexpr int64_t kStrideLane = 16;  // block buffer rows are padded to 16 values

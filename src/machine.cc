@@ -20,6 +20,7 @@
 #include "deepgrid/io/plane_transfer.h"
 #include "deepgrid/report.h"
 #include "internal/file_util.h"
+#include "internal/stopwatch.h"
 
 namespace deepgrid {
 namespace {
@@ -29,9 +30,7 @@ using nlohmann::json;
 constexpr char kCacheName[] = "machine.json";
 constexpr char kIoCostSection[] = "io_cpu_seconds_per_byte";
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using internal::seconds_since;
 
 // Reads planes [0, planes) of the grid as the stream engine does (O_DIRECT, several in
 // flight, their buffers within half the budget); returns bytes per second.

@@ -16,13 +16,12 @@
 #include "deepgrid/stream.h"
 #include "deepgrid/tiled.h"
 #include "internal/file_util.h"
+#include "internal/stopwatch.h"
 
 namespace deepgrid {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using internal::seconds_since;
 
 Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& plan,
                              const ResolvedProbes* probes) {

@@ -26,6 +26,7 @@
 #include "internal/file_util.h"
 #include "internal/grid_lock.h"
 #include "internal/plane_rect.h"
+#include "internal/stopwatch.h"
 #include "mpi/comm.h"
 #include "mpi/halo_exchange.h"
 
@@ -35,9 +36,7 @@ using nlohmann::json;
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using internal::seconds_since;
 
 // The store directories of this rank: "%r" stands for its number.
 std::vector<std::string> expand_rank(const std::vector<std::string>& patterns, int r) {
