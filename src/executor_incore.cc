@@ -26,14 +26,14 @@ namespace {
 
 constexpr int64_t kMaxTilePoints = 32768;  // the largest automatic tile (plan_wavefront)
 
-// Advances `levels` steps from src into dst, `reach` steps before the run's end (the points
-// computed are trimmed to what reaches probes.placement's needed box by then); fills src's
-// ghost frame first. Threads take whole tiles.
+// Output planes [from, to) of every tile of one pass: level L of each tile's wavefront, which
+// starts at the levels below that `from` needs and stops once plane to - 1 is out. Threads
+// take whole (tile, range) pairs.
 template <typename T>
-void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, const Boundary& b,
-          int levels, int64_t reach, const WavefrontPlan& plan, ProbeRun probes) {
-  src.fill_ghosts(b, plan.threads);
-  const internal::WavefrontTrim trim{probes.placement.needed_lo, probes.placement.needed_hi, reach};
+void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k,
+               const Boundary& b, int levels, const internal::WavefrontTrim& trim,
+               const WavefrontPlan& plan, ProbeRun probes,
+               const std::vector<std::pair<int64_t, int64_t>>& ranges) {
   const Shape& s = src.shape();
   std::vector<internal::WavefrontFrame> tiles;
   for (int64_t y = 0; y < s.ny; y += plan.tile_y) {
@@ -44,23 +44,52 @@ void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, cons
   const int64_t frame_w = plan.tile_x + 2 * int64_t{levels} * k.rx();
   const int64_t frame_h = plan.tile_y + 2 * int64_t{levels} * k.ry();
   const int64_t ntiles = static_cast<int64_t>(tiles.size());
+  const int64_t items = ntiles * static_cast<int64_t>(ranges.size());
 #pragma omp parallel num_threads(plan.threads)
   {
     internal::WavefrontWorkspace<T> ws(levels, k.rz(), frame_w, frame_h, static_cast<T>(b.value),
                                        k.components());
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < ntiles; ++t) {
-      const internal::WavefrontFrame& tile = tiles[static_cast<size_t>(t)];
+    for (int64_t item = 0; item < items; ++item) {
+      const internal::WavefrontFrame& tile = tiles[static_cast<size_t>(item % ntiles)];
+      const auto [from, to] = ranges[static_cast<size_t>(item / ntiles)];
       const int64_t ox = tile.x0 - int64_t{levels} * k.rx();
       const int64_t oy = tile.y0 - int64_t{levels} * k.ry();
-      internal::Wavefront<T>(
+      const internal::Wavefront<T> wave(
           k, b, s, levels, tile, ws,
           [&](int64_t z) -> const T* { return src.plane(z) + oy * src.stride() + ox; },
           {src.stride(), src.field_stride()},
           [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
-          {dst.stride(), dst.field_stride()}, 0, internal::Wavefront<T>::kFromStart, probes, trim)
-          .run();
+          {dst.stride(), dst.field_stride()}, 0, from, probes, trim);
+      const int64_t end = std::min(wave.end_step(), to + int64_t{levels} * k.rz());
+      for (int64_t i = wave.first_step(); i < end; ++i) wave.step(i, 0, 1, {});
     }
+  }
+}
+
+// Advances `levels` steps from src into dst, `reach` steps before the run's end (the points
+// computed are trimmed to what reaches probes.placement's needed box by then); fills src's
+// ghost frame first. With `late` halos, the output planes that read none of them come first.
+template <typename T>
+void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, const Boundary& b,
+          int levels, int64_t reach, const WavefrontPlan& plan, ProbeRun probes,
+          const LateHalos* late) {
+  src.fill_ghosts(b, plan.threads);
+  const internal::WavefrontTrim trim{probes.placement.needed_lo, probes.placement.needed_hi, reach};
+  const int64_t nz = src.shape().nz;
+  if (late == nullptr) {
+    run_tiles(src, dst, k, b, levels, trim, plan, probes, {{0, nz}});
+    return;
+  }
+  const int64_t lag = int64_t{levels} * k.rz();
+  const int64_t from = late->below + lag, to = nz - late->above - lag;
+  if (from < to) run_tiles(src, dst, k, b, levels, trim, plan, probes, {{from, to}});
+  late->arrive();
+  src.fill_ghosts(b, plan.threads);  // of the planes that arrived, and made of them
+  if (from < to) {
+    run_tiles(src, dst, k, b, levels, trim, plan, probes, {{0, from}, {to, nz}});
+  } else {
+    run_tiles(src, dst, k, b, levels, trim, plan, probes, {{0, nz}});
   }
 }
 
@@ -171,12 +200,15 @@ Result<InCoreEngine<T>> InCoreEngine<T>::create(const Shape& shape, const Scheme
 
 template <typename T>
 int64_t InCoreEngine<T>::advance(const Boundary& boundary, int64_t steps,
-                                 const ProgressFn& progress, ProbeRun probes) {
+                                 const ProgressFn& progress, ProbeRun probes,
+                                 const LateHalos& late) {
+  if (steps <= 0 && late.arrive) late.arrive();
   int64_t done = 0;
   while (done < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(plan_.bt, steps - done));
     pass(grids_[cur_], grids_[1 - cur_], kernel_, boundary, levels, steps - done, plan_,
-         {probes.probes, probes.step + done, probes.placement});
+         {probes.probes, probes.step + done, probes.placement},
+         done == 0 && late.arrive ? &late : nullptr);
     cur_ = 1 - cur_;
     done += levels;
     if (progress && !progress(done, steps)) break;

@@ -15,7 +15,7 @@ class ResidentGrid::Engine {
   virtual void load_plane(int64_t z, const std::byte* packed) = 0;
   virtual void store_plane(int64_t z, std::byte* packed) const = 0;
   virtual int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
-                          ProbeRun probes) = 0;
+                          ProbeRun probes, const LateHalos& late) = 0;
   virtual const WavefrontPlan& plan() const = 0;
   size_t plane_bytes = 0;
 };
@@ -33,8 +33,8 @@ class EngineOf final : public ResidentGrid::Engine {
     engine_.store_plane(z, reinterpret_cast<T*>(packed));
   }
   int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
-                  ProbeRun probes) override {
-    return engine_.advance(boundary, steps, progress, probes);
+                  ProbeRun probes, const LateHalos& late) override {
+    return engine_.advance(boundary, steps, progress, probes, late);
   }
   const WavefrontPlan& plan() const override { return engine_.plan(); }
 
@@ -79,10 +79,20 @@ Result<ResidentGrid> ResidentGrid::load(const Grid& grid, const RunOptions& opt,
   return ResidentGrid(std::move(plan), std::move(engine).value(), grid_bytes);
 }
 
-RunReport ResidentGrid::advance(const RunOptions& opt, int64_t step, const ResolvedProbes* probes) {
+RunReport ResidentGrid::advance(const RunOptions& opt, int64_t step, const ResolvedProbes* probes,
+                                const LateHalos& late) {
   const auto t0 = std::chrono::steady_clock::now();
+  double arrival = 0;  // seconds in late.arrive
+  LateHalos timed{late.below, late.above, {}};
+  if (late.arrive) {
+    timed.arrive = [&] {
+      const auto t = std::chrono::steady_clock::now();
+      late.arrive();
+      arrival = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
+  }
   const int64_t done =
-      engine_->advance(opt.boundary, opt.steps, opt.progress, {probes, step, opt.placement});
+      engine_->advance(opt.boundary, opt.steps, opt.progress, {probes, step, opt.placement}, timed);
   const WavefrontPlan& p = engine_->plan();
   RunReport r;
   r.method = std::string(method_name(plan_.method));
@@ -90,7 +100,8 @@ RunReport ResidentGrid::advance(const RunOptions& opt, int64_t step, const Resol
   r.bt = p.bt;
   r.tile = std::to_string(p.tile_x) + "x" + std::to_string(p.tile_y);
   r.steps = done;
-  r.compute_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.compute_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - arrival;
   r.engine_memory = plan_.memory_bytes;
   return r;
 }

@@ -2,6 +2,7 @@
 // stencils, both dtypes, every boundary, odd shapes, several thread counts and step counts.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -320,6 +321,64 @@ TEST(Golden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
         EXPECT_EQ(wrong_in_box, 0);
         ASSERT_GT(far_points, 0);
         EXPECT_EQ(far_computed, 0) << "of " << far_points << " points out of the box's reach";
+      }
+    }
+  }
+}
+
+// A distributed part whose z halos arrive while its first pass runs (LateHalos): until they
+// arrive the halo planes hold NaN, so any point computed from them too early would show in
+// the result. A receiver in the middle records its first step before they arrive (the work
+// that needs no halo comes first), and the box comes out bitwise the reference's.
+TEST(Golden, LateHalosArriveDuringTheFirstPassAndTheResultIsExact) {
+  const Shape s{23, 17, 40};
+  const int64_t below = 9, above = 7;
+  for (const Boundary& b : kBoundaries) {
+    for (const char* name : {"7pt", "13pt"}) {
+      const Stencil st = with_rounding_coefficients(Stencil::preset(name).value());
+      for (int bt : {2, 0}) {
+        InCoreOptions opt;
+        opt.threads = 2;
+        opt.bt = bt;
+        opt.tile_x = 8;
+        opt.tile_y = 6;
+        SCOPED_TRACE(std::string(name) + ", " + b.to_string() + ", " + describe(opt));
+        const int64_t steps = 7;
+        const auto u = random_values<float>(s, 3);
+        auto engine = InCoreEngine<float>::create(s, st, steps, opt).value();
+        const std::vector<float> unknown(static_cast<size_t>(s.plane_points()), std::nanf(""));
+        auto is_halo = [&](int64_t z) { return z < below || z >= s.nz - above; };
+        for (int64_t z = 0; z < s.nz; ++z) {
+          engine.load_plane(z, is_halo(z) ? unknown.data() : u.data() + z * s.plane_points());
+        }
+        GridPlacement at;
+        at.needed_lo[2] = below;
+        at.needed_hi[2] = s.nz - above;
+        ResolvedProbes probes;
+        probes.receivers.push_back({0, s.nx / 2, s.ny / 2, s.nz / 2});
+        Traces traces{1, steps, 1, std::vector<double>(steps, std::nan(""))};
+        probes.traces = &traces;
+        int arrivals = 0;
+        bool first_step_recorded_before = false;
+        LateHalos late{below, above, [&] {
+                         ++arrivals;
+                         first_step_recorded_before = !std::isnan(*traces.at(1, 0));
+                         for (int64_t z = 0; z < s.nz; ++z) {
+                           if (is_halo(z)) engine.load_plane(z, u.data() + z * s.plane_points());
+                         }
+                       }};
+        EXPECT_EQ(engine.advance(b, steps, {}, {&probes, 0, at}, late), steps);
+        EXPECT_EQ(arrivals, 1);
+        EXPECT_TRUE(first_step_recorded_before);
+        std::vector<float> got(u.size());
+        for (int64_t z = 0; z < s.nz; ++z) engine.store_plane(z, got.data() + z * s.plane_points());
+        const auto want = reference_run(u, s, st, b, steps);
+        const auto box = static_cast<size_t>(below * s.plane_points());
+        const auto box_end = static_cast<size_t>((s.nz - above) * s.plane_points());
+        const int64_t diff =
+            first_bitwise_difference(std::vector<float>(want.begin() + box, want.begin() + box_end),
+                                     std::vector<float>(got.begin() + box, got.begin() + box_end));
+        EXPECT_EQ(diff, -1) << "first difference at index " << diff << " of the box";
       }
     }
   }

@@ -38,6 +38,16 @@ struct WavefrontPlan {
 WavefrontPlan plan_wavefront(const Shape& shape, const Scheme& scheme, size_t value_bytes,
                              int64_t steps, const InCoreOptions& options);
 
+// Planes at the grid's z ends whose values are not in place when advance() starts (a
+// distributed part's z halos, still on their way from its neighbours). The first pass computes
+// first what needs none of them, then calls `arrive`, which must put them in (load_plane),
+// then computes the rest: the wait for them overlaps that work. `arrive` is called once, also
+// when there is nothing to compute before it.
+struct LateHalos {
+  int64_t below = 0, above = 0;  // planes at the low and the high end of z
+  std::function<void()> arrive;  // empty: every plane is in place
+};
+
 // The in-core engine: the grid in memory, advanced by wavefront temporal blocking.
 //
 // Two padded copies of the grid. A pass advances bt steps from one copy into the other: the
@@ -67,7 +77,7 @@ class InCoreEngine {
   // Points outside probes.placement's needed box (a distributed part's halos) are computed
   // only while they can still reach it within `steps` steps, and are stale after.
   int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress = {},
-                  ProbeRun probes = {});
+                  ProbeRun probes = {}, const LateHalos& late = {});
 
   const WavefrontPlan& plan() const { return plan_; }
 

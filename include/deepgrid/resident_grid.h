@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "deepgrid/executor.h"
 #include "deepgrid/plan.h"
 #include "deepgrid/probes.h"
 #include "deepgrid/report.h"
@@ -31,8 +32,11 @@ class ResidentGrid {
 
   // Advances up to options.steps steps (at most those planned for) from time step `step` (the
   // probes' clock), applying `probes` (the grid's coordinates; null: none); fewer when
-  // options.progress, asked after each pass, says to stop. The report gives the steps done.
-  RunReport advance(const RunOptions& options, int64_t step, const ResolvedProbes* probes);
+  // options.progress, asked after each pass, says to stop. `late`: z halos that arrive during
+  // the first pass (executor.h). The report gives the steps done, and as compute time the
+  // time spent in the engine outside late.arrive.
+  RunReport advance(const RunOptions& options, int64_t step, const ResolvedProbes* probes,
+                    const LateHalos& late = {});
 
   // Copies packed planes [z0, z0 + count) (every component, as Grid::read_planes gives them)
   // out of and into the state held.

@@ -1239,10 +1239,21 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
                                                        : 1;
     DG_ASSIGN_OR_RETURN(HaloExchange exchange,
                         HaloExchange::create(planes_of(*held, part), transfers, buffers));
+    // A part whose only halos are z planes (slabs) computes what needs none of them while
+    // they travel: the exchange's second half runs inside the round's first pass.
+    const bool z_halos_only = info.halo.below[kAxisX] == 0 && info.halo.above[kAxisX] == 0 &&
+                              info.halo.below[kAxisY] == 0 && info.halo.above[kAxisY] == 0;
     bool stop = false;
     while (step < run.step_to && !stop) {
-      DG_ASSIGN_OR_RETURN(const ExchangeStats ex, exchange.run());
-      add_exchange(&mine, ex);
+      Result<ExchangeStats> ex = ExchangeStats{};
+      LateHalos late;
+      if (z_halos_only) {
+        exchange.begin();
+        late = {info.halo.below[kAxisZ], info.halo.above[kAxisZ], [&] { ex = exchange.finish(); }};
+      } else {
+        ex = exchange.run();
+        DG_RETURN_IF_ERROR(ex.status());
+      }
       RunOptions round = part_opt;
       round.steps = std::min<int64_t>(k, run.step_to - step);
       bool asked_to_stop = false;  // the parts stop together, at the end of a round
@@ -1252,8 +1263,10 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
                          !opt.progress(step + done - run.step_from, run.step_to - run.step_from));
         return true;  // (a round is short: the parts stop together at its end)
       };
-      add_advance(&mine,
-                  held->advance(round, step, probes.resolved.empty() ? nullptr : &probes.resolved));
+      add_advance(&mine, held->advance(round, step,
+                                       probes.resolved.empty() ? nullptr : &probes.resolved, late));
+      DG_RETURN_IF_ERROR(ex.status());  // (agreed: every rank returns)
+      add_exchange(&mine, *ex);
       step += round.steps;
       if (!all_probes.receivers.empty()) {
         DG_RETURN_IF_ERROR(write_traces_on_root(probes, &traces, opt.traces_path));

@@ -6,14 +6,18 @@
 #include <chrono>
 #include <climits>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "internal/plane_rect.h"
+#include "internal/stopwatch.h"
 #include "mpi/comm.h"
 
 namespace deepgrid::mpi {
 namespace {
+
+using internal::seconds_since;
 
 // One plane's rectangle of a transfer, and the round it travels in.
 struct Slice {
@@ -206,14 +210,92 @@ PartPlanes planes_of(ResidentGrid& held, const Grid& part) {
 }
 
 // What stays from one exchange to the next: the slices and their rounds, which every exchange
-// of a run repeats, and the buffers.
+// of a run repeats, and the buffers; and the exchange under way, from begin() to finish().
 struct HaloExchange::State {
   PartPlanes part;
   std::vector<Slice> all;
   std::vector<const Slice*> mine;                    // this rank's, in round order
   std::vector<std::vector<std::byte>> sends, recvs;  // by peer
   std::vector<std::byte> planes;                     // the round's planes of the part
+
+  ExchangeStats stats;
+  Status local;                       // the first error of this rank's reads and writes
+  std::optional<RoundPlanes> posted;  // the round posted and not yet completed
+  std::vector<RectAt> to_receive;     // its rectangles to put
+  std::vector<MPI_Request> requests;  // its messages
+
+  int64_t rounds() const { return all.empty() ? 0 : all.back().round + 1; }
+  void post(int64_t round);
+  void complete();
 };
+
+// Reads round `round`'s planes, takes the rectangles it sends and posts its messages.
+void HaloExchange::State::post(int64_t round) {
+  const int me = rank(), n = size();
+  const auto first =
+      std::find_if(mine.begin(), mine.end(), [&](const Slice* s) { return s->round == round; });
+  const auto last =
+      std::find_if(first, mine.end(), [&](const Slice* s) { return s->round != round; });
+  for (int r = 0; r < n; ++r) {
+    sends[static_cast<size_t>(r)].clear();
+    recvs[static_cast<size_t>(r)].clear();
+  }
+  for (auto it = first; it != last; ++it) {  // the buffers first: they must not move later
+    const Slice& s = **it;
+    if (s.from_rank == me)
+      sends[static_cast<size_t>(s.to_rank)].resize(sends[static_cast<size_t>(s.to_rank)].size() +
+                                                   s.bytes);
+    if (s.to_rank == me && s.from_rank != me)
+      recvs[static_cast<size_t>(s.from_rank)].resize(
+          recvs[static_cast<size_t>(s.from_rank)].size() + s.bytes);
+  }
+  std::vector<RectAt> to_send;
+  to_receive.clear();
+  std::vector<size_t> send_at(static_cast<size_t>(n), 0), recv_at(static_cast<size_t>(n), 0);
+  for (auto it = first; it != last; ++it) {
+    const Slice& s = **it;
+    if (s.from_rank == me) {
+      size_t& at = send_at[static_cast<size_t>(s.to_rank)];
+      to_send.push_back({s.from, sends[static_cast<size_t>(s.to_rank)].data() + at});
+      at += s.bytes;
+    }
+    if (s.to_rank == me) {  // what a rank sends itself is put from its send buffer
+      auto& in = s.from_rank == me ? sends : recvs;
+      size_t& at = recv_at[static_cast<size_t>(s.from_rank)];
+      to_receive.push_back({s.to, in[static_cast<size_t>(s.from_rank)].data() + at});
+      at += s.bytes;
+    }
+  }
+  posted.emplace(part, &planes, &stats, &local);
+  for (const RectAt& r : to_send) posted->add_send(r.rect);
+  for (const RectAt& r : to_receive) posted->add_receive(r.rect);
+  posted->read();
+  for (const RectAt& r : to_send) posted->copy(r, internal::RectCopy::kToPacked);
+  requests.clear();
+  for (int r = 0; r < n; ++r) {
+    auto& in = recvs[static_cast<size_t>(r)];
+    if (r == me || in.empty()) continue;
+    requests.emplace_back();
+    MPI_Irecv(in.data(), static_cast<int>(in.size()), MPI_BYTE, r, 0, MPI_COMM_WORLD,
+              &requests.back());
+  }
+  for (int r = 0; r < n; ++r) {
+    auto& out = sends[static_cast<size_t>(r)];
+    if (r == me || out.empty()) continue;
+    requests.emplace_back();
+    MPI_Isend(out.data(), static_cast<int>(out.size()), MPI_BYTE, r, 0, MPI_COMM_WORLD,
+              &requests.back());
+    stats.bytes_sent += out.size();
+  }
+}
+
+// Waits for the posted round's messages, puts the rectangles received, writes their planes.
+void HaloExchange::State::complete() {
+  MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  for (const RectAt& r : to_receive) posted->copy(r, internal::RectCopy::kFromPacked);
+  posted->write();
+  posted.reset();
+}
 
 HaloExchange::HaloExchange(std::unique_ptr<State> state) : state_(std::move(state)) {}
 HaloExchange::HaloExchange(HaloExchange&&) noexcept = default;
@@ -250,78 +332,30 @@ Result<HaloExchange> HaloExchange::create(PartPlanes part,
   return HaloExchange(std::move(state));
 }
 
-Result<ExchangeStats> HaloExchange::run() {
+void HaloExchange::begin() {
   const auto t0 = std::chrono::steady_clock::now();
-  const int me = rank(), n = size();
   State& st = *state_;
-  const std::vector<const Slice*>& mine = st.mine;
-  auto& sends = st.sends;
-  auto& recvs = st.recvs;
-  ExchangeStats stats;
-  Status local;
-  const int64_t rounds = st.all.empty() ? 0 : st.all.back().round + 1;
-  size_t next = 0;
-  for (int64_t round = 0; round < rounds; ++round) {
-    size_t end = next;
-    while (end < mine.size() && mine[end]->round == round) ++end;
-    for (int r = 0; r < n; ++r) {
-      sends[static_cast<size_t>(r)].clear();
-      recvs[static_cast<size_t>(r)].clear();
-    }
-    for (size_t i = next; i < end; ++i) {  // the buffers first: they must not move later
-      const Slice& s = *mine[i];
-      if (s.from_rank == me)
-        sends[static_cast<size_t>(s.to_rank)].resize(sends[static_cast<size_t>(s.to_rank)].size() +
-                                                     s.bytes);
-      if (s.to_rank == me && s.from_rank != me)
-        recvs[static_cast<size_t>(s.from_rank)].resize(
-            recvs[static_cast<size_t>(s.from_rank)].size() + s.bytes);
-    }
-    std::vector<RectAt> to_send, to_receive;
-    std::vector<size_t> send_at(static_cast<size_t>(n), 0), recv_at(static_cast<size_t>(n), 0);
-    for (size_t i = next; i < end; ++i) {
-      const Slice& s = *mine[i];
-      if (s.from_rank == me) {
-        size_t& at = send_at[static_cast<size_t>(s.to_rank)];
-        to_send.push_back({s.from, sends[static_cast<size_t>(s.to_rank)].data() + at});
-        at += s.bytes;
-      }
-      if (s.to_rank == me) {  // what a rank sends itself is put from its send buffer
-        auto& in = s.from_rank == me ? sends : recvs;
-        size_t& at = recv_at[static_cast<size_t>(s.from_rank)];
-        to_receive.push_back({s.to, in[static_cast<size_t>(s.from_rank)].data() + at});
-        at += s.bytes;
-      }
-    }
-    next = end;
-    RoundPlanes planes(st.part, &st.planes, &stats, &local);
-    for (const RectAt& r : to_send) planes.add_send(r.rect);
-    for (const RectAt& r : to_receive) planes.add_receive(r.rect);
-    planes.read();
-    for (const RectAt& r : to_send) planes.copy(r, internal::RectCopy::kToPacked);
-    std::vector<MPI_Request> requests;
-    for (int r = 0; r < n; ++r) {
-      auto& in = recvs[static_cast<size_t>(r)];
-      if (r == me || in.empty()) continue;
-      requests.emplace_back();
-      MPI_Irecv(in.data(), static_cast<int>(in.size()), MPI_BYTE, r, 0, MPI_COMM_WORLD,
-                &requests.back());
-    }
-    for (int r = 0; r < n; ++r) {
-      auto& out = sends[static_cast<size_t>(r)];
-      if (r == me || out.empty()) continue;
-      requests.emplace_back();
-      MPI_Isend(out.data(), static_cast<int>(out.size()), MPI_BYTE, r, 0, MPI_COMM_WORLD,
-                &requests.back());
-      stats.bytes_sent += out.size();
-    }
-    MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
-    for (const RectAt& r : to_receive) planes.copy(r, internal::RectCopy::kFromPacked);
-    planes.write();
+  st.stats = {};
+  st.local = Status::Ok();
+  for (int64_t round = 0; round < st.rounds(); ++round) {
+    if (st.posted) st.complete();
+    st.post(round);
   }
-  DG_RETURN_IF_ERROR(agree(local));
-  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return stats;
+  st.stats.seconds = seconds_since(t0);
+}
+
+Result<ExchangeStats> HaloExchange::finish() {
+  const auto t0 = std::chrono::steady_clock::now();
+  State& st = *state_;
+  if (st.posted) st.complete();
+  DG_RETURN_IF_ERROR(agree(st.local));
+  st.stats.seconds += seconds_since(t0);
+  return st.stats;
+}
+
+Result<ExchangeStats> HaloExchange::run() {
+  begin();
+  return finish();
 }
 
 Result<ExchangeStats> exchange_halos(const PartPlanes& part,

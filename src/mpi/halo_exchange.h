@@ -47,12 +47,21 @@ struct ExchangeStats {
 // A HaloExchange does the same exchange again and again (the rounds of a run whose parts stay
 // in memory): its slices and rounds are cut once, and its buffers kept from one exchange to
 // the next (at most `buffer_bytes` of them).
+//
+// An exchange runs in two halves, so that work that needs no halo can go on while the last
+// round's messages travel: begin() runs every round but the last, and of the last reads and
+// sends what this rank sends and posts its receives; finish() waits for them and puts what
+// arrived. Between the two the caller may compute from the part's planes (but for its halos)
+// and must not change them: finish() writes back the planes begin() read, halos put in.
+// run() is begin() then finish().
 class HaloExchange {
  public:
   // Collective (every rank agrees on the rounds).
   static Result<HaloExchange> create(PartPlanes part, const std::vector<BoxTransfer>& transfers,
                                      uint64_t buffer_bytes);
-  Result<ExchangeStats> run();  // collective
+  void begin();                    // collective, with finish()
+  Result<ExchangeStats> finish();  // the time in begin() and finish(); collective
+  Result<ExchangeStats> run();     // collective
 
   HaloExchange(HaloExchange&&) noexcept;
   HaloExchange& operator=(HaloExchange&&) noexcept;
