@@ -53,6 +53,16 @@ std::string describe(const InCoreOptions& o) {
          std::to_string(o.tile_x) + "x" + std::to_string(o.tile_y);
 }
 
+// Several tiles per thread even on the small grids of these tests.
+InCoreOptions two_threads_on_small_tiles(int bt) {
+  InCoreOptions opt;
+  opt.threads = 2;
+  opt.bt = bt;
+  opt.tile_x = 8;
+  opt.tile_y = 6;
+  return opt;
+}
+
 template <typename T>
 void expect_engine_matches_reference(const Stencil& st, const Shape& s, const Boundary& b,
                                      int64_t steps, const InCoreOptions& opt) {
@@ -295,11 +305,7 @@ TEST(Golden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
                  z >= at.needed_lo[2] - reach && z < at.needed_hi[2] + reach);
       };
       for (int bt : {2, 0}) {
-        InCoreOptions opt;
-        opt.threads = 2;
-        opt.bt = bt;
-        opt.tile_x = 8;
-        opt.tile_y = 6;
+        const InCoreOptions opt = two_threads_on_small_tiles(bt);
         SCOPED_TRACE(std::string(name) + ", " + b.to_string() + ", " + describe(opt));
         const auto u = random_values<float>(s, 7);
         const auto want = reference_run(u, s, st, b, steps);
@@ -337,11 +343,7 @@ TEST(Golden, LateHalosArriveDuringTheFirstPassAndTheResultIsExact) {
     for (const char* name : {"7pt", "13pt"}) {
       const Stencil st = with_rounding_coefficients(Stencil::preset(name).value());
       for (int bt : {2, 0}) {
-        InCoreOptions opt;
-        opt.threads = 2;
-        opt.bt = bt;
-        opt.tile_x = 8;
-        opt.tile_y = 6;
+        const InCoreOptions opt = two_threads_on_small_tiles(bt);
         SCOPED_TRACE(std::string(name) + ", " + b.to_string() + ", " + describe(opt));
         const int64_t steps = 7;
         const auto u = random_values<float>(s, 3);
