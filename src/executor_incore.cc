@@ -10,7 +10,10 @@
 // z the tile streams: at step i, plane i - k rz of each level k is computed from the 2 rz + 1
 // planes of level k - 1, levels 1..L-1 kept in rings and level L written into `dst`. Beyond z's
 // ends a level reads constant planes (dirichlet), its edge plane (neumann), or, periodic,
-// planes computed redundantly from wrapped inputs.
+// planes computed redundantly from wrapped inputs. A first pass whose z halos are still on
+// their way (LateHalos) streams each tile in z ranges: first the output planes that read none
+// of them, then, once they are in, the two ends (each range starts its levels where its first
+// output plane needs them, so the levels at the cuts are computed twice).
 #include <omp.h>
 
 #include <algorithm>
