@@ -1242,7 +1242,8 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
     // A part whose only halos are z planes (slabs) computes what needs none of them while
     // they travel: the exchange's second half runs inside the round's first pass.
     const bool z_halos_only = info.halo.below[kAxisX] == 0 && info.halo.above[kAxisX] == 0 &&
-                              info.halo.below[kAxisY] == 0 && info.halo.above[kAxisY] == 0;
+                              info.halo.below[kAxisY] == 0 && info.halo.above[kAxisY] == 0 &&
+                              info.halo.below[kAxisZ] + info.halo.above[kAxisZ] > 0;
     bool stop = false;
     while (step < run.step_to && !stop) {
       Result<ExchangeStats> ex = ExchangeStats{};
