@@ -219,14 +219,23 @@ struct HaloExchange::State {
   std::vector<std::byte> planes;                     // the round's planes of the part
 
   ExchangeStats stats;
-  Status local;                       // the first error of this rank's reads and writes
-  std::optional<RoundPlanes> posted;  // the round posted and not yet completed
-  std::vector<RectAt> to_receive;     // its rectangles to put
-  std::vector<MPI_Request> requests;  // its messages
+  Status local;                        // the first error of this rank's reads and writes
+  std::optional<RoundPlanes> posted;   // the round posted and not yet completed
+  std::vector<RectAt> to_receive;      // its rectangles to put
+  std::vector<MPI_Request> receiving;  // its receives
+  // Sends posted and not yet known to be complete (the last round's, until the next round
+  // reuses their buffers): finish() waits only for what this rank receives, so that it does not
+  // wait for its neighbours to reach theirs.
+  std::vector<MPI_Request> sending;
 
   int64_t rounds() const { return all.empty() ? 0 : all.back().round + 1; }
   void post(int64_t round);
   void complete();
+  void wait_for_sends() {
+    MPI_Waitall(static_cast<int>(sending.size()), sending.data(), MPI_STATUSES_IGNORE);
+    sending.clear();
+  }
+  ~State() { wait_for_sends(); }  // (every peer has received them: see finish())
 };
 
 // Reads round `round`'s planes, takes the rectangles it sends and posts its messages.
@@ -236,18 +245,19 @@ void HaloExchange::State::post(int64_t round) {
       std::find_if(mine.begin(), mine.end(), [&](const Slice* s) { return s->round == round; });
   const auto last =
       std::find_if(first, mine.end(), [&](const Slice* s) { return s->round != round; });
-  for (int r = 0; r < n; ++r) {
-    sends[static_cast<size_t>(r)].clear();
-    recvs[static_cast<size_t>(r)].clear();
-  }
-  for (auto it = first; it != last; ++it) {  // the buffers first: they must not move later
+  wait_for_sends();
+  // The buffers first (they must not move later), resized only when their sizes change, which
+  // they do not from one exchange to the next.
+  std::vector<size_t> send_bytes(static_cast<size_t>(n), 0), recv_bytes(static_cast<size_t>(n), 0);
+  for (auto it = first; it != last; ++it) {
     const Slice& s = **it;
-    if (s.from_rank == me)
-      sends[static_cast<size_t>(s.to_rank)].resize(sends[static_cast<size_t>(s.to_rank)].size() +
-                                                   s.bytes);
+    if (s.from_rank == me) send_bytes[static_cast<size_t>(s.to_rank)] += s.bytes;
     if (s.to_rank == me && s.from_rank != me)
-      recvs[static_cast<size_t>(s.from_rank)].resize(
-          recvs[static_cast<size_t>(s.from_rank)].size() + s.bytes);
+      recv_bytes[static_cast<size_t>(s.from_rank)] += s.bytes;
+  }
+  for (size_t r = 0; r < static_cast<size_t>(n); ++r) {
+    sends[r].resize(send_bytes[r]);
+    recvs[r].resize(recv_bytes[r]);
   }
   std::vector<RectAt> to_send;
   to_receive.clear();
@@ -271,27 +281,27 @@ void HaloExchange::State::post(int64_t round) {
   for (const RectAt& r : to_receive) posted->add_receive(r.rect);
   posted->read();
   for (const RectAt& r : to_send) posted->copy(r, internal::RectCopy::kToPacked);
-  requests.clear();
+  receiving.clear();
   for (int r = 0; r < n; ++r) {
     auto& in = recvs[static_cast<size_t>(r)];
     if (r == me || in.empty()) continue;
-    requests.emplace_back();
+    receiving.emplace_back();
     MPI_Irecv(in.data(), static_cast<int>(in.size()), MPI_BYTE, r, 0, MPI_COMM_WORLD,
-              &requests.back());
+              &receiving.back());
   }
   for (int r = 0; r < n; ++r) {
     auto& out = sends[static_cast<size_t>(r)];
     if (r == me || out.empty()) continue;
-    requests.emplace_back();
+    sending.emplace_back();
     MPI_Isend(out.data(), static_cast<int>(out.size()), MPI_BYTE, r, 0, MPI_COMM_WORLD,
-              &requests.back());
+              &sending.back());
     stats.bytes_sent += out.size();
   }
 }
 
-// Waits for the posted round's messages, puts the rectangles received, writes their planes.
+// Waits for what the posted round receives, puts the rectangles received, writes their planes.
 void HaloExchange::State::complete() {
-  MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  MPI_Waitall(static_cast<int>(receiving.size()), receiving.data(), MPI_STATUSES_IGNORE);
   for (const RectAt& r : to_receive) posted->copy(r, internal::RectCopy::kFromPacked);
   posted->write();
   posted.reset();

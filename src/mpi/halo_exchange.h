@@ -38,9 +38,10 @@ struct ExchangeStats {
 // of each plane of its part the round touches. A round reads those planes (runs of consecutive
 // planes in one request; a plane that only receives values everywhere, a z halo, is not read),
 // takes the rectangles it sends, posts every receive and send with each peer
-// (MPI_Irecv/MPI_Isend, one message per peer, the rectangles in list order), waits for all of
-// them, puts the rectangles it received and writes the planes that received any: each plane is
-// read and written at most once per round. Rectangles a rank sends to itself are copied.
+// (MPI_Irecv/MPI_Isend, one message per peer, the rectangles in list order), waits for its
+// receives, puts the rectangles it received and writes the planes that received any: each
+// plane is read and written at most once per round. Its sends are waited for before their
+// buffers take the next round's (or the next exchange's) values, by when every peer has them. Rectangles a rank sends to itself are copied.
 // Collective. A rank whose reads or writes fail still takes part in every round (sending what
 // it has), so that nobody waits forever; the error is agreed at the end.
 //
