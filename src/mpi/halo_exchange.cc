@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "internal/plane_rect.h"
@@ -99,26 +100,36 @@ bool covers_plane(const Block& rect, const internal::PlaneFormat& f) {
 
 // The planes of this rank's part that one round touches, each held once in memory: read once
 // (unless it only receives values everywhere, a z halo), its rectangles taken for sending and
-// put after receiving, written once (if it received anything).
+// put after receiving, written once (if it received anything). A plane whose one rectangle is
+// all of it (a z face) is held in that rectangle's packed place in a message buffer (the
+// packed values of a whole plane are the plane), which saves copying it there or back.
 class RoundPlanes {
  public:
-  // `data` holds the planes (kept by the caller from round to round).
+  // `data` holds the other planes (kept by the caller from round to round).
   RoundPlanes(const PartPlanes& part, std::vector<std::byte>* data, ExchangeStats* stats,
               Status* first)
       : part_(part), data_(*data), stats_(stats), first_(first) {}
 
-  void add_send(const Block& rect) { plane(rect[kAxisZ].lo).sends = true; }
-  void add_receive(const Block& rect) {
-    Held& h = plane(rect[kAxisZ].lo);
+  void add_send(const RectAt& r) {
+    Held& h = add(r);
+    h.sends = true;
+  }
+  void add_receive(const RectAt& r) {
+    Held& h = add(r);
     h.receives = true;
-    h.whole = h.whole || covers_plane(rect, part_.format);
+    h.whole = h.whole || covers_plane(r.rect, part_.format);
   }
 
   // Reads the planes whose values are needed, in runs of consecutive planes.
   void read() {
-    size_t i = 0;
-    for (auto& [z, h] : planes_) h.index = i++;
-    data_.resize(planes_.size() * part_.format.bytes());
+    const size_t bytes = part_.format.bytes();
+    size_t staged = 0;
+    for (const auto& [z, h] : planes_) staged += in_message(h) ? 0 : 1;
+    data_.resize(staged * bytes);
+    std::byte* next = data_.data();
+    for (auto& [z, h] : planes_) {
+      h.at = in_message(h) ? h.packed : std::exchange(next, next + bytes);
+    }
     for_each_run([](const Held& h) { return h.sends || !h.whole; },
                  [&](int64_t z0, int64_t n, std::byte* at) {
                    if (first_->ok()) *first_ = part_.read(z0, n, at);
@@ -127,8 +138,8 @@ class RoundPlanes {
                  });
   }
   void copy(const RectAt& r, internal::RectCopy direction) {
-    internal::copy_rect(at(planes_.at(r.rect[kAxisZ].lo)), part_.format, r.rect, r.packed,
-                        direction);
+    const Held& h = planes_.at(r.rect[kAxisZ].lo);
+    if (!in_message(h)) internal::copy_rect(h.at, part_.format, r.rect, r.packed, direction);
   }
   // Writes the planes that received values, in runs of consecutive planes.
   void write() {
@@ -144,14 +155,21 @@ class RoundPlanes {
  private:
   struct Held {
     bool sends = false, receives = false, whole = false;
-    size_t index = 0;
+    int rects = 0;                // rectangles of the round in this plane
+    std::byte* packed = nullptr;  // where the values of a whole-plane rectangle are packed
+    std::byte* at = nullptr;      // where the plane is held (read())
   };
   // Runs of at most this many bytes: each read or write stages its planes in a buffer of
   // that size (store.h), which the round's budget does not count.
   static constexpr uint64_t kRunBytes = uint64_t{4} << 20;
 
-  Held& plane(int64_t z) { return planes_[z]; }
-  std::byte* at(const Held& h) { return data_.data() + h.index * part_.format.bytes(); }
+  Held& add(const RectAt& r) {
+    Held& h = planes_[r.rect[kAxisZ].lo];
+    ++h.rects;
+    if (covers_plane(r.rect, part_.format)) h.packed = r.packed;
+    return h;
+  }
+  static bool in_message(const Held& h) { return h.rects == 1 && h.packed != nullptr; }
 
   template <typename Pick, typename Io>
   void for_each_run(Pick pick, Io io) {
@@ -163,9 +181,11 @@ class RoundPlanes {
         continue;
       }
       const int64_t z0 = it->first;
-      std::byte* start = at(it->second);
+      std::byte* start = it->second.at;
+      const size_t bytes = part_.format.bytes();
       int64_t n = 0;
-      while (it != planes_.end() && it->first == z0 + n && pick(it->second) && n < max_run) {
+      while (it != planes_.end() && it->first == z0 + n && pick(it->second) && n < max_run &&
+             it->second.at == start + static_cast<size_t>(n) * bytes) {
         ++n;
         ++it;
       }
@@ -277,8 +297,8 @@ void HaloExchange::State::post(int64_t round) {
     }
   }
   posted.emplace(part, &planes, &stats, &local);
-  for (const RectAt& r : to_send) posted->add_send(r.rect);
-  for (const RectAt& r : to_receive) posted->add_receive(r.rect);
+  for (const RectAt& r : to_send) posted->add_send(r);
+  for (const RectAt& r : to_receive) posted->add_receive(r);
   posted->read();
   for (const RectAt& r : to_send) posted->copy(r, internal::RectCopy::kToPacked);
   receiving.clear();
