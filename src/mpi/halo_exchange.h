@@ -41,9 +41,10 @@ struct ExchangeStats {
 // (MPI_Irecv/MPI_Isend, one message per peer, the rectangles in list order), waits for its
 // receives, puts the rectangles it received and writes the planes that received any: each
 // plane is read and written at most once per round. Its sends are waited for before their
-// buffers take the next round's (or the next exchange's) values, by when every peer has them. Rectangles a rank sends to itself are copied.
-// Collective. A rank whose reads or writes fail still takes part in every round (sending what
-// it has), so that nobody waits forever; the error is agreed at the end.
+// buffers take the next round's (or the next exchange's) values, by when every peer has them.
+// Rectangles a rank sends to itself are copied. Collective. A rank whose reads or writes fail still
+// takes part in every round (sending what it has), so that nobody waits forever; the error is
+// agreed at the end.
 //
 // A HaloExchange does the same exchange again and again (the rounds of a run whose parts stay
 // in memory): its slices and rounds are cut once, and its buffers kept from one exchange to
