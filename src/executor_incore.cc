@@ -84,12 +84,16 @@ void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, cons
     run_tiles(src, dst, k, b, levels, trim, plan, probes, {{0, nz}});
     return;
   }
+  // The output planes [from, to) read no late plane. Split off only when the two ends' inner
+  // levels (computed at once, after) then cover disjoint planes, so that no two threads record
+  // one receiver's value.
   const int64_t lag = int64_t{levels} * k.rz();
   const int64_t from = late->below + lag, to = nz - late->above - lag;
-  if (from < to) run_tiles(src, dst, k, b, levels, trim, plan, probes, {{from, to}});
+  const bool split = to - from > 2 * lag;
+  if (split) run_tiles(src, dst, k, b, levels, trim, plan, probes, {{from, to}});
   late->arrive();
   src.fill_ghosts(b, plan.threads);  // of the planes that arrived, and made of them
-  if (from < to) {
+  if (split) {
     run_tiles(src, dst, k, b, levels, trim, plan, probes, {{0, from}, {to, nz}});
   } else {
     run_tiles(src, dst, k, b, levels, trim, plan, probes, {{0, nz}});

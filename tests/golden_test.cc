@@ -337,7 +337,7 @@ TEST(Golden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
 // the result. A receiver in the middle records its first step before they arrive (the work
 // that needs no halo comes first), and the box comes out bitwise the reference's.
 TEST(Golden, LateHalosArriveDuringTheFirstPassAndTheResultIsExact) {
-  const Shape s{23, 17, 40};
+  const Shape s{23, 17, 60};
   const int64_t below = 9, above = 7;
   for (const Boundary& b : kBoundaries) {
     for (const char* name : {"7pt", "13pt"}) {

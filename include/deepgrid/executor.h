@@ -41,8 +41,8 @@ WavefrontPlan plan_wavefront(const Shape& shape, const Scheme& scheme, size_t va
 // Planes at the grid's z ends whose values are not in place when advance() starts (a
 // distributed part's z halos, still on their way from its neighbours). The first pass computes
 // first what needs none of them, then calls `arrive`, which must put them in (load_plane),
-// then computes the rest: the wait for them overlaps that work. `arrive` is called once, also
-// when there is nothing to compute before it.
+// then computes the rest: the wait for them overlaps that work. `arrive` is called once, first
+// when the planes that need no halo are too few (2 * bt * rz or fewer) to be worth it.
 struct LateHalos {
   int64_t below = 0, above = 0;  // planes at the low and the high end of z
   std::function<void()> arrive;  // empty: every plane is in place
