@@ -165,8 +165,13 @@ void expect_runs_match_reference(const std::vector<Case>& cases) {
     ASSERT_TRUE(report.ok()) << report.status().message();
     EXPECT_EQ(report->total.steps, c.steps);
     EXPECT_EQ(static_cast<int>(report->per_rank.size()), mpi::size());
+    // Every rank of these tests runs on this machine: its CPUs are counted once.
     EXPECT_GE(report->total.stolen_cpu_seconds, 0);
-    EXPECT_GE(report->total.cpus, 1);
+    EXPECT_EQ(report->total.cpus, report->per_rank.front().cpus);
+    for (const mpi::RankFigures& f : report->per_rank) {
+      EXPECT_EQ(f.host, report->per_rank.front().host);
+      EXPECT_GE(f.cpus, 1);
+    }
     if (c.procs) {
       EXPECT_EQ(report->process_grid, c.procs->to_string());
     }
@@ -692,6 +697,40 @@ TEST(Distributed, AnImportAfterAStoppedCommitSettlesItFirst) {
   if (mpi::rank() == 0) {
     EXPECT_EQ(got, imported);
   }
+}
+
+// The hypervisor's share of a run on several machines: each machine counted once, with the
+// largest figure of its ranks (machine-wide counts over overlapping runs), and the machines
+// summed; the text names the machines.
+TEST(DistributedReport, StealIsSummedOverMachinesNotRanks) {
+  auto figures = [](int rank, const std::string& host, double stolen, int cpus) {
+    mpi::RankFigures f;
+    f.rank = rank;
+    f.method = "incore";
+    f.host = host;
+    f.stolen_cpu_seconds = stolen;
+    f.cpus = cpus;
+    return f;
+  };
+  mpi::DistributedRunReport r;
+  r.per_rank = {figures(0, "node-a", 1.5, 8), figures(1, "node-a", 2.0, 8),
+                figures(2, "node-b", 0.5, 16), figures(3, "node-b", 0.25, 16)};
+  r.total.seconds = 10;
+  mpi::record_machines_steal(r.per_rank, &r.total);
+  EXPECT_DOUBLE_EQ(r.total.stolen_cpu_seconds, 2.5);
+  EXPECT_EQ(r.total.cpus, 24);
+  EXPECT_NE(r.to_text().find("2.000  node-a"), std::string::npos) << r.to_text();
+  EXPECT_NE(r.to_text().find("0.250  node-b"), std::string::npos) << r.to_text();
+  const mpi::RankFigures back = mpi::RankFigures::from_json(r.per_rank[2].to_json());
+  EXPECT_EQ(back.host, "node-b");
+  EXPECT_EQ(back.cpus, 16);
+  EXPECT_DOUBLE_EQ(back.stolen_cpu_seconds, 0.5);
+
+  r.per_rank = {figures(0, "node-a", 1.5, 8), figures(1, "node-a", 2.0, 8)};
+  mpi::record_machines_steal(r.per_rank, &r.total);
+  EXPECT_DOUBLE_EQ(r.total.stolen_cpu_seconds, 2.0);
+  EXPECT_EQ(r.total.cpus, 8);
+  EXPECT_EQ(r.to_text().find("node-a"), std::string::npos) << "one machine: no host column";
 }
 
 // Parts in memory that commit after every round (checkpoints): each commit writes the part

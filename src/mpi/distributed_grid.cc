@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -647,12 +648,27 @@ Status fit_halos(const std::string& dir, DistributedManifest* m, const std::arra
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankFigures, rank, method, engine_bt, part_planes, seconds,
                                    compute_seconds, io_wait_seconds, exchange_seconds, wait_seconds,
-                                   bytes_read, bytes_written, bytes_sent)
+                                   bytes_read, bytes_written, bytes_sent, host, stolen_cpu_seconds,
+                                   cpus)
 
 std::string RankFigures::to_json() const { return json(*this).dump(); }
 
 RankFigures RankFigures::from_json(const std::string& text) {
   return json::parse(text).get<RankFigures>();
+}
+
+void record_machines_steal(const std::vector<RankFigures>& per_rank, RunReport* total) {
+  std::map<std::string, const RankFigures*> machines;  // each host's largest figure
+  for (const RankFigures& f : per_rank) {
+    const RankFigures*& m = machines[f.host];
+    if (m == nullptr || f.stolen_cpu_seconds > m->stolen_cpu_seconds) m = &f;
+  }
+  total->stolen_cpu_seconds = 0;
+  total->cpus = 0;
+  for (const auto& [host, f] : machines) {
+    total->stolen_cpu_seconds += f->stolen_cpu_seconds;
+    total->cpus += f->cpus;
+  }
 }
 
 std::string DistributedRunReport::to_json() const {
@@ -687,15 +703,24 @@ std::string DistributedRunReport::to_text() const {
                 ranks, process_grid.c_str(), exchange_bt, static_cast<long long>(halo[0]),
                 static_cast<long long>(halo[1]), static_cast<long long>(halo[2]));
   out += line;
-  out +=
-      "rank  method  planes  seconds  compute  disk-wait  exchange  waiting  read      written\n";
+  // Ranks on several machines: which, with what each one's hypervisor took.
+  const bool hosts = std::any_of(per_rank.begin(), per_rank.end(), [&](const RankFigures& f) {
+    return f.host != per_rank.front().host;
+  });
+  out += "rank  method  planes  seconds  compute  disk-wait  exchange  waiting  read      written";
+  out += hosts ? "   stolen  host\n" : "\n";
   for (const RankFigures& f : per_rank) {
-    std::snprintf(line, sizeof line,
-                  "%4d  %-6s  %6lld  %7.3f  %7.3f  %9.3f  %8.3f  %7.3f  %-8s  %s\n", f.rank,
-                  f.method.c_str(), static_cast<long long>(f.part_planes), f.seconds,
-                  f.compute_seconds, f.io_wait_seconds, f.exchange_seconds, f.wait_seconds,
-                  format_size(f.bytes_read).c_str(), format_size(f.bytes_written).c_str());
+    std::snprintf(
+        line, sizeof line, "%4d  %-6s  %6lld  %7.3f  %7.3f  %9.3f  %8.3f  %7.3f  %-8s  %-*s",
+        f.rank, f.method.c_str(), static_cast<long long>(f.part_planes), f.seconds,
+        f.compute_seconds, f.io_wait_seconds, f.exchange_seconds, f.wait_seconds,
+        format_size(f.bytes_read).c_str(), hosts ? 8 : 0, format_size(f.bytes_written).c_str());
     out += line;
+    if (hosts) {
+      std::snprintf(line, sizeof line, " %7.3f  %s", f.stolen_cpu_seconds, f.host.c_str());
+      out += line;
+    }
+    out += "\n";
   }
   return out;
 }
@@ -1139,8 +1164,22 @@ DistributedRunReport gather_report(const RankFigures& mine, const DistributedMan
     t.bytes_read += f.bytes_read;
     t.bytes_written += f.bytes_written;
   }
+  record_machines_steal(report.per_rank, &t);
   t.peak_memory = peak_resident_bytes();
   return report;
+}
+
+// The rank's machine, and what the hypervisor took from it since stolen_cpu_seconds() returned
+// `at_start`.
+void record_steal(double at_start, RankFigures* f) {
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  f->host.assign(name, static_cast<size_t>(length));
+  RunReport machine;
+  machine.record_steal_since(at_start);
+  f->stolen_cpu_seconds = machine.stolen_cpu_seconds;
+  f->cpus = machine.cpus;
 }
 
 }  // namespace
@@ -1182,12 +1221,11 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   auto finish = [&](int k, const std::array<int64_t, 3>& halo, int64_t to, bool direct_io) {
     mine.seconds = seconds_since(t0);
     mine.wait_seconds = agree_wait_seconds() - wait0;
+    record_steal(stolen0, &mine);
     DistributedRunReport r =
         gather_report(mine, m, opt, k, halo, progress.from, to, run, direct_io);
     r.total.resumed = resumed;
     r.total.seconds = seconds_since(t0);
-    // What the hypervisor took from this rank's machine (the report printed is rank 0's).
-    r.total.record_steal_since(stolen0);
     return r;
   };
   if (resumed && size() == m.ranks()) {

@@ -46,10 +46,20 @@ struct RankFigures {
   double exchange_seconds = 0;  // halo exchanges: reads, MPI transfers, writes
   double wait_seconds = 0;      // idle at the end of a phase while slower ranks finished
   uint64_t bytes_read = 0, bytes_written = 0, bytes_sent = 0;
+  // The machine it ran on, and what the hypervisor took from that machine's `cpus` CPUs while
+  // the rank ran (RunReport::stolen_cpu_seconds: machine-wide, so ranks that share a machine
+  // see the same).
+  std::string host;
+  double stolen_cpu_seconds = 0;
+  int cpus = 0;
 
   std::string to_json() const;
   static RankFigures from_json(const std::string& text);
 };
+
+// Sets total's stolen_cpu_seconds and cpus to the sums over the machines the ranks ran on,
+// counting each machine once (its largest figure: its ranks' runs overlap).
+void record_machines_steal(const std::vector<RankFigures>& per_rank, RunReport* total);
 
 struct DistributedRunReport {
   RunReport total;  // global figures: steps, points, wall time; sums of the ranks' I/O
