@@ -10,10 +10,11 @@
 // z the tile streams: at step i, plane i - k rz of each level k is computed from the 2 rz + 1
 // planes of level k - 1, levels 1..L-1 kept in rings and level L written into `dst`. Beyond z's
 // ends a level reads constant planes (dirichlet), its edge plane (neumann), or, periodic,
-// planes computed redundantly from wrapped inputs. A first pass whose z halos are still on
-// their way (LateHalos) streams each tile in z ranges: first the output planes that read none
-// of them, then, once they are in, the two ends (each range starts its levels where its first
-// output plane needs them, so the levels at the cuts are computed twice).
+// planes computed redundantly from wrapped inputs. A first pass whose halos are still on their
+// way (LateHalos) first computes the output box that reads none of them, then, once they are
+// in, the rest: the box's two z ends (each z range starts its levels where its first output
+// plane needs them, so the levels at the cuts are computed twice) and the rectangles around
+// the box's (whose tiles' frames overlap the box's, as any two tiles' do).
 #include <omp.h>
 
 #include <algorithm>
@@ -29,33 +30,42 @@ namespace {
 
 constexpr int64_t kMaxTilePoints = 32768;  // the largest automatic tile (plan_wavefront)
 
-// Output planes [from, to) of every tile of one pass: level L of each tile's wavefront, which
-// starts at the levels below that `from` needs and stops once plane to - 1 is out. Threads
-// take whole (tile, range) pairs.
+// Part of one pass's output: the x-y rectangle's planes [from, to).
+struct OutputRegion {
+  internal::WavefrontFrame rect;
+  int64_t from, to;
+};
+
+// The output regions of one pass, each cut into the plan's tiles: level L of each tile's
+// wavefront, which starts at the levels below that `from` needs and stops once plane to - 1 is
+// out. Threads take whole tiles.
 template <typename T>
 void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k,
                const Boundary& b, int levels, const internal::WavefrontTrim& trim,
                const WavefrontPlan& plan, ProbeRun probes,
-               const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+               const std::vector<OutputRegion>& regions) {
   const Shape& s = src.shape();
-  std::vector<internal::WavefrontFrame> tiles;
-  for (int64_t y = 0; y < s.ny; y += plan.tile_y) {
-    for (int64_t x = 0; x < s.nx; x += plan.tile_x) {
-      tiles.push_back({x, std::min(s.nx, x + plan.tile_x), y, std::min(s.ny, y + plan.tile_y)});
+  std::vector<OutputRegion> tiles;
+  for (const OutputRegion& r : regions) {
+    for (int64_t y = r.rect.y0; y < r.rect.y1; y += plan.tile_y) {
+      for (int64_t x = r.rect.x0; x < r.rect.x1; x += plan.tile_x) {
+        tiles.push_back(
+            {{x, std::min(r.rect.x1, x + plan.tile_x), y, std::min(r.rect.y1, y + plan.tile_y)},
+             r.from,
+             r.to});
+      }
     }
   }
   const int64_t frame_w = plan.tile_x + 2 * int64_t{levels} * k.rx();
   const int64_t frame_h = plan.tile_y + 2 * int64_t{levels} * k.ry();
-  const int64_t ntiles = static_cast<int64_t>(tiles.size());
-  const int64_t items = ntiles * static_cast<int64_t>(ranges.size());
+  const auto items = static_cast<int64_t>(tiles.size());
 #pragma omp parallel num_threads(plan.threads)
   {
     internal::WavefrontWorkspace<T> ws(levels, k.rz(), frame_w, frame_h, static_cast<T>(b.value),
                                        k.components());
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < items; ++item) {
-      const internal::WavefrontFrame& tile = tiles[static_cast<size_t>(item % ntiles)];
-      const auto [from, to] = ranges[static_cast<size_t>(item / ntiles)];
+      const auto& [tile, from, to] = tiles[static_cast<size_t>(item)];
       const int64_t ox = tile.x0 - int64_t{levels} * k.rx();
       const int64_t oy = tile.y0 - int64_t{levels} * k.ry();
       const internal::Wavefront<T> wave(
@@ -70,34 +80,68 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
   }
 }
 
+// Where a first pass cuts its output when `late` points are still on their way: the output box
+// [lo, hi) reads none of them.
+struct LateCut {
+  std::array<int64_t, 3> lo{}, hi{};
+};
+
+LateCut late_cut(const Shape& s, const std::array<int, 3>& r, int levels, const LateHalos& late) {
+  const std::array<int64_t, 3> n{s.nx, s.ny, s.nz};
+  LateCut cut;
+  for (size_t a = 0; a < 3; ++a) {
+    const int64_t lag = int64_t{levels} * r[a];
+    cut.lo[a] = late.below[a] > 0 ? late.below[a] + lag : 0;
+    cut.hi[a] = late.above[a] > 0 ? n[a] - late.above[a] - lag : n[a];
+  }
+  return cut;
+}
+
+// The rest of a pass's output once the box `cut` is done: the box's planes below and above it
+// (the same tiles' wavefronts, run at the same time: only when they compute disjoint planes),
+// and the rectangles of the planes around the box's, every plane of them.
+std::vector<OutputRegion> around(const LateCut& cut, const Shape& s) {
+  const internal::WavefrontFrame box{cut.lo[0], cut.hi[0], cut.lo[1], cut.hi[1]};
+  std::vector<OutputRegion> rest{{box, 0, cut.lo[2]},
+                                 {box, cut.hi[2], s.nz},
+                                 {{0, s.nx, 0, cut.lo[1]}, 0, s.nz},
+                                 {{0, s.nx, cut.hi[1], s.ny}, 0, s.nz},
+                                 {{0, cut.lo[0], cut.lo[1], cut.hi[1]}, 0, s.nz},
+                                 {{cut.hi[0], s.nx, cut.lo[1], cut.hi[1]}, 0, s.nz}};
+  std::erase_if(rest, [](const OutputRegion& r) {
+    return r.from >= r.to || r.rect.x0 >= r.rect.x1 || r.rect.y0 >= r.rect.y1;
+  });
+  return rest;
+}
+
 // Advances `levels` steps from src into dst, `reach` steps before the run's end (the points
 // computed are trimmed to what reaches probes.placement's needed box by then); fills src's
-// ghost frame first. With `late` halos, the output planes that read none of them come first.
+// ghost frame first. With `late` halos, the output box that reads none of them comes first.
 template <typename T>
 void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, const Boundary& b,
           int levels, int64_t reach, const WavefrontPlan& plan, ProbeRun probes,
           const LateHalos* late) {
   src.fill_ghosts(b, plan.threads);
   const internal::WavefrontTrim trim{probes.placement.needed_lo, probes.placement.needed_hi, reach};
-  const int64_t nz = src.shape().nz;
+  const Shape& s = src.shape();
+  const std::vector<OutputRegion> all{{{0, s.nx, 0, s.ny}, 0, s.nz}};
   if (late == nullptr) {
-    run_tiles(src, dst, k, b, levels, trim, plan, probes, {{0, nz}});
+    run_tiles(src, dst, k, b, levels, trim, plan, probes, all);
     return;
   }
-  // The output planes [from, to) read no late plane. Split off only when the two ends' inner
-  // levels (computed at once, after) then cover disjoint planes, so that no two threads record
-  // one receiver's value.
+  // Split off only when the box's two z ends (computed at once, after) then cover disjoint
+  // planes, so that no two threads record one receiver's value.
+  const LateCut cut = late_cut(s, {k.rx(), k.ry(), k.rz()}, levels, *late);
   const int64_t lag = int64_t{levels} * k.rz();
-  const int64_t from = late->below + lag, to = nz - late->above - lag;
-  const bool split = to - from > 2 * lag;
-  if (split) run_tiles(src, dst, k, b, levels, trim, plan, probes, {{from, to}});
-  late->arrive();
-  src.fill_ghosts(b, plan.threads);  // of the planes that arrived, and made of them
+  const bool split =
+      cut.hi[2] - cut.lo[2] > 2 * lag && cut.hi[1] > cut.lo[1] && cut.hi[0] > cut.lo[0];
   if (split) {
-    run_tiles(src, dst, k, b, levels, trim, plan, probes, {{0, from}, {to, nz}});
-  } else {
-    run_tiles(src, dst, k, b, levels, trim, plan, probes, {{0, nz}});
+    run_tiles(src, dst, k, b, levels, trim, plan, probes,
+              {{{cut.lo[0], cut.hi[0], cut.lo[1], cut.hi[1]}, cut.lo[2], cut.hi[2]}});
   }
+  late->arrive();
+  src.fill_ghosts(b, plan.threads);  // of the points that arrived, and made of them
+  run_tiles(src, dst, k, b, levels, trim, plan, probes, split ? around(cut, s) : all);
 }
 
 // The ghost frame a pass of the plan reads around the source grid.

@@ -1,6 +1,7 @@
 // Engines that advance a grid in memory. (Out-of-core engines will sit beside this one.)
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -38,14 +39,17 @@ struct WavefrontPlan {
 WavefrontPlan plan_wavefront(const Shape& shape, const Scheme& scheme, size_t value_bytes,
                              int64_t steps, const InCoreOptions& options);
 
-// Planes at the grid's z ends whose values are not in place when advance() starts (a
-// distributed part's z halos, still on their way from its neighbours). The first pass computes
-// first what needs none of them, then calls `arrive`, which must put them in (load_plane),
-// then computes the rest: the wait for them overlaps that work. `arrive` is called once, first
-// when the planes that need no halo are too few (2 * bt * rz or fewer) to be worth it.
+// Points at the grid's ends whose values are not in place when advance() starts (a distributed
+// part's halos, still on their way from its neighbours): `below[a]` points at the low end of
+// axis a (x, y, z) and `above[a]` at the high end. The first pass computes first the output
+// box that reads none of them, then calls `arrive`, which must put them in (load_plane), then
+// computes the rest: the wait for them overlaps that work. `arrive` is called once, first when
+// that box is empty or too thin along z (2 * bt * rz planes or fewer) to be worth it. With a
+// periodic boundary an axis has late points at both ends or none (as a distributed part's
+// halos: the wrap brings each end's next to the other's).
 struct LateHalos {
-  int64_t below = 0, above = 0;  // planes at the low and the high end of z
-  std::function<void()> arrive;  // empty: every plane is in place
+  std::array<int64_t, 3> below{}, above{};
+  std::function<void()> arrive;  // empty: every point is in place
 };
 
 // The in-core engine: the grid in memory, advanced by wavefront temporal blocking.

@@ -1277,20 +1277,18 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
                                                        : 1;
     DG_ASSIGN_OR_RETURN(HaloExchange exchange,
                         HaloExchange::create(planes_of(*held, part), transfers, buffers));
-    // A part whose only halos are z planes (slabs) computes what needs none of them while
-    // they travel: the exchange's second half runs inside the round's first pass.
-    const bool z_halos_only = info.halo.below[kAxisX] == 0 && info.halo.above[kAxisX] == 0 &&
-                              info.halo.below[kAxisY] == 0 && info.halo.above[kAxisY] == 0 &&
-                              info.halo.below[kAxisZ] + info.halo.above[kAxisZ] > 0;
+    // A part with halos computes what needs none of them while they travel: the exchange's
+    // second half runs inside the round's first pass.
+    const bool has_halos = info.halo != HaloExtent{};
     bool stop = false;
     while (step < run.step_to && !stop) {
       Result<ExchangeStats> ex = ExchangeStats{};
       LateHalos late;
-      if (z_halos_only) {
+      if (has_halos) {
         exchange.begin();
-        late = {info.halo.below[kAxisZ], info.halo.above[kAxisZ], [&] { ex = exchange.finish(); }};
+        late = {info.halo.below, info.halo.above, [&] { ex = exchange.finish(); }};
       } else {
-        ex = exchange.run();
+        ex = exchange.run();  // (what it sends, if anything)
         DG_RETURN_IF_ERROR(ex.status());
       }
       RunOptions round = part_opt;
