@@ -44,8 +44,9 @@ WavefrontPlan plan_wavefront(const Shape& shape, const Scheme& scheme, size_t va
 // axis a (x, y, z) and `above[a]` at the high end. The first pass computes first the output
 // box that reads none of them, then calls `arrive`, which must put them in (load_plane), then
 // computes the rest: the wait for them overlaps that work. `arrive` is called once, first when
-// that box is empty or too thin along z (2 * bt * rz planes or fewer) to be worth it. With a
-// periodic boundary an axis has late points at both ends or none (as a distributed part's
+// x halos are late (cutting x would make the tiles narrow, and slower than the wait saved), or
+// when the box is empty or too thin along z (2 * bt * rz planes or fewer) to be worth it. With
+// a periodic boundary an axis has late points at both ends or none (as a distributed part's
 // halos: the wrap brings each end's next to the other's).
 struct LateHalos {
   std::array<int64_t, 3> below{}, above{};
