@@ -5,6 +5,7 @@
 
 #include "deepgrid/executor.h"
 #include "deepgrid/io/plane_transfer.h"
+#include "internal/plane_rect.h"
 
 namespace deepgrid {
 
@@ -17,7 +18,11 @@ class ResidentGrid::Engine {
   virtual int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
                           ProbeRun probes, const LateHalos& late) = 0;
   virtual const WavefrontPlan& plan() const = 0;
+  // Copies the values of `rect`'s x-y rectangle of plane z to or from `packed` (copy_rect).
+  virtual void copy_rect(int64_t z, const Block& rect, std::byte* packed,
+                         internal::RectCopy direction) = 0;
   size_t plane_bytes = 0;
+  internal::PlaneFormat format;
 };
 
 namespace {
@@ -37,6 +42,13 @@ class EngineOf final : public ResidentGrid::Engine {
     return engine_.advance(boundary, steps, progress, probes, late);
   }
   const WavefrontPlan& plan() const override { return engine_.plan(); }
+  void copy_rect(int64_t z, const Block& rect, std::byte* packed,
+                 internal::RectCopy direction) override {
+    const internal::PlaneLayout layout{static_cast<size_t>(engine_.stride()) * sizeof(T),
+                                       static_cast<size_t>(engine_.field_stride()) * sizeof(T)};
+    internal::copy_rect(reinterpret_cast<std::byte*>(engine_.plane(z)), layout, format, rect,
+                        packed, direction);
+  }
 
  private:
   InCoreEngine<T> engine_;
@@ -71,6 +83,7 @@ Result<ResidentGrid> ResidentGrid::load(const Grid& grid, const RunOptions& opt,
   DG_RETURN_IF_ERROR(engine.status());
   Engine& e = **engine;
   e.plane_bytes = static_cast<size_t>(grid.manifest().layout.plane_bytes);
+  e.format = internal::plane_format(grid.manifest());
   DG_RETURN_IF_ERROR(io::read_plane_range(grid, 0, s.nz, [&](int64_t z, const void* values) {
     e.load_plane(z, static_cast<const std::byte*>(values));
     return Status::Ok();
@@ -115,6 +128,21 @@ void ResidentGrid::read_planes(int64_t z0, int64_t count, std::byte* out) const 
 void ResidentGrid::write_planes(int64_t z0, int64_t count, const std::byte* in) {
   for (int64_t i = 0; i < count; ++i, in += engine_->plane_bytes) {
     engine_->load_plane(z0 + i, in);
+  }
+}
+
+void ResidentGrid::read_box(const Block& box, std::byte* out) const {
+  const size_t bytes = engine_->format.rect_bytes(box);
+  for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, out += bytes) {
+    engine_->copy_rect(z, box, out, internal::RectCopy::kToPacked);
+  }
+}
+
+void ResidentGrid::write_box(const Block& box, const std::byte* in) {
+  const size_t bytes = engine_->format.rect_bytes(box);
+  for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, in += bytes) {
+    // (kFromPacked only reads `packed`)
+    engine_->copy_rect(z, box, const_cast<std::byte*>(in), internal::RectCopy::kFromPacked);
   }
 }
 

@@ -76,6 +76,11 @@ class InCoreEngine {
 
   void load_plane(int64_t z, const T* packed) { grids_[cur_].load_plane(z, packed); }
   void store_plane(int64_t z, T* packed) const { grids_[cur_].store_plane(z, packed); }
+  // The grid's values in place, until the next advance(): point (x, y, z) of component c at
+  // plane(z)[c * field_stride() + y * stride() + x].
+  T* plane(int64_t z) { return grids_[cur_].plane(z); }
+  ptrdiff_t stride() const { return grids_[cur_].stride(); }
+  ptrdiff_t field_stride() const { return grids_[cur_].field_stride(); }
 
   // Advances up to `steps` steps (at most the steps planned for), applying `probes`. Returns
   // the steps done: fewer when `progress` asks to stop, which it is asked after each pass.

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "deepgrid/decomposition.h"
 #include "deepgrid/executor.h"
 #include "deepgrid/plan.h"
 #include "deepgrid/probes.h"
@@ -42,6 +43,10 @@ class ResidentGrid {
   // out of and into the state held.
   void read_planes(int64_t z0, int64_t count, std::byte* out) const;
   void write_planes(int64_t z0, int64_t count, const std::byte* in);
+  // The same for the x-y rectangle of `box` in each of its planes: the rectangle's rows of
+  // every component, one component after another, plane after plane.
+  void read_box(const Block& box, std::byte* out) const;
+  void write_box(const Block& box, const std::byte* in);
 
   // Writes the state held into the grid's replacement files (Grid::create_replacement), for
   // the caller to commit (commit_replacement, or prepare_replacement and commit_prepared).

@@ -39,18 +39,28 @@ inline PlaneFormat plane_format(const Manifest& m) {
   return plane_format(m.shape, m.dtype, m.components());
 }
 
+// Where a plane's values lie in memory: row y of component c starts c * field + y * row bytes
+// after the plane's first value.
+struct PlaneLayout {
+  size_t row = 0, field = 0;
+};
+// The packed layout of `format`: rows of nx values, components of nx * ny.
+inline PlaneLayout packed_layout(const PlaneFormat& format) {
+  return {static_cast<size_t>(format.nx) * format.value_bytes,
+          static_cast<size_t>(format.nx * format.ny) * format.value_bytes};
+}
+
 // Copies the values of `rect`'s x-y rectangle (its z span is ignored) of every component
-// between `plane`, laid out as `format` says, and `packed`, the rectangle's rows back to back,
+// between `plane`, laid out as `layout` says, and `packed`, the rectangle's rows back to back,
 // one component after another.
-inline void copy_rect(std::byte* plane, const PlaneFormat& format, const Block& rect,
-                      std::byte* packed, RectCopy direction) {
+inline void copy_rect(std::byte* plane, const PlaneLayout& layout, const PlaneFormat& format,
+                      const Block& rect, std::byte* packed, RectCopy direction) {
   const size_t row = static_cast<size_t>(rect.size(kAxisX)) * format.value_bytes;
-  const size_t component_bytes = static_cast<size_t>(format.nx * format.ny) * format.value_bytes;
   for (int c = 0; c < format.components; ++c) {
-    std::byte* field = plane + static_cast<size_t>(c) * component_bytes;
+    std::byte* field = plane + static_cast<size_t>(c) * layout.field;
     for (int64_t y = rect[kAxisY].lo; y < rect[kAxisY].hi; ++y, packed += row) {
-      std::byte* at =
-          field + static_cast<size_t>(y * format.nx + rect[kAxisX].lo) * format.value_bytes;
+      std::byte* at = field + static_cast<size_t>(y) * layout.row +
+                      static_cast<size_t>(rect[kAxisX].lo) * format.value_bytes;
       if (direction == RectCopy::kToPacked) {
         std::memcpy(packed, at, row);
       } else {
@@ -58,6 +68,11 @@ inline void copy_rect(std::byte* plane, const PlaneFormat& format, const Block& 
       }
     }
   }
+}
+// The same for a plane packed as `format` says.
+inline void copy_rect(std::byte* plane, const PlaneFormat& format, const Block& rect,
+                      std::byte* packed, RectCopy direction) {
+  copy_rect(plane, packed_layout(format), format, rect, packed, direction);
 }
 
 }  // namespace deepgrid::internal

@@ -102,7 +102,8 @@ bool covers_plane(const Block& rect, const internal::PlaneFormat& f) {
 // (unless it only receives values everywhere, a z halo), its rectangles taken for sending and
 // put after receiving, written once (if it received anything). A plane whose one rectangle is
 // all of it (a z face) is held in that rectangle's packed place in a message buffer (the
-// packed values of a whole plane are the plane), which saves copying it there or back.
+// packed values of a whole plane are the plane), which saves copying it there or back. A part
+// in memory (PartPlanes::copy) holds no plane: its rectangles are copied in place.
 class RoundPlanes {
  public:
   // `data` holds the other planes (kept by the caller from round to round).
@@ -111,10 +112,12 @@ class RoundPlanes {
       : part_(part), data_(*data), stats_(stats), first_(first) {}
 
   void add_send(const RectAt& r) {
+    if (part_.copy) return;  // (no plane held)
     Held& h = add(r);
     h.sends = true;
   }
   void add_receive(const RectAt& r) {
+    if (part_.copy) return;
     Held& h = add(r);
     h.receives = true;
     h.whole = h.whole || covers_plane(r.rect, part_.format);
@@ -138,6 +141,10 @@ class RoundPlanes {
                  });
   }
   void copy(const RectAt& r, internal::RectCopy direction) {
+    if (part_.copy) {
+      part_.copy(r.rect, r.packed, direction);
+      return;
+    }
     const Held& h = planes_.at(r.rect[kAxisZ].lo);
     if (!in_message(h)) internal::copy_rect(h.at, part_.format, r.rect, r.packed, direction);
   }
@@ -224,6 +231,13 @@ PartPlanes planes_of(ResidentGrid& held, const Grid& part) {
   p.write = [&held](int64_t z0, int64_t count, const std::byte* in) {
     held.write_planes(z0, count, in);
     return Status::Ok();
+  };
+  p.copy = [&held](const Block& rect, std::byte* packed, internal::RectCopy direction) {
+    if (direction == internal::RectCopy::kToPacked) {
+      held.read_box(rect, packed);
+    } else {
+      held.write_box(rect, packed);
+    }
   };
   p.on_disk = false;
   return p;
@@ -348,7 +362,7 @@ Result<HaloExchange> HaloExchange::create(PartPlanes part,
   uint64_t budget = std::min<uint64_t>(buffer_bytes, INT_MAX);
   MPI_Allreduce(MPI_IN_PLACE, &budget, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
   std::vector<uint64_t> plane_bytes(static_cast<size_t>(n));
-  plane_bytes[static_cast<size_t>(me)] = format.bytes();
+  plane_bytes[static_cast<size_t>(me)] = part.copy ? 0 : format.bytes();  // planes held
   MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, plane_bytes.data(), 1, MPI_UINT64_T,
                 MPI_COMM_WORLD);
   auto state = std::make_unique<State>();

@@ -21,6 +21,9 @@ struct PartPlanes {
   internal::PlaneFormat format;
   std::function<Status(int64_t z0, int64_t count, std::byte* out)> read;
   std::function<Status(int64_t z0, int64_t count, const std::byte* in)> write;
+  // Set for a part in memory: the rectangles go straight between the part and the messages,
+  // and no plane is read or written whole.
+  std::function<void(const Block& rect, std::byte* packed, internal::RectCopy direction)> copy;
   bool on_disk = true;  // counts bytes read and written
 };
 PartPlanes planes_of(Grid& part);
