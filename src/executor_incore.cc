@@ -65,7 +65,8 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
                                        k.components());
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < items; ++item) {
-      const auto& [tile, from, to] = tiles[static_cast<size_t>(item)];
+      const OutputRegion& region = tiles[static_cast<size_t>(item)];
+      const internal::WavefrontFrame& tile = region.rect;
       const int64_t ox = tile.x0 - int64_t{levels} * k.rx();
       const int64_t oy = tile.y0 - int64_t{levels} * k.ry();
       const internal::Wavefront<T> wave(
@@ -73,8 +74,8 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
           [&](int64_t z) -> const T* { return src.plane(z) + oy * src.stride() + ox; },
           {src.stride(), src.field_stride()},
           [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
-          {dst.stride(), dst.field_stride()}, 0, from, probes, trim);
-      const int64_t end = std::min(wave.end_step(), to + int64_t{levels} * k.rz());
+          {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim);
+      const int64_t end = std::min(wave.end_step(), region.to + int64_t{levels} * k.rz());
       for (int64_t i = wave.first_step(); i < end; ++i) wave.step(i, 0, 1, {});
     }
   }
