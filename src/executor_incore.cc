@@ -127,8 +127,8 @@ void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, cons
   // Split off only when the box's two z ends (computed at once, after) then cover disjoint
   // planes, so that no two threads record one receiver's value; and not when x halos are late:
   // cutting x makes tiles narrower than the plan's, which run slower per point (a 160-wide
-  // part cut 96 + 64: its round took 1.2 times as long, measured on a Zen 3 VM), while cuts
-  // along y and z cost nothing measurable.
+  // part cut at x = 96 or 120: its round took about 1.2 times as long, measured on a Zen 3
+  // VM), while cuts along y and z cost nothing measurable.
   const LateCut cut = late_cut(s, k.ry(), k.rz(), levels, *late);
   const bool split = late->below[0] + late->above[0] == 0 && cut.y1 > cut.y0 &&
                      cut.z1 - cut.z0 > 2 * int64_t{levels} * k.rz();

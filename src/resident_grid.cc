@@ -21,7 +21,6 @@ class ResidentGrid::Engine {
   // Copies the values of `rect`'s x-y rectangle of plane z to or from `packed` (copy_rect).
   virtual void copy_rect(int64_t z, const Block& rect, std::byte* packed,
                          internal::RectCopy direction) = 0;
-  size_t plane_bytes = 0;
   internal::PlaneFormat format;
 };
 
@@ -82,7 +81,6 @@ Result<ResidentGrid> ResidentGrid::load(const Grid& grid, const RunOptions& opt,
       grid.dtype(), [&](auto tag) { return make_engine<decltype(tag)>(grid, opt, plan); });
   DG_RETURN_IF_ERROR(engine.status());
   Engine& e = **engine;
-  e.plane_bytes = static_cast<size_t>(grid.manifest().layout.plane_bytes);
   e.format = internal::plane_format(grid.manifest());
   DG_RETURN_IF_ERROR(io::read_plane_range(grid, 0, s.nz, [&](int64_t z, const void* values) {
     e.load_plane(z, static_cast<const std::byte*>(values));
@@ -117,18 +115,6 @@ RunReport ResidentGrid::advance(const RunOptions& opt, int64_t step, const Resol
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - arrival;
   r.engine_memory = plan_.memory_bytes;
   return r;
-}
-
-void ResidentGrid::read_planes(int64_t z0, int64_t count, std::byte* out) const {
-  for (int64_t i = 0; i < count; ++i, out += engine_->plane_bytes) {
-    engine_->store_plane(z0 + i, out);
-  }
-}
-
-void ResidentGrid::write_planes(int64_t z0, int64_t count, const std::byte* in) {
-  for (int64_t i = 0; i < count; ++i, in += engine_->plane_bytes) {
-    engine_->load_plane(z0 + i, in);
-  }
 }
 
 void ResidentGrid::read_box(const Block& box, std::byte* out) const {

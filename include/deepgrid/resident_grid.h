@@ -39,12 +39,9 @@ class ResidentGrid {
   RunReport advance(const RunOptions& options, int64_t step, const ResolvedProbes* probes,
                     const LateHalos& late = {});
 
-  // Copies packed planes [z0, z0 + count) (every component, as Grid::read_planes gives them)
-  // out of and into the state held.
-  void read_planes(int64_t z0, int64_t count, std::byte* out) const;
-  void write_planes(int64_t z0, int64_t count, const std::byte* in);
-  // The same for the x-y rectangle of `box` in each of its planes: the rectangle's rows of
-  // every component, one component after another, plane after plane.
+  // Copies the values of the x-y rectangle of `box` in each of its planes out of and into the
+  // state held, packed: the rectangle's rows of every component, one component after another
+  // (as Grid::read_planes gives a whole plane), plane after plane.
   void read_box(const Block& box, std::byte* out) const;
   void write_box(const Block& box, const std::byte* in);
 

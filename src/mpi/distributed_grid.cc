@@ -1288,7 +1288,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
         exchange.begin();
         late = {info.halo.below, info.halo.above, [&] { ex = exchange.finish(); }};
       } else {
-        ex = exchange.run();  // (what it sends, if anything)
+        ex = exchange.run();  // (nothing to receive, nor to wait for)
         DG_RETURN_IF_ERROR(ex.status());
       }
       RunOptions round = part_opt;

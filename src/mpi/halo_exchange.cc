@@ -136,8 +136,7 @@ class RoundPlanes {
     for_each_run([](const Held& h) { return h.sends || !h.whole; },
                  [&](int64_t z0, int64_t n, std::byte* at) {
                    if (first_->ok()) *first_ = part_.read(z0, n, at);
-                   if (part_.on_disk)
-                     stats_->bytes_read += static_cast<uint64_t>(n) * part_.format.bytes();
+                   stats_->bytes_read += static_cast<uint64_t>(n) * part_.format.bytes();
                  });
   }
   void copy(const RectAt& r, internal::RectCopy direction) {
@@ -153,9 +152,7 @@ class RoundPlanes {
     for_each_run([](const Held& h) { return h.receives; },
                  [&](int64_t z0, int64_t n, std::byte* at) {
                    if (first_->ok()) *first_ = part_.write(z0, n, at);
-                   if (part_.on_disk) {
-                     stats_->bytes_written += static_cast<uint64_t>(n) * part_.format.bytes();
-                   }
+                   stats_->bytes_written += static_cast<uint64_t>(n) * part_.format.bytes();
                  });
   }
 
@@ -224,14 +221,6 @@ PartPlanes planes_of(Grid& part) {
 PartPlanes planes_of(ResidentGrid& held, const Grid& part) {
   PartPlanes p;
   p.format = internal::plane_format(part.manifest());
-  p.read = [&held](int64_t z0, int64_t count, std::byte* out) {
-    held.read_planes(z0, count, out);
-    return Status::Ok();
-  };
-  p.write = [&held](int64_t z0, int64_t count, const std::byte* in) {
-    held.write_planes(z0, count, in);
-    return Status::Ok();
-  };
   p.copy = [&held](const Block& rect, std::byte* packed, internal::RectCopy direction) {
     if (direction == internal::RectCopy::kToPacked) {
       held.read_box(rect, packed);
@@ -239,7 +228,6 @@ PartPlanes planes_of(ResidentGrid& held, const Grid& part) {
       held.write_box(rect, packed);
     }
   };
-  p.on_disk = false;
   return p;
 }
 

@@ -16,15 +16,15 @@
 
 namespace deepgrid::mpi {
 
-// Where this rank's part's planes are: its files, or the memory of a resident engine.
+// Where this rank's part's planes are: its files (whole planes read and written), or the
+// memory of a resident engine (rectangles copied in place).
 struct PartPlanes {
   internal::PlaneFormat format;
   std::function<Status(int64_t z0, int64_t count, std::byte* out)> read;
   std::function<Status(int64_t z0, int64_t count, const std::byte* in)> write;
-  // Set for a part in memory: the rectangles go straight between the part and the messages,
-  // and no plane is read or written whole.
+  // Set for a part in memory, instead of read and write: the rectangles go straight between
+  // the part and the messages.
   std::function<void(const Block& rect, std::byte* packed, internal::RectCopy direction)> copy;
-  bool on_disk = true;  // counts bytes read and written
 };
 PartPlanes planes_of(Grid& part);
 PartPlanes planes_of(ResidentGrid& held, const Grid& part);  // `part` held in memory
