@@ -59,13 +59,24 @@ inline void fixed_row(const T* const* in, const T* c, T* __restrict out, ptrdiff
     out[i] = acc;
   };
   constexpr int64_t kUnroll = 4 * 64 / sizeof(T);  // four 512-bit vectors
+  constexpr int64_t kVector = 32 / sizeof(T);      // one 256-bit vector
   int64_t i = 0;
   for (; i + kUnroll <= width; i += kUnroll) {
 #pragma omp simd
     for (int64_t j = i; j < i + kUnroll; ++j) point(j);
   }
+  if (width < kVector) {
 #pragma omp simd
-  for (int64_t j = i; j < width; ++j) point(j);
+    for (int64_t j = i; j < width; ++j) point(j);
+    return;
+  }
+  // The tail in whole vectors, the last one ending at the row's end: the points it computes
+  // again get the same values (out aliases no input), and no scalar remainder runs.
+  for (; i < width; i += kVector) {
+    const int64_t at = std::min(i, width - kVector);
+#pragma omp simd
+    for (int64_t j = at; j < at + kVector; ++j) point(j);
+  }
 }
 
 template <typename T, int R, bool ThreeD, int MaxNonzero>

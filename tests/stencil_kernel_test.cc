@@ -1,0 +1,80 @@
+// The stencil kernels row by row: every width a row can have (below one vector, between
+// vectors, beyond the unrolled block), at every alignment of the output, against the scalar
+// definition (c_0 u_0, then fma term by term in canonical order), bitwise, and nothing
+// written outside the rectangle.
+#include "deepgrid/stencil_kernel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "deepgrid/geometry.h"
+#include "deepgrid/stencil.h"
+#include "reference.h"
+
+namespace deepgrid {
+namespace {
+
+template <typename T>
+void check_every_width(const Stencil& st, int64_t max_width) {
+  const StencilKernel<T> kernel(st);
+  const int rx = st.radius_x(), ry = st.radius_y(), rz = st.radius_z();
+  const int64_t rows = 3, stride = max_width + 2 * rx + 5;  // odd: rows at every alignment
+  const Shape planes{stride, rows + 2 * ry, 2 * int64_t{rz} + 1};
+  const std::vector<T> u = testing::random_values<T>(planes, 7);
+  std::vector<const T*> in;
+  for (int64_t z = 0; z < planes.nz; ++z) in.push_back(u.data() + z * planes.plane_points());
+  const T guard = static_cast<T>(-1234.5);
+  for (int64_t width = 1; width <= max_width; ++width) {
+    for (int64_t shift = 0; shift < 4; ++shift) {  // the output's first point, in values
+      const ptrdiff_t out_stride = width + 3;
+      std::vector<T> out(static_cast<size_t>(shift + rows * out_stride + 8), guard);
+      const Rect rect{rx, rx + width, ry, ry + rows};
+      kernel.apply(in.data(), stride, out.data() + shift, out_stride, rect);
+      for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
+        const int64_t j = i - shift, y = j / out_stride, x = j % out_stride;
+        const bool inside = j >= 0 && y < rows && x < width;
+        T want = guard;
+        if (inside) {
+          for (size_t p = 0; p < st.points().size(); ++p) {
+            const StencilPoint& q = st.points()[p];
+            const T v = u[static_cast<size_t>((q.dz + rz) * planes.plane_points() +
+                                              (ry + y + q.dy) * stride + rx + x + q.dx)];
+            const T c = static_cast<T>(q.c);
+            want = p == 0 ? c * v : std::fma(c, v, want);
+          }
+        }
+        const T got = out[static_cast<size_t>(i)];
+        ASSERT_EQ(std::memcmp(&got, &want, sizeof(T)), 0)
+            << st.name() << " width " << width << " shift " << shift << " at " << i
+            << (inside ? " (inside)" : " (outside the rectangle)") << ": " << got << " vs " << want;
+      }
+    }
+  }
+}
+
+TEST(StencilKernel, EveryRowWidthAndAlignmentMatchesTheScalarDefinition) {
+  for (const char* name : {"7pt", "13pt", "19pt", "25pt", "27pt", "5pt", "9pt"}) {
+    const Stencil st = Stencil::preset(name).value();
+    ASSERT_TRUE(StencilKernel<float>(st).specialised()) << name;
+    check_every_width<float>(st, 150);
+    check_every_width<double>(st, 80);
+  }
+}
+
+TEST(StencilKernel, CustomStencilsMatchTheScalarDefinition) {
+  // Not a preset's shape: the generic kernel, in blocks of 1024 points.
+  const Stencil st =
+      Stencil::from_points("custom",
+                           {{0, 0, 0, 0.5}, {2, -1, 0, 0.25}, {-1, 0, 1, 0.125}, {0, 1, -1, 0.125}})
+          .value();
+  ASSERT_FALSE(StencilKernel<float>(st).specialised());
+  check_every_width<float>(st, 1100);
+}
+
+}  // namespace
+}  // namespace deepgrid
