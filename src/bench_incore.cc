@@ -24,7 +24,8 @@ double best_seconds(int repeats, F&& f) {
 
 template <typename T>
 Result<InCoreBench> bench_typed(const Shape& shape, const Scheme& stencil, int64_t steps,
-                                const InCoreOptions& opt, int repeats, double bandwidth_gbs) {
+                                const InCoreOptions& opt, int repeats, double bandwidth_gbs,
+                                const Boundary& boundary) {
   DG_ASSIGN_OR_RETURN(InCoreEngine<T> engine, InCoreEngine<T>::create(shape, stencil, steps, opt));
   const int64_t points = shape.plane_points();
   const int n = stencil.component_count();
@@ -34,13 +35,13 @@ Result<InCoreBench> bench_typed(const Shape& shape, const Scheme& stencil, int64
     for (int c = 0; c < n; ++c) init_plane(init, shape, z, plane.data() + c * points);
     engine.load_plane(z, plane.data());
   }
-  const Boundary boundary;
   engine.advance(boundary, 1);  // warm-up: page in both grids
   InCoreBench r;
   r.seconds = best_seconds(repeats, [&] { engine.advance(boundary, steps); });
   r.stencil = stencil.name();
   r.shape = shape.to_string();
   r.dtype = std::string(dtype_name(dtype_of<T>()));
+  r.boundary = boundary.to_string();
   r.plan = engine.plan();
   r.threads = r.plan.threads;
   r.steps = steps;
@@ -82,9 +83,10 @@ Bandwidth measure_bandwidth(int64_t bytes, int repeats) {
 
 Result<InCoreBench> bench_incore(const Shape& shape, const Scheme& stencil, DType dtype,
                                  int64_t steps, const InCoreOptions& options, int repeats,
-                                 double bandwidth_gbs) {
+                                 double bandwidth_gbs, const Boundary& boundary) {
   return dispatch_dtype(dtype, [&](auto tag) {
-    return bench_typed<decltype(tag)>(shape, stencil, steps, options, repeats, bandwidth_gbs);
+    return bench_typed<decltype(tag)>(shape, stencil, steps, options, repeats, bandwidth_gbs,
+                                      boundary);
   });
 }
 

@@ -97,6 +97,7 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
       for (int bt : bts) {
         RunOptions opt;
         opt.scheme = o.scheme;
+        opt.boundary = o.boundary;
         opt.steps = o.steps;
         opt.method = method;
         opt.threads = o.threads;
@@ -133,8 +134,9 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
     warm.threads = o.threads;
     DG_ASSIGN_OR_RETURN(const int64_t tuned, tuned_cache_bytes(o.threads));
     if (tuned > 0) warm.cache_bytes = tuned;
-    DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(o.shape, o.scheme, o.dtype,
-                                                    std::min<int64_t>(o.steps, 24), warm, 1, 0));
+    DG_ASSIGN_OR_RETURN(InCoreBench b,
+                        bench_incore(o.shape, o.scheme, o.dtype, std::min<int64_t>(o.steps, 24),
+                                     warm, 1, 0, o.boundary));
     out.incore_warm_mlups = b.mlups;
     const RunReport base = rows[*incore].report;
     for (MethodsBenchRow& row : rows) {

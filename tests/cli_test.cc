@@ -352,6 +352,24 @@ TEST_F(CliTest, PlanShowsTheMmapAndTiledMethods) {
   }
 }
 
+// bench runs the boundary rule asked for (the rules differ in speed: periodic computes every
+// level's whole frame), and its report says which, in-core alone and through the methods.
+TEST_F(CliTest, BenchRunsTheBoundaryAskedFor) {
+  const RunResult in_memory = run_cli({"bench", "--shape", "24x20x16", "--steps", "2", "--repeats",
+                                       "1", "--no-bandwidth", "--json", "--boundary", "periodic"});
+  ASSERT_TRUE(Succeeded(in_memory));
+  const json j = json::parse(in_memory.out);
+  EXPECT_EQ(j.at("boundary"), "periodic");
+  EXPECT_GT(j.at("mlups").get<double>(), 0);
+  const RunResult methods =
+      run_cli({"bench", "--methods", "incore,stream", "--shape", "64x48x32", "--steps", "2",
+               "--mem-ratio", "2", "--dir", tmp_ / "bench", "--json", "--boundary", "neumann"});
+  ASSERT_TRUE(Succeeded(methods));
+  const json rows = json::parse(methods.out);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const json& row : rows) EXPECT_EQ(row.at("boundary"), "neumann") << row.dump();
+}
+
 TEST(CliHelpTest, HelpMentionsStencilPresetsAndBoundary) {
   const RunResult top = run_cli({"--help"});
   ASSERT_TRUE(Succeeded(top));
@@ -640,6 +658,10 @@ std::vector<BadInputCase> bad_input_cases() {
        run_with_stencil("7pt", {"--boundary", "dirichlet:abc"}),
        {"boundary"}},
       {"RunUnknownMethod", kGrid16, run_with_stencil("7pt", {"--method", "magic"}), {"method"}},
+      {"BenchUnknownBoundary",
+       {},
+       {"bench", "--shape", "16x16x16", "--steps", "1", "--no-bandwidth", "--boundary", "reflect"},
+       {"boundary"}},
       {"RunTiledWithoutBudget",
        kGrid16,
        run_with_stencil("7pt", {"--method", "tiled"}),

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "deepgrid/boundary.h"
 #include "deepgrid/dtype.h"
 #include "deepgrid/executor.h"
 #include "deepgrid/geometry.h"
@@ -26,6 +27,7 @@ struct InCoreBench {
   std::string stencil;
   std::string shape;
   std::string dtype;
+  std::string boundary;  // Boundary::to_string()
   int threads = 0;
   WavefrontPlan plan;
   int64_t steps = 0;
@@ -37,11 +39,11 @@ struct InCoreBench {
   double bandwidth_bound_mlups = 0;
 };
 
-// Times `steps` in-core steps (dirichlet:0, random data in every component) on a grid of `shape`,
-// best of `repeats`. `bandwidth_gbs` feeds the bound (0: leave it 0).
+// Times `steps` in-core steps (random data in every component) on a grid of `shape` with
+// `boundary`, best of `repeats`. `bandwidth_gbs` feeds the bound (0: leave it 0).
 Result<InCoreBench> bench_incore(const Shape& shape, const Scheme& scheme, DType dtype,
                                  int64_t steps, const InCoreOptions& options, int repeats,
-                                 double bandwidth_gbs);
+                                 double bandwidth_gbs, const Boundary& boundary = {});
 
 }  // namespace deepgrid
 
@@ -53,6 +55,7 @@ struct MethodsBenchOptions {
   Shape shape;
   DType dtype = DType::kF32;
   Scheme scheme;
+  Boundary boundary;
   int64_t steps = 0;
   double mem_ratio = 16;  // out-of-core methods get --mem = grid bytes / mem_ratio
   int threads = 0;

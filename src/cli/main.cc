@@ -455,7 +455,7 @@ int cmd_plot(const std::string& dir, const std::string& slice, const std::string
 }
 
 struct BenchArgs {
-  std::string shape = "256x256x256", stencil = "7pt", dtype = "f32";
+  std::string shape = "256x256x256", stencil = "7pt", dtype = "f32", boundary = "dirichlet:0";
   std::string methods, dir = "scratch/bench", csv, sweep_bt, sweep_ratio, plot;
   double mem_ratio = 16;
   int64_t steps = 10;
@@ -508,6 +508,7 @@ int cmd_bench_methods(const BenchArgs& a) {
   o.shape = get(parse_shape(a.shape));
   o.dtype = get(parse_dtype(a.dtype));
   o.scheme = get(Scheme::resolve(a.stencil));
+  o.boundary = get(parse_boundary(a.boundary));
   o.steps = a.steps;
   if (o.steps < 1) check(invalid_argument("--steps must be >= 1"));
   if (!(a.mem_ratio > 0)) check(invalid_argument("--mem-ratio must be > 0, e.g. 16"));
@@ -534,10 +535,10 @@ int cmd_bench_methods(const BenchArgs& a) {
       "ratio_to_incore_compute,ratio_to_incore_warm,bytes_read,bytes_written,compute_busy,io_wait,"
       "disk_busy,peak_memory_bytes,stolen_cpu_share\n";
   if (!a.json) {
-    std::printf("%s %s %s, %lld steps, %d threads; out-of-core budget = grid / ratio\n",
+    std::printf("%s %s %s %s, %lld steps, %d threads; out-of-core budget = grid / ratio\n",
                 o.scheme.name().c_str(), o.shape.to_string().c_str(),
-                std::string(dtype_name(o.dtype)).c_str(), static_cast<long long>(o.steps),
-                rows.empty() ? 0 : rows.front().report.threads);
+                std::string(dtype_name(o.dtype)).c_str(), o.boundary.to_string().c_str(),
+                static_cast<long long>(o.steps), rows.empty() ? 0 : rows.front().report.threads);
     std::printf("%-7s %4s %6s %9s %8s %9s %7s %8s %9s %7s %9s %7s %7s %9s %10s %7s\n", "method",
                 "bt", "ratio", "mem", "time s", "MLUP/s", "GFlop/s", "/incore", "/incore*", "/warm",
                 "read", "compute", "io wait", "disk busy", "peak mem", "stolen");
@@ -610,6 +611,7 @@ int cmd_bench(const BenchArgs& a) {
   const Shape shape = get(parse_shape(a.shape));
   const Scheme stencil = get(Scheme::resolve(a.stencil));
   const DType dtype = get(parse_dtype(a.dtype));
+  const Boundary boundary = get(parse_boundary(a.boundary));
   if (a.steps < 1) check(invalid_argument("--steps must be >= 1"));
   if (a.threads < 0) check(invalid_argument("--threads must be >= 1 (or 0 for all cores)"));
   InCoreOptions opt;
@@ -618,7 +620,8 @@ int cmd_bench(const BenchArgs& a) {
   if (const int64_t tuned = get(tuned_cache_bytes(a.threads)); tuned > 0) opt.cache_bytes = tuned;
   Bandwidth bw;
   if (!a.no_bandwidth) bw = measure_bandwidth();
-  InCoreBench r = get(bench_incore(shape, stencil, dtype, a.steps, opt, a.repeats, bw.copy_gbs));
+  InCoreBench r =
+      get(bench_incore(shape, stencil, dtype, a.steps, opt, a.repeats, bw.copy_gbs, boundary));
   if (a.json) {
     json j = {{"method", "incore"},
               {"stencil", r.stencil},
@@ -627,6 +630,7 @@ int cmd_bench(const BenchArgs& a) {
               {"tile_x", r.plan.tile_x},
               {"tile_y", r.plan.tile_y},
               {"dtype", r.dtype},
+              {"boundary", r.boundary},
               {"threads", r.threads},
               {"steps", r.steps},
               {"seconds", r.seconds},
@@ -638,10 +642,10 @@ int cmd_bench(const BenchArgs& a) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf(
-        "in-core %s %s %s, %d threads, bt %d, tiles %lldx%lld, %lld steps: %.1f MLUP/s, "
+        "in-core %s %s %s %s, %d threads, bt %d, tiles %lldx%lld, %lld steps: %.1f MLUP/s, "
         "%.2f GFlop/s\n",
-        r.stencil.c_str(), r.shape.c_str(), r.dtype.c_str(), r.threads, r.plan.bt,
-        static_cast<long long>(r.plan.tile_x), static_cast<long long>(r.plan.tile_y),
+        r.stencil.c_str(), r.shape.c_str(), r.dtype.c_str(), r.boundary.c_str(), r.threads,
+        r.plan.bt, static_cast<long long>(r.plan.tile_x), static_cast<long long>(r.plan.tile_y),
         static_cast<long long>(r.steps), r.mlups, r.gflops);
     if (!a.no_bandwidth) {
       std::printf(
@@ -848,6 +852,8 @@ int run_cli(int argc, char** argv) {
   bench->add_option("--shape", ba.shape, "Grid extents")->capture_default_str();
   bench->add_option("--stencil", ba.stencil, "Preset or JSON file")->capture_default_str();
   bench->add_option("--dtype", ba.dtype, "f32 or f64")->capture_default_str();
+  bench->add_option("--boundary", ba.boundary, "dirichlet:V | neumann | periodic")
+      ->capture_default_str();
   bench->add_option("--steps", ba.steps, "Steps per timed repeat")->capture_default_str();
   bench->add_option("--threads", ba.threads, "Threads (0: all cores)")->capture_default_str();
   bench->add_option("--repeats", ba.repeats, "Timed repeats (the best counts)")
