@@ -177,6 +177,8 @@ class Wavefront {
         w_(tile.x1 - tile.x0 + 2 * int64_t{levels} * rx_),
         h_(tile.y1 - tile.y0 + 2 * int64_t{levels} * ry_),
         periodic_(b.kind == Boundary::Kind::kPeriodic),
+        wrap_x_(periodic_ && tile.x0 == 0 && tile.x1 == shape.nx &&
+                int64_t{levels} * rx_ <= shape.nx && trim.lo[0] <= 0 && trim.hi[0] >= shape.nx),
         probes_(probes),
         trim_(trim),
         whole_(probes.placement.is_whole() ? shape : probes.placement.whole) {}
@@ -259,11 +261,15 @@ class Wavefront {
     const PlaneStrides in_s = k == 1 ? level0_ : PlaneStrides{ws_.stride(), ws_.field_stride()};
     const Rect r = region(k);
     // Cells computed: all of the region when periodic, else its part inside the grid; and of
-    // those, the ones the trim keeps.
+    // those, the ones the trim keeps. A periodic frame as wide as the grid computes only the
+    // grid's columns and copies the rest from them (wrap_x_).
     Rect inside = r;
     if (!periodic_) {
       inside = {std::clamp(-ox_, r.x0, r.x1), std::clamp(s_.nx - ox_, r.x0, r.x1),
                 std::clamp(-oy_, r.y0, r.y1), std::clamp(s_.ny - oy_, r.y0, r.y1)};
+    } else if (wrap_x_) {
+      inside.x0 = std::clamp(-ox_, r.x0, r.x1);
+      inside.x1 = std::clamp(s_.nx - ox_, r.x0, r.x1);
     }
     Rect c{std::clamp(trim_.first(0, k, rx_) - ox_, inside.x0, inside.x1),
            std::clamp(trim_.end(0, k, rx_) - ox_, inside.x0, inside.x1),
@@ -297,8 +303,25 @@ class Wavefront {
         inside.x0 != r.x0 || inside.x1 != r.x1 || inside.y0 != r.y0 || inside.y1 != r.y1;
     if (k < L_ && outside && !mine.empty()) {
       for (int f = 0; f < k_.components(); ++f) {
-        impose_boundary(ws_.ring(k, z) + f * ws_.field_stride(), r, c, mine, p == 0, p == n - 1);
+        T* plane = ws_.ring(k, z) + f * ws_.field_stride();
+        if (periodic_) {
+          wrap_columns(plane, r, c, mine);
+        } else {
+          impose_boundary(plane, r, c, mine, p == 0, p == n - 1);
+        }
       }
+    }
+  }
+
+  // Periodic frames as wide as the grid (wrap_x_): the columns of region r left and right of
+  // the computed ones c, in this part's rows, are copies of the computed columns one grid
+  // width away (what computing them from wrapped inputs would give, bit for bit).
+  void wrap_columns(T* plane, const Rect& r, const Rect& c, const Rect& mine) const {
+    const ptrdiff_t S = ws_.stride();
+    for (int64_t j = mine.y0; j < mine.y1; ++j) {
+      T* row = plane + j * S;
+      std::copy_n(row + r.x0 + s_.nx, c.x0 - r.x0, row + r.x0);
+      std::copy_n(row + c.x1 - s_.nx, r.x1 - c.x1, row + c.x1);
     }
   }
 
@@ -386,6 +409,10 @@ class Wavefront {
   const int rx_, ry_, rz_;
   const int64_t ox_, oy_, w_, h_;
   const bool periodic_;
+  // Periodic, the tile spans x, its frame's x halos are at most the grid's width and the trim
+  // keeps every column: levels below L compute the grid's columns only (aligned, as for the
+  // other rules) and copy their x halos (wrap_columns) instead of computing them again.
+  const bool wrap_x_;
   const ProbeRun probes_;
   const WavefrontTrim trim_;
   const Shape whole_;  // the shape of the grid the kernel's positions are in
