@@ -12,8 +12,9 @@
 // it needs level-0 planes up to i and completes output plane i - L rz. Beyond z's ends a level
 // reads a constant plane (dirichlet) or its edge plane (neumann); periodic levels extend past
 // the ends and are computed from wrapped inputs, which stays exact by translation invariance
-// (the same holds for periodic x and y, so periodic frames are computed whole). For dirichlet
-// and neumann only cells inside the grid are computed and the rest are re-imposed.
+// (the same holds for periodic x and y, so periodic frames are computed whole, except that a
+// frame as wide as the grid computes its columns and copies its x halos from them). For
+// dirichlet and neumann only cells inside the grid are computed and the rest are re-imposed.
 //
 // A periodic wavefront whose output feeds further levels (a stage of the stream engine's
 // sweep) extends its output `z_extension` planes past each end, computed the same way.
