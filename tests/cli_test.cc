@@ -352,8 +352,8 @@ TEST_F(CliTest, PlanShowsTheMmapAndTiledMethods) {
   }
 }
 
-// bench runs the boundary rule asked for (the rules differ in speed: periodic computes every
-// level's whole frame), and its report says which, in-core alone and through the methods.
+// bench runs the boundary rule asked for (the rules differ in speed), and its report says
+// which, in-core alone and through the methods.
 TEST_F(CliTest, BenchRunsTheBoundaryAskedFor) {
   const RunResult in_memory = run_cli({"bench", "--shape", "24x20x16", "--steps", "2", "--repeats",
                                        "1", "--no-bandwidth", "--json", "--boundary", "periodic"});
