@@ -76,7 +76,7 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
           [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
           {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim);
       const int64_t end = std::min(wave.end_step(), region.to + int64_t{levels} * k.rz());
-      for (int64_t i = wave.first_step(); i < end; ++i) wave.step(i, 0, 1, {});
+      for (int64_t i = wave.first_step(); i < end; ++i) wave.step(i);
     }
   }
 }

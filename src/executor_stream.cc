@@ -413,7 +413,7 @@ class StreamRun {
             const internal::WavefrontCarry<T>& carry =
                 carries_[static_cast<size_t>(j * ntiles + t)];
             wave.restore(carry, i0 - lag);
-            for (int64_t i = i0; i < i1; ++i) wave.step(i - lag, 0, 1, {});
+            for (int64_t i = i0; i < i1; ++i) wave.step(i - lag);
             wave.save(carry, i1 - lag);
           }
           if (j + 1 < stages_.size()) fill_stage_output_ghosts(j, i0, i1);

@@ -262,7 +262,7 @@ TEST(Wavefront, ChunksInSharedWorkspacesMatchOneRun) {
           const internal::Wavefront<float>& w = waves[n % 2];
           w.restore(carry, i);
           for (const int64_t end = std::min(i + chunk, w.end_step()); i < end; ++i) {
-            w.step(i, 0, 1, {});
+            w.step(i);
           }
           w.save(carry, i);
         }

@@ -21,7 +21,7 @@
 // A wavefront that resumes a sweep starts its output at `output_from`: level k then begins
 // at output_from - (L - k) rz, the first plane the levels above it need.
 // A trimmed wavefront (WavefrontTrim) computes only what reaches a box by a later level.
-// Probes (probes.h): right after a thread computes its part of plane z of level k (step
+// Probes (probes.h): right after a wavefront computes plane z of level k (step
 // probes.step + k), sources in that plane are added to every cell that stands for them (also
 // the redundant ones in halos and periodic copies, so every tile sees the same values), and
 // receivers record from the tile's own cells only, each value once.
@@ -200,21 +200,14 @@ class Wavefront {
   // The output plane step i completes, if it is in [z_begin(L), z_end(L)).
   int64_t output_plane(int64_t i) const { return i - int64_t{L_} * rz_; }
 
-  // Runs step i. With parts > 1 each of `parts` threads calls it with its own `part`, and
-  // `sync` must be a barrier among them (called between levels).
-  void step(int64_t i, int part, int parts, const std::function<void()>& sync) const {
+  // Runs step i.
+  void step(int64_t i) const {
     for (int k = 1; k <= L_; ++k) {
       const int64_t z = i - int64_t{k} * rz_;
       if (z < z_begin(k) || z >= z_end(k)) continue;
       if (z < trim_.first(2, k, rz_) || z >= trim_.end(2, k, rz_)) continue;
-      compute(k, z, part, parts);
-      if (parts > 1 && k < L_) sync();
+      compute(k, z);
     }
-  }
-
-  // Runs every step on one thread.
-  void run() const {
-    for (int64_t i = first_step(); i < end_step(); ++i) step(i, 0, 1, {});
   }
 
   // Between the workspace's rings and `carry`: the planes of levels 1..L-1 that steps from
@@ -256,7 +249,7 @@ class Wavefront {
     return ws_.ring(k, z < 0 ? 0 : s_.nz - 1);  // neumann: the edge plane
   }
 
-  void compute(int k, int64_t z, int part, int parts) const {
+  void compute(int k, int64_t z) const {
     const T* in[2 * kMaxStencilRadius + 1];
     for (int dz = -rz_; dz <= rz_; ++dz) in[rz_ + dz] = level_plane(k - 1, z + dz);
     const PlaneStrides in_s = k == 1 ? level0_ : PlaneStrides{ws_.stride(), ws_.field_stride()};
@@ -276,84 +269,76 @@ class Wavefront {
            std::clamp(trim_.end(0, k, rx_) - ox_, inside.x0, inside.x1),
            std::clamp(trim_.first(1, k, ry_) - oy_, inside.y0, inside.y1),
            std::clamp(trim_.end(1, k, ry_) - oy_, inside.y0, inside.y1)};
-    if (c.x1 < c.x0) c.x1 = c.x0;
-    if (c.y1 < c.y0) c.y1 = c.y0;
-    // This part's rows: an even share, in order, so part 0 owns the first and the last part
-    // the last computed row.
-    const int64_t rows = c.y1 - c.y0;
-    if (rows < parts && part > 0) return;
-    const int64_t n = rows < parts ? 1 : parts, p = rows < parts ? 0 : part;
-    const Rect mine{c.x0, c.x1, c.y0 + rows * p / n, c.y0 + rows * (p + 1) / n};
+    if (c.empty()) return;
     T* out;
     PlaneStrides out_s;
     if (k == L_) {
       out_s = out_;
-      out = output_(z) + (mine.y0 - r.y0) * out_s.stride + (mine.x0 - r.x0);
+      out = output_(z) + (c.y0 - r.y0) * out_s.stride + (c.x0 - r.x0);
     } else {
       out_s = {ws_.stride(), ws_.field_stride()};
-      out = ws_.ring(k, z) + mine.y0 * out_s.stride + mine.x0;
+      out = ws_.ring(k, z) + c.y0 * out_s.stride + c.x0;
     }
-    if (!mine.empty()) {
-      k_.apply(in, in_s.stride, in_s.field, out, out_s.stride, out_s.field, mine,
-               {ox_ + probes_.placement.x, oy_ + probes_.placement.y, z + probes_.placement.z,
-                probes_.step + k, whole_});
-    }
-    if (probes_.probes != nullptr && !mine.empty()) apply_probes(k, z, out, out_s, mine);
+    k_.apply(in, in_s.stride, in_s.field, out, out_s.stride, out_s.field, c,
+             {ox_ + probes_.placement.x, oy_ + probes_.placement.y, z + probes_.placement.z,
+              probes_.step + k, whole_});
+    if (probes_.probes != nullptr) apply_probes(k, z, out, out_s, c);
     // (Cells the trim leaves out are never read; only the grid's edges need the rule.)
     const bool outside =
         inside.x0 != r.x0 || inside.x1 != r.x1 || inside.y0 != r.y0 || inside.y1 != r.y1;
-    if (k < L_ && outside && !mine.empty()) {
+    if (k < L_ && outside) {
       for (int f = 0; f < k_.components(); ++f) {
         T* plane = ws_.ring(k, z) + f * ws_.field_stride();
         if (periodic_) {
-          wrap_columns(plane, r, c, mine);
+          wrap_columns(plane, r, c);
         } else {
-          impose_boundary(plane, r, c, mine, p == 0, p == n - 1);
+          impose_boundary(plane, r, c);
         }
       }
     }
   }
 
   // Periodic frames as wide as the grid (wrap_x_): the columns of region r left and right of
-  // the computed ones c, in this part's rows, are copies of the computed columns one grid
-  // width away (what computing them from wrapped inputs would give, bit for bit).
-  void wrap_columns(T* plane, const Rect& r, const Rect& c, const Rect& mine) const {
+  // the computed ones c, in c's rows, are copies of the computed columns one grid width away
+  // (what computing them from wrapped inputs would give, bit for bit).
+  void wrap_columns(T* plane, const Rect& r, const Rect& c) const {
     const ptrdiff_t S = ws_.stride();
-    for (int64_t j = mine.y0; j < mine.y1; ++j) {
+    for (int64_t j = c.y0; j < c.y1; ++j) {
       T* row = plane + j * S;
       std::copy_n(row + r.x0 + s_.nx, c.x0 - r.x0, row + r.x0);
       std::copy_n(row + c.x1 - s_.nx, r.x1 - c.x1, row + c.x1);
     }
   }
 
-  // Frame cells of `mine` standing for grid point (x, y): with periodic wrap, every copy.
+  // Cells of `cells` (frame coordinates) standing for grid point (x, y): with periodic wrap,
+  // every copy.
   template <typename F>
-  void for_each_copy(const ProbePoint& q, const Rect& mine, F&& f) const {
+  void for_each_copy(const ProbePoint& q, const Rect& cells, F&& f) const {
     if (!periodic_) {
       const int64_t fx = q.x - ox_, fy = q.y - oy_;
-      if (fx >= mine.x0 && fx < mine.x1 && fy >= mine.y0 && fy < mine.y1) f(fx, fy);
+      if (fx >= cells.x0 && fx < cells.x1 && fy >= cells.y0 && fy < cells.y1) f(fx, fy);
       return;
     }
     auto first = [](int64_t p, int64_t origin, int64_t lo, int64_t n) {
       return ((p - origin - lo) % n + n) % n + lo;
     };
-    for (int64_t fy = first(q.y, oy_, mine.y0, s_.ny); fy < mine.y1; fy += s_.ny) {
-      for (int64_t fx = first(q.x, ox_, mine.x0, s_.nx); fx < mine.x1; fx += s_.nx) f(fx, fy);
+    for (int64_t fy = first(q.y, oy_, cells.y0, s_.ny); fy < cells.y1; fy += s_.ny) {
+      for (int64_t fx = first(q.x, ox_, cells.x0, s_.nx); fx < cells.x1; fx += s_.nx) f(fx, fy);
     }
   }
 
-  void apply_probes(int k, int64_t z, T* out, const PlaneStrides& s, const Rect& mine) const {
+  void apply_probes(int k, int64_t z, T* out, const PlaneStrides& s, const Rect& cells) const {
     const ResolvedProbes& p = *probes_.probes;
     const int64_t step = probes_.step + k;
     const int64_t plane = periodic_ ? ((z % s_.nz) + s_.nz) % s_.nz : z;
     auto cell = [&](int c, int64_t fx, int64_t fy) -> T& {
-      return out[c * s.field + (fy - mine.y0) * s.stride + (fx - mine.x0)];
+      return out[c * s.field + (fy - cells.y0) * s.stride + (fx - cells.x0)];
     };
     for (size_t i = 0; i < p.sources.size(); ++i) {
       const ProbePoint& q = p.sources[i];
       if (q.z != plane) continue;
       const T a = static_cast<T>(p.source_specs[i]->value(step));
-      for_each_copy(q, mine, [&](int64_t fx, int64_t fy) {
+      for_each_copy(q, cells, [&](int64_t fx, int64_t fy) {
         T& v = cell(q.component, fx, fy);
         v = v + a;
       });
@@ -366,21 +351,20 @@ class Wavefront {
       const int64_t fx = q.x - ox_, fy = q.y - oy_;
       const bool recorded =
           step >= p.traces->first_step && step < p.traces->first_step + p.traces->steps;
-      if (own && recorded && fx >= mine.x0 && fx < mine.x1 && fy >= mine.y0 && fy < mine.y1) {
+      if (own && recorded && fx >= cells.x0 && fx < cells.x1 && fy >= cells.y0 && fy < cells.y1) {
         *p.traces->at(step, static_cast<int64_t>(r)) =
             static_cast<double>(cell(q.component, fx, fy));
       }
     }
   }
 
-  // Fills the cells of region r outside the computed part c: x ghosts of this part's rows;
-  // the ghost rows above (first part) and below (last part) from the nearest computed row.
-  void impose_boundary(T* plane, const Rect& r, const Rect& c, const Rect& mine, bool first,
-                       bool last) const {
+  // Fills the cells of region r outside the computed part c: x ghosts of c's rows, then the
+  // ghost rows above and below from the nearest computed row.
+  void impose_boundary(T* plane, const Rect& r, const Rect& c) const {
     const ptrdiff_t S = ws_.stride();
     const bool dirichlet = b_.kind == Boundary::Kind::kDirichlet;
     const T v = static_cast<T>(b_.value);
-    for (int64_t j = mine.y0; j < mine.y1; ++j) {
+    for (int64_t j = c.y0; j < c.y1; ++j) {
       T* row = plane + j * S;
       for (int64_t i = r.x0; i < c.x0; ++i) row[i] = dirichlet ? v : row[c.x0];
       for (int64_t i = c.x1; i < r.x1; ++i) row[i] = dirichlet ? v : row[c.x1 - 1];
@@ -391,8 +375,8 @@ class Wavefront {
         for (int64_t i = r.x0; i < r.x1; ++i) row[i] = dirichlet ? v : plane[from * S + i];
       }
     };
-    if (first) fill_rows(r.y0, c.y0, c.y0);
-    if (last) fill_rows(c.y1, r.y1, c.y1 - 1);
+    fill_rows(r.y0, c.y0, c.y0);
+    fill_rows(c.y1, r.y1, c.y1 - 1);
   }
 
   const SchemeKernel<T>& k_;
