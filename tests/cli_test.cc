@@ -352,8 +352,8 @@ TEST_F(CliTest, PlanShowsTheMmapAndTiledMethods) {
   }
 }
 
-// bench runs the boundary rule asked for (the rules differ in speed), and its report says
-// which, in-core alone and through the methods.
+// bench takes --boundary: the in-core report names the rule it timed, and through --methods
+// every run's own report (run_grid's) names the rule it ran.
 TEST_F(CliTest, BenchRunsTheBoundaryAskedFor) {
   const RunResult in_memory = run_cli({"bench", "--shape", "24x20x16", "--steps", "2", "--repeats",
                                        "1", "--no-bandwidth", "--json", "--boundary", "periodic"});

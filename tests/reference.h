@@ -83,6 +83,18 @@ std::vector<T> reference_kernel_step(const std::vector<T>& u, const Shape& s, co
   return out;
 }
 
+// A stencil's sum at one point, as stencil.h defines it: c_0 u_0, then fma term by term in
+// canonical order; read(dx, dy, dz) gives the value at that offset.
+template <typename T, typename Read>
+T reference_stencil_sum(const Stencil& st, Read&& read) {
+  const auto& pts = st.points();
+  T sum = static_cast<T>(pts[0].c) * read(pts[0].dx, pts[0].dy, pts[0].dz);
+  for (size_t i = 1; i < pts.size(); ++i) {
+    sum = std::fma(static_cast<T>(pts[i].c), read(pts[i].dx, pts[i].dy, pts[i].dz), sum);
+  }
+  return sum;
+}
+
 // One step of a scheme (a plain stencil converts to one), straight from scheme.h and stencil.h:
 // per term, the stencil's sum (c_0 u_0, then fma), the constant times each factor, then the
 // first term's product and fma for the others; older levels shift, coefficients stay.
@@ -106,12 +118,8 @@ std::vector<T> reference_step(const std::vector<T>& u, const Shape& s, const Sch
           T acc = 0;
           for (size_t k = 0; k < up.terms.size(); ++k) {
             const SchemeTerm& t = up.terms[k];
-            const auto& pts = t.stencil.points();
-            T sum = static_cast<T>(pts[0].c) * read(t.component, pts[0].dx, pts[0].dy, pts[0].dz);
-            for (size_t i = 1; i < pts.size(); ++i) {
-              sum = std::fma(static_cast<T>(pts[i].c),
-                             read(t.component, pts[i].dx, pts[i].dy, pts[i].dz), sum);
-            }
+            const T sum = reference_stencil_sum<T>(
+                t.stencil, [&](int dx, int dy, int dz) { return read(t.component, dx, dy, dz); });
             T q = static_cast<T>(t.c);
             for (int f : t.factors) q = q * read(f, 0, 0, 0);
             acc = k == 0 ? q * sum : std::fma(q, sum, acc);
