@@ -56,8 +56,8 @@ Result<InCoreBench> bench_typed(const Shape& shape, const Scheme& stencil, int64
 
 Bandwidth measure_bandwidth(int64_t bytes, int repeats) {
   const int64_t n = bytes / static_cast<int64_t>(sizeof(double));
-  internal::AlignedBuffer ba(static_cast<size_t>(bytes), 64), bb(static_cast<size_t>(bytes), 64),
-      bc(static_cast<size_t>(bytes), 64);
+  internal::AlignedBuffer ba(static_cast<size_t>(bytes)), bb(static_cast<size_t>(bytes)),
+      bc(static_cast<size_t>(bytes));
   double* a = ba.data<double>();
   double* b = bb.data<double>();
   double* c = bc.data<double>();

@@ -103,7 +103,7 @@ Status transfer_box(const Grid& grid, const Box& box, T* packed, bool write) {
   const bool mergeable = box.z.step == 1 && extent.bytes() == m.layout.plane_stride;
   const int64_t max_planes =
       mergeable ? std::max<int64_t>(1, kRequestTargetBytes / extent.bytes()) : 1;
-  AlignedBuffer buffer(static_cast<size_t>(max_planes * extent.bytes()), kDirectIoAlignment);
+  AlignedBuffer buffer(static_cast<size_t>(max_planes * extent.bytes()));
   if (!buffer.ok()) return Status(ErrorCode::kResource, "out of memory for an I/O buffer");
   const int64_t plane_values = box.y.count * box.x.count;
 
@@ -141,7 +141,7 @@ Status transfer_box(const Grid& grid, const Box& box, T* packed, bool write) {
 // Records the checksums of the planes a box write touched, from their whole stored values.
 Status rehash_planes(Grid& grid, const AxisRange& z) {
   const int64_t stride = grid.manifest().layout.plane_stride;
-  AlignedBuffer plane(static_cast<size_t>(stride), kDirectIoAlignment);
+  AlignedBuffer plane(static_cast<size_t>(stride));
   if (!plane.ok()) return Status(ErrorCode::kResource, "out of memory for an I/O buffer");
   for (int64_t k = 0; k < z.count; ++k) {
     const int64_t p = z.start + k * z.step;

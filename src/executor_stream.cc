@@ -133,13 +133,13 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   const int64_t ring_bytes =
       p.threads * internal::wavefront_workspace_bytes(p.cache_bt, rz, frame_w, frame_h, vb, n) +
       static_cast<int64_t>(
-          internal::paged_bytes(static_cast<size_t>(p.stages * p.tiles * carry_bytes), 4096));
+          internal::paged_bytes(static_cast<size_t>(p.stages * p.tiles * carry_bytes)));
   p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.tile_y);
   // Reads of the next block and writes of the previous one overlap the current block.
   p.io_buffers = 3 * int64_t{block};
   p.memory_bytes = pools_bytes + ring_bytes +
                    static_cast<int64_t>(internal::paged_bytes(
-                       static_cast<size_t>(p.io_buffers * m.layout.plane_stride), 4096));
+                       static_cast<size_t>(p.io_buffers * m.layout.plane_stride)));
   return p;
 }
 

@@ -86,7 +86,8 @@ Geometry geometry(const Manifest& m, const Stencil& st, int bt, int64_t by, int6
   g.io_bytes = std::min(
       m.layout.plane_stride,
       round_up(std::min(s.ny, g.rows) * row_bytes, kDirectIoAlignment) + kDirectIoAlignment);
-  g.buffer_bytes = round_up(g.stride * g.rows * g.planes * vb, 64);
+  g.buffer_bytes = static_cast<int64_t>(
+      internal::paged_bytes(static_cast<size_t>(g.stride * g.rows * g.planes * vb), false));
   g.memory_bytes = 2 * g.buffer_bytes + g.io_bytes;
   return g;
 }
@@ -154,10 +155,10 @@ class TiledRun {
   // Allocates the buffers.
   Status prepare() {
     for (internal::AlignedBuffer& buf : blocks_) {
-      buf = internal::AlignedBuffer(static_cast<size_t>(g_.buffer_bytes), 64);
+      buf = internal::AlignedBuffer(static_cast<size_t>(g_.buffer_bytes));
       if (!buf.ok()) return out_of_memory();
     }
-    io_ = internal::AlignedBuffer(static_cast<size_t>(g_.io_bytes), kDirectIoAlignment);
+    io_ = internal::AlignedBuffer(static_cast<size_t>(g_.io_bytes));
     if (!io_.ok()) return out_of_memory();
     return Status::Ok();
   }

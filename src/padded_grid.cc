@@ -31,15 +31,15 @@ int64_t PaddedGrid<T>::bytes_needed(const Shape& s, Halo h, int components) {
   const int64_t bytes =
       stride * (s.ny + 2 * h.y) * components * (s.nz + 2 * h.z) * static_cast<int64_t>(sizeof(T)) +
       kAlignBytes;
-  return static_cast<int64_t>(internal::paged_bytes(static_cast<size_t>(bytes), kAlignBytes));
+  return static_cast<int64_t>(internal::paged_bytes(static_cast<size_t>(bytes)));
 }
 
 template <typename T>
 void PaddedGrid<T>::Release::operator()(T* p) const {
-  if (mapped_bytes > 0) {
-    ::munmap(p, mapped_bytes);
+  if (file) {
+    ::munmap(p, bytes);
   } else {
-    std::free(p);
+    internal::release_pages(p, bytes);
   }
 }
 
@@ -58,7 +58,7 @@ Result<PaddedGrid<T>> PaddedGrid<T>::allocate(const Shape& s, Halo h, int compon
   const size_t bytes = static_cast<size_t>(bytes_needed(s, h, components));
   // Large grids on 2 MiB pages where the kernel allows it: tiles stream through many planes,
   // and 4 KiB pages would cost a TLB miss per plane row.
-  T* p = static_cast<T*>(internal::allocate_pages(bytes, kAlignBytes));
+  T* p = static_cast<T*>(internal::allocate_pages(bytes));
   if (p == nullptr) {
     return Status(ErrorCode::kResource, "cannot allocate " + format_size(bytes) +
                                             " for the grid in memory; use a smaller grid or "
@@ -72,7 +72,7 @@ Result<PaddedGrid<T>> PaddedGrid<T>::allocate(const Shape& s, Halo h, int compon
   for (int64_t off = 0; off < total; off += chunk) {
     std::memset(bytes_ptr + off, 0, static_cast<size_t>(std::min(chunk, total - off)));
   }
-  return PaddedGrid(s, h, components, p, Release{});
+  return PaddedGrid(s, h, components, p, Release{bytes, false});
 }
 
 template <typename T>
@@ -90,7 +90,7 @@ Result<PaddedGrid<T>> PaddedGrid<T>::map_scratch_file(const Shape& s, Halo h,
   if (rc != 0) return errno_status(err, "allocate scratch file", path, 0);
   if (p == MAP_FAILED) return errno_status(err, "map scratch file", path);
   // The file reads as zeros, like allocate()'s memory.
-  return PaddedGrid(s, h, components, static_cast<T*>(p), Release{bytes});
+  return PaddedGrid(s, h, components, static_cast<T*>(p), Release{bytes, true});
 }
 
 template <typename T>

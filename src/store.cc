@@ -668,7 +668,7 @@ Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) c
                             " planes");
   }
   const int64_t batch = std::min(l.planes_per_chunk, std::max<int64_t>(count, 1));
-  AlignedBuffer bounce(static_cast<size_t>(batch * l.plane_stride), kDirectIoAlignment);
+  AlignedBuffer bounce(static_cast<size_t>(batch * l.plane_stride));
   if (!bounce.ok()) return Status(ErrorCode::kResource, "out of memory for an I/O buffer");
   int64_t z = z0;
   while (z < z0 + count) {

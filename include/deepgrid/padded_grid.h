@@ -66,9 +66,10 @@ class PaddedGrid {
   Halo halo_;
   ptrdiff_t stride_ = 0, plane_stride_ = 0, field_stride_ = 0, origin_ = 0;
   int components_ = 1;
-  // Frees heap storage, or unmaps `mapped_bytes` of a file mapping.
+  // Gives back `bytes` of allocate_pages() memory, or unmaps `bytes` of a file mapping.
   struct Release {
-    size_t mapped_bytes = 0;
+    size_t bytes = 0;
+    bool file = false;
     void operator()(T* p) const;
   };
   // Sets the strides for `shape`, `halo` and `components` and takes `storage` (bytes_needed()

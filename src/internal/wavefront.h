@@ -40,11 +40,13 @@
 
 namespace deepgrid::internal {
 
-// Bytes of a WavefrontWorkspace with these dimensions.
+// Bytes of a WavefrontWorkspace with these dimensions (whole pages: AlignedBuffer).
 inline int64_t wavefront_workspace_bytes(int levels, int rz, int64_t frame_w, int64_t frame_h,
                                          size_t value_bytes, int components = 1) {
-  return (int64_t{levels - 1} * (2 * rz + 1) + 1) * ((frame_w + 15) / 16 * 16) * frame_h *
-         static_cast<int64_t>(value_bytes) * components;
+  return static_cast<int64_t>(paged_bytes(
+      static_cast<size_t>((int64_t{levels - 1} * (2 * rz + 1) + 1) * ((frame_w + 15) / 16 * 16) *
+                          frame_h * static_cast<int64_t>(value_bytes) * components),
+      false));
 }
 
 // Per-thread storage of a wavefront: rings for levels 1..L-1 and one constant plane, each plane
@@ -60,7 +62,7 @@ class WavefrontWorkspace {
         field_((stride_ * frame_h + 15) / 16 * 16),
         plane_(field_ * components),
         levels_(levels),
-        buffer_(static_cast<size_t>(plane_ * ((levels - 1) * slots_ + 1)) * sizeof(T), 64) {
+        buffer_(static_cast<size_t>(plane_ * ((levels - 1) * slots_ + 1)) * sizeof(T)) {
     if (ok()) std::fill(constant_plane(), constant_plane() + plane_, outside);
   }
 
