@@ -57,11 +57,21 @@ Status fsync_path(const std::string& path) {
 }
 
 Status write_file_atomic(const std::string& dir, const std::string& name, const std::string& text) {
+  return write_file_atomic(dir, name, {std::string_view(text)});
+}
+
+Status write_file_atomic(const std::string& dir, const std::string& name,
+                         std::initializer_list<std::string_view> pieces) {
   const std::string final_path = join_path(dir, name);
   const std::string tmp = final_path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return errno_status(errno, "create", tmp);
-  Status st = pwrite_full(fd, text.data(), text.size(), 0, tmp);
+  Status st;
+  int64_t at = 0;
+  for (const std::string_view piece : pieces) {
+    if (st.ok()) st = pwrite_full(fd, piece.data(), piece.size(), at, tmp);
+    at += static_cast<int64_t>(piece.size());
+  }
   if (st.ok() && ::fsync(fd) != 0) st = errno_status(errno, "fsync", tmp);
   ::close(fd);
   if (st.ok() && ::rename(tmp.c_str(), final_path.c_str()) != 0) {

@@ -134,13 +134,42 @@ Status check_traces_destination(const ResolvedProbes& probes, const std::string&
       "the probes have receivers; say where their values go with --traces OUT.npy");
 }
 
-Status write_traces_npy(const Traces& t, const std::string& path) {
+Status write_traces_npy(Traces& t, const std::string& path) {
   const std::string header = npy_header(DType::kF64, {t.steps, t.receivers});
-  std::string bytes = header;
-  bytes.append(reinterpret_cast<const char*>(t.values.data()), t.values.size() * sizeof(double));
-  const std::string dir = internal::parent_path(path);
-  return internal::write_file_atomic(dir.empty() ? "." : dir,
-                                     path.substr(path.find_last_of('/') + 1), bytes);
+  const size_t row_bytes = static_cast<size_t>(t.receivers) * sizeof(double);
+  const auto* values = reinterpret_cast<const char*>(t.values.data());
+  if (t.saved_path != path) {
+    const std::string dir = internal::parent_path(path);
+    DG_RETURN_IF_ERROR(internal::write_file_atomic(
+        dir.empty() ? "." : dir, path.substr(path.find_last_of('/') + 1),
+        {header, std::string_view(values, t.values.size() * sizeof(double))}));
+    t.saved_path = path;
+    for (std::atomic<bool>& c : t.changed) c.store(false, std::memory_order_relaxed);
+    return Status::Ok();
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status(errno, "open", path);
+  Status st;
+  const auto rows = static_cast<int64_t>(t.changed.size());
+  for (int64_t first = 0; first < rows && st.ok();) {  // each run of changed rows in one write
+    if (!t.changed[static_cast<size_t>(first)].exchange(false, std::memory_order_relaxed)) {
+      ++first;
+      continue;
+    }
+    int64_t end = first + 1;
+    while (end < rows &&
+           t.changed[static_cast<size_t>(end)].exchange(false, std::memory_order_relaxed)) {
+      ++end;
+    }
+    st = internal::pwrite_full(fd, values + static_cast<size_t>(first) * row_bytes,
+                               static_cast<size_t>(end - first) * row_bytes,
+                               static_cast<int64_t>(header.size() + first * row_bytes), path);
+    first = end;
+  }
+  if (st.ok() && ::fdatasync(fd) != 0) st = errno_status(errno, "fdatasync", path);
+  ::close(fd);
+  if (!st.ok()) t.saved_path.clear();  // rows may be lost: write it whole next time
+  return st;
 }
 
 Result<Traces> read_traces_npy(const std::string& path) {
@@ -152,6 +181,7 @@ Result<Traces> read_traces_npy(const std::string& path) {
   t.steps = h.shape.ny;
   t.receivers = h.shape.nx;
   t.values.resize(static_cast<size_t>(t.steps * t.receivers));
+  t.changed = std::vector<std::atomic<bool>>(static_cast<size_t>(t.steps));
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno_status(errno, "open", path);
   const Status st = internal::pread_full(fd, t.values.data(), t.values.size() * sizeof(double),
@@ -169,6 +199,7 @@ Traces run_traces(int64_t step_from, int64_t step_to, int64_t receivers,
   t.receivers = receivers;
   t.values.assign(static_cast<size_t>(t.steps * t.receivers),
                   std::numeric_limits<double>::quiet_NaN());
+  t.changed = std::vector<std::atomic<bool>>(static_cast<size_t>(t.steps));
   if (saved_path.empty() || receivers == 0) return t;
   auto saved = read_traces_npy(saved_path);
   if (saved.ok() && saved->steps == t.steps && saved->receivers == t.receivers) {

@@ -394,7 +394,7 @@ TEST(Golden, LateHalosArriveDuringTheFirstPassAndTheResultIsExact) {
           }
           ResolvedProbes probes;
           probes.receivers.push_back({0, s.nx / 2, s.ny / 2, s.nz / 2});
-          Traces traces{1, steps, 1, std::vector<double>(steps, std::nan(""))};
+          Traces traces = run_traces(0, steps, 1);
           probes.traces = &traces;
           int arrivals = 0;
           bool first_step_recorded_before = false;

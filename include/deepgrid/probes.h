@@ -7,6 +7,7 @@
 // computes). A receiver records a component's value at a point after every step.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -63,9 +64,15 @@ struct Traces {
   int64_t steps = 0;
   int64_t receivers = 0;
   std::vector<double> values;
+  // For write_traces_npy(): the file these traces were last written to, whole, and which steps'
+  // rows changed since (at() sets a row's flag; threads recording one step share it).
+  std::string saved_path;
+  std::vector<std::atomic<bool>> changed;
 
   double* at(int64_t step, int64_t r) {
-    return &values[static_cast<size_t>((step - first_step) * receivers + r)];
+    const auto row = static_cast<size_t>(step - first_step);
+    changed[row].store(true, std::memory_order_relaxed);
+    return &values[row * static_cast<size_t>(receivers) + static_cast<size_t>(r)];
   }
 };
 
@@ -95,8 +102,12 @@ struct ProbeRun {
   GridPlacement placement = {};
 };
 
-// Writes traces as a .npy file of float64, shape (steps, receivers), atomically.
-Status write_traces_npy(const Traces& traces, const std::string& path);
+// Saves traces as a .npy file of float64, shape (steps, receivers). The first time to a path
+// it writes the whole file atomically; after that only the rows that changed, in place, and
+// syncs them (a run saves after every pass: rewriting every step's row each time made a
+// 4000-step run with 2048 receivers take 2 minutes instead of 1 second). A row cut short by a
+// crash holds old and new values, never torn ones: each value is 8-byte aligned.
+Status write_traces_npy(Traces& traces, const std::string& path);
 // Reads such a file back (a resumed run keeps what the stopped one recorded).
 Result<Traces> read_traces_npy(const std::string& path);
 

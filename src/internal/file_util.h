@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "deepgrid/status.h"
@@ -16,6 +18,9 @@ Status pwrite_full(int fd, const void* buf, size_t n, int64_t offset, const std:
 
 // Writes `text` to DIR/NAME atomically: temporary file, fsync, rename, fsync DIR.
 Status write_file_atomic(const std::string& dir, const std::string& name, const std::string& text);
+// The same for content in pieces, written one after another (nothing copies them together).
+Status write_file_atomic(const std::string& dir, const std::string& name,
+                         std::initializer_list<std::string_view> pieces);
 Result<std::string> read_small_file(const std::string& path);
 
 // Opens a data file with O_DIRECT where the filesystem allows it (else without; *direct says

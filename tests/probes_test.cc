@@ -1,0 +1,62 @@
+// Receivers' traces on disk: written whole once, then only the rows that changed.
+#include "deepgrid/probes.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "deepgrid/npy.h"
+#include "temp_dir.h"
+
+namespace deepgrid {
+namespace {
+
+// Overwrites the value of (row, receiver) in the .npy file at `path`, as another writer would.
+void poke(const std::string& path, const Traces& t, int64_t row, int64_t r, double v) {
+  const int64_t offset = read_npy_header(path)->data_offset +
+                         (row * t.receivers + r) * static_cast<int64_t>(sizeof(double));
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(offset);
+  f.write(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+TEST(TracesFile, IsWrittenWholeOnceAndThenOnlyWhereItChanged) {
+  const testing::TempDir tmp;
+  const std::string path = tmp.path().string() + "/traces.npy";
+  Traces t = run_traces(10, 15, 3);  // steps 11..15
+  *t.at(11, 0) = 1.5;
+  ASSERT_TRUE(write_traces_npy(t, path).ok());
+  Traces back = read_traces_npy(path).value();
+  ASSERT_EQ(back.steps, 5);
+  ASSERT_EQ(back.receivers, 3);
+  EXPECT_EQ(back.values[0], 1.5);
+  EXPECT_TRUE(std::isnan(back.values[1]));
+
+  // Step 13 is recorded; the file's row of step 15 is changed behind the traces' back. Saving
+  // again writes step 13's row and leaves step 15's alone: it did not change in memory.
+  *t.at(13, 2) = -2.0;
+  poke(path, t, 4, 1, 42.0);
+  ASSERT_TRUE(write_traces_npy(t, path).ok());
+  back = read_traces_npy(path).value();
+  EXPECT_EQ(back.values[2 * 3 + 2], -2.0);
+  EXPECT_EQ(back.values[4 * 3 + 1], 42.0);
+  EXPECT_EQ(back.values[0], 1.5);
+
+  // Nothing changed since: nothing is written.
+  poke(path, t, 2, 2, 7.0);
+  ASSERT_TRUE(write_traces_npy(t, path).ok());
+  EXPECT_EQ(read_traces_npy(path)->values[2 * 3 + 2], 7.0);
+
+  // Another path gets the whole traces.
+  const std::string other = tmp.path().string() + "/other.npy";
+  ASSERT_TRUE(write_traces_npy(t, other).ok());
+  back = read_traces_npy(other).value();
+  EXPECT_EQ(back.values[2 * 3 + 2], -2.0);
+  EXPECT_TRUE(std::isnan(back.values[4 * 3 + 1]));
+}
+
+}  // namespace
+}  // namespace deepgrid
