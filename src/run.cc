@@ -368,6 +368,21 @@ Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunOptions& opt, bool
   return out;  // the caller points resolved.traces at its traces (they move with it)
 }
 
+// The receivers' values stay in memory for the whole run, within --mem: the engine plans with
+// what they leave of the budget; a budget they fill is refused.
+Result<RunOptions> leave_room_for_traces(RunOptions opt, const Traces& t) {
+  const uint64_t bytes = t.values.size() * sizeof(double);
+  if (opt.mem_budget == 0 || bytes == 0) return opt;
+  if (bytes >= opt.mem_budget) {
+    return invalid_argument("the receivers' values take " + format_size(bytes) + " in memory (" +
+                            std::to_string(t.steps) + " steps x " + std::to_string(t.receivers) +
+                            " receivers x 8 bytes), all of --mem " + format_size(opt.mem_budget) +
+                            "; raise --mem, or record fewer receivers or fewer steps per run");
+  }
+  opt.mem_budget -= bytes;
+  return opt;
+}
+
 // Commits `after` as the plan's method wrote: its replacement files, or the files in place.
 Status commit_run(Grid& grid, const RunPlan& plan, const Manifest& after) {
   return writes_replacement(plan.method) ? grid.commit_replacement(after) : grid.commit(after);
@@ -436,11 +451,12 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   bool resumed = false;
   DG_ASSIGN_OR_RETURN(const RunOptions opt, options_for(grid, given, &resumed));
   const int64_t step0 = grid.manifest().step;
-  DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, opt));
   DG_ASSIGN_OR_RETURN(ProbesOfRun probes, prepare_probes(grid, opt, resumed));
   if (probes.traces.receivers > 0) probes.resolved.traces = &probes.traces;
+  DG_ASSIGN_OR_RETURN(RunOptions with_traces, leave_room_for_traces(opt, probes.traces));
+  DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, with_traces));
   DG_RETURN_IF_ERROR(save_run_record(grid, opt, plan, resumed));
-  RunOptions with_traces = opt;  // every pass ends by saving what the receivers recorded
+  // Every pass ends by saving what the receivers recorded.
   if (probes.resolved.traces != nullptr && !opt.traces_path.empty()) {
     with_traces.progress = [&](int64_t done, int64_t total) {
       const Status saved = write_traces_npy(probes.traces, opt.traces_path);

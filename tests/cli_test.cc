@@ -706,6 +706,12 @@ std::vector<BadInputCase> bad_input_cases() {
        then(kGrid16, file_with("r.json", R"({"receivers": [{"at": [1, 1, 1]}]})")),
        run_with_stencil("7pt", {"--probes", "{tmp}/r.json"}),
        {"--traces"}},
+      // 100000 steps x 2 receivers x 8 bytes: 1.5 MiB of values, more than --mem.
+      {"RunTracesLargerThanMem",
+       then(kGrid16, file_with("r.json", R"({"receivers": [{"at": [[1, 1, 1], [2, 2, 2]]}]})")),
+       {"run", kGrid, "--stencil", "7pt", "--steps", "100000", "--mem", "1MiB", "--probes",
+        "{tmp}/r.json", "--traces", "{tmp}/t.npy"},
+       {"--mem", "receivers"}},
       // run: the grid itself
       BadInputCase("RunUnwritableGrid", then(kGrid16, make_read_only), run_args(kGrid),
                    {"writable", "permission"})

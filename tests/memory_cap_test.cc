@@ -155,5 +155,36 @@ TEST(MemoryCap, FirstRunOnAMachineKeepsItsBudget) {
       << "peak " << (report["peak_memory_bytes"].get<uint64_t>() >> 20) << " MiB";
 }
 
+// Receivers' values stay in memory for the whole run: the engine plans with what they leave of
+// the budget.
+TEST(MemoryCap, ReceiversValuesCountAgainstTheBudget) {
+  const testing::TempDir tmp;
+  const std::string root = tmp.path().string();
+  CreateOptions co;
+  co.shape = {128, 128, 256};  // 16 MiB of f32
+  co.init = *parse_init("random:7");
+  ASSERT_TRUE(Grid::create(root + "/g", co).ok());
+  nlohmann::json at = nlohmann::json::array();
+  for (int y = 0; y < 64; ++y) {
+    for (int x = 0; x < 128; ++x) at.push_back({x, y, 100});
+  }
+  std::ofstream(root + "/r.json") << nlohmann::json{{"receivers", {{{"at", at}}}}}.dump();
+  const uint64_t budget = 4 << 20, values = 8192 * 16 * sizeof(double);  // 1 MiB of values
+  auto engine_memory = [&](const std::string& probes) {
+    const auto [code, out] = shell("env DEEPGRID_CACHE_DIR=" + root + "/cache " + checker_env() +
+                                   DEEPGRID_CLI + " run " + root +
+                                   "/g --stencil 7pt --steps 16 --method stream --mem 4MiB "
+                                   "--json " +
+                                   probes);
+    EXPECT_EQ(code, 0) << out;
+    return code == 0 ? nlohmann::json::parse(out)["engine_memory_bytes"].get<uint64_t>() : 0;
+  };
+  EXPECT_GT(engine_memory(""), budget - values);  // without receivers it takes more than that
+  const uint64_t with_traces =
+      engine_memory("--probes " + root + "/r.json --traces " + root + "/t.npy");
+  EXPECT_GT(with_traces, 0u);
+  EXPECT_LE(with_traces, budget - values);
+}
+
 }  // namespace
 }  // namespace deepgrid

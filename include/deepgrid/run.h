@@ -44,8 +44,9 @@ struct RunOptions {
   // the same command as that run's does so too.
   bool resume = false;
   // Point sources and receivers (probes.h); receivers' values go to `traces_path` (.npy,
-  // float64, one row per step of the run, one column per receiver), rewritten after every
-  // pass so that a stopped run keeps what it recorded; a resumed run fills in the rest.
+  // float64, one row per step of the run, one column per receiver), saved after every pass
+  // (the rows that changed) so that a stopped run keeps what it recorded; a resumed run fills
+  // in the rest. The values stay in memory and count against mem_budget.
   Probes probes;
   std::string traces_path;
   // A distributed run's part: where it lies in the whole grid, whose coordinates users'
