@@ -141,7 +141,7 @@ TEST(MemoryCap, StreamRunSixteenTimesTheBudgetInsideACgroup) {
 // The first run on a machine measures it before planning, within the budget, and then
 // allocates the engine's buffers: what the measurement freed must not stay resident beside
 // them. (glibc keeps freed blocks below its mmap threshold, which it raises after each large
-// free: this run peaked at 1.5 times its budget when buffers came from malloc.) No cgroup
+// free: this run peaked at 255 MiB, twice its budget, when buffers came from malloc.) No cgroup
 // needed: the report's peak is the process's high-water mark.
 TEST(MemoryCap, FirstRunOnAMachineKeepsItsBudget) {
 #ifdef DEEPGRID_TEST_UNDER_TSAN
