@@ -353,14 +353,6 @@ std::vector<int64_t> local_copies(const PartInfo& part, int a, int64_t g, int64_
   return out;
 }
 
-bool in_block(const PartInfo& part, const ProbePoint& q) {
-  const int64_t at[3] = {q.x, q.y, q.z};
-  for (int a = 0; a < 3; ++a) {
-    if (at[a] < part.block[a].lo || at[a] >= part.block[a].hi) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 ResolvedProbes part_probes(const ResolvedProbes& global, const PartInfo& part, const Shape& shape,
@@ -380,7 +372,7 @@ ResolvedProbes part_probes(const ResolvedProbes& global, const PartInfo& part, c
   receiver_index->clear();
   for (size_t r = 0; r < global.receivers.size(); ++r) {
     const ProbePoint& q = global.receivers[r];
-    if (!in_block(part, q)) continue;
+    if (!part.block.contains(q.x, q.y, q.z)) continue;
     out.receivers.push_back({q.component, q.x - part.origin(kAxisX), q.y - part.origin(kAxisY),
                              q.z - part.origin(kAxisZ)});
     receiver_index->push_back(static_cast<int64_t>(r));

@@ -208,4 +208,15 @@ Traces run_traces(int64_t step_from, int64_t step_to, int64_t receivers,
   return t;
 }
 
+Result<uint64_t> budget_beside_traces(uint64_t budget, int64_t steps, int64_t receivers,
+                                      std::string_view whose) {
+  const uint64_t bytes = static_cast<uint64_t>(steps * receivers) * sizeof(double);
+  if (budget == 0 || bytes < budget) return budget == 0 ? 0 : budget - bytes;
+  return invalid_argument(
+      "the receivers' values take " + format_size(bytes) + " in memory (" + std::to_string(steps) +
+      " steps x " + std::to_string(receivers) + " receivers x 8 bytes" +
+      (whose.empty() ? std::string() : ", " + std::string(whose)) + "), all of --mem " +
+      format_size(budget) + "; raise --mem, or record fewer receivers or fewer steps per run");
+}
+
 }  // namespace deepgrid

@@ -371,15 +371,7 @@ Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunOptions& opt, bool
 // The receivers' values stay in memory for the whole run, within --mem: the engine plans with
 // what they leave of the budget; a budget they fill is refused.
 Result<RunOptions> leave_room_for_traces(RunOptions opt, const Traces& t) {
-  const uint64_t bytes = t.values.size() * sizeof(double);
-  if (opt.mem_budget == 0 || bytes == 0) return opt;
-  if (bytes >= opt.mem_budget) {
-    return invalid_argument("the receivers' values take " + format_size(bytes) + " in memory (" +
-                            std::to_string(t.steps) + " steps x " + std::to_string(t.receivers) +
-                            " receivers x 8 bytes), all of --mem " + format_size(opt.mem_budget) +
-                            "; raise --mem, or record fewer receivers or fewer steps per run");
-  }
-  opt.mem_budget -= bytes;
+  DG_ASSIGN_OR_RETURN(opt.mem_budget, budget_beside_traces(opt.mem_budget, t.steps, t.receivers));
   return opt;
 }
 

@@ -486,6 +486,64 @@ TEST(Distributed, RedistributionBetweenProcessGrids) {
        {"7pt", kDirichlet, DType::kF32, s, 2, 2, "", Method::kAuto, slabs}});
 }
 
+// The receivers' values count against --mem on every rank: each rank's part's, and on rank 0
+// the whole run's too. The parts' engines plan with what those leave; a budget they fill on
+// rank 0 is refused before the grid is laid out again (here: for another process grid), and
+// changes nothing.
+TEST(Distributed, ReceiversValuesCountAgainstEachRanksBudget) {
+  SharedTempDir tmp;
+  const std::string dir = tmp / "g";
+  const int n = mpi::size();
+  const Shape s{64, 64, 16 * n};  // 256 KiB of f32 per rank
+  ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF32)).ok());  // z-slabs
+  Probes probes;  // 1024 receivers, all in rank 0's slab
+  for (int64_t y = 0; y < 16; ++y) {
+    for (int64_t x = 0; x < 64; ++x) probes.receivers.push_back({"u", x, y, 2});
+  }
+  const int64_t steps = 8;
+  const uint64_t copy = 1024 * steps * sizeof(double);  // 64 KiB: one copy of the values
+  const uint64_t held = mpi::rank() == 0 ? 2 * copy : 0;
+  const Case c{"7pt", kDirichlet, DType::kF32, s, steps, 4, "1MiB", Method::kStream};
+  auto engine_memory = [&](const Probes* p) -> uint64_t {
+    RunOptions opt = options_for(c);
+    if (p != nullptr) {
+      opt.probes = *p;
+      opt.traces_path = tmp / "traces.npy";
+    }
+    auto report = mpi::run_distributed(dir, opt, std::nullopt);
+    EXPECT_TRUE(report.ok()) << report.status().message();
+    return report.ok() ? report->per_rank[static_cast<size_t>(mpi::rank())].engine_memory : 0;
+  };
+  const uint64_t budget = *parse_size(c.mem);
+  EXPECT_GT(engine_memory(nullptr), budget - 2 * copy);  // without receivers it takes more
+  const uint64_t with_traces = engine_memory(&probes);
+  EXPECT_GT(with_traces, 0u);
+  EXPECT_LE(with_traces, budget - held);
+
+  RunOptions tight = options_for(c);  // one copy of the values fits; rank 0 holds two
+  tight.mem_budget = copy * 3 / 2;
+  tight.probes = probes;
+  tight.traces_path = tmp / "traces.npy";
+  const auto before = mpi::load_distributed(dir);
+  ASSERT_TRUE(before.ok());
+  const std::vector<ProcessGrid> others = grids_splitting_x_or_y();
+  auto refused =
+      mpi::run_distributed(dir, tight, others.empty() ? std::nullopt : std::optional(others[0]));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("the receivers' values take 128.00 KiB"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find(n > 1 ? "rank 0: " : "raise --mem"), std::string::npos)
+      << refused.status().message();
+  const auto after = mpi::load_distributed(dir);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->id, before->id) << "the grid was laid out again";
+  EXPECT_EQ(after->procs, before->procs);
+  EXPECT_EQ(after->step, 2 * steps);
+  EXPECT_FALSE(fs::exists(dir + "/run.json"));
+}
+
 TEST(Distributed, TooManyRanksAreRefused) {
   SharedTempDir tmp;
   auto made = mpi::create_distributed(tmp / "g", random_grid({1, 1, mpi::size() - 1}, DType::kF32));

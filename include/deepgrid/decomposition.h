@@ -30,6 +30,10 @@ struct Block {
   Span& operator[](int a) { return axis[static_cast<size_t>(a)]; }
   int64_t points() const { return size(kAxisX) * size(kAxisY) * size(kAxisZ); }
   bool empty() const { return points() == 0; }
+  bool contains(int64_t x, int64_t y, int64_t z) const {
+    return x >= axis[0].lo && x < axis[0].hi && y >= axis[1].lo && y < axis[1].hi &&
+           z >= axis[2].lo && z < axis[2].hi;
+  }
   std::string to_string() const;  // "[0,8)x[0,6)x[4,9)"
   bool operator==(const Block&) const = default;
 };

@@ -116,4 +116,10 @@ Result<Traces> read_traces_npy(const std::string& path);
 Traces run_traces(int64_t step_from, int64_t step_to, int64_t receivers,
                   const std::string& saved_path = {});
 
+// What a run's --mem `budget` (0: none) leaves its engine beside receivers' values held in
+// memory for the whole run: `steps` x `receivers` doubles (`whose`, when not empty, says whose
+// they are, in the error). An error, saying how to fix it, when they fill the budget.
+Result<uint64_t> budget_beside_traces(uint64_t budget, int64_t steps, int64_t receivers,
+                                      std::string_view whose = {});
+
 }  // namespace deepgrid

@@ -648,8 +648,8 @@ Status fit_halos(const std::string& dir, DistributedManifest* m, const std::arra
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankFigures, rank, method, engine_bt, part_planes, seconds,
                                    compute_seconds, io_wait_seconds, exchange_seconds, wait_seconds,
-                                   bytes_read, bytes_written, bytes_sent, host, stolen_cpu_seconds,
-                                   cpus)
+                                   bytes_read, bytes_written, bytes_sent, engine_memory, host,
+                                   stolen_cpu_seconds, cpus)
 
 std::string RankFigures::to_json() const { return json(*this).dump(); }
 
@@ -890,6 +890,33 @@ Status write_traces_on_root(const PartProbes& mine, Traces* whole, const std::st
   return agree(write_traces_npy(*whole, path));
 }
 
+// How many of the run's receivers lie in `block`.
+int64_t receivers_in(const ResolvedProbes& all, const Block& block) {
+  return std::count_if(all.receivers.begin(), all.receivers.end(),
+                       [&block](const ProbePoint& q) { return block.contains(q.x, q.y, q.z); });
+}
+
+// The receivers' values stay in memory for the whole run, within --mem: each rank holds its
+// part's, and rank 0 the whole run's as well. Takes them from `opt`'s budget, which the parts'
+// engines and the halo exchange then share; a budget they fill on any rank is refused. Checked
+// before anything is laid out again (for the process grid `procs`, and, resuming, the grid's
+// own one, whose parts finish their round first), so that a refusal changes nothing.
+// Collective.
+Status leave_room_for_traces(const DistributedManifest& m, const ProcessGrid& procs,
+                             const ResolvedProbes& all, const RunRecord& run, bool resumed,
+                             RunOptions* opt) {
+  int64_t mine = receivers_in(all, decompose(m.shape, procs)[static_cast<size_t>(rank())]);
+  if (resumed && m.ranks() == size()) {
+    mine = std::max(mine, receivers_in(all, m.parts[static_cast<size_t>(rank())].block));
+  }
+  const int64_t whole = rank() == 0 ? static_cast<int64_t>(all.receivers.size()) : 0;
+  auto left = budget_beside_traces(opt->mem_budget, run.step_to - run.step_from, whole + mine,
+                                   whole > 0 ? "the whole run's and this rank's part's" : "");
+  DG_RETURN_IF_ERROR(agree(left.status()));
+  opt->mem_budget = *left;
+  return Status::Ok();
+}
+
 // Adds one advance of the part to the rank's figures.
 void add_advance(RankFigures* f, const RunReport& r) {
   f->method = r.method;
@@ -898,6 +925,7 @@ void add_advance(RankFigures* f, const RunReport& r) {
   f->io_wait_seconds += r.io_wait_seconds;
   f->bytes_read += r.bytes_read;
   f->bytes_written += r.bytes_written;
+  f->engine_memory = std::max(f->engine_memory, r.engine_memory);
 }
 
 void add_exchange(RankFigures* f, const ExchangeStats& e) {
@@ -1174,6 +1202,7 @@ DistributedRunReport gather_report(const RankFigures& mine, const DistributedMan
     t.io_wait_seconds += f.io_wait_seconds;
     t.bytes_read += f.bytes_read;
     t.bytes_written += f.bytes_written;
+    t.engine_memory = std::max(t.engine_memory, f.engine_memory);  // --mem is each rank's
   }
   record_machines_steal(report.per_rank, &t);
   t.peak_memory = peak_resident_bytes();
@@ -1223,10 +1252,12 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
       resolve_probes(opt.probes, m.shape,
                      whole.fields.empty() ? std::vector<std::string>{"u"} : whole.fields));
   DG_RETURN_IF_ERROR(check_traces_destination(all_probes, opt.traces_path));
-  // The run's traces on rank 0: what earlier rounds (resumed: the stopped run) recorded.
-  Traces traces =
-      run_traces(run.step_from, run.step_to, static_cast<int64_t>(all_probes.receivers.size()),
-                 rank() == 0 && resumed ? opt.traces_path : std::string());
+  DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
+  DG_RETURN_IF_ERROR(leave_room_for_traces(m, grid, all_probes, run, resumed, &opt));
+  // The run's traces, on rank 0: what earlier rounds (resumed: the stopped run) recorded.
+  Traces traces = run_traces(run.step_from, run.step_to,
+                             rank() == 0 ? static_cast<int64_t>(all_probes.receivers.size()) : 0,
+                             rank() == 0 && resumed ? opt.traces_path : std::string());
   RankFigures mine;
   mine.rank = rank();
   auto finish = [&](int k, const std::array<int64_t, 3>& halo, int64_t to, bool direct_io) {
@@ -1252,7 +1283,6 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
                                  ? internal::write_file_atomic(dir, kRunRecordName, run.to_json())
                                  : Status::Ok()));
   }
-  DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
   DG_RETURN_IF_ERROR(redistribute(dir, &m, grid));
   const bool periodic = opt.boundary.kind == Boundary::Kind::kPeriodic;
   const int k = exchange_depth(m, opt);

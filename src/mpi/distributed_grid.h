@@ -46,6 +46,7 @@ struct RankFigures {
   double exchange_seconds = 0;  // halo exchanges: reads, MPI transfers, writes
   double wait_seconds = 0;      // idle at the end of a phase while slower ranks finished
   uint64_t bytes_read = 0, bytes_written = 0, bytes_sent = 0;
+  uint64_t engine_memory = 0;  // the most its engine allocated for one advance (its plan's)
   // The machine it ran on, and what the hypervisor took from that machine's `cpus` CPUs while
   // the rank ran (RunReport::stolen_cpu_seconds: machine-wide, so ranks that share a machine
   // see the same).
