@@ -85,7 +85,11 @@ Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
 }  // namespace
 
 Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineProfile& machine) {
-  const Manifest& m = grid.manifest();
+  return plan_run(grid.manifest(), grid.dir(), opt, machine);
+}
+
+Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOptions& opt,
+                         const MachineProfile& machine) {
   RunPlan plan;
   const uint64_t incore = incore_memory(m, opt, incore_options(opt, machine, Method::kInCore, ""));
   plan.method = opt.method;
@@ -99,7 +103,7 @@ Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineP
   const double read_s = machine.disk_read_bps > 0 ? grid_bytes / machine.disk_read_bps : 0;
   const double write_s = machine.disk_write_bps > 0 ? grid_bytes / machine.disk_write_bps : 0;
   if (plan.method == Method::kInCore || plan.method == Method::kMmap) {
-    const InCoreOptions io = incore_options(opt, machine, plan.method, grid.dir());
+    const InCoreOptions io = incore_options(opt, machine, plan.method, dir);
     const uint64_t memory = incore_memory(m, opt, io);
     if (opt.mem_budget != 0 && memory > opt.mem_budget) {
       return invalid_argument("the " + std::string(method_name(plan.method)) + " method needs " +

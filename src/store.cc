@@ -506,12 +506,23 @@ void Grid::remove_replacement_leftovers() const {
   }
 }
 
-Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
+Result<Manifest> manifest_for(const CreateOptions& opt) {
+  Manifest m;
   DG_ASSIGN_OR_RETURN(
-      Layout layout,
+      m.layout,
       plan_layout(opt.shape, opt.dtype, opt.stores.size(), opt.chunk_target_bytes,
                   opt.spare_planes >= 0 ? opt.spare_planes : default_spare_planes(opt.shape.nz),
                   std::max<int>(1, static_cast<int>(opt.fields.size()))));
+  m.shape = opt.shape;
+  m.dtype = opt.dtype;
+  for (const FieldInit& f : opt.fields) m.fields.push_back(f.name);
+  m.scheme = opt.scheme;
+  return m;
+}
+
+Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
+  DG_ASSIGN_OR_RETURN(Manifest planned, manifest_for(opt));
+  Layout& layout = planned.layout;
   // Check everything before touching the disk.
   const bool dir_existed = internal::is_directory(dir);
   if (dir_existed) {
@@ -573,21 +584,15 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   Grid g;
   g.dir_ = dir;
   g.checksums_ = PlaneChecksums(opt.shape.nz);
+  g.manifest_ = planned;
   g.manifest_.id = id;
-  g.manifest_.shape = opt.shape;
-  g.manifest_.dtype = opt.dtype;
-  g.manifest_.layout = layout;
   std::vector<FieldInit> inits = opt.fields;
   if (inits.empty()) inits.push_back({"u", opt.init});
   json init_record = opt.init.to_string();
   if (!opt.fields.empty()) {
     init_record = json::object();
-    for (const FieldInit& f : opt.fields) {
-      g.manifest_.fields.push_back(f.name);
-      init_record[f.name] = f.init.to_string();
-    }
+    for (const FieldInit& f : opt.fields) init_record[f.name] = f.init.to_string();
   }
-  g.manifest_.scheme = opt.scheme;
   g.manifest_.history.push_back({utc_now(), "create",
                                  json{{"shape", opt.shape.to_string()},
                                       {"dtype", dtype_name(opt.dtype)},

@@ -113,6 +113,12 @@ if [ "$ranks" -gt 1 ]; then
 fi
 expect_error 2 "run the command under mpirun" "$dg" create "$tmp/bad" --shape "$shape" --procs 1x1x1
 [ ! -e "$tmp/bad" ] || fail "a refused --procs left $tmp/bad"
+# A --mem too small for the parts' engines is refused before the grid is split or laid out
+# again for the run (here for another process grid where the ranks allow one).
+cp "$tmp/q/manifest.json" "$tmp/q.manifest"
+expect_error 2 "raise --mem" mpi run "$tmp/q" "${run_args[@]}" --procs "$procs" --mem 4KiB
+cmp "$tmp/q/manifest.json" "$tmp/q.manifest" >/dev/null || fail "a run refused for its --mem changed the layout"
+[ ! -e "$tmp/q/run.json" ] || fail "a run refused for its --mem left its run record"
 # A scheme of several fields: create --scheme under mpirun (--procs as above), a velocity
 # model imported into its field m, a run with the grid's own scheme, a shot and receivers on
 # the blocks' sides and in a periodic corner; checksums (every field, and one), export --field

@@ -38,6 +38,9 @@ struct RunPlan {
 // the other.
 Result<RunPlan> plan_run(const Grid& grid, const RunOptions& options,
                          const MachineProfile& machine);
+// The same for a grid of manifest `m` in `dir` (which need not exist yet: manifest_for()).
+Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOptions& options,
+                         const MachineProfile& machine);
 
 // What every run does before it changes anything: the checks, the plan (with
 // options.machine), the space it needs beside the grid, the preflight, and with

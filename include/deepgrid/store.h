@@ -122,6 +122,10 @@ int64_t default_spare_planes(int64_t nz);
 Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
                            int64_t chunk_target_bytes, int64_t spare_planes, int components = 1);
 
+// The manifest create() would write, but for its id, the data files' paths and its history:
+// what planning a run on a grid not yet made needs.
+Result<Manifest> manifest_for(const CreateOptions& options);
+
 // The grid's data files, or the replacement a writer of a whole new state fills (below).
 enum class FileSet { kCurrent, kReplacement };
 

@@ -626,15 +626,29 @@ Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExt
   return Status::Ok();
 }
 
+// The halo, `halo` points each side along each axis, of k steps of the run's scheme.
+std::array<int64_t, 3> halo_of_depth(const Scheme& scheme, int k) {
+  std::array<int64_t, 3> halo = radii(scheme);
+  for (int64_t& h : halo) h *= k;
+  return halo;
+}
+
+// The halo the part `p` has in a run whose exchanges bring `halo` points: its own when that
+// suffices, else what it needs (fit_halos lays it out again).
+HaloExtent fitted_halo(const PartInfo& p, const Shape& shape, const std::array<int64_t, 3>& halo,
+                       bool periodic) {
+  const HaloExtent need = needed_halo(p.block, shape, halo, periodic);
+  return halo_suffices(p.halo, need, p.block, shape, periodic) ? p.halo : need;
+}
+
 // Makes every part's halo fit k steps, sharing the result in the manifest on disk. When some
 // rank fails, the parts laid out again on the others are recorded all the same, so that the
 // manifest keeps describing every part.
 Status fit_halos(const std::string& dir, DistributedManifest* m, const std::array<int64_t, 3>& halo,
                  bool periodic) {
   PartInfo mine = m->parts[static_cast<size_t>(rank())];
-  const HaloExtent need = needed_halo(mine.block, m->shape, halo, periodic);
-  const bool fits = halo_suffices(mine.halo, need, mine.block, m->shape, periodic);
-  const Status laid_out = agree(fits ? Status::Ok() : relayout_part(*m, &mine, need));
+  const HaloExtent need = fitted_halo(mine, m->shape, halo, periodic);
+  const Status laid_out = agree(need == mine.halo ? Status::Ok() : relayout_part(*m, &mine, need));
   int changed = mine.halo == m->parts[static_cast<size_t>(rank())].halo ? 0 : 1;
   MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (changed != 0) {
@@ -767,6 +781,18 @@ BlockSource old_parts(const DistributedManifest& old) {
   return source;
 }
 
+// `m` split over the process grid `procs`: itself when it is split so already, else new parts
+// (blocks only, no halos nor directories yet: redistribute() makes them).
+DistributedManifest split_as(const DistributedManifest& m, const ProcessGrid& procs) {
+  if (m.procs == procs) return m;
+  const std::vector<Block> blocks = decompose(m.shape, procs);
+  DistributedManifest next = m;
+  next.procs = procs;
+  next.parts.assign(blocks.size(), {});
+  for (size_t r = 0; r < blocks.size(); ++r) next.parts[r].block = blocks[r];
+  return next;
+}
+
 // The process grid a run uses: the one given, else the grid's own when the job has as many
 // ranks, else the one chosen for this job.
 Result<ProcessGrid> run_process_grid(const DistributedManifest& m,
@@ -783,16 +809,12 @@ Result<ProcessGrid> run_process_grid(const DistributedManifest& m,
 Status redistribute(const std::string& dir, DistributedManifest* m, const ProcessGrid& procs) {
   if (m->procs == procs) return Status::Ok();
   const DistributedManifest old = *m;
-  const std::vector<Block> blocks = decompose(old.shape, procs);
-  DistributedManifest next = old;
+  DistributedManifest next = split_as(old, procs);
   next.id = broadcast(rank() == 0 ? new_id() : std::string());
-  next.procs = procs;
-  next.parts.assign(blocks.size(), {});
-  for (size_t r = 0; r < blocks.size(); ++r) next.parts[r].block = blocks[r];
   CreateOptions options = grid_options(old);
   options.stores = old.parts[static_cast<size_t>(rank() % old.ranks())].stores;
-  auto part =
-      create_part(dir, next.id, options, old_parts(old), blocks[static_cast<size_t>(rank())]);
+  auto part = create_part(dir, next.id, options, old_parts(old),
+                          next.parts[static_cast<size_t>(rank())].block);
   Status st = agree(part.status());
   if (st.ok()) {
     share_parts(&next, *part);
@@ -1122,6 +1144,26 @@ RunOptions engine_options(const RunOptions& opt, const PartInfo& info,
   return part_opt;
 }
 
+// Whether this rank's part, as the run lays it out (split over `procs`, with the halos of its
+// exchange depth), leaves its engine enough of --mem for a round of the `steps` left: checked
+// before anything is laid out again, so that a budget too small changes nothing (the engine
+// checks again on the part as laid out). Collective.
+Status check_part_budget(const DistributedManifest& m, const ProcessGrid& procs,
+                         const RunOptions& opt, int64_t steps) {
+  if (steps <= 0) return Status::Ok();
+  const DistributedManifest next = split_as(m, procs);
+  const int k = exchange_depth(next, opt);
+  PartInfo mine = next.parts[static_cast<size_t>(rank())];
+  mine.halo = fitted_halo(mine, m.shape, halo_of_depth(opt.scheme, k),
+                          opt.boundary.kind == Boundary::Kind::kPeriodic);
+  RunOptions part_opt = engine_options(opt, mine, next);
+  part_opt.steps = std::min<int64_t>(k, steps);
+  auto part = manifest_for(part_options(grid_options(next), mine));
+  Status st = part.status();
+  if (st.ok()) st = plan_run(*part, m.dir, part_opt, part_opt.machine).status();
+  return agree(st);
+}
+
 // A pass of a part's engine in a round that began at step *round_from: saves its receivers'
 // values, and asks the caller's callback whether to go on (with the steps of the run done).
 ProgressFn after_each_pass(const Grid& part, PartProbes& probes, const RunOptions& opt,
@@ -1254,6 +1296,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   DG_RETURN_IF_ERROR(check_traces_destination(all_probes, opt.traces_path));
   DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
   DG_RETURN_IF_ERROR(leave_room_for_traces(m, grid, all_probes, run, resumed, &opt));
+  DG_RETURN_IF_ERROR(check_part_budget(m, grid, opt, run.step_to - progress.at));
   // The run's traces, on rank 0: what earlier rounds (resumed: the stopped run) recorded.
   Traces traces = run_traces(run.step_from, run.step_to,
                              rank() == 0 ? static_cast<int64_t>(all_probes.receivers.size()) : 0,
@@ -1286,8 +1329,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   DG_RETURN_IF_ERROR(redistribute(dir, &m, grid));
   const bool periodic = opt.boundary.kind == Boundary::Kind::kPeriodic;
   const int k = exchange_depth(m, opt);
-  std::array<int64_t, 3> halo = radii(opt.scheme);
-  for (int64_t& h : halo) h *= k;
+  const std::array<int64_t, 3> halo = halo_of_depth(opt.scheme, k);
   DG_RETURN_IF_ERROR(fit_halos(dir, &m, halo, periodic));
   const PartInfo& info = m.parts[static_cast<size_t>(rank())];
   auto opened = open_part(m, rank(), Grid::Mode::kReadWrite);
