@@ -377,6 +377,7 @@ ResolvedProbes part_probes(const ResolvedProbes& global, const PartInfo& part, c
                              q.z - part.origin(kAxisZ)});
     receiver_index->push_back(static_cast<int64_t>(r));
   }
+  index_by_plane(&out);
   return out;
 }
 

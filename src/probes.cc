@@ -3,10 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numbers>
+#include <numeric>
 
 #include "deepgrid/npy.h"
 #include "internal/file_util.h"
@@ -125,7 +129,47 @@ Result<ResolvedProbes> resolve_probes(const Probes& probes, const Shape& shape,
     DG_ASSIGN_OR_RETURN(const ProbePoint p, resolve(r.field, r.x, r.y, r.z, "a receiver"));
     out.receivers.push_back(p);
   }
+  index_by_plane(&out);
   return out;
+}
+
+namespace {
+
+// `points`' indices ordered by plane, then as given.
+std::vector<uint32_t> by_plane(const std::vector<ProbePoint>& points) {
+  std::vector<uint32_t> order(points.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&points](uint32_t a, uint32_t b) { return points[a].z < points[b].z; });
+  return order;
+}
+
+std::span<const uint32_t> on_plane(const std::vector<ProbePoint>& points,
+                                   const std::vector<uint32_t>& order, int64_t z) {
+  if (order.size() != points.size()) {  // a caller's bug: it would lose probes silently
+    std::fputs("deepgrid: internal error: probes used before index_by_plane()\n", stderr);
+    std::abort();
+  }
+  const auto lo =
+      std::partition_point(order.begin(), order.end(), [&](uint32_t i) { return points[i].z < z; });
+  const auto hi =
+      std::partition_point(lo, order.end(), [&](uint32_t i) { return points[i].z == z; });
+  return {lo, hi};
+}
+
+}  // namespace
+
+void index_by_plane(ResolvedProbes* p) {
+  p->sources_by_z = by_plane(p->sources);
+  p->receivers_by_z = by_plane(p->receivers);
+}
+
+std::span<const uint32_t> ResolvedProbes::sources_on(int64_t z) const {
+  return on_plane(sources, sources_by_z, z);
+}
+
+std::span<const uint32_t> ResolvedProbes::receivers_on(int64_t z) const {
+  return on_plane(receivers, receivers_by_z, z);
 }
 
 Status check_traces_destination(const ResolvedProbes& probes, const std::string& traces_path) {

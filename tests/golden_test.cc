@@ -394,6 +394,7 @@ TEST(Golden, LateHalosArriveDuringTheFirstPassAndTheResultIsExact) {
           }
           ResolvedProbes probes;
           probes.receivers.push_back({0, s.nx / 2, s.ny / 2, s.nz / 2});
+          index_by_plane(&probes);
           Traces traces = run_traces(0, steps, 1);
           probes.traces = &traces;
           int arrivals = 0;

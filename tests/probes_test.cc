@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "deepgrid/npy.h"
 #include "temp_dir.h"
@@ -56,6 +58,32 @@ TEST(TracesFile, IsWrittenWholeOnceAndThenOnlyWhereItChanged) {
   back = read_traces_npy(other).value();
   EXPECT_EQ(back.values[2 * 3 + 2], -2.0);
   EXPECT_TRUE(std::isnan(back.values[4 * 3 + 1]));
+}
+
+// Each plane sees exactly its own probes, in the order given (sources at one point then add
+// up in the order the user gave, as before the index).
+TEST(ProbesByPlane, EachPlaneSeesItsOwnInTheOrderGiven) {
+  Probes given;
+  for (int64_t z : {5, 2, 5, 0, 2, 5}) given.receivers.push_back({"u", 1, 1, z});
+  for (int64_t z : {3, 3, 0}) {
+    SourceSpec source;
+    source.x = source.y = 2;
+    source.z = z;
+    given.sources.push_back(source);
+  }
+  auto p = resolve_probes(given, {4, 4, 8}, {"u"});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  auto indices = [](std::span<const uint32_t> s) {
+    return std::vector<uint32_t>(s.begin(), s.end());
+  };
+  EXPECT_EQ(indices(p->receivers_on(5)), (std::vector<uint32_t>{0, 2, 5}));
+  EXPECT_EQ(indices(p->receivers_on(2)), (std::vector<uint32_t>{1, 4}));
+  EXPECT_EQ(indices(p->receivers_on(0)), (std::vector<uint32_t>{3}));
+  EXPECT_TRUE(p->receivers_on(1).empty());
+  EXPECT_TRUE(p->receivers_on(7).empty());
+  EXPECT_EQ(indices(p->sources_on(3)), (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(indices(p->sources_on(0)), (std::vector<uint32_t>{2}));
+  EXPECT_TRUE(p->sources_on(5).empty());
 }
 
 }  // namespace

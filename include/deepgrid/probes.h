@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,9 +82,19 @@ struct ResolvedProbes {
   std::vector<const SourceSpec*> source_specs;  // into the Probes it was resolved from
   std::vector<ProbePoint> receivers;
   Traces* traces = nullptr;  // where receivers record; null when there are none
+  // Indices into sources and receivers, by plane (z), then as given (index_by_plane() fills
+  // them): an engine looks at a plane's own probes only. Scanning every receiver at every
+  // plane took 1.1 s of a 1.75 s run with 2048 receivers on 64x64 planes.
+  std::vector<uint32_t> sources_by_z, receivers_by_z;
 
   bool empty() const { return sources.empty() && receivers.empty(); }
+  // Indices of the sources, and of the receivers, on plane z (in the order given).
+  std::span<const uint32_t> sources_on(int64_t z) const;
+  std::span<const uint32_t> receivers_on(int64_t z) const;
 };
+
+// Fills p's indices by plane; every function that makes ResolvedProbes calls it last.
+void index_by_plane(ResolvedProbes* p);
 
 // Resolves `probes` (which must outlive the result) for a grid of `shape` whose components
 // are `components` ({"u"} for a plain grid). Errors name the probe and say what is wrong.

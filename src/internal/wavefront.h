@@ -336,9 +336,8 @@ class Wavefront {
     auto cell = [&](int c, int64_t fx, int64_t fy) -> T& {
       return out[c * s.field + (fy - cells.y0) * s.stride + (fx - cells.x0)];
     };
-    for (size_t i = 0; i < p.sources.size(); ++i) {
+    for (const uint32_t i : p.sources_on(plane)) {
       const ProbePoint& q = p.sources[i];
-      if (q.z != plane) continue;
       const T a = static_cast<T>(p.source_specs[i]->value(step));
       for_each_copy(q, cells, [&](int64_t fx, int64_t fy) {
         T& v = cell(q.component, fx, fy);
@@ -346,10 +345,9 @@ class Wavefront {
       });
     }
     if (p.traces == nullptr) return;
-    for (size_t r = 0; r < p.receivers.size(); ++r) {
+    for (const uint32_t r : p.receivers_on(z)) {
       const ProbePoint& q = p.receivers[r];
-      const bool own =
-          q.z == z && q.x >= tile_.x0 && q.x < tile_.x1 && q.y >= tile_.y0 && q.y < tile_.y1;
+      const bool own = q.x >= tile_.x0 && q.x < tile_.x1 && q.y >= tile_.y0 && q.y < tile_.y1;
       const int64_t fx = q.x - ox_, fy = q.y - oy_;
       const bool recorded =
           step >= p.traces->first_step && step < p.traces->first_step + p.traces->steps;
