@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -205,10 +206,15 @@ struct BlockingArgs {
     if (cache_bt < 0) check(invalid_argument("--cache-bt must be >= 1 (or 0 for automatic)"));
     *bt_out = bt;
     if (tile.empty()) return;
-    const Shape t = get(parse_shape(tile));
-    if (t.nz != 1) check(invalid_argument("--tile takes two extents, NXxNY, e.g. 256x32"));
-    *tile_x = t.nx;
-    *tile_y = t.ny;
+    const Result<Shape> t = parse_shape(tile);
+    if (!t.ok() || t->nz != 1 ||
+        std::count(tile.begin(), tile.end(), 'x') + std::count(tile.begin(), tile.end(), 'X') !=
+            1) {
+      check(invalid_argument("--tile '" + tile +
+                             "' is not two positive extents NXxNY; write it as e.g. 256x32"));
+    }
+    *tile_x = t->nx;
+    *tile_y = t->ny;
   }
 };
 
