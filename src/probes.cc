@@ -173,9 +173,25 @@ std::span<const uint32_t> ResolvedProbes::receivers_on(int64_t z) const {
 }
 
 Status check_traces_destination(const ResolvedProbes& probes, const std::string& traces_path) {
-  if (probes.receivers.empty() || !traces_path.empty()) return Status::Ok();
-  return invalid_argument(
-      "the probes have receivers; say where their values go with --traces OUT.npy");
+  if (probes.receivers.empty()) return Status::Ok();
+  if (traces_path.empty()) {
+    return invalid_argument(
+        "the probes have receivers; say where their values go with --traces OUT.npy");
+  }
+  if (internal::is_directory(traces_path)) {
+    return invalid_argument("--traces " + traces_path + " is a directory; give a file name, e.g. " +
+                            internal::join_path(traces_path, "traces.npy"));
+  }
+  const std::string dir = internal::parent_path(traces_path);
+  if (!internal::is_directory(dir)) {
+    return invalid_argument("--traces " + traces_path + ": directory " + dir +
+                            " does not exist; create it or choose another path");
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return invalid_argument("--traces " + traces_path + ": directory " + dir +
+                            " is not writable; choose another path or fix its permissions");
+  }
+  return Status::Ok();
 }
 
 Status write_traces_npy(Traces& t, const std::string& path) {

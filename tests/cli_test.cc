@@ -706,6 +706,10 @@ std::vector<BadInputCase> bad_input_cases() {
        then(kGrid16, file_with("r.json", R"({"receivers": [{"at": [1, 1, 1]}]})")),
        run_with_stencil("7pt", {"--probes", "{tmp}/r.json"}),
        {"--traces"}},
+      {"RunTracesIntoAMissingDirectory",
+       then(kGrid16, file_with("r.json", R"({"receivers": [{"at": [1, 1, 1]}]})")),
+       run_with_stencil("7pt", {"--probes", "{tmp}/r.json", "--traces", "{tmp}/none/t.npy"}),
+       {"--traces", "does not exist"}},
       // 100000 steps x 2 receivers x 8 bytes: 1.5 MiB of values, more than --mem.
       {"RunTracesLargerThanMem",
        then(kGrid16, file_with("r.json", R"({"receivers": [{"at": [[1, 1, 1], [2, 2, 2]]}]})")),

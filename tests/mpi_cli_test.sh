@@ -119,6 +119,11 @@ cp "$tmp/q/manifest.json" "$tmp/q.manifest"
 expect_error 2 "raise --mem" mpi run "$tmp/q" "${run_args[@]}" --procs "$procs" --mem 4KiB
 cmp "$tmp/q/manifest.json" "$tmp/q.manifest" >/dev/null || fail "a run refused for its --mem changed the layout"
 [ ! -e "$tmp/q/run.json" ] || fail "a run refused for its --mem left its run record"
+echo '{"receivers": [{"at": [1, 1, 1]}]}' >"$tmp/r.json"
+expect_error 2 "directory $tmp/none does not exist" mpi run "$tmp/q" "${run_args[@]}" \
+  --procs "$procs" --probes "$tmp/r.json" --traces "$tmp/none/t.npy"
+cmp "$tmp/q/manifest.json" "$tmp/q.manifest" >/dev/null || fail "a run refused for its --traces changed the layout"
+[ ! -e "$tmp/q/run.json" ] || fail "a run refused for its --traces left its run record"
 # A scheme of several fields: create --scheme under mpirun (--procs as above), a velocity
 # model imported into its field m, a run with the grid's own scheme, a shot and receivers on
 # the blocks' sides and in a periodic corner; checksums (every field, and one), export --field

@@ -101,7 +101,9 @@ void index_by_plane(ResolvedProbes* p);
 Result<ResolvedProbes> resolve_probes(const Probes& probes, const Shape& shape,
                                       const std::vector<std::string>& components);
 
-// Ok, or why the receivers of `probes` have nowhere to record: no traces file given.
+// Ok, or why the receivers of `probes` have nowhere to record: no traces file given, or one
+// that cannot be written (a directory, or in a directory missing or not writable). Checked
+// before a run changes anything: the first save comes only after its first pass.
 Status check_traces_destination(const ResolvedProbes& probes, const std::string& traces_path);
 
 // Where an engine applies probes: `probes` (null: none) to a run whose state starts at

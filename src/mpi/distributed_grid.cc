@@ -1293,7 +1293,9 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
       const ResolvedProbes all_probes,
       resolve_probes(opt.probes, m.shape,
                      whole.fields.empty() ? std::vector<std::string>{"u"} : whole.fields));
-  DG_RETURN_IF_ERROR(check_traces_destination(all_probes, opt.traces_path));
+  // (rank 0 alone writes the traces file: its directory need not exist on other machines)
+  DG_RETURN_IF_ERROR(
+      agree(rank() == 0 ? check_traces_destination(all_probes, opt.traces_path) : Status::Ok()));
   DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
   DG_RETURN_IF_ERROR(leave_room_for_traces(m, grid, all_probes, run, resumed, &opt));
   DG_RETURN_IF_ERROR(check_part_budget(m, grid, opt, run.step_to - progress.at));
