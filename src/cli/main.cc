@@ -270,6 +270,11 @@ RunOptions run_options(const RunArgs& a) {
   opt.verify = a.verify;
   opt.resume = a.resume;
   if (!a.probes.empty()) opt.probes = get(read_probes(a.probes));
+  if (!a.traces.empty() && a.probes.empty()) {
+    check(invalid_argument("--traces " + a.traces +
+                           " has nothing to record: give --probes FILE with receivers (see "
+                           "docs/schemes.md)"));
+  }
   opt.traces_path = a.traces;
   opt.checkpoint_seconds = a.checkpoint;
   return opt;
@@ -776,7 +781,7 @@ int run_cli(int argc, char** argv) {
                   "receivers (points recorded every step); see docs/schemes.md");
   run->add_option("--traces", ra.traces,
                   "Where the receivers' values go: a .npy of float64, one row per step, one "
-                  "column per receiver (rewritten after every pass)");
+                  "column per receiver (saved after every pass: the steps it recorded)");
 
   RunArgs pa;
   auto* plan = app.add_subcommand(
