@@ -58,6 +58,8 @@ got=$(mpi checksum "$tmp/d" --json --verify | json_sha)
 mpi export "$tmp/d" "$tmp/d.npy" >/dev/null
 "$dg" export "$tmp/serial" "$tmp/serial.npy" >/dev/null
 cmp "$tmp/d.npy" "$tmp/serial.npy" || fail "export under mpirun differs from the serial grid's"
+# An export that cannot create its file ends every rank (the other ranks' planes are drained).
+expect_error 2 "create $tmp/none/d.npy.tmp" mpi export "$tmp/d" "$tmp/none/d.npy"
 "$dg" export "$tmp/d" "$tmp/d2.npy" >/dev/null
 cmp "$tmp/d2.npy" "$tmp/serial.npy" || fail "serial export of the distributed grid differs"
 mpi info "$tmp/d" --json | python3 -c '

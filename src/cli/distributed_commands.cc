@@ -148,7 +148,24 @@ Status distributed_export(const std::string& dir, const std::string& out, bool v
   DG_ASSIGN_OR_RETURN(const int component, field_component(grid, field));
   const io::PlaneSource source = io::component_of(planes(m, verify), grid, component);
 #ifdef DEEPGRID_MPI
-  if (!prints()) return source([](int64_t, const void*) { return Status::Ok(); });
+  if (in_mpi_job()) {
+    // The other ranks send their planes until the printing rank has taken them all: when the
+    // export fails before reading any (it cannot create the file), they are read and dropped,
+    // or the other ranks would wait for ever.
+    bool read = false;
+    Status st;
+    if (prints()) {
+      st = export_npy_planes(
+          m.shape, m.dtype,
+          [&](const io::PlaneConsumer& consume) {
+            read = true;
+            return source(consume);
+          },
+          out);
+    }
+    if (!read) (void)source([](int64_t, const void*) { return Status::Ok(); });
+    return mpi::agree(st);
+  }
 #endif
   return export_npy_planes(m.shape, m.dtype, source, out);
 }
