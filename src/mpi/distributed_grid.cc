@@ -216,15 +216,18 @@ Result<PartInfo> create_part(const std::string& dir, const std::string& id,
   info.dir = part_directory(dir, id, rank(), info.stores);
   CreateOptions opt = part_options(global, info);
   opt.spare_planes = global.spare_planes;
-  DG_ASSIGN_OR_RETURN(Grid part, Grid::create(info.dir, opt));
-  Status st = source.fill(part, block);
-  if (st.ok()) {
-    st = commit_with_history(part, source.step, "part",
-                             {{"grid", internal::absolute_path(dir)},
-                              {"rank", rank()},
-                              {"block", block.to_string()},
-                              {source.command, source.details}});
-  }
+  Status st;
+  {
+    DG_ASSIGN_OR_RETURN(Grid part, Grid::create(info.dir, opt));
+    st = source.fill(part, block);
+    if (st.ok()) {
+      st = commit_with_history(part, source.step, "part",
+                               {{"grid", internal::absolute_path(dir)},
+                                {"rank", rank()},
+                                {"block", block.to_string()},
+                                {source.command, source.details}});
+    }
+  }  // (closed: remove_part() must take the part's lock; it was left behind while this held it)
   if (!st.ok()) {
     (void)remove_part(info.dir);
     return st;
