@@ -897,6 +897,48 @@ TEST(Distributed, DamagedPartOnOneRankStopsTheRun) {
   EXPECT_EQ(after->step, 0);
 }
 
+// With --verify, a damaged plane is found when the run copies the part: laying it out again
+// with halos, or splitting the grid over another process grid (the copies would otherwise get
+// fresh checksums, and the damage would pass every later check). A failed split leaves none
+// of its new parts behind.
+TEST(Distributed, VerifiedRunsFindDamageInThePartsTheyCopy) {
+  const int last = mpi::size() - 1;
+  std::vector<std::optional<ProcessGrid>> grids = {std::nullopt};  // the grid's own: a re-layout
+  for (const ProcessGrid& g : grids_splitting_x_or_y()) grids.push_back(g);  // a split
+  for (const auto& procs : grids) {
+    SCOPED_TRACE(procs ? "split over " + procs->to_string() : "laid out again");
+    SharedTempDir tmp;
+    const std::string dir = tmp / "g";
+    ASSERT_TRUE(
+        mpi::create_distributed(dir, random_grid({16, 16, 6 * mpi::size()}, DType::kF32)).ok());
+    auto m = mpi::load_distributed(dir);
+    ASSERT_TRUE(m.ok());
+    if (mpi::rank() == last) {  // one value of plane 1 (slot 1: each slot is 4 KiB)
+      std::fstream f(m->parts[static_cast<size_t>(last)].dir + "/data.0.dgd",
+                     std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(4096 + 100);
+      f.write("\xff\xff\xff\xff", 4);
+    }
+    mpi::barrier();
+    RunOptions opt = options_for({"7pt", kNeumann, DType::kF32, {}, 4, 2, ""});
+    opt.verify = true;
+    auto report = mpi::run_distributed(dir, opt, procs);
+    ASSERT_FALSE(report.ok());
+    EXPECT_EQ(report.status().code(), ErrorCode::kCorrupt);
+    EXPECT_NE(report.status().message().find("does not match its checksum"), std::string::npos)
+        << report.status().message();
+    auto after = mpi::load_distributed(dir);
+    ASSERT_TRUE(after.ok());
+    EXPECT_EQ(after->step, 0);
+    EXPECT_EQ(after->id, m->id);
+    int parts = 0;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      parts += entry.path().filename().string().find(".part.") != std::string::npos;
+    }
+    EXPECT_EQ(parts, mpi::size()) << "parts left behind in " << dir;
+  }
+}
+
 }  // namespace
 }  // namespace deepgrid
 

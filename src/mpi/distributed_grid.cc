@@ -590,9 +590,11 @@ int exchange_depth(const DistributedManifest& m, const RunOptions& opt) {
   return static_cast<int>(std::max<int64_t>(depth, 1));
 }
 
-// Rewrites this rank's part with the halo `need` (its block's values copied), in place of the
-// old one: a new part beside it, then the old one removed and the new one renamed over it.
-Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExtent& need) {
+// Rewrites this rank's part with the halo `need` (its block's values copied, `verify`: checked
+// against their checksums first, as the copy gets new ones), in place of the old one: a new
+// part beside it, then the old one removed and the new one renamed over it.
+Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExtent& need,
+                     bool verify) {
   const std::string fresh_dir = info->dir + ".new";
   if (internal::is_directory(fresh_dir)) {
     return corrupt(fresh_dir + " is left from an interrupted re-layout of part " +
@@ -605,6 +607,7 @@ Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExt
   const Status copied = [&]() -> Status {
     DG_ASSIGN_OR_RETURN(Grid fresh, Grid::create(fresh_dir, opt));
     DG_ASSIGN_OR_RETURN(Grid old, open_part(m, rank(), Grid::Mode::kReadOnly));
+    if (verify) DG_RETURN_IF_ERROR(old.enable_verification());
     const internal::PlaneFormat format = internal::plane_format(fresh.manifest());
     std::vector<std::byte> plane(format.bytes());
     const Block at = fresh_info.to_local(info->block);
@@ -644,14 +647,16 @@ HaloExtent fitted_halo(const PartInfo& p, const Shape& shape, const std::array<i
   return halo_suffices(p.halo, need, p.block, shape, periodic) ? p.halo : need;
 }
 
-// Makes every part's halo fit k steps, sharing the result in the manifest on disk. When some
+// Makes every part's halo fit k steps (`verify`: relayout_part's), sharing the result in the
+// manifest on disk. When some
 // rank fails, the parts laid out again on the others are recorded all the same, so that the
 // manifest keeps describing every part.
 Status fit_halos(const std::string& dir, DistributedManifest* m, const std::array<int64_t, 3>& halo,
-                 bool periodic) {
+                 bool periodic, bool verify) {
   PartInfo mine = m->parts[static_cast<size_t>(rank())];
   const HaloExtent need = fitted_halo(mine, m->shape, halo, periodic);
-  const Status laid_out = agree(need == mine.halo ? Status::Ok() : relayout_part(*m, &mine, need));
+  const Status laid_out =
+      agree(need == mine.halo ? Status::Ok() : relayout_part(*m, &mine, need, verify));
   int changed = mine.halo == m->parts[static_cast<size_t>(rank())].halo ? 0 : 1;
   MPI_Allreduce(MPI_IN_PLACE, &changed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (changed != 0) {
@@ -745,18 +750,20 @@ std::string DistributedRunReport::to_text() const {
 namespace {
 
 // The block's values read from the parts of an older decomposition of the same grid: for each
-// plane, the rectangle where the block meets each old block.
-BlockSource old_parts(const DistributedManifest& old) {
+// plane, the rectangle where the block meets each old block (`verify`: checked against their
+// checksums, as the copies get new ones).
+BlockSource old_parts(const DistributedManifest& old, bool verify) {
   BlockSource source;
   source.command = "redistribute";
   source.details = {{"from_ranks", old.ranks()}, {"from_process_grid", old.procs.to_string()}};
   source.step = old.step;
-  source.fill = [&old](Grid& part, const Block& block) -> Status {
+  source.fill = [&old, verify](Grid& part, const Block& block) -> Status {
     std::vector<int> from;
     std::vector<Grid> opened;
     for (int o = 0; o < old.ranks(); ++o) {
       if (intersect(block, old.parts[static_cast<size_t>(o)].block).empty()) continue;
       DG_ASSIGN_OR_RETURN(Grid g, open_part(old, o, Grid::Mode::kReadOnly));
+      if (verify) DG_RETURN_IF_ERROR(g.enable_verification());
       from.push_back(o);
       opened.push_back(std::move(g));
     }
@@ -809,14 +816,15 @@ Result<ProcessGrid> run_process_grid(const DistributedManifest& m,
 // read (one machine, or a shared filesystem); then the manifest naming the new parts is
 // committed and the old parts are removed. New rank r keeps its part in the stores of old rank
 // r mod (old ranks).
-Status redistribute(const std::string& dir, DistributedManifest* m, const ProcessGrid& procs) {
+Status redistribute(const std::string& dir, DistributedManifest* m, const ProcessGrid& procs,
+                    bool verify) {
   if (m->procs == procs) return Status::Ok();
   const DistributedManifest old = *m;
   DistributedManifest next = split_as(old, procs);
   next.id = broadcast(rank() == 0 ? new_id() : std::string());
   CreateOptions options = grid_options(old);
   options.stores = old.parts[static_cast<size_t>(rank() % old.ranks())].stores;
-  auto part = create_part(dir, next.id, options, old_parts(old),
+  auto part = create_part(dir, next.id, options, old_parts(old, verify),
                           next.parts[static_cast<size_t>(rank())].block);
   Status st = agree(part.status());
   if (st.ok()) {
@@ -1331,11 +1339,11 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
                                  ? internal::write_file_atomic(dir, kRunRecordName, run.to_json())
                                  : Status::Ok()));
   }
-  DG_RETURN_IF_ERROR(redistribute(dir, &m, grid));
+  DG_RETURN_IF_ERROR(redistribute(dir, &m, grid, opt.verify));
   const bool periodic = opt.boundary.kind == Boundary::Kind::kPeriodic;
   const int k = exchange_depth(m, opt);
   const std::array<int64_t, 3> halo = halo_of_depth(opt.scheme, k);
-  DG_RETURN_IF_ERROR(fit_halos(dir, &m, halo, periodic));
+  DG_RETURN_IF_ERROR(fit_halos(dir, &m, halo, periodic, opt.verify));
   const PartInfo& info = m.parts[static_cast<size_t>(rank())];
   auto opened = open_part(m, rank(), Grid::Mode::kReadWrite);
   DG_RETURN_IF_ERROR(agree(opened.status()));
