@@ -1,6 +1,7 @@
 #include "distributed_commands.h"
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -54,6 +55,27 @@ std::vector<std::string> describe(const DistributedManifest& m) {
 }
 
 #ifdef DEEPGRID_MPI
+// Under mpirun: `work` on the printing rank, reading `source` while the other ranks feed it
+// their planes; every rank gets its outcome. When `work` ends without reading the planes (it
+// failed first, e.g. it could not create its file), they are read and dropped: the other
+// ranks would otherwise wait for ever to send them.
+Status on_printing_rank(const io::PlaneSource& source,
+                        const std::function<Status(const io::PlaneSource&)>& work) {
+  bool read = false;
+  Status st;
+  if (prints()) {
+    st = work([&](const io::PlaneConsumer& consume) {
+      read = true;
+      return source(consume);
+    });
+  }
+  if (!read) {
+    const Status fed = source([](int64_t, const void*) { return Status::Ok(); });
+    if (st.ok()) st = fed;
+  }
+  return mpi::agree(st);
+}
+
 // --procs as given: empty for none.
 Result<std::optional<ProcessGrid>> procs_option(const std::string& text) {
   if (text.empty()) return std::optional<ProcessGrid>();
@@ -149,22 +171,9 @@ Status distributed_export(const std::string& dir, const std::string& out, bool v
   const io::PlaneSource source = io::component_of(planes(m, verify), grid, component);
 #ifdef DEEPGRID_MPI
   if (in_mpi_job()) {
-    // The other ranks send their planes until the printing rank has taken them all: when the
-    // export fails before reading any (it cannot create the file), they are read and dropped,
-    // or the other ranks would wait for ever.
-    bool read = false;
-    Status st;
-    if (prints()) {
-      st = export_npy_planes(
-          m.shape, m.dtype,
-          [&](const io::PlaneConsumer& consume) {
-            read = true;
-            return source(consume);
-          },
-          out);
-    }
-    if (!read) (void)source([](int64_t, const void*) { return Status::Ok(); });
-    return mpi::agree(st);
+    return on_printing_rank(source, [&](const io::PlaneSource& planes) {
+      return export_npy_planes(m.shape, m.dtype, planes, out);
+    });
   }
 #endif
   return export_npy_planes(m.shape, m.dtype, source, out);
@@ -179,15 +188,12 @@ Result<SliceImageInfo> distributed_plot(const std::string& dir, SliceSpec slice,
   DG_RETURN_IF_ERROR(check_slice(m.shape, m.components(), &slice));
   const io::PlaneSource source = planes(m, /*verify=*/false);
 #ifdef DEEPGRID_MPI
-  if (in_mpi_job()) {  // every rank ends with the printing rank's outcome
-    Result<SliceImageInfo> drawn = SliceImageInfo{};
-    if (prints()) {
-      drawn = write_slice_png(grid, source, slice, out);
-    } else if (const Status fed = source([](int64_t, const void*) { return Status::Ok(); });
-               !fed.ok()) {
-      drawn = fed;
-    }
-    DG_RETURN_IF_ERROR(mpi::agree(drawn.status()));
+  if (in_mpi_job()) {
+    Result<SliceImageInfo> drawn = SliceImageInfo{};  // (what the other ranks return)
+    DG_RETURN_IF_ERROR(on_printing_rank(source, [&](const io::PlaneSource& planes) {
+      drawn = write_slice_png(grid, planes, slice, out);
+      return drawn.status();
+    }));
     return drawn;
   }
 #endif
