@@ -932,13 +932,13 @@ int64_t receivers_in(const ResolvedProbes& all, const Block& block) {
 // The receivers' values stay in memory for the whole run, within --mem: each rank holds its
 // part's, and rank 0 the whole run's as well. Takes them from `opt`'s budget, which the parts'
 // engines and the halo exchange then share; a budget they fill on any rank is refused. Checked
-// before anything is laid out again (for the process grid `procs`, and, resuming, the grid's
-// own one, whose parts finish their round first), so that a refusal changes nothing.
-// Collective.
-Status leave_room_for_traces(const DistributedManifest& m, const ProcessGrid& procs,
+// before anything is laid out again (for the grid `m` as the run splits it, `next`, and,
+// resuming, as it is, whose parts finish their round first), so that a refusal changes
+// nothing. Collective.
+Status leave_room_for_traces(const DistributedManifest& m, const DistributedManifest& next,
                              const ResolvedProbes& all, const RunRecord& run, bool resumed,
                              RunOptions* opt) {
-  int64_t mine = receivers_in(all, decompose(m.shape, procs)[static_cast<size_t>(rank())]);
+  int64_t mine = receivers_in(all, next.parts[static_cast<size_t>(rank())].block);
   if (resumed && m.ranks() == size()) {
     mine = std::max(mine, receivers_in(all, m.parts[static_cast<size_t>(rank())].block));
   }
@@ -1155,23 +1155,21 @@ RunOptions engine_options(const RunOptions& opt, const PartInfo& info,
   return part_opt;
 }
 
-// Whether this rank's part, as the run lays it out (split over `procs`, with the halos of its
+// Whether this rank's part, as the run lays it out (split as `next`, with the halos of its
 // exchange depth), leaves its engine enough of --mem for a round of the `steps` left: checked
 // before anything is laid out again, so that a budget too small changes nothing (the engine
 // checks again on the part as laid out). Collective.
-Status check_part_budget(const DistributedManifest& m, const ProcessGrid& procs,
-                         const RunOptions& opt, int64_t steps) {
+Status check_part_budget(const DistributedManifest& next, const RunOptions& opt, int64_t steps) {
   if (steps <= 0) return Status::Ok();
-  const DistributedManifest next = split_as(m, procs);
   const int k = exchange_depth(next, opt);
   PartInfo mine = next.parts[static_cast<size_t>(rank())];
-  mine.halo = fitted_halo(mine, m.shape, halo_of_depth(opt.scheme, k),
+  mine.halo = fitted_halo(mine, next.shape, halo_of_depth(opt.scheme, k),
                           opt.boundary.kind == Boundary::Kind::kPeriodic);
   RunOptions part_opt = engine_options(opt, mine, next);
   part_opt.steps = std::min<int64_t>(k, steps);
   auto part = manifest_for(part_options(grid_options(next), mine));
   Status st = part.status();
-  if (st.ok()) st = plan_run(*part, m.dir, part_opt, part_opt.machine).status();
+  if (st.ok()) st = plan_run(*part, next.dir, part_opt, part_opt.machine).status();
   return agree(st);
 }
 
@@ -1308,8 +1306,11 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   DG_RETURN_IF_ERROR(
       agree(rank() == 0 ? check_traces_destination(all_probes, opt.traces_path) : Status::Ok()));
   DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
-  DG_RETURN_IF_ERROR(leave_room_for_traces(m, grid, all_probes, run, resumed, &opt));
-  DG_RETURN_IF_ERROR(check_part_budget(m, grid, opt, run.step_to - progress.at));
+  {
+    const DistributedManifest laid_out = split_as(m, grid);  // as the run will split it
+    DG_RETURN_IF_ERROR(leave_room_for_traces(m, laid_out, all_probes, run, resumed, &opt));
+    DG_RETURN_IF_ERROR(check_part_budget(laid_out, opt, run.step_to - progress.at));
+  }
   // The run's traces, on rank 0: what earlier rounds (resumed: the stopped run) recorded.
   Traces traces = run_traces(run.step_from, run.step_to,
                              rank() == 0 ? static_cast<int64_t>(all_probes.receivers.size()) : 0,
