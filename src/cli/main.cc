@@ -207,9 +207,7 @@ struct BlockingArgs {
     *bt_out = bt;
     if (tile.empty()) return;
     const Result<Shape> t = parse_shape(tile);
-    if (!t.ok() || t->nz != 1 ||
-        std::count(tile.begin(), tile.end(), 'x') + std::count(tile.begin(), tile.end(), 'X') !=
-            1) {
+    if (!t.ok() || t->nz != 1) {
       check(invalid_argument("--tile '" + tile +
                              "' is not two positive extents NXxNY; write it as e.g. 256x32"));
     }
