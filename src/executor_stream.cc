@@ -872,7 +872,7 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
   }
   const StreamPlan minimum = plan_for(m, st, b, 1, 1, opt);
   const int deepest =
-      static_cast<int>(std::clamp<int64_t>(steps, 1, std::min<int64_t>(64, spare_levels)));
+      static_cast<int>(std::clamp<int64_t>(steps, 1, std::min<int64_t>(kMaxAutoBt, spare_levels)));
   // The deepest block (up to kMaxBlock z-steps) that fits: every tile reloads its rings into
   // the cache once per block, so the rings' traffic falls as the block grows.
   auto with_block = [&](int bt) {

@@ -62,6 +62,12 @@ Status write_file_atomic(const std::string& dir, const std::string& name, const 
 
 Status write_file_atomic(const std::string& dir, const std::string& name,
                          std::initializer_list<std::string_view> pieces) {
+  return write_file_atomic(dir, name,
+                           std::span<const std::string_view>(pieces.begin(), pieces.end()));
+}
+
+Status write_file_atomic(const std::string& dir, const std::string& name,
+                         std::span<const std::string_view> pieces) {
   const std::string final_path = join_path(dir, name);
   const std::string tmp = final_path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

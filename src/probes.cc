@@ -194,23 +194,70 @@ Status check_traces_destination(const ResolvedProbes& probes, const std::string&
   return Status::Ok();
 }
 
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Writes the traces file whole: the held rows, NaN elsewhere (the NaN rows from one buffer
+// of at most 1 MiB, written as many times as needed).
+Status write_whole_traces(const Traces& t, const std::string& path, const std::string& header) {
+  const size_t row_bytes = static_cast<size_t>(t.receivers) * sizeof(double);
+  const int64_t before = t.held_from - t.first_step, held = t.held_steps();
+  const int64_t after = t.steps - before - held;
+  const int64_t nan_rows =
+      std::min(std::max(before, after), std::max<int64_t>(1, (int64_t{1} << 20) / row_bytes));
+  const std::vector<double> nan(static_cast<size_t>(nan_rows * t.receivers), kNaN);
+  std::vector<std::string_view> pieces{header};
+  auto put_nan_rows = [&](int64_t rows) {
+    for (; rows > 0; rows -= nan_rows) {
+      pieces.emplace_back(reinterpret_cast<const char*>(nan.data()),
+                          static_cast<size_t>(std::min(rows, nan_rows)) * row_bytes);
+    }
+  };
+  put_nan_rows(before);
+  pieces.emplace_back(reinterpret_cast<const char*>(t.values.data()),
+                      static_cast<size_t>(held) * row_bytes);
+  put_nan_rows(after);
+  const std::string dir = internal::parent_path(path);
+  return internal::write_file_atomic(dir.empty() ? "." : dir,
+                                     path.substr(path.find_last_of('/') + 1), pieces);
+}
+
+// Reads the rows of t's window from the traces file at `path`; an error when it cannot, or
+// when the file's shape is not t's.
+Status read_held_rows(Traces* t, const std::string& path) {
+  DG_ASSIGN_OR_RETURN(const NpyHeader h, read_npy_header(path));
+  if (h.dtype != DType::kF64 || h.shape.nz != 1 || h.shape.ny != t->steps ||
+      h.shape.nx != t->receivers) {
+    return invalid_argument(path + " is not a traces file of " + std::to_string(t->steps) +
+                            " steps and " + std::to_string(t->receivers) + " receivers");
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status(errno, "open", path);
+  const int64_t row_bytes = t->receivers * static_cast<int64_t>(sizeof(double));
+  const Status st =
+      internal::pread_full(fd, t->values.data(), static_cast<size_t>(t->held_steps() * row_bytes),
+                           h.data_offset + (t->held_from - t->first_step) * row_bytes, path);
+  ::close(fd);
+  return st;
+}
+
+}  // namespace
+
 Status write_traces_npy(Traces& t, const std::string& path) {
   const std::string header = npy_header(DType::kF64, {t.steps, t.receivers});
-  const size_t row_bytes = static_cast<size_t>(t.receivers) * sizeof(double);
-  const auto* values = reinterpret_cast<const char*>(t.values.data());
   if (t.saved_path != path) {
-    const std::string dir = internal::parent_path(path);
-    DG_RETURN_IF_ERROR(internal::write_file_atomic(
-        dir.empty() ? "." : dir, path.substr(path.find_last_of('/') + 1),
-        {header, std::string_view(values, t.values.size() * sizeof(double))}));
+    DG_RETURN_IF_ERROR(write_whole_traces(t, path, header));
     t.saved_path = path;
     for (std::atomic<bool>& c : t.changed) c.store(false, std::memory_order_relaxed);
     return Status::Ok();
   }
+  const size_t row_bytes = static_cast<size_t>(t.receivers) * sizeof(double);
+  const auto* values = reinterpret_cast<const char*>(t.values.data());
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return errno_status(errno, "open", path);
   Status st;
-  const auto rows = static_cast<int64_t>(t.changed.size());
+  const int64_t rows = t.held_steps(), row0 = t.held_from - t.first_step;
   for (int64_t first = 0; first < rows && st.ok();) {  // each run of changed rows in one write
     if (!t.changed[static_cast<size_t>(first)].exchange(false, std::memory_order_relaxed)) {
       ++first;
@@ -221,14 +268,19 @@ Status write_traces_npy(Traces& t, const std::string& path) {
            t.changed[static_cast<size_t>(end)].exchange(false, std::memory_order_relaxed)) {
       ++end;
     }
-    st = internal::pwrite_full(fd, values + static_cast<size_t>(first) * row_bytes,
-                               static_cast<size_t>(end - first) * row_bytes,
-                               static_cast<int64_t>(header.size() + first * row_bytes), path);
+    st = internal::pwrite_full(
+        fd, values + static_cast<size_t>(first) * row_bytes,
+        static_cast<size_t>(end - first) * row_bytes,
+        static_cast<int64_t>(header.size() + static_cast<size_t>(row0 + first) * row_bytes), path);
     first = end;
   }
   if (st.ok() && ::fdatasync(fd) != 0) st = errno_status(errno, "fdatasync", path);
   ::close(fd);
-  if (!st.ok()) t.saved_path.clear();  // rows may be lost: write it whole next time
+  if (!st.ok()) {  // rows may be lost: write every held row next time
+    for (int64_t row = 0; row < rows; ++row) {
+      t.changed[static_cast<size_t>(row)].store(true, std::memory_order_relaxed);
+    }
+  }
   return st;
 }
 
@@ -237,46 +289,53 @@ Result<Traces> read_traces_npy(const std::string& path) {
   if (h.dtype != DType::kF64 || h.shape.nz != 1) {
     return invalid_argument(path + " is not a traces file (float64, shape (steps, receivers))");
   }
-  Traces t;
-  t.steps = h.shape.ny;
-  t.receivers = h.shape.nx;
-  t.values.resize(static_cast<size_t>(t.steps * t.receivers));
-  t.changed = std::vector<std::atomic<bool>>(static_cast<size_t>(t.steps));
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_status(errno, "open", path);
-  const Status st = internal::pread_full(fd, t.values.data(), t.values.size() * sizeof(double),
-                                         h.data_offset, path);
-  ::close(fd);
-  DG_RETURN_IF_ERROR(st);
+  Traces t = run_traces(0, h.shape.ny, h.shape.nx);
+  DG_RETURN_IF_ERROR(read_held_rows(&t, path));
+  t.saved_path = path;
   return t;
 }
 
-Traces run_traces(int64_t step_from, int64_t step_to, int64_t receivers,
-                  const std::string& saved_path) {
+Traces run_traces(int64_t step_from, int64_t step_to, int64_t receivers, int64_t held_steps,
+                  int64_t held_from) {
   Traces t;
   t.first_step = step_from + 1;
+  t.held_from = held_from > 0 ? held_from : t.first_step;
   t.steps = step_to - step_from;
   t.receivers = receivers;
-  t.values.assign(static_cast<size_t>(t.steps * t.receivers),
-                  std::numeric_limits<double>::quiet_NaN());
-  t.changed = std::vector<std::atomic<bool>>(static_cast<size_t>(t.steps));
-  if (saved_path.empty() || receivers == 0) return t;
-  auto saved = read_traces_npy(saved_path);
-  if (saved.ok() && saved->steps == t.steps && saved->receivers == t.receivers) {
-    t.values = std::move(saved->values);
-  }
+  const int64_t rows = held_steps > 0 ? std::min(held_steps, t.steps) : t.steps;
+  t.values.assign(static_cast<size_t>(rows * t.receivers), kNaN);
+  t.changed = std::vector<std::atomic<bool>>(static_cast<size_t>(rows));
   return t;
 }
 
-Result<uint64_t> budget_beside_traces(uint64_t budget, int64_t steps, int64_t receivers,
+void load_held_rows(Traces* t, const std::string& saved_path) {
+  if (t->receivers > 0 && read_held_rows(t, saved_path).ok()) t->saved_path = saved_path;
+}
+
+void hold_from(Traces* t, int64_t step) {
+  if (step < t->held_from || step > t->held_from + t->capacity()) {
+    std::fprintf(stderr,
+                 "deepgrid: internal error: receivers' values of steps %lld..%lld were not all "
+                 "held (a window of %lld steps)\n",
+                 static_cast<long long>(t->held_from), static_cast<long long>(step - 1),
+                 static_cast<long long>(t->capacity()));
+    std::abort();
+  }
+  t->held_from = step;
+  std::fill(t->values.begin(), t->values.end(), kNaN);
+  for (std::atomic<bool>& c : t->changed) c.store(false, std::memory_order_relaxed);
+}
+
+Result<uint64_t> budget_beside_traces(uint64_t budget, int64_t rows, int64_t receivers,
                                       std::string_view whose) {
-  const uint64_t bytes = static_cast<uint64_t>(steps * receivers) * sizeof(double);
+  const uint64_t bytes = static_cast<uint64_t>(rows * receivers) * sizeof(double);
   if (budget == 0 || bytes < budget) return budget == 0 ? 0 : budget - bytes;
   return invalid_argument(
-      "the receivers' values take " + format_size(bytes) + " in memory (" + std::to_string(steps) +
+      "the receivers' values take " + format_size(bytes) + " in memory (" + std::to_string(rows) +
       " steps x " + std::to_string(receivers) + " receivers x 8 bytes" +
       (whose.empty() ? std::string() : ", " + std::string(whose)) + "), all of --mem " +
-      format_size(budget) + "; raise --mem, or record fewer receivers or fewer steps per run");
+      format_size(budget) + "; raise --mem, record fewer receivers, or hold fewer steps at a " +
+      "time with a smaller --bt");
 }
 
 }  // namespace deepgrid

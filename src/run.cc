@@ -346,11 +346,15 @@ Result<RunReport> run_prepared(Grid& grid, const RunOptions& opt, const RunPlan&
 }
 
 // A run's probes resolved against the grid, and the traces its receivers fill: one row per
-// step of the whole run (its record's range), with what a stopped run saved when resuming.
+// step of the whole run (its record's range), holding one pass's rows at a time, from the
+// manifest's step on (resuming: what the stopped run saved of them).
 struct ProbesOfRun {
   Traces traces;
   ResolvedProbes resolved;
 };
+
+// The rows a run holds: one pass's levels, at most --bt (automatic: at most kMaxAutoBt).
+int64_t pass_window(const RunOptions& opt) { return opt.bt > 0 ? opt.bt : kMaxAutoBt; }
 
 Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunOptions& opt, bool resumed) {
   ProbesOfRun out;
@@ -362,16 +366,18 @@ Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunOptions& opt, bool
   DG_RETURN_IF_ERROR(check_traces_destination(out.resolved, opt.traces_path));
   if (out.resolved.receivers.empty()) return out;
   const std::optional<RunRecord> run = resumed ? current_run(grid) : std::nullopt;
-  out.traces = run_traces(run ? run->step_from : m.step, run ? run->step_to : m.step + opt.steps,
-                          static_cast<int64_t>(out.resolved.receivers.size()),
-                          resumed ? opt.traces_path : std::string());
+  out.traces =
+      run_traces(run ? run->step_from : m.step, run ? run->step_to : m.step + opt.steps,
+                 static_cast<int64_t>(out.resolved.receivers.size()), pass_window(opt), m.step + 1);
+  if (resumed) load_held_rows(&out.traces, opt.traces_path);
   return out;  // the caller points resolved.traces at its traces (they move with it)
 }
 
-// The receivers' values stay in memory for the whole run, within --mem: the engine plans with
-// what they leave of the budget; a budget they fill is refused.
+// The receivers' values held in memory, one pass's, count against --mem: the engine plans
+// with what they leave of the budget; a budget they fill is refused.
 Result<RunOptions> leave_room_for_traces(RunOptions opt, const Traces& t) {
-  DG_ASSIGN_OR_RETURN(opt.mem_budget, budget_beside_traces(opt.mem_budget, t.steps, t.receivers));
+  DG_ASSIGN_OR_RETURN(opt.mem_budget,
+                      budget_beside_traces(opt.mem_budget, t.capacity(), t.receivers));
   return opt;
 }
 
@@ -448,10 +454,11 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   DG_ASSIGN_OR_RETURN(RunOptions with_traces, leave_room_for_traces(opt, probes.traces));
   DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, with_traces));
   DG_RETURN_IF_ERROR(save_run_record(grid, opt, plan, resumed));
-  // Every pass ends by saving what the receivers recorded.
+  // Every pass ends by saving what the receivers recorded, and the next pass's are held.
   if (probes.resolved.traces != nullptr && !opt.traces_path.empty()) {
     with_traces.progress = [&](int64_t done, int64_t total) {
       const Status saved = write_traces_npy(probes.traces, opt.traces_path);
+      if (saved.ok()) hold_from(&probes.traces, step0 + done + 1);  // (else: saved at the end)
       return saved.ok() && (!opt.progress || opt.progress(done, total));
     };
   }

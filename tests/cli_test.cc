@@ -473,6 +473,16 @@ Setup file_with(std::string name, std::string text) {
   return [name, text](const fs::path& tmp) { write_file(tmp / name, text); };
 }
 
+// A probes file of `count` receivers, at the points of a 16x16x4 grid in turn.
+std::string receivers_json(int count) {
+  std::string at;
+  for (int i = 0; i < count; ++i) {
+    at += (i == 0 ? "[" : ", [") + std::to_string(i % 16) + ", " + std::to_string(i / 16 % 16) +
+          ", " + std::to_string(i / 256 % 4) + "]";
+  }
+  return R"({"receivers": [{"at": [)" + at + "]}]}";
+}
+
 Setup directory(std::string name, bool with_a_file = false) {
   return [name, with_a_file](const fs::path& tmp) {
     fs::create_directory(tmp / name);
@@ -714,10 +724,10 @@ std::vector<BadInputCase> bad_input_cases() {
        then(kGrid16, file_with("r.json", R"({"receivers": [{"at": [1, 1, 1]}]})")),
        run_with_stencil("7pt", {"--probes", "{tmp}/r.json", "--traces", "{tmp}/none/t.npy"}),
        {"--traces", "does not exist"}},
-      // 100000 steps x 2 receivers x 8 bytes: 1.5 MiB of values, more than --mem.
+      // A pass's values (up to 64 steps) x 3000 receivers x 8 bytes: 1.5 MiB, more than --mem.
       {"RunTracesLargerThanMem",
-       then(kGrid16, file_with("r.json", R"({"receivers": [{"at": [[1, 1, 1], [2, 2, 2]]}]})")),
-       {"run", kGrid, "--stencil", "7pt", "--steps", "100000", "--mem", "1MiB", "--probes",
+       then(kGrid16, file_with("r.json", receivers_json(3000))),
+       {"run", kGrid, "--stencil", "7pt", "--steps", "100", "--mem", "1MiB", "--probes",
         "{tmp}/r.json", "--traces", "{tmp}/t.npy"},
        {"--mem", "receivers"}},
       // run: the grid itself

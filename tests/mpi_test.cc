@@ -486,24 +486,26 @@ TEST(Distributed, RedistributionBetweenProcessGrids) {
        {"7pt", kDirichlet, DType::kF32, s, 2, 2, "", Method::kAuto, slabs}});
 }
 
-// The receivers' values count against --mem on every rank: each rank's part's, and on rank 0
-// the whole run's too. The parts' engines plan with what those leave; a budget they fill on
-// rank 0 is refused before the grid is laid out again (here: for another process grid), and
-// changes nothing.
+// The receivers' values of one round (k = 4 steps of a run of 8) count against --mem on every
+// rank: each rank's part's, and on rank 0 every receiver's too. The parts' engines plan with
+// what those leave; a budget they fill on rank 0 is refused before the grid is laid out again
+// (here: for another process grid), and changes nothing.
 TEST(Distributed, ReceiversValuesCountAgainstEachRanksBudget) {
   SharedTempDir tmp;
   const std::string dir = tmp / "g";
   const int n = mpi::size();
   const Shape s{64, 64, 16 * n};  // 256 KiB of f32 per rank
   ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF32)).ok());  // z-slabs
-  Probes probes;  // 1024 receivers, all in rank 0's slab
-  for (int64_t y = 0; y < 16; ++y) {
-    for (int64_t x = 0; x < 64; ++x) probes.receivers.push_back({"u", x, y, 2});
+  Probes probes;  // 4096 receivers, all in rank 0's part (y < 16 on every process grid)
+  for (int64_t z = 2; z < 6; ++z) {
+    for (int64_t y = 0; y < 16; ++y) {
+      for (int64_t x = 0; x < 64; ++x) probes.receivers.push_back({"u", x, y, z});
+    }
   }
-  const int64_t steps = 8;
-  const uint64_t copy = 1024 * steps * sizeof(double);  // 64 KiB: one copy of the values
+  const int64_t steps = 8, k = 4;
+  const uint64_t copy = 4096 * k * sizeof(double);  // 128 KiB: one copy of a round's values
   const uint64_t held = mpi::rank() == 0 ? 2 * copy : 0;
-  const Case c{"7pt", kDirichlet, DType::kF32, s, steps, 4, "1MiB", Method::kStream};
+  const Case c{"7pt", kDirichlet, DType::kF32, s, steps, k, "1MiB", Method::kStream};
   auto engine_memory = [&](const Probes* p) -> uint64_t {
     RunOptions opt = options_for(c);
     if (p != nullptr) {
@@ -531,7 +533,7 @@ TEST(Distributed, ReceiversValuesCountAgainstEachRanksBudget) {
       mpi::run_distributed(dir, tight, others.empty() ? std::nullopt : std::optional(others[0]));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("the receivers' values take 128.00 KiB"),
+  EXPECT_NE(refused.status().message().find("the receivers' values take 256.00 KiB"),
             std::string::npos)
       << refused.status().message();
   EXPECT_NE(refused.status().message().find(n > 1 ? "rank 0: " : "raise --mem"), std::string::npos)

@@ -60,6 +60,68 @@ TEST(TracesFile, IsWrittenWholeOnceAndThenOnlyWhereItChanged) {
   EXPECT_TRUE(std::isnan(back.values[4 * 3 + 1]));
 }
 
+// A run holds a few steps' rows at a time: each save writes them where they belong in the
+// whole run's file, and a resumed run loads its window back from it.
+TEST(TracesFile, AWindowOfRowsIsSavedInPlaceAndLoadedBack) {
+  const testing::TempDir tmp;
+  const std::string path = tmp.path().string() + "/traces.npy";
+  Traces t = run_traces(10, 20, 2, 4);  // steps 11..20, four held at a time
+  ASSERT_EQ(t.values.size(), 8u);
+  EXPECT_TRUE(t.holds(11) && t.holds(14));
+  EXPECT_FALSE(t.holds(15) || t.holds(10));
+  *t.at(12, 1) = 1.5;
+  ASSERT_TRUE(write_traces_npy(t, path).ok());  // whole: 10 rows
+  hold_from(&t, 15);
+  EXPECT_TRUE(t.holds(18) && !t.holds(14) && !t.holds(19));
+  EXPECT_TRUE(std::isnan(t.values[0]));
+  *t.at(18, 0) = -2.0;
+  ASSERT_TRUE(write_traces_npy(t, path).ok());  // in place
+  hold_from(&t, 19);
+  EXPECT_EQ(t.held_steps(), 2);  // the run ends at step 20
+  EXPECT_FALSE(t.holds(21));
+  *t.at(20, 1) = 3.0;
+  ASSERT_TRUE(write_traces_npy(t, path).ok());
+
+  const Traces back = read_traces_npy(path).value();
+  ASSERT_EQ(back.steps, 10);
+  ASSERT_EQ(back.values.size(), 20u);
+  for (size_t i = 0; i < back.values.size(); ++i) {
+    const double want = i == 1 * 2 + 1 ? 1.5 : i == 7 * 2 + 0 ? -2.0 : i == 9 * 2 + 1 ? 3.0 : 0;
+    if (want == 0) {
+      EXPECT_TRUE(std::isnan(back.values[i])) << i;
+    } else {
+      EXPECT_EQ(back.values[i], want) << i;
+    }
+  }
+
+  // Resumed at step 17: the window is read from the file, and later saves update it in place.
+  Traces again = run_traces(10, 20, 2, 4, 17);
+  load_held_rows(&again, path);
+  EXPECT_EQ(again.saved_path, path);
+  EXPECT_EQ(again.values[1 * 2 + 0], -2.0);  // step 18
+  EXPECT_EQ(again.values[3 * 2 + 1], 3.0);   // step 20
+  *again.at(17, 0) = 4.0;
+  poke(path, back, 0, 0, 9.0);  // step 11, outside the window: left alone
+  ASSERT_TRUE(write_traces_npy(again, path).ok());
+  const Traces last = read_traces_npy(path).value();
+  EXPECT_EQ(last.values[6 * 2 + 0], 4.0);
+  EXPECT_EQ(last.values[0], 9.0);
+  EXPECT_EQ(last.values[1 * 2 + 1], 1.5);
+
+  // A file of another run's shape is not loaded: the next save writes the file whole.
+  Traces other = run_traces(10, 21, 2, 4);
+  load_held_rows(&other, path);
+  EXPECT_TRUE(other.saved_path.empty());
+  EXPECT_TRUE(std::isnan(other.values[2 * 2 + 1]));
+}
+
+// Moving the window past rows it never held would lose an engine's values: a bug, stopped.
+TEST(TracesFileDeathTest, AWindowDoesNotSkipSteps) {
+  Traces t = run_traces(0, 100, 1, 8);
+  hold_from(&t, 9);
+  EXPECT_DEATH(hold_from(&t, 18), "internal error");
+}
+
 // Each plane sees exactly its own probes, in the order given (sources at one point then add
 // up in the order the user gave, as before the index).
 TEST(ProbesByPlane, EachPlaneSeesItsOwnInTheOrderGiven) {

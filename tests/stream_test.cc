@@ -397,6 +397,21 @@ TEST_F(StreamGolden, NaiveAndAuto) {
   expect_all_boundaries(c);
 }
 
+// Receivers' values are held one pass at a time: a run whose traces are larger than --mem
+// (1200 steps x 60 receivers x 8 bytes: 562 KiB of a 512 KiB budget) runs within it, saving a
+// pass's rows at a time, and its traces are the reference's.
+TEST_F(StreamGolden, TracesLargerThanTheBudgetAreHeldAPassAtATime) {
+  Probes probes;
+  for (int64_t i = 0; i < 60; ++i) probes.receivers.push_back({"u", i % 12, (i * 7) % 10, i % 9});
+  for (const Method method : {Method::kStream, Method::kInCore}) {
+    Case c{"7pt", {12, 10, 9}, DType::kF32, 1200, 0, 1, io::Backend::kUring};
+    c.method = method;
+    c.mem = 512 << 10;
+    c.probes = &probes;
+    expect_all_boundaries(c);
+  }
+}
+
 // What Ctrl-C relies on: asked to stop, the engine finishes the current sweep, and the grid
 // holds exactly the steps it reports.
 TEST_F(StreamGolden, ProgressStopsBetweenSweeps) {

@@ -16,6 +16,10 @@ namespace deepgrid {
 // Called after each completed pass with (steps done, steps total); returns false to stop.
 using ProgressFn = std::function<bool(int64_t, int64_t)>;
 
+// The deepest pass an engine chooses by itself (bt 0): a run sizes what it holds per pass
+// (receivers' values) with it.
+inline constexpr int kMaxAutoBt = 64;
+
 struct InCoreOptions {
   int threads = 0;     // 0: all OpenMP threads
   int bt = 0;          // steps per pass over memory; 0: automatic

@@ -7,6 +7,7 @@
 // computes). A receiver records a component's value at a point after every step.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <span>
@@ -56,22 +57,32 @@ struct ProbePoint {
   int64_t x = 0, y = 0, z = 0;
 };
 
-// What receivers recorded: values[(step - first_step) * receivers + r] for the steps
-// [first_step, first_step + steps); NaN where nothing was recorded (a resumed sweep does not
-// recompute the planes finished before its interruption). Engines write disjoint entries from
-// several threads.
+// What receivers recorded over a run's steps [first_step, first_step + steps): one row per
+// step, one column per receiver, NaN where nothing was recorded (a resumed sweep does not
+// recompute the planes finished before its interruption). Only a window of rows is held in
+// memory, steps [held_from, held_from + held_steps()): a run holds one pass's (under mpirun,
+// one round's), saves them and moves on (hold_from), so that its memory does not grow with
+// its length. Engines write disjoint entries of the held rows from several threads.
 struct Traces {
   int64_t first_step = 1;
   int64_t steps = 0;
   int64_t receivers = 0;
-  std::vector<double> values;
-  // For write_traces_npy(): the file these traces were last written to, whole, and which steps'
-  // rows changed since (at() sets a row's flag; threads recording one step share it).
+  int64_t held_from = 1;
+  std::vector<double> values;  // values[(step - held_from) * receivers + r]
+  // For write_traces_npy(): the file whose rows outside the window are this run's (it was
+  // written whole, or the window was loaded from it), and which held rows changed since the
+  // last save (at() sets a row's flag; threads recording one step share it).
   std::string saved_path;
   std::vector<std::atomic<bool>> changed;
 
+  // Rows the window has room for, and those of them within the run.
+  int64_t capacity() const { return static_cast<int64_t>(changed.size()); }
+  int64_t held_steps() const {
+    return std::max<int64_t>(0, std::min(capacity(), first_step + steps - held_from));
+  }
+  bool holds(int64_t step) const { return step >= held_from && step < held_from + held_steps(); }
   double* at(int64_t step, int64_t r) {
-    const auto row = static_cast<size_t>(step - first_step);
+    const auto row = static_cast<size_t>(step - held_from);
     changed[row].store(true, std::memory_order_relaxed);
     return &values[row * static_cast<size_t>(receivers) + static_cast<size_t>(r)];
   }
@@ -116,23 +127,35 @@ struct ProbeRun {
 };
 
 // Saves traces as a .npy file of float64, shape (steps, receivers). The first time to a path
-// it writes the whole file atomically; after that only the rows that changed, in place, and
-// syncs them (a run saves after every pass: rewriting every step's row each time made a
-// 4000-step run with 2048 receivers take 2 minutes instead of 1 second). A row cut short by a
-// crash holds old and new values, never torn ones: each value is 8-byte aligned.
+// it writes the whole file atomically (rows outside the window NaN); after that only the held
+// rows that changed, in place, and syncs them (a run saves after every pass: rewriting every
+// step's row each time made a 4000-step run with 2048 receivers take 2 minutes instead of 1
+// second). A row cut short by a crash holds old and new values, never torn ones: each value
+// is 8-byte aligned.
 Status write_traces_npy(Traces& traces, const std::string& path);
-// Reads such a file back (a resumed run keeps what the stopped one recorded).
+// Reads such a file back whole (every row held).
 Result<Traces> read_traces_npy(const std::string& path);
 
-// Traces of `receivers` over steps step_from + 1 .. step_to: NaN, or, given `saved_path`, the
-// values a stopped run saved there (a missing file, or one of another size, is ignored).
-Traces run_traces(int64_t step_from, int64_t step_to, int64_t receivers,
-                  const std::string& saved_path = {});
+// Traces of `receivers` over steps step_from + 1 .. step_to with room for `held_steps` rows
+// (0: every step), holding those from `held_from` (0: step_from + 1) on, NaN.
+Traces run_traces(int64_t step_from, int64_t step_to, int64_t receivers, int64_t held_steps = 0,
+                  int64_t held_from = 0);
+
+// Fills the held rows with the values a stopped run saved in `saved_path`, which later saves
+// then update in place; a missing file, or one of another shape, is ignored (the rows stay as
+// they are, and the next save writes the file whole).
+void load_held_rows(Traces* traces, const std::string& saved_path);
+
+// Moves the window forward to hold the rows from `step` on, NaN; rows changed since the last
+// save are dropped. Aborts (an internal error) when `step` lies before the window or beyond
+// its room: the steps in between were never held, so an engine's pass was deeper than the
+// window.
+void hold_from(Traces* traces, int64_t step);
 
 // What a run's --mem `budget` (0: none) leaves its engine beside receivers' values held in
-// memory for the whole run: `steps` x `receivers` doubles (`whose`, when not empty, says whose
-// they are, in the error). An error, saying how to fix it, when they fill the budget.
-Result<uint64_t> budget_beside_traces(uint64_t budget, int64_t steps, int64_t receivers,
+// memory, `rows` x `receivers` doubles (`whose`, when not empty, says whose they are, in the
+// error). An error, saying how to fix it, when they fill the budget.
+Result<uint64_t> budget_beside_traces(uint64_t budget, int64_t rows, int64_t receivers,
                                       std::string_view whose = {});
 
 }  // namespace deepgrid

@@ -76,8 +76,10 @@ Result<Scheme> scheme_for(const Manifest& m, const Scheme& given);
 // options.resume, finishes it, bitwise as if it had never stopped.
 Result<RunReport> run_grid(const std::string& dir, const RunOptions& options);
 
-// The run the grid's run record describes, if it is unfinished: its range holds the
-// manifest's step.
+// The run the grid's run record describes when its range holds the manifest's step, finished
+// (the manifest's step is its end) or not.
+std::optional<RunRecord> current_run(const Grid& grid);
+// The same when it is unfinished.
 std::optional<RunRecord> unfinished_run(const Grid& grid);
 
 // Fills the report's description of the problem: stencil, shape, dtype, boundary, points.

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,8 @@ Status write_file_atomic(const std::string& dir, const std::string& name, const 
 // The same for content in pieces, written one after another (nothing copies them together).
 Status write_file_atomic(const std::string& dir, const std::string& name,
                          std::initializer_list<std::string_view> pieces);
+Status write_file_atomic(const std::string& dir, const std::string& name,
+                         std::span<const std::string_view> pieces);
 Result<std::string> read_small_file(const std::string& path);
 
 // Opens a data file with O_DIRECT where the filesystem allows it (else without; *direct says

@@ -349,9 +349,8 @@ class Wavefront {
       const ProbePoint& q = p.receivers[r];
       const bool own = q.x >= tile_.x0 && q.x < tile_.x1 && q.y >= tile_.y0 && q.y < tile_.y1;
       const int64_t fx = q.x - ox_, fy = q.y - oy_;
-      const bool recorded =
-          step >= p.traces->first_step && step < p.traces->first_step + p.traces->steps;
-      if (own && recorded && fx >= cells.x0 && fx < cells.x1 && fy >= cells.y0 && fy < cells.y1) {
+      if (own && p.traces->holds(step) && fx >= cells.x0 && fx < cells.x1 && fy >= cells.y0 &&
+          fy < cells.y1) {
         *p.traces->at(step, static_cast<int64_t>(r)) =
             static_cast<double>(cell(q.component, fx, fy));
       }

@@ -857,12 +857,14 @@ Status redistribute(const std::string& dir, DistributedManifest* m, const Proces
 // This rank's share of a run's probes, and what its receivers record.
 struct PartProbes {
   ResolvedProbes resolved;         // in the part's coordinates
-  Traces traces;                   // its receivers' values at every step of the run
+  Traces traces;                   // its receivers' values, one round's held
   std::vector<int64_t> receivers;  // each one's index among the run's receivers
 };
 
-// Where a part keeps its receivers' values while a run is under way (saved after every pass
-// of its engine), so that a run resumed after a stop has the values of steps it does not redo.
+// Where a streamed part keeps its receivers' values while a round is under way (saved after
+// every pass of its engine), so that a run resumed after a stop in the middle of a round has
+// the values of the steps the part does not redo. (Parts in memory redo a stopped round
+// whole: rank 0's traces file has every round before.)
 constexpr const char* kPartTracesName = "traces.part.npy";
 
 std::string part_traces_path(const Grid& part) {
@@ -870,57 +872,74 @@ std::string part_traces_path(const Grid& part) {
 }
 
 // The part's share of the probes of `run` (its receivers record steps step_from + 1 ..
-// step_to), with the values its traces file saved when `resumed`. The caller points
-// resolved.traces at the result's traces (they move with it).
+// step_to), holding `rows` steps from `from` + 1 on, with the values its traces file saved
+// when `resumed`. The caller points resolved.traces at the result's traces (they move with
+// it).
 PartProbes part_share(const ResolvedProbes& all, const PartInfo& info, const DistributedManifest& m,
-                      const RunOptions& opt, const RunRecord& run, const Grid* resumed) {
+                      const RunOptions& opt, const RunRecord& run, int64_t from, int64_t rows,
+                      const Grid* resumed) {
   PartProbes out;
   out.resolved = part_probes(all, info, m.shape, opt.boundary.kind == Boundary::Kind::kPeriodic,
                              &out.receivers);
   out.traces = run_traces(run.step_from, run.step_to, static_cast<int64_t>(out.receivers.size()),
-                          resumed != nullptr ? part_traces_path(*resumed) : std::string());
+                          rows, from + 1);
+  if (resumed != nullptr) load_held_rows(&out.traces, part_traces_path(*resumed));
   return out;
 }
 
 // Rank 0 gathers what every part's receivers recorded at steps (from, to] (each receiver's
-// index, then its values) into `whole` (the values recorded so far; NaN where a part has none)
-// and writes it to `path`, as a serial run does after every pass. Only those steps travel:
-// gathering every step after every round made a 4000-step run with 2048 receivers take
-// minutes. Collective.
-Status write_traces_on_root(const PartProbes& mine, Traces* whole, const std::string& path,
-                            int64_t from, int64_t to) {
-  const Traces& t = mine.traces;
-  const int64_t row0 = std::clamp<int64_t>(from + 1 - t.first_step, 0, t.steps);
-  const int64_t row1 = std::clamp<int64_t>(to + 1 - t.first_step, row0, t.steps);
+// index, then its values) into `whole` (NaN where a part has none) and writes it to `path`, as
+// a serial run does after every pass; then every rank holds the steps from `to` + 1 on.
+// Only those steps travel: gathering every step after every round made a 4000-step run with
+// 2048 receivers take minutes. Both windows must hold steps (from, to]. Collective.
+Status write_traces_on_root(PartProbes* mine, Traces* whole, const std::string& path, int64_t from,
+                            int64_t to) {
+  Traces& t = mine->traces;
+  // The steps sent, [step0, step1): the same on every rank.
+  const int64_t step0 = std::max(from + 1, t.first_step);
+  const int64_t step1 = std::max(step0, std::min(to + 1, t.first_step + t.steps));
+  auto check_held = [step0, step1](const Traces& held) {
+    if (step1 > step0 && (!held.holds(step0) || !held.holds(step1 - 1))) {
+      std::fputs("deepgrid: internal error: receivers' values of a round were not held\n", stderr);
+      std::abort();
+    }
+  };
+  check_held(t);
+  const int64_t row0 = step0 - t.held_from, row1 = step1 - t.held_from;
   std::string packed;
   auto put = [&packed](const auto& v) {
     packed.append(reinterpret_cast<const char*>(&v), sizeof v);
   };
-  for (size_t j = 0; j < mine.receivers.size(); ++j) {
-    put(mine.receivers[j]);
+  for (size_t j = 0; j < mine->receivers.size(); ++j) {
+    put(mine->receivers[j]);
     for (int64_t s = row0; s < row1; ++s) put(t.values[static_cast<size_t>(s * t.receivers) + j]);
   }
   const std::vector<std::string> parts = gather(packed);
+  hold_from(&t, to + 1);
   if (rank() != 0) return agree(Status::Ok());
+  check_held(*whole);
   for (const std::string& p : parts) {
     const char* at = p.data();
     for (const char* end = at + p.size(); at < end;) {
       int64_t r = 0;
       std::memcpy(&r, at, sizeof r);
       at += sizeof r;
-      for (int64_t s = row0; s < row1; ++s, at += sizeof(double)) {
+      for (int64_t s = step0; s < step1; ++s, at += sizeof(double)) {
         double v = 0;
         std::memcpy(&v, at, sizeof v);
-        double& kept = whole->values[static_cast<size_t>(s * whole->receivers + r)];
+        const int64_t row = s - whole->held_from;
+        double& kept = whole->values[static_cast<size_t>(row * whole->receivers + r)];
         // Only what changed, so that the file is rewritten where it changed (write_traces_npy).
         if (!std::isnan(v) && std::memcmp(&kept, &v, sizeof v) != 0) {
           kept = v;
-          whole->changed[static_cast<size_t>(s)].store(true, std::memory_order_relaxed);
+          whole->changed[static_cast<size_t>(row)].store(true, std::memory_order_relaxed);
         }
       }
     }
   }
-  return agree(write_traces_npy(*whole, path));
+  const Status saved = write_traces_npy(*whole, path);
+  if (saved.ok()) hold_from(whole, to + 1);
+  return agree(saved);
 }
 
 // How many of the run's receivers lie in `block`.
@@ -929,22 +948,22 @@ int64_t receivers_in(const ResolvedProbes& all, const Block& block) {
                        [&block](const ProbePoint& q) { return block.contains(q.x, q.y, q.z); });
 }
 
-// The receivers' values stay in memory for the whole run, within --mem: each rank holds its
-// part's, and rank 0 the whole run's as well. Takes them from `opt`'s budget, which the parts'
-// engines and the halo exchange then share; a budget they fill on any rank is refused. Checked
-// before anything is laid out again (for the grid `m` as the run splits it, `next`, and,
-// resuming, as it is, whose parts finish their round first), so that a refusal changes
-// nothing. Collective.
+// The receivers' values of one round (at most `rows` steps) stay in memory, within --mem:
+// each rank holds its part's, and rank 0 the whole grid's as well. Takes them from `opt`'s
+// budget, which the parts' engines and the halo exchange then share; a budget they fill on any
+// rank is refused. Checked before anything is laid out again (for the grid `m` as the run
+// splits it, `next`, and, resuming, as it is, whose parts finish their round first), so that
+// a refusal changes nothing. Collective.
 Status leave_room_for_traces(const DistributedManifest& m, const DistributedManifest& next,
-                             const ResolvedProbes& all, const RunRecord& run, bool resumed,
+                             const ResolvedProbes& all, int64_t rows, bool resumed,
                              RunOptions* opt) {
   int64_t mine = receivers_in(all, next.parts[static_cast<size_t>(rank())].block);
   if (resumed && m.ranks() == size()) {
     mine = std::max(mine, receivers_in(all, m.parts[static_cast<size_t>(rank())].block));
   }
   const int64_t whole = rank() == 0 ? static_cast<int64_t>(all.receivers.size()) : 0;
-  auto left = budget_beside_traces(opt->mem_budget, run.step_to - run.step_from, whole + mine,
-                                   whole > 0 ? "the whole run's and this rank's part's" : "");
+  auto left = budget_beside_traces(opt->mem_budget, rows, whole + mine,
+                                   whole > 0 ? "the whole grid's and this rank's part's" : "");
   DG_RETURN_IF_ERROR(agree(left.status()));
   opt->mem_budget = *left;
   return Status::Ok();
@@ -969,29 +988,23 @@ void add_exchange(RankFigures* f, const ExchangeStats& e) {
 }
 
 // Commits the state of every part held in memory at `step` at once (settle_prepared): each
-// saves its receivers' values, writes and prepares its new state, and once all have, commits
-// it. Collective.
-Status commit_held(Grid& part, const ResidentGrid& held, int64_t step, PartProbes& probes,
-                   RankFigures* figures) {
-  Status st = probes.traces.receivers == 0
-                  ? Status::Ok()
-                  : write_traces_npy(probes.traces, part_traces_path(part));
-  if (st.ok()) {
-    const auto t0 = std::chrono::steady_clock::now();
-    Manifest after = part.manifest();
-    after.step = step;
-    st = held.write_replacement(part);
-    if (st.ok()) st = part.prepare_replacement(after);
-    figures->bytes_written += held.grid_bytes();
-    figures->io_wait_seconds += seconds_since(t0);
-  }
+// writes and prepares its new state, and once all have, commits it. (Rank 0 saved the
+// receivers' values of every round before.) Collective.
+Status commit_held(Grid& part, const ResidentGrid& held, int64_t step, RankFigures* figures) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Manifest after = part.manifest();
+  after.step = step;
+  Status st = held.write_replacement(part);
+  if (st.ok()) st = part.prepare_replacement(after);
+  figures->bytes_written += held.grid_bytes();
+  figures->io_wait_seconds += seconds_since(t0);
   if (const Status all = agree(st); !all.ok()) {
     if (part.prepared()) (void)part.discard_prepared();
     return all;
   }
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t1 = std::chrono::steady_clock::now();
   st = part.commit_prepared();
-  figures->io_wait_seconds += seconds_since(t0);
+  figures->io_wait_seconds += seconds_since(t1);
   return agree(st);
 }
 
@@ -1037,33 +1050,41 @@ Result<std::optional<ResidentGrid>> hold_in_memory(Grid& part, const RunOptions&
 // halos hold step s). The next run first takes every part to t, then goes on from there.
 
 // Where a part stands: its committed step, the end of the round it recorded and has not
-// finished (its step when none), whether an in-place sweep was cut in its middle.
+// finished (its step when none), the start of the round it is in or just finished (its
+// step when none), whether an in-place sweep was cut in its middle.
 struct PartProgress {
   int64_t step = 0;
   int64_t target = 0;
+  int64_t round_from = 0;
   bool mid_sweep = false;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PartProgress, step, target, mid_sweep)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PartProgress, step, target, round_from, mid_sweep)
 
 PartProgress progress_of(const Grid& part) {
   PartProgress p;
-  p.step = p.target = part.manifest().step;
-  if (const std::optional<RunRecord> r = unfinished_run(part)) p.target = r->step_to;
+  p.step = p.target = p.round_from = part.manifest().step;
+  if (const std::optional<RunRecord> r = current_run(part)) {
+    p.target = r->step_to;
+    p.round_from = r->step_from;
+  }
   p.mid_sweep = !part.interrupted_sweep().empty();
   return p;
 }
 
-// The step every part holds (`at`), or, when a round was cut short, the step it is to reach.
+// The step every part holds (`at`), or, when a round was cut short, the step it is to reach;
+// where the parts' last rounds began (`round_from`: the receivers' values of the steps after
+// it may be in the streamed parts' files only).
 struct GridProgress {
   int64_t at = 0;
   bool mid_round = false;
   int64_t from = 0;  // the least advanced part's step
+  int64_t round_from = 0;
 };
 
 // Collective. With another number of ranks than parts nothing is read here: open_part then
 // refuses parts that do not hold the grid's step.
 Result<GridProgress> grid_progress(const DistributedManifest& m) {
-  if (size() != m.ranks()) return GridProgress{m.step, false, m.step};
+  if (size() != m.ranks()) return GridProgress{m.step, false, m.step, m.step};
   auto part = open_part_as_is(m, rank(), Grid::Mode::kReadOnly);
   DG_RETURN_IF_ERROR(agree(part.status()));
   std::vector<PartProgress> all;
@@ -1073,7 +1094,9 @@ Result<GridProgress> grid_progress(const DistributedManifest& m) {
   const bool level = std::all_of(all.begin(), all.end(), [&](const PartProgress& p) {
     return p.step == all.front().step && !p.mid_sweep;
   });
-  if (level) return GridProgress{all.front().step, false, all.front().step};
+  int64_t round_from = all.front().step;
+  for (const PartProgress& p : all) round_from = std::min(round_from, p.round_from);
+  if (level) return GridProgress{all.front().step, false, all.front().step, round_from};
   int64_t t = 0, from = all.front().step;
   for (const PartProgress& p : all) {
     t = std::max(t, p.target);
@@ -1090,7 +1113,7 @@ Result<GridProgress> grid_progress(const DistributedManifest& m) {
                    " with no recorded round that takes them all to one step; restore the grid "
                    "from a backup");
   }
-  return GridProgress{t, true, from};
+  return GridProgress{t, true, from, round_from};
 }
 
 }  // namespace
@@ -1185,22 +1208,23 @@ ProgressFn after_each_pass(const Grid& part, PartProbes& probes, const RunOption
   };
 }
 
-// Resuming a stopped run: gathers what the receivers recorded in the parts, and when a round
-// was cut short (`mid_round`) first takes every part to its end, each finishing its own
-// recorded round (the parts already there do nothing). Returns whether every part got there
-// (false: the progress callback stopped one). Collective.
-Result<bool> finish_round(const DistributedManifest& m, bool mid_round, const RunOptions& opt,
-                          const ResolvedProbes& all_probes, const RunRecord& run, Traces* whole,
-                          RankFigures* figures) {
+// Resuming a stopped run: when a round was cut short first takes every part to its end, each
+// finishing its own recorded round (the parts already there do nothing); then gathers what
+// the receivers recorded in the parts since `from` (the last round's start) into `whole`,
+// which holds those steps. Returns whether every part got there (false: the progress callback
+// stopped one). Collective.
+Result<bool> finish_round(const DistributedManifest& m, const GridProgress& progress, int64_t from,
+                          const RunOptions& opt, const ResolvedProbes& all_probes,
+                          const RunRecord& run, Traces* whole, RankFigures* figures) {
   auto opened = open_part_as_is(m, rank(), Grid::Mode::kReadWrite);
   DG_RETURN_IF_ERROR(agree(opened.status()));
   Grid part = std::move(opened).value();
   const PartInfo& info = m.parts[static_cast<size_t>(rank())];
-  PartProbes probes = part_share(all_probes, info, m, opt, run, &part);
+  PartProbes probes = part_share(all_probes, info, m, opt, run, from, whole->capacity(), &part);
   probes.resolved.traces = probes.traces.receivers > 0 ? &probes.traces : nullptr;
   Status st;
   bool stopped = false;
-  if (mid_round && (unfinished_run(part) || !part.interrupted_sweep().empty())) {
+  if (progress.mid_round && (unfinished_run(part) || !part.interrupted_sweep().empty())) {
     RunOptions base = engine_options(opt, info, m);
     const int64_t round_from = part.manifest().step;
     base.progress = after_each_pass(part, probes, opt, run, &round_from);
@@ -1218,8 +1242,7 @@ Result<bool> finish_round(const DistributedManifest& m, bool mid_round, const Ru
   DG_RETURN_IF_ERROR(agree(st));
   stopped = any_rank(stopped);
   if (!all_probes.receivers.empty()) {
-    DG_RETURN_IF_ERROR(
-        write_traces_on_root(probes, whole, opt.traces_path, run.step_from, run.step_to));
+    DG_RETURN_IF_ERROR(write_traces_on_root(&probes, whole, opt.traces_path, from, progress.at));
   }
   return !stopped;
 }
@@ -1306,15 +1329,21 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   DG_RETURN_IF_ERROR(
       agree(rank() == 0 ? check_traces_destination(all_probes, opt.traces_path) : Status::Ok()));
   DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
+  // The receivers' values are held one round at a time: resuming, first the steps since the
+  // last round's start, which may be in the streamed parts' files only.
+  const int64_t held_from = std::max(run.step_from, progress.round_from);
+  int64_t held_steps = 1;
   {
     const DistributedManifest laid_out = split_as(m, grid);  // as the run will split it
-    DG_RETURN_IF_ERROR(leave_room_for_traces(m, laid_out, all_probes, run, resumed, &opt));
+    held_steps = std::max<int64_t>(exchange_depth(laid_out, opt), progress.at - held_from);
+    DG_RETURN_IF_ERROR(leave_room_for_traces(m, laid_out, all_probes, held_steps, resumed, &opt));
     DG_RETURN_IF_ERROR(check_part_budget(laid_out, opt, run.step_to - progress.at));
   }
-  // The run's traces, on rank 0: what earlier rounds (resumed: the stopped run) recorded.
+  // The run's traces, on rank 0 (resumed: with what the stopped run saved).
   Traces traces = run_traces(run.step_from, run.step_to,
                              rank() == 0 ? static_cast<int64_t>(all_probes.receivers.size()) : 0,
-                             rank() == 0 && resumed ? opt.traces_path : std::string());
+                             held_steps, held_from + 1);
+  if (resumed) load_held_rows(&traces, opt.traces_path);
   RankFigures mine;
   mine.rank = rank();
   auto finish = [&](int k, const std::array<int64_t, 3>& halo, int64_t to, bool direct_io) {
@@ -1329,7 +1358,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   };
   if (resumed && size() == m.ranks()) {
     DG_ASSIGN_OR_RETURN(const bool finished,
-                        finish_round(m, progress.mid_round, opt, all_probes, run, &traces, &mine));
+                        finish_round(m, progress, held_from, opt, all_probes, run, &traces, &mine));
     if (!finished) return finish(0, {}, progress.from, true);  // the records stay
   }
   const int64_t recorded_step = m.step;
@@ -1352,7 +1381,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   const std::vector<BoxTransfer> transfers = halo_transfers(m.parts, m.shape, periodic);
   if (!resumed) ::unlink(part_traces_path(part).c_str());  // a stopped run's, if any
 
-  PartProbes probes = part_share(all_probes, info, m, opt, run, nullptr);
+  PartProbes probes = part_share(all_probes, info, m, opt, run, m.step, held_steps, nullptr);
   probes.resolved.traces = probes.traces.receivers > 0 ? &probes.traces : nullptr;
   RunOptions part_opt = engine_options(opt, info, m);
   int64_t step = m.step;  // the first of the round under way
@@ -1404,19 +1433,19 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
       step += round.steps;
       if (!all_probes.receivers.empty()) {
         DG_RETURN_IF_ERROR(
-            write_traces_on_root(probes, &traces, opt.traces_path, step - round.steps, step));
+            write_traces_on_root(&probes, &traces, opt.traces_path, step - round.steps, step));
       }
       stop = any_rank(asked_to_stop);
       if (!stop && step < run.step_to &&
           any_rank(
               checkpoint_due(opt.checkpoint_seconds, seconds_since(last_commit), commit_seconds))) {
         const auto t = std::chrono::steady_clock::now();
-        DG_RETURN_IF_ERROR(commit_held(part, *held, step, probes, &mine));
+        DG_RETURN_IF_ERROR(commit_held(part, *held, step, &mine));
         commit_seconds = seconds_since(t);
         last_commit = std::chrono::steady_clock::now();
       }
     }
-    DG_RETURN_IF_ERROR(commit_held(part, *held, step, probes, &mine));
+    DG_RETURN_IF_ERROR(commit_held(part, *held, step, &mine));
     if (stop) return finish(k, halo, step, part.direct_io());
   }
   for (; step < run.step_to; step += part_opt.steps) {  // (held: at the end already)
@@ -1441,7 +1470,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
     stopped = any_rank(stopped);
     if (!all_probes.receivers.empty()) {
       DG_RETURN_IF_ERROR(
-          write_traces_on_root(probes, &traces, opt.traces_path, step, step + part_opt.steps));
+          write_traces_on_root(&probes, &traces, opt.traces_path, step, step + part_opt.steps));
     }
     // A part stopped by the callback: the round stays unfinished, and so do the records.
     if (stopped) return finish(k, halo, step, part.direct_io());
