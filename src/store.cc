@@ -255,6 +255,10 @@ Status Grid::enable_verification() {
   return Status::Ok();
 }
 
+void Grid::verify_if_recorded() {
+  if (checksum_problem_.empty() && checksums_.complete()) verify_ = true;
+}
+
 void Grid::record_plane(int64_t z, const void* values) {
   record_plane_hash(z, plane_hash(values, static_cast<size_t>(manifest_.layout.plane_bytes)));
 }

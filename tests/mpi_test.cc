@@ -899,16 +899,23 @@ TEST(Distributed, DamagedPartOnOneRankStopsTheRun) {
   EXPECT_EQ(after->step, 0);
 }
 
-// With --verify, a damaged plane is found when the run copies the part: laying it out again
-// with halos, or splitting the grid over another process grid (the copies would otherwise get
-// fresh checksums, and the damage would pass every later check). A failed split leaves none
-// of its new parts behind.
-TEST(Distributed, VerifiedRunsFindDamageInThePartsTheyCopy) {
+// A damaged plane is found when the run copies the part, with --verify or without: laying it
+// out again with halos, or splitting the grid over another process grid (the copies would
+// otherwise get fresh checksums, and the damage would pass every later check). A failed split
+// leaves none of its new parts behind. (One rank copies nothing without --verify: its one part
+// needs no halos; with --verify its load into memory finds the damage.)
+TEST(Distributed, RunsFindDamageInThePartsTheyCopy) {
   const int last = mpi::size() - 1;
   std::vector<std::optional<ProcessGrid>> grids = {std::nullopt};  // the grid's own: a re-layout
   for (const ProcessGrid& g : grids_splitting_x_or_y()) grids.push_back(g);  // a split
-  for (const auto& procs : grids) {
-    SCOPED_TRACE(procs ? "split over " + procs->to_string() : "laid out again");
+  std::vector<std::pair<bool, std::optional<ProcessGrid>>> cases;
+  for (const bool verify : {true, false}) {
+    if (!verify && mpi::size() == 1) continue;
+    for (const auto& procs : grids) cases.emplace_back(verify, procs);
+  }
+  for (const auto& [verify, procs] : cases) {
+    SCOPED_TRACE((procs ? "split over " + procs->to_string() : "laid out again") +
+                 (verify ? ", --verify" : ""));
     SharedTempDir tmp;
     const std::string dir = tmp / "g";
     ASSERT_TRUE(
@@ -923,7 +930,7 @@ TEST(Distributed, VerifiedRunsFindDamageInThePartsTheyCopy) {
     }
     mpi::barrier();
     RunOptions opt = options_for({"7pt", kNeumann, DType::kF32, {}, 4, 2, ""});
-    opt.verify = true;
+    opt.verify = verify;
     auto report = mpi::run_distributed(dir, opt, procs);
     ASSERT_FALSE(report.ok());
     EXPECT_EQ(report.status().code(), ErrorCode::kCorrupt);

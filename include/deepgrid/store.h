@@ -167,6 +167,10 @@ class Grid {
   // its recorded hash; a mismatch fails with kCorrupt naming the file and offset. Fails when
   // the grid has no complete checksum table.
   Status enable_verification();
+  // The same when the grid has a sound, complete checksum table, else nothing (a grid written
+  // before format version 2, or whose table is damaged): for copies that replace the grid's
+  // files, whose new checksums would otherwise hide damage in what they copied.
+  void verify_if_recorded();
   // For writers with their own I/O (the stream engine): plane z is about to be written with the
   // plane_bytes of values at `values`. The hash is committed by the next commit().
   void record_plane(int64_t z, const void* values);

@@ -590,9 +590,18 @@ int exchange_depth(const DistributedManifest& m, const RunOptions& opt) {
   return static_cast<int>(std::max<int64_t>(depth, 1));
 }
 
-// Rewrites this rank's part with the halo `need` (its block's values copied, `verify`: checked
-// against their checksums first, as the copy gets new ones), in place of the old one: a new
-// part beside it, then the old one removed and the new one renamed over it.
+// A part about to be copied (laid out again, or split over another process grid) is checked
+// against its checksums as it is read, since the copy gets new ones: always when it has them,
+// and with `verify` (--verify) a part without them is refused.
+Status check_what_is_copied(Grid& part, bool verify) {
+  if (verify) return part.enable_verification();
+  part.verify_if_recorded();
+  return Status::Ok();
+}
+
+// Rewrites this rank's part with the halo `need` (its block's values copied and checked,
+// check_what_is_copied), in place of the old one: a new part beside it, then the old one
+// removed and the new one renamed over it.
 Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExtent& need,
                      bool verify) {
   const std::string fresh_dir = info->dir + ".new";
@@ -607,7 +616,7 @@ Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExt
   const Status copied = [&]() -> Status {
     DG_ASSIGN_OR_RETURN(Grid fresh, Grid::create(fresh_dir, opt));
     DG_ASSIGN_OR_RETURN(Grid old, open_part(m, rank(), Grid::Mode::kReadOnly));
-    if (verify) DG_RETURN_IF_ERROR(old.enable_verification());
+    DG_RETURN_IF_ERROR(check_what_is_copied(old, verify));
     const internal::PlaneFormat format = internal::plane_format(fresh.manifest());
     std::vector<std::byte> plane(format.bytes());
     const Block at = fresh_info.to_local(info->block);
@@ -750,8 +759,7 @@ std::string DistributedRunReport::to_text() const {
 namespace {
 
 // The block's values read from the parts of an older decomposition of the same grid: for each
-// plane, the rectangle where the block meets each old block (`verify`: checked against their
-// checksums, as the copies get new ones).
+// plane, the rectangle where the block meets each old block (checked, check_what_is_copied).
 BlockSource old_parts(const DistributedManifest& old, bool verify) {
   BlockSource source;
   source.command = "redistribute";
@@ -763,7 +771,7 @@ BlockSource old_parts(const DistributedManifest& old, bool verify) {
     for (int o = 0; o < old.ranks(); ++o) {
       if (intersect(block, old.parts[static_cast<size_t>(o)].block).empty()) continue;
       DG_ASSIGN_OR_RETURN(Grid g, open_part(old, o, Grid::Mode::kReadOnly));
-      if (verify) DG_RETURN_IF_ERROR(g.enable_verification());
+      DG_RETURN_IF_ERROR(check_what_is_copied(g, verify));
       from.push_back(o);
       opened.push_back(std::move(g));
     }
