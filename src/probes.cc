@@ -244,7 +244,7 @@ Status read_held_rows(Traces* t, const std::string& path) {
 
 }  // namespace
 
-Status write_traces_npy(Traces& t, const std::string& path) {
+Status write_traces_npy(Traces& t, const std::string& path, bool sync) {
   const std::string header = npy_header(DType::kF64, {t.steps, t.receivers});
   if (t.saved_path != path) {
     DG_RETURN_IF_ERROR(write_whole_traces(t, path, header));
@@ -274,7 +274,7 @@ Status write_traces_npy(Traces& t, const std::string& path) {
         static_cast<int64_t>(header.size() + static_cast<size_t>(row0 + first) * row_bytes), path);
     first = end;
   }
-  if (st.ok() && ::fdatasync(fd) != 0) st = errno_status(errno, "fdatasync", path);
+  if (st.ok() && sync && ::fdatasync(fd) != 0) st = errno_status(errno, "fdatasync", path);
   ::close(fd);
   if (!st.ok()) {  // rows may be lost: write every held row next time
     for (int64_t row = 0; row < rows; ++row) {

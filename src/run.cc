@@ -454,12 +454,17 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   DG_ASSIGN_OR_RETURN(RunOptions with_traces, leave_room_for_traces(opt, probes.traces));
   DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, with_traces));
   DG_RETURN_IF_ERROR(save_run_record(grid, opt, plan, resumed));
-  // Every pass ends by saving what the receivers recorded, and the next pass's are held.
+  // Every pass ends by saving what the receivers recorded, and the next pass's are held. The
+  // rows are synced before the grid commits the steps: after every sweep of the methods that
+  // commit each one, else at the end or a stop (a sync per pass made a 4000-step in-core run
+  // with 2048 receivers take 1.2 s instead of 0.9 s, and 0.56 s without receivers).
   if (probes.resolved.traces != nullptr && !opt.traces_path.empty()) {
     with_traces.progress = [&](int64_t done, int64_t total) {
-      const Status saved = write_traces_npy(probes.traces, opt.traces_path);
+      const bool go_on = !opt.progress || opt.progress(done, total);
+      const bool commits = !writes_replacement(plan.method) || !go_on || done == total;
+      const Status saved = write_traces_npy(probes.traces, opt.traces_path, commits);
       if (saved.ok()) hold_from(&probes.traces, step0 + done + 1);  // (else: saved at the end)
-      return saved.ok() && (!opt.progress || opt.progress(done, total));
+      return saved.ok() && go_on;
     };
   }
   auto result =

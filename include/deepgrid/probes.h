@@ -128,11 +128,11 @@ struct ProbeRun {
 
 // Saves traces as a .npy file of float64, shape (steps, receivers). The first time to a path
 // it writes the whole file atomically (rows outside the window NaN); after that only the held
-// rows that changed, in place, and syncs them (a run saves after every pass: rewriting every
-// step's row each time made a 4000-step run with 2048 receivers take 2 minutes instead of 1
-// second). A row cut short by a crash holds old and new values, never torn ones: each value
-// is 8-byte aligned.
-Status write_traces_npy(Traces& traces, const std::string& path);
+// rows that changed, in place, and syncs the file unless `sync` is false (a run saves after
+// every pass: rewriting every step's row each time made a 4000-step run with 2048 receivers
+// take 2 minutes instead of 1 second). A row cut short by a crash holds old and new values,
+// never torn ones: each value is 8-byte aligned.
+Status write_traces_npy(Traces& traces, const std::string& path, bool sync = true);
 // Reads such a file back whole (every row held).
 Result<Traces> read_traces_npy(const std::string& path);
 
