@@ -32,33 +32,41 @@ constexpr char kIoCostSection[] = "io_cpu_seconds_per_byte";
 
 using internal::seconds_since;
 
-// Reads planes [0, planes) of the grid as the stream engine does (O_DIRECT, several in
-// flight, their buffers within half the budget); returns bytes per second.
-Result<double> measure_read_bandwidth(const Grid& grid, int64_t planes, uint64_t mem_budget) {
+// How many planes measure_read_bandwidth() keeps in flight: as many as the stream engine,
+// fewer when their buffers do not fit half the budget.
+int64_t read_depth(const Grid& grid, uint64_t mem_budget) {
   const int64_t stride = grid.manifest().layout.plane_stride;
-  const int64_t depth = mem_budget == 0
-                            ? int64_t{io::kPlanesInFlight}
-                            : std::clamp<int64_t>(static_cast<int64_t>(mem_budget / 2) / stride, 1,
-                                                  io::kPlanesInFlight);
+  return mem_budget == 0 ? int64_t{io::kPlanesInFlight}
+                         : std::clamp<int64_t>(static_cast<int64_t>(mem_budget / 2) / stride, 1,
+                                               io::kPlanesInFlight);
+}
+
+// Reads planes [0, planes) of the grid as the stream engine does (O_DIRECT, read_depth() in
+// flight); returns bytes per second.
+Result<double> measure_read_bandwidth(const Grid& grid, int64_t planes, uint64_t mem_budget) {
   const auto t0 = std::chrono::steady_clock::now();
   DG_RETURN_IF_ERROR(io::read_plane_range(
       grid, 0, planes, [](int64_t, const void*) { return Status::Ok(); },
-      static_cast<unsigned>(depth)));
+      static_cast<unsigned>(read_depth(grid, mem_budget))));
   return static_cast<double>(planes * grid.manifest().layout.plane_stride) /
          std::max(seconds_since(t0), 1e-9);
 }
 
-// The in-core rate on a sample of up to 256x256x64 points (256x256x16 when that does not fit
-// half the budget; a budget of 0: no limit). 0 when neither fits: a smaller sample would
-// measure overheads, not the rate, so the planner's defaults serve better.
-Result<double> measure_compute(const Grid& grid, const Scheme& stencil, int threads,
-                               int64_t cache_bytes, uint64_t mem_budget) {
-  const Shape& s = grid.shape();
-  Shape sample{std::min<int64_t>(s.nx, 256), std::min<int64_t>(s.ny, 256),
-               std::min<int64_t>(s.nz, 64)};
+InCoreOptions compute_options(int threads, int64_t cache_bytes) {
   InCoreOptions opt;
   opt.threads = threads;
   if (cache_bytes > 0) opt.cache_bytes = cache_bytes;
+  return opt;
+}
+
+// The sample measure_compute() runs: up to 256x256x64 points of the grid's extent (256x256x16
+// when that does not fit half the budget; a budget of 0: no limit). Empty when neither fits: a
+// smaller sample would measure overheads, not the rate, so the planner's defaults serve better.
+Shape compute_sample(const Grid& grid, const Scheme& stencil, const InCoreOptions& opt,
+                     uint64_t mem_budget) {
+  const Shape& s = grid.shape();
+  Shape sample{std::min<int64_t>(s.nx, 256), std::min<int64_t>(s.ny, 256),
+               std::min<int64_t>(s.nz, 64)};
   auto fits = [&] {
     return mem_budget == 0 ||
            static_cast<uint64_t>(dispatch_dtype(grid.dtype(), [&](auto tag) {
@@ -66,7 +74,14 @@ Result<double> measure_compute(const Grid& grid, const Scheme& stencil, int thre
            })) <= mem_budget / 2;
   };
   if (!fits()) sample.nz = std::min<int64_t>(s.nz, 16);
-  if (!fits()) return 0.0;
+  if (!fits()) return Shape{0, 0, 0};
+  return sample;
+}
+
+// The in-core rate on `sample` (compute_sample()); 0 for an empty sample.
+Result<double> measure_compute(const Grid& grid, const Scheme& stencil, const InCoreOptions& opt,
+                               const Shape& sample) {
+  if (sample.points() == 0) return 0.0;
   DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, grid.dtype(), 12, opt, 1, 0));
   return b.mlups;
 }
@@ -75,17 +90,21 @@ Result<double> measure_compute(const Grid& grid, const Scheme& stencil, int thre
 // and larger ones for machines whose tiles do better in a large L3.
 constexpr int64_t kCacheCandidates[] = {int64_t{3} << 19, int64_t{3} << 20, int64_t{6} << 20};
 
-Result<int64_t> measure_cache_bytes(int threads, uint64_t mem_budget) {
+// The best of the candidates that fit half the budget (a budget of 0: no limit), 0 when none
+// does; `all_tried` tells whether every candidate fit.
+Result<int64_t> measure_cache_bytes(int threads, uint64_t mem_budget, bool* all_tried) {
   const Shape sample{512, 256, 32};
   const Scheme stencil(Stencil::preset("7pt").value());
   int64_t best = 0;
   double best_mlups = 0;
+  *all_tried = true;
   for (const int64_t candidate : kCacheCandidates) {
-    InCoreOptions opt;
-    opt.threads = threads;
-    opt.cache_bytes = candidate;
+    const InCoreOptions opt = compute_options(threads, candidate);
     const int64_t memory = InCoreEngine<float>::memory_bytes(sample, stencil, 32, opt);
-    if (mem_budget != 0 && static_cast<uint64_t>(memory) > mem_budget / 2) continue;
+    if (mem_budget != 0 && static_cast<uint64_t>(memory) > mem_budget / 2) {
+      *all_tried = false;
+      continue;
+    }
     DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, DType::kF32, 32, opt, 3, 0));
     if (b.mlups > best_mlups) {
       best_mlups = b.mlups;
@@ -129,9 +148,7 @@ Result<double> measure_io_cpu_cost(const Grid& grid, int threads, int64_t cache_
                                    uint64_t mem_budget) {
   const Shape sample{512, 256, 32};
   const Scheme stencil(Stencil::preset("7pt").value());
-  InCoreOptions opt;
-  opt.threads = threads;
-  if (cache_bytes > 0) opt.cache_bytes = cache_bytes;
+  const InCoreOptions opt = compute_options(threads, cache_bytes);
   const int64_t steps = ComputeLoad::kSteps;
   if (mem_budget != 0 && static_cast<uint64_t>(InCoreEngine<float>::memory_bytes(
                              sample, stencil, steps, opt)) > mem_budget / 2) {
@@ -181,9 +198,12 @@ std::string threads_key(int threads) {
   return std::to_string(threads > 0 ? threads : omp_get_max_threads()) + "t";
 }
 
-std::string compute_key(const Grid& grid, const Scheme& stencil, int threads) {
+// The sample is part of the key: a rate measured on a smaller one (a smaller grid's, or one cut
+// short by a budget) is lower, and must not stand in for the full sample's.
+std::string compute_key(const Grid& grid, const Scheme& stencil, int threads, const Shape& sample) {
   return stencil.name() + ":" + std::to_string(stencil.points()) + "/" +
-         std::string(dtype_name(grid.dtype())) + "/" + threads_key(threads);
+         std::string(dtype_name(grid.dtype())) + "/" + threads_key(threads) + "/" +
+         sample.to_string();
 }
 
 json read_cache(const std::string& path) {
@@ -241,8 +261,9 @@ Result<int64_t> tuned_cache_bytes(int threads, bool remeasure, uint64_t mem_budg
       return static_cast<int64_t>(cached);
     }
   }
-  DG_ASSIGN_OR_RETURN(const int64_t bytes, measure_cache_bytes(threads, mem_budget));
-  if (bytes > 0 && !path.empty()) {
+  bool all_tried = false;
+  DG_ASSIGN_OR_RETURN(const int64_t bytes, measure_cache_bytes(threads, mem_budget, &all_tried));
+  if (bytes > 0 && all_tried && !path.empty()) {  // the best of some is not the best
     cache["wavefront_cache_bytes"][key] = bytes;
     write_cache(path, cache);
   }
@@ -252,9 +273,12 @@ Result<int64_t> tuned_cache_bytes(int threads, bool remeasure, uint64_t mem_budg
 Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, int threads,
                                        uint64_t mem_budget) {
   MachineProfile p;
-  DG_ASSIGN_OR_RETURN(p.cache_bytes, measure_cache_bytes(threads, mem_budget));
-  DG_ASSIGN_OR_RETURN(p.compute_mlups,
-                      measure_compute(grid, stencil, threads, p.cache_bytes, mem_budget));
+  bool all_tried = false;
+  DG_ASSIGN_OR_RETURN(p.cache_bytes, measure_cache_bytes(threads, mem_budget, &all_tried));
+  const InCoreOptions opt = compute_options(threads, p.cache_bytes);
+  DG_ASSIGN_OR_RETURN(
+      p.compute_mlups,
+      measure_compute(grid, stencil, opt, compute_sample(grid, stencil, opt, mem_budget)));
   DG_ASSIGN_OR_RETURN(p.disk_read_bps,
                       measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
   p.disk_write_bps = p.disk_read_bps;
@@ -264,15 +288,24 @@ Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, 
   return p;
 }
 
+// Measurements a budget cut short (a smaller compute sample, fewer reads in flight) serve the
+// run that measured them, but never stand in for full ones in the cache: a full measurement is
+// preferred when cached, and a cut-short compute rate is cached under its own sample's key.
 Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, int threads,
                                        bool remeasure, uint64_t mem_budget) {
   MachineProfile p;
   DG_ASSIGN_OR_RETURN(p.cache_bytes, tuned_cache_bytes(threads, remeasure, mem_budget));
   const std::string path = machine_cache_path();
   json cache = path.empty() ? json::object() : read_cache(path);  // with the tuning in it
-  const std::string ck = compute_key(grid, stencil, threads), dk = disk_key(grid);
+  const InCoreOptions opt = compute_options(threads, p.cache_bytes);
+  const Shape sample = compute_sample(grid, stencil, opt, mem_budget);
+  const std::string ck = compute_key(grid, stencil, threads, sample), dk = disk_key(grid);
+  const bool full_depth = read_depth(grid, mem_budget) == int64_t{io::kPlanesInFlight};
   if (!remeasure) {
-    p.compute_mlups = cached_number(cache, "compute_mlups", ck);
+    p.compute_mlups =
+        cached_number(cache, "compute_mlups",
+                      compute_key(grid, stencil, threads, compute_sample(grid, stencil, opt, 0)));
+    if (p.compute_mlups <= 0) p.compute_mlups = cached_number(cache, "compute_mlups", ck);
     p.disk_read_bps = dk.empty() ? 0 : cached_number(cache, "disk_read_bytes_per_second", dk);
   }
   const std::optional<double> io_cost_cached =
@@ -280,21 +313,21 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
   p.io_cpu_seconds_per_byte = io_cost_cached.value_or(0);
   p.cached = p.known() && io_cost_cached;
   if (p.compute_mlups <= 0) {
-    DG_ASSIGN_OR_RETURN(p.compute_mlups,
-                        measure_compute(grid, stencil, threads, p.cache_bytes, mem_budget));
+    DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, opt, sample));
     if (p.compute_mlups > 0) cache["compute_mlups"][ck] = p.compute_mlups;
   }
+  const bool cache_disk = !dk.empty() && full_depth;
   if (p.disk_read_bps <= 0) {
     DG_ASSIGN_OR_RETURN(p.disk_read_bps,
                         measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
-    if (!dk.empty()) cache["disk_read_bytes_per_second"][dk] = p.disk_read_bps;
+    if (cache_disk) cache["disk_read_bytes_per_second"][dk] = p.disk_read_bps;
   }
   p.disk_write_bps = p.disk_read_bps;
   if (!io_cost_cached) {
     DG_ASSIGN_OR_RETURN(const double io_cost,
                         measure_io_cpu_cost(grid, threads, p.cache_bytes, mem_budget));
     p.io_cpu_seconds_per_byte = std::max(0.0, io_cost);
-    if (!dk.empty() && io_cost >= 0) cache[kIoCostSection][dk] = io_cost;
+    if (cache_disk && io_cost >= 0) cache[kIoCostSection][dk] = io_cost;
   }
   if (!p.cached && !path.empty()) write_cache(path, cache);
   return p;

@@ -7,9 +7,12 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "deepgrid/report.h"
 #include "temp_dir.h"
@@ -86,6 +89,44 @@ TEST_F(MachineProfileTest, TheCpuCostOfIoIsLeftUnknownWhereTheLoadDoesNotFitTheB
   const nlohmann::json cache = nlohmann::json::parse(std::ifstream(machine_cache_path()));
   EXPECT_FALSE(cache.contains("io_cpu_seconds_per_byte")) << cache.dump();
   EXPECT_FALSE(profile().value().cached) << "measured once the budget allows";
+  EXPECT_TRUE(profile().value().cached);
+}
+
+// Under a small budget the compute sample is cut short (16 planes, a lower rate) and the disk
+// is read with fewer planes in flight: neither figure may be cached as the full one, which any
+// later run, whatever its budget, would read.
+TEST_F(MachineProfileTest, RatesABudgetCutShortDoNotStandInForFullOnes) {
+  const Grid g = Grid::open((tmp_.path() / "g").string()).value();  // 64x48x40
+  const Scheme s7(Stencil::preset("7pt").value());
+  auto cached_keys = [] {
+    std::vector<std::string> keys;
+    const nlohmann::json cache = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+    for (const auto& [key, value] : cache["compute_mlups"].items()) keys.push_back(key);
+    return keys;
+  };
+  uint64_t cut_short = 0;  // the smallest budget that fits the 16-plane sample
+  for (uint64_t budget = 256 << 10; budget <= (64u << 20) && cut_short == 0; budget *= 2) {
+    std::filesystem::remove(machine_cache_path());
+    const MachineProfile p = machine_profile(g, s7, 1, false, budget).value();
+    if (p.compute_mlups > 0) cut_short = budget;
+  }
+  ASSERT_NE(cut_short, 0u);
+  ASSERT_EQ(cached_keys(), std::vector<std::string>{"7pt:7/f32/1t/64x48x16"})
+      << "the smallest budget with a compute rate measures the 16-plane sample";
+
+  const MachineProfile full = profile().value();
+  EXPECT_FALSE(full.cached) << "the cut-short rate did not stand in for the full one";
+  EXPECT_EQ(cached_keys(),
+            (std::vector<std::string>{"7pt:7/f32/1t/64x48x16", "7pt:7/f32/1t/64x48x40"}));
+  const MachineProfile again = machine_profile(g, s7, 1, false, cut_short).value();
+  EXPECT_EQ(again.compute_mlups, full.compute_mlups) << "the full rate serves every budget";
+
+  std::filesystem::remove(machine_cache_path());
+  const MachineProfile shallow = machine_profile(g, s7, 1, false, 128 << 10).value();
+  EXPECT_GT(shallow.disk_read_bps, 0) << "measured with 5 of 8 reads in flight, for this run";
+  const nlohmann::json cache = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+  EXPECT_FALSE(cache.contains("disk_read_bytes_per_second")) << cache.dump();
+  EXPECT_FALSE(profile().value().cached);
   EXPECT_TRUE(profile().value().cached);
 }
 

@@ -4,8 +4,10 @@
 //
 // measure_machine() measures (about a second); machine_profile() measures once per
 // machine and caches the rates in machine.json under $DEEPGRID_CACHE_DIR (default:
-// $XDG_CACHE_HOME/deepgrid, else ~/.cache/deepgrid), compute keyed by stencil, dtype and
-// threads, disks by the device numbers of the grid's store directories, the tuning by threads.
+// $XDG_CACHE_HOME/deepgrid, else ~/.cache/deepgrid), compute keyed by stencil, dtype, threads
+// and the sample it ran on, disks by the device numbers of the grid's store directories, the
+// tuning by threads. A measurement the memory budget cut short (a smaller sample, fewer reads
+// in flight, fewer working sets tried) is never cached in place of a full one.
 #pragma once
 
 #include <string>
@@ -43,7 +45,8 @@ Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& scheme, i
 
 // The cached profile for this grid's disks and this scheme, dtype and thread count; measures
 // and caches what is missing (everything, with `remeasure`). A cache that cannot be read or
-// written is ignored.
+// written is ignored. A compute rate cached for the full sample (up to 256x256x64 points of the
+// grid's x-y extent) serves any budget; a budget too small for it measures a 16-plane sample.
 Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& scheme, int threads,
                                        bool remeasure = false, uint64_t mem_budget = 0);
 
@@ -52,8 +55,9 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& scheme, i
 // 512 KiB L2 and a large shared L3 on another), and what a guest sees of them does not say
 // how much is its own. Measured once (about a second: the in-core engine on a 512x256x64 f32
 // 7pt sample with a few candidate budgets, best of two runs each) and cached in machine.json;
-// `remeasure` measures again. 0 (not cached) when the sample does not fit half of
-// `mem_budget` (bytes, 0: no limit): the engines' default then serves.
+// `remeasure` measures again. Candidates that do not fit half of `mem_budget` (bytes, 0: no
+// limit) are skipped, and then the best of the rest is not cached; 0 (the engines' default)
+// when none fits.
 Result<int64_t> tuned_cache_bytes(int threads, bool remeasure = false, uint64_t mem_budget = 0);
 
 // Where machine_profile() keeps its cache; empty when no directory can be found.
