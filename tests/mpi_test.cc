@@ -3,13 +3,16 @@
 // library calls are collective), and rank 0 compares the gathered grid with the reference.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "deepgrid/io/plane_transfer.h"
@@ -791,6 +794,32 @@ TEST(DistributedReport, StealIsSummedOverMachinesNotRanks) {
   EXPECT_DOUBLE_EQ(r.total.stolen_cpu_seconds, 2.0);
   EXPECT_EQ(r.total.cpus, 8);
   EXPECT_EQ(r.to_text().find("node-a"), std::string::npos) << "one machine: no host column";
+}
+
+// Ranks waiting for a slower one in agree() sleep: a blocking MPI collective polls at full
+// speed, and would take its node's CPUs from the rank still working (rank 0 measuring the
+// machine, or a rank finishing a longer phase). Rank 0 here works 0.4 s before agreeing; the
+// others' CPU time meanwhile is a small part of the wait (spinning, it is all of it).
+TEST(Communication, RanksWaitingInAgreeLeaveTheCpusToTheOthers) {
+  if (mpi::size() == 1) GTEST_SKIP() << "one rank waits for nobody";
+  auto thread_cpu_seconds = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  };
+  mpi::barrier();
+  const double cpu0 = thread_cpu_seconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  if (mpi::rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_TRUE(mpi::agree(Status::Ok()).ok());
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu = thread_cpu_seconds() - cpu0;
+  if (mpi::rank() != 0) {
+    EXPECT_GT(waited, 0.3);
+    EXPECT_LT(cpu, 0.25 * waited) << "rank " << mpi::rank() << " took " << cpu
+                                  << " s of CPU time while it waited " << waited << " s";
+  }
 }
 
 // Parts in memory that commit after every round (checkpoints): each commit writes the part

@@ -2,8 +2,10 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <utility>
 
 namespace deepgrid::mpi {
@@ -12,6 +14,29 @@ namespace {
 double g_agree_wait = 0;
 
 int to_int(size_t n) { return static_cast<int>(n); }
+
+// Completes a non-blocking collective, sleeping between polls. OpenMPI's blocking collectives
+// poll at full speed, so a rank that arrives early would take a CPU from the ranks still
+// working (several ranks share a node's cores). The pause grows to 1 ms: agreement happens once
+// per phase or round, where a millisecond is nothing, and the first polls keep fast
+// collectives fast.
+void wait_sleeping(MPI_Request* request) {
+  auto pause = std::chrono::microseconds(10);
+  for (int done = 0;;) {
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done != 0) return;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(2 * pause, std::chrono::microseconds(1000));
+  }
+}
+
+// MPI_Allreduce of one int, waited for by wait_sleeping().
+int all_reduce(int value, MPI_Op op) {
+  MPI_Request request;
+  MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_INT, op, MPI_COMM_WORLD, &request);
+  wait_sleeping(&request);
+  return value;
+}
 
 }  // namespace
 
@@ -46,8 +71,7 @@ int size() {
 Status agree(const Status& mine) {
   const auto t0 = std::chrono::steady_clock::now();
   const int me = rank();
-  int first_failed = mine.ok() ? size() : me;
-  MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  const int first_failed = all_reduce(mine.ok() ? size() : me, MPI_MIN);
   g_agree_wait += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (first_failed == size()) return Status::Ok();
   int code = static_cast<int>(mine.code());
@@ -62,13 +86,13 @@ Status agree(const Status& mine) {
 
 double agree_wait_seconds() { return g_agree_wait; }
 
-bool any_rank(bool mine) {
-  int flag = mine ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &flag, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return flag != 0;
-}
+bool any_rank(bool mine) { return all_reduce(mine ? 1 : 0, MPI_MAX) != 0; }
 
-void barrier() { MPI_Barrier(MPI_COMM_WORLD); }
+void barrier() {
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  wait_sleeping(&request);
+}
 
 std::string broadcast(const std::string& text, int root) {
   int64_t n = static_cast<int64_t>(text.size());

@@ -5,6 +5,9 @@
 // agree(status): each rank passes its own outcome and all of them get the same one back, the
 // error of the lowest failing rank (its message prefixed with "rank R: "), so that every rank
 // stops together with one clear message instead of waiting for a partner that has given up.
+//
+// A rank waiting in agree(), any_rank() or barrier() sleeps between polls rather than spin, so
+// that it leaves its node's CPUs to the ranks still working.
 #pragma once
 
 #include <cstdint>
