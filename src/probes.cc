@@ -205,7 +205,8 @@ Status write_whole_traces(const Traces& t, const std::string& path, const std::s
   const int64_t before = t.held_from - t.first_step, held = t.held_steps();
   const int64_t after = t.steps - before - held;
   const int64_t nan_rows =
-      std::min(std::max(before, after), std::max<int64_t>(1, (int64_t{1} << 20) / row_bytes));
+      std::min(std::max(before, after),
+               std::max<int64_t>(1, (int64_t{1} << 20) / std::max<size_t>(row_bytes, 1)));
   const std::vector<double> nan(static_cast<size_t>(nan_rows * t.receivers), kNaN);
   std::vector<std::string_view> pieces{header};
   auto put_nan_rows = [&](int64_t rows) {
@@ -223,10 +224,9 @@ Status write_whole_traces(const Traces& t, const std::string& path, const std::s
                                      path.substr(path.find_last_of('/') + 1), pieces);
 }
 
-// Reads the rows of t's window from the traces file at `path`; an error when it cannot, or
-// when the file's shape is not t's.
-Status read_held_rows(Traces* t, const std::string& path) {
-  DG_ASSIGN_OR_RETURN(const NpyHeader h, read_npy_header(path));
+// Reads the rows of t's window from the traces file at `path`, whose header is `h`; an error
+// when it cannot, or when the file's shape is not t's.
+Status read_held_rows(Traces* t, const std::string& path, const NpyHeader& h) {
   if (h.dtype != DType::kF64 || h.shape.nz != 1 || h.shape.ny != t->steps ||
       h.shape.nx != t->receivers) {
     return invalid_argument(path + " is not a traces file of " + std::to_string(t->steps) +
@@ -290,7 +290,7 @@ Result<Traces> read_traces_npy(const std::string& path) {
     return invalid_argument(path + " is not a traces file (float64, shape (steps, receivers))");
   }
   Traces t = run_traces(0, h.shape.ny, h.shape.nx);
-  DG_RETURN_IF_ERROR(read_held_rows(&t, path));
+  DG_RETURN_IF_ERROR(read_held_rows(&t, path, h));
   t.saved_path = path;
   return t;
 }
@@ -309,7 +309,9 @@ Traces run_traces(int64_t step_from, int64_t step_to, int64_t receivers, int64_t
 }
 
 void load_held_rows(Traces* t, const std::string& saved_path) {
-  if (t->receivers > 0 && read_held_rows(t, saved_path).ok()) t->saved_path = saved_path;
+  if (t->receivers == 0) return;
+  const Result<NpyHeader> h = read_npy_header(saved_path);
+  if (h.ok() && read_held_rows(t, saved_path, *h).ok()) t->saved_path = saved_path;
 }
 
 void hold_from(Traces* t, int64_t step) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <span>
 #include <string>
@@ -62,6 +63,21 @@ TEST(TracesFile, IsWrittenWholeOnceAndThenOnlyWhereItChanged) {
 
 // A run holds a few steps' rows at a time: each save writes them where they belong in the
 // whole run's file, and a resumed run loads its window back from it.
+// No receivers (no caller saves those today): the file is a valid (steps, 0) array, not a
+// division by the row size's zero.
+TEST(TracesFile, NoReceiversMakeAnEmptyArray) {
+  const testing::TempDir tmp;
+  const std::string path = tmp.path().string() + "/traces.npy";
+  Traces t = run_traces(0, 7, 0);
+  ASSERT_TRUE(write_traces_npy(t, path).ok());
+  const std::string header = npy_header(DType::kF64, {7, 0});
+  EXPECT_EQ(std::filesystem::file_size(path), header.size());
+  std::ifstream in(path, std::ios::binary);
+  std::string head(header.size(), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  EXPECT_EQ(head, header);
+}
+
 TEST(TracesFile, AWindowOfRowsIsSavedInPlaceAndLoadedBack) {
   const testing::TempDir tmp;
   const std::string path = tmp.path().string() + "/traces.npy";
