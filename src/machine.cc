@@ -32,6 +32,20 @@ constexpr char kIoCostSection[] = "io_cpu_seconds_per_byte";
 
 using internal::seconds_since;
 
+// The work of each timing. Sanitizer builds (DEEPGRID_SANITIZED) run the engines tens to
+// hundreds of times slower and their rates mean nothing: they time every candidate once, over
+// a quarter of the steps, so that a first run there (every test that measures a machine) takes
+// seconds instead of a minute, along the same paths.
+#ifdef DEEPGRID_SANITIZED
+constexpr int64_t kStepsDivisor = 4;
+constexpr int kTuningRepeats = 1;
+#else
+constexpr int64_t kStepsDivisor = 1;
+constexpr int kTuningRepeats = 3;  // best of three: the tiles' candidates differ by a few %
+#endif
+constexpr int64_t kComputeSteps = 12 / kStepsDivisor;
+constexpr int64_t kTuningSteps = 32 / kStepsDivisor;
+
 // How many planes measure_read_bandwidth() keeps in flight: as many as the stream engine,
 // fewer when their buffers do not fit half the budget.
 int64_t read_depth(const Grid& grid, uint64_t mem_budget) {
@@ -70,7 +84,7 @@ Shape compute_sample(const Grid& grid, const Scheme& stencil, const InCoreOption
   auto fits = [&] {
     return mem_budget == 0 ||
            static_cast<uint64_t>(dispatch_dtype(grid.dtype(), [&](auto tag) {
-             return InCoreEngine<decltype(tag)>::memory_bytes(sample, stencil, 12, opt);
+             return InCoreEngine<decltype(tag)>::memory_bytes(sample, stencil, kComputeSteps, opt);
            })) <= mem_budget / 2;
   };
   if (!fits()) sample.nz = std::min<int64_t>(s.nz, 16);
@@ -82,7 +96,8 @@ Shape compute_sample(const Grid& grid, const Scheme& stencil, const InCoreOption
 Result<double> measure_compute(const Grid& grid, const Scheme& stencil, const InCoreOptions& opt,
                                const Shape& sample) {
   if (sample.points() == 0) return 0.0;
-  DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, grid.dtype(), 12, opt, 1, 0));
+  DG_ASSIGN_OR_RETURN(InCoreBench b,
+                      bench_incore(sample, stencil, grid.dtype(), kComputeSteps, opt, 1, 0));
   return b.mlups;
 }
 
@@ -100,12 +115,13 @@ Result<int64_t> measure_cache_bytes(int threads, uint64_t mem_budget, bool* all_
   *all_tried = true;
   for (const int64_t candidate : kCacheCandidates) {
     const InCoreOptions opt = compute_options(threads, candidate);
-    const int64_t memory = InCoreEngine<float>::memory_bytes(sample, stencil, 32, opt);
+    const int64_t memory = InCoreEngine<float>::memory_bytes(sample, stencil, kTuningSteps, opt);
     if (mem_budget != 0 && static_cast<uint64_t>(memory) > mem_budget / 2) {
       *all_tried = false;
       continue;
     }
-    DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, DType::kF32, 32, opt, 3, 0));
+    DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, DType::kF32, kTuningSteps, opt,
+                                                    kTuningRepeats, 0));
     if (b.mlups > best_mlups) {
       best_mlups = b.mlups;
       best = candidate;
@@ -133,7 +149,7 @@ class ComputeLoad {
     if (thread_.joinable()) thread_.join();
   }
 
-  static constexpr int64_t kSteps = 8;
+  static constexpr int64_t kSteps = 8 / kStepsDivisor;
 
  private:
   std::atomic<bool> stop_{false};
