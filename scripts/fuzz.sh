@@ -32,7 +32,7 @@ for ((first = 0; first < ${#targets[@]}; first += jobs)); do
     pids+=($!)
   done
   for i in "${!batch[@]}"; do
-    t=${batch[$i]} log="$build/fuzz-${batch[$i]}.log"
+    t=${batch[$i]} log="$build/fuzz-$t.log"
     if ! wait "${pids[$i]}"; then
       grep -E -A12 "ERROR|runtime error" "$log" | head -40 || true
       echo "fuzz $t: crash; the input is in $build/artifacts/ (full log: $log)"
