@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -980,12 +981,39 @@ TEST(Distributed, RunsFindDamageInThePartsTheyCopy) {
 }  // namespace
 }  // namespace deepgrid
 
+namespace {
+
+// What the other ranks print instead of Google Test's report: only their failures, each named
+// with the rank and the test (rank 0 prints the one report; every rank's exit code counts).
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  // (The name is kept here: UnitTest::current_test_info() would deadlock inside
+  // OnTestPartResult, which Google Test calls holding the lock it takes.)
+  void OnTestStart(const ::testing::TestInfo& test) override {
+    test_ = std::string(test.test_suite_name()) + "." + test.name();
+  }
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    std::fprintf(stderr, "rank %d, %s: %s:%d: Failure\n%s\n", rank_, test_.c_str(),
+                 result.file_name() != nullptr ? result.file_name() : "?", result.line_number(),
+                 result.message());
+  }
+
+ private:
+  int rank_;
+  std::string test_;
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   deepgrid::mpi::Session session(&argc, &argv);
   ::testing::InitGoogleTest(&argc, argv);
-  if (deepgrid::mpi::rank() != 0) {  // one report: rank 0's (every rank's exit code counts)
+  if (const int rank = deepgrid::mpi::rank(); rank != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new RankFailurePrinter(rank));
   }
   return RUN_ALL_TESTS();
 }
