@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "internal/file_util.h"
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
+#include "mpi/halo_exchange.h"
 #include "reference.h"
 #include "test_schemes.h"
 
@@ -797,17 +799,25 @@ TEST(DistributedReport, StealIsSummedOverMachinesNotRanks) {
   EXPECT_EQ(r.to_text().find("node-a"), std::string::npos) << "one machine: no host column";
 }
 
+double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Whether this rank, which waited `waited` seconds for a slower one while it took `cpu` seconds
+// of CPU time, left the CPU to others (spinning, it takes all of the wait).
+void expect_slept(double waited, double cpu) {
+  EXPECT_GT(waited, 0.3);
+  EXPECT_LT(cpu, 0.25 * waited) << "rank " << mpi::rank() << " took " << cpu
+                                << " s of CPU time while it waited " << waited << " s";
+}
+
 // Ranks waiting for a slower one in agree() sleep: a blocking MPI collective polls at full
 // speed, and would take its node's CPUs from the rank still working (rank 0 measuring the
-// machine, or a rank finishing a longer phase). Rank 0 here works 0.4 s before agreeing; the
-// others' CPU time meanwhile is a small part of the wait (spinning, it is all of it).
+// machine, or a rank finishing a longer phase). Rank 0 here works 0.4 s before agreeing.
 TEST(Communication, RanksWaitingInAgreeLeaveTheCpusToTheOthers) {
   if (mpi::size() == 1) GTEST_SKIP() << "one rank waits for nobody";
-  auto thread_cpu_seconds = [] {
-    timespec t{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-  };
   mpi::barrier();
   const double cpu0 = thread_cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
@@ -816,11 +826,41 @@ TEST(Communication, RanksWaitingInAgreeLeaveTheCpusToTheOthers) {
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double cpu = thread_cpu_seconds() - cpu0;
-  if (mpi::rank() != 0) {
-    EXPECT_GT(waited, 0.3);
-    EXPECT_LT(cpu, 0.25 * waited) << "rank " << mpi::rank() << " took " << cpu
-                                  << " s of CPU time while it waited " << waited << " s";
-  }
+  if (mpi::rank() != 0) expect_slept(waited, cpu);
+}
+
+// So do ranks waiting for their halos: here every rank receives a 4x3 plane from rank 0, which
+// takes 0.4 s to take its values out of its part. The values arrive all the same.
+TEST(Communication, RanksWaitingForHalosLeaveTheCpusToTheOthers) {
+  if (mpi::size() == 1) GTEST_SKIP() << "one rank waits for nobody";
+  const Block plane{{Span{0, 4}, Span{0, 3}, Span{0, 1}}};
+  std::vector<float> values(12, 0.0F);
+  if (mpi::rank() == 0) std::iota(values.begin(), values.end(), 1.0F);
+  mpi::PartPlanes part;
+  part.format = internal::PlaneFormat{4, 3, 1, sizeof(float)};
+  part.copy = [&](const Block&, std::byte* packed, internal::RectCopy direction) {
+    if (direction == internal::RectCopy::kToPacked) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      std::memcpy(packed, values.data(), sizeof(float) * values.size());
+    } else {
+      std::memcpy(values.data(), packed, sizeof(float) * values.size());
+    }
+  };
+  std::vector<BoxTransfer> transfers;
+  for (int r = 1; r < mpi::size(); ++r) transfers.push_back({0, plane, r, plane});
+  auto exchange = mpi::HaloExchange::create(part, transfers, 1 << 20);
+  ASSERT_TRUE(exchange.ok()) << exchange.status().message();
+  mpi::barrier();
+  const double cpu0 = thread_cpu_seconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(exchange->run().ok());
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu = thread_cpu_seconds() - cpu0;
+  if (mpi::rank() == 0) return;
+  expect_slept(waited, cpu);
+  EXPECT_EQ(values[0], 1.0F);
+  EXPECT_EQ(values[11], 12.0F);
 }
 
 // Parts in memory that commit after every round (checkpoints): each commit writes the part

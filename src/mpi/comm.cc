@@ -15,30 +15,36 @@ double g_agree_wait = 0;
 
 int to_int(size_t n) { return static_cast<int>(n); }
 
-// Completes a non-blocking collective, sleeping between polls. OpenMPI's blocking collectives
-// poll at full speed, so a rank that arrives early would take a CPU from the ranks still
-// working (several ranks share a node's cores). The pause grows to 1 ms: agreement happens once
-// per phase or round, where a millisecond is nothing, and the first polls keep fast
-// collectives fast.
-void wait_sleeping(MPI_Request* request) {
-  auto pause = std::chrono::microseconds(10);
-  for (int done = 0;;) {
-    MPI_Test(request, &done, MPI_STATUS_IGNORE);
-    if (done != 0) return;
-    std::this_thread::sleep_for(pause);
-    pause = std::min(2 * pause, std::chrono::microseconds(1000));
-  }
-}
-
-// MPI_Allreduce of one int, waited for by wait_sleeping().
+// MPI_Allreduce of one int, waited for by wait_all().
 int all_reduce(int value, MPI_Op op) {
-  MPI_Request request;
-  MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_INT, op, MPI_COMM_WORLD, &request);
-  wait_sleeping(&request);
+  std::vector<MPI_Request> request(1);
+  MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_INT, op, MPI_COMM_WORLD, request.data());
+  wait_all(&request);
   return value;
 }
 
 }  // namespace
+
+// Open MPI's blocking waits poll at full speed, so a rank that arrives early would take a CPU
+// from the ranks still working (several ranks may share a node's cores). Most waits end within
+// a millisecond (a fast collective, a halo already on its way): those poll at full speed, as
+// MPI_Waitall would, because a sleep adds latency (one of 10 us takes about 60; sleeping from
+// the start took a 64 KiB exchange between two ranks from 10 us to 175, measured on the
+// development VM). Longer waits are for a rank still working: they sleep between polls, the
+// pause growing to 1 ms, so a transfer that is still moving after a millisecond (Open MPI
+// progresses it only inside the polls) may end up to a pause later.
+void wait_all(std::vector<MPI_Request>* requests) {
+  using std::chrono::microseconds;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto pause = microseconds(10);
+  for (int done = 0;;) {
+    MPI_Testall(to_int(requests->size()), requests->data(), &done, MPI_STATUSES_IGNORE);
+    if (done != 0) return;
+    if (std::chrono::steady_clock::now() - t0 < microseconds(1000)) continue;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(2 * pause, microseconds(1000));
+  }
+}
 
 bool launched_by_mpirun() {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
@@ -89,9 +95,9 @@ double agree_wait_seconds() { return g_agree_wait; }
 bool any_rank(bool mine) { return all_reduce(mine ? 1 : 0, MPI_MAX) != 0; }
 
 void barrier() {
-  MPI_Request request;
-  MPI_Ibarrier(MPI_COMM_WORLD, &request);
-  wait_sleeping(&request);
+  std::vector<MPI_Request> request(1);
+  MPI_Ibarrier(MPI_COMM_WORLD, request.data());
+  wait_all(&request);
 }
 
 std::string broadcast(const std::string& text, int root) {

@@ -6,9 +6,12 @@
 // error of the lowest failing rank (its message prefixed with "rank R: "), so that every rank
 // stops together with one clear message instead of waiting for a partner that has given up.
 //
-// A rank waiting in agree(), any_rank() or barrier() sleeps between polls rather than spin, so
-// that it leaves its node's CPUs to the ranks still working.
+// A rank waiting in agree(), any_rank() or barrier(), or for messages in wait_all(), sleeps
+// between polls once it has waited a millisecond, so that it leaves its node's CPUs to the
+// ranks still working.
 #pragma once
+
+#include <mpi.h>
 
 #include <cstdint>
 #include <string>
@@ -43,6 +46,10 @@ double agree_wait_seconds();
 bool any_rank(bool mine);
 // Returns when every rank has called it. Collective.
 void barrier();
+// MPI_Waitall of `requests`, polling at full speed for a millisecond, then sleeping between
+// polls (pauses growing to 1 ms).
+void wait_all(std::vector<MPI_Request>* requests);
+
 // Root's text on every rank. Collective.
 std::string broadcast(const std::string& text, int root = 0);
 // Every rank's text, in rank order, on every rank. Collective.

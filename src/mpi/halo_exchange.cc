@@ -254,7 +254,7 @@ struct HaloExchange::State {
   void post(int64_t round);
   void complete();
   void wait_for_sends() {
-    MPI_Waitall(static_cast<int>(sending.size()), sending.data(), MPI_STATUSES_IGNORE);
+    wait_all(&sending);
     sending.clear();
   }
   ~State() { wait_for_sends(); }  // (every peer has received them: see finish())
@@ -323,7 +323,7 @@ void HaloExchange::State::post(int64_t round) {
 
 // Waits for what the posted round receives, puts the rectangles received, writes their planes.
 void HaloExchange::State::complete() {
-  MPI_Waitall(static_cast<int>(receiving.size()), receiving.data(), MPI_STATUSES_IGNORE);
+  wait_all(&receiving);
   for (const RectAt& r : to_receive) posted->copy(r, internal::RectCopy::kFromPacked);
   posted->write();
   posted.reset();
