@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "deepgrid/executor.h"
+#include "internal/subnormals.h"
 #include "internal/wavefront.h"
 
 namespace deepgrid {
@@ -61,6 +62,7 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
   const auto items = static_cast<int64_t>(tiles.size());
 #pragma omp parallel num_threads(plan.threads)
   {
+    const internal::SubnormalsFlushed flushed(plan.flush_subnormals);
     internal::WavefrontWorkspace<T> ws(levels, k.rz(), frame_w, frame_h, static_cast<T>(b.value),
                                        k.components());
 #pragma omp for schedule(dynamic, 1)
@@ -193,6 +195,7 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   p.bt = static_cast<int>(
       std::clamp<int64_t>(opt.bt > 0 ? opt.bt : auto_bt, 1, std::max<int64_t>(1, steps)));
   p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
+  p.flush_subnormals = opt.flush_subnormals;
   const int64_t hx = int64_t{p.bt} * rx, hy = int64_t{p.bt} * ry;
   const int64_t tx = tile_width(p.bt);
   int64_t ty = opt.tile_y;

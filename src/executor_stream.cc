@@ -13,6 +13,7 @@
 #include "internal/aligned_buffer.h"
 #include "internal/file_util.h"
 #include "internal/stopwatch.h"
+#include "internal/subnormals.h"
 #include "internal/sweep_committer.h"
 #include "internal/wavefront.h"
 
@@ -96,6 +97,7 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   const Stages stages{bt, p.cache_bt};
   p.stages = stages.size();
   p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
+  p.flush_subnormals = opt.flush_subnormals;
   p.block = block;
   const Halo frame{p.cache_bt * st.radius_x(), p.cache_bt * st.radius_y(), 0};
   const int n = st.component_count();
@@ -384,6 +386,7 @@ class StreamRun {
     Status shared;
 #pragma omp parallel num_threads(plan_.threads)
     {
+      const internal::SubnormalsFlushed flushed(plan_.flush_subnormals);
       auto t0 = Clock::now();
       for (int64_t i0 = first; i0 < end; i0 += plan_.block) {
         const int64_t i1 = std::min(end, i0 + plan_.block);
@@ -938,7 +941,7 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
 namespace {
 
 SweepRecord new_sweep_record(const Grid& grid, const Scheme& stencil, const Boundary& boundary,
-                             int levels) {
+                             int levels, bool flush_subnormals) {
   const Manifest& m = grid.manifest();
   SweepRecord r;
   r.step_from = m.step;
@@ -947,6 +950,7 @@ SweepRecord new_sweep_record(const Grid& grid, const Scheme& stencil, const Boun
   r.spare = m.layout.spare_planes;
   r.stencil = stencil.to_json();
   r.boundary = boundary.to_string();
+  r.flush_subnormals = flush_subnormals;
   if (boundary.kind == Boundary::Kind::kPeriodic) r.side_file = kSideFileName;
   r.started = utc_now();
   return r;
@@ -990,18 +994,19 @@ Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boun
         record = *grid.sweep_record();  // finish the interrupted sweep first
         if (record.levels > plan.bt || !json_equal(record.stencil, stencil.to_json()) ||
             record.boundary != boundary.to_string() ||
+            record.flush_subnormals != plan.flush_subnormals ||
             record.spare != grid.manifest().layout.spare_planes) {
           return invalid_argument("the interrupted sweep of " + grid.dir() +
-                                  " needs its own stencil, boundary and bt " +
+                                  " needs its own stencil, boundary, subnormal mode and bt " +
                                   std::to_string(record.levels) +
                                   " to finish; resume it with "
                                   "'deepgrid run " +
                                   grid.dir() + " --resume'");
         }
       } else {
-        record =
-            new_sweep_record(grid, stencil, boundary,
-                             static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps)));
+        record = new_sweep_record(grid, stencil, boundary,
+                                  static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps)),
+                                  plan.flush_subnormals);
         DG_RETURN_IF_ERROR(grid.save_sweep(record));
       }
       DG_RETURN_IF_ERROR(run.sweep(record, steps - stats.steps, stats));

@@ -13,6 +13,7 @@
 #include "internal/aligned_buffer.h"
 #include "internal/file_util.h"
 #include "internal/stopwatch.h"
+#include "internal/subnormals.h"
 
 namespace deepgrid {
 namespace {
@@ -99,6 +100,7 @@ TiledPlan plan_for(const Manifest& m, const Stencil& st, const Boundary& b, int 
   TiledPlan p;
   p.bt = bt;
   p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
+  p.flush_subnormals = opt.flush_subnormals;
   p.block_y = even_extent(by, s.ny);
   p.block_z = even_extent(bz, s.nz);
   p.blocks = ((s.ny + p.block_y - 1) / p.block_y) * ((s.nz + p.block_z - 1) / p.block_z);
@@ -314,6 +316,7 @@ class TiledRun {
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) num_threads(plan_.threads)
     for (int64_t z = zs.lo; z < zs.hi; ++z) {
       for (int64_t band = 0; band < bands; ++band) {
+        const internal::SubnormalsFlushed flushed(plan_.flush_subnormals);  // (cheap: a row band)
         const T* in[2 * kMaxStencilRadius + 1];
         for (int dz = -rz; dz <= rz; ++dz) in[rz + dz] = at(blk, k - 1, -gx_, blk.y0 - gy_, z + dz);
         const int64_t y0 = ys.lo + band * kRowBand;

@@ -21,6 +21,7 @@ InCoreOptions incore_options(const RunOptions& opt, const MachineProfile& machin
   io.tile_x = opt.tile_x;
   io.tile_y = opt.tile_y;
   if (machine.cache_bytes > 0) io.cache_bytes = machine.cache_bytes;
+  io.flush_subnormals = opt.flush_subnormals;
   if (method == Method::kMmap) io.scratch_dir = scratch_dir;
   return io;
 }
@@ -65,6 +66,7 @@ Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
   to.mem_budget = opt.mem_budget;
   to.block_y = opt.tile_x;  // --tile NYxNZ: the tiled method's blocks
   to.block_z = opt.tile_y;
+  to.flush_subnormals = opt.flush_subnormals;
   // Reads and writes of a pass follow each other: one direction's bandwidth at a time.
   if (const double d = disk_bytes_per_update(machine, 1); d > 0) to.disk_bytes_per_update = d;
   DG_ASSIGN_OR_RETURN(plan.tiled, plan_tiled(m, opt.scheme.stencil(), opt.boundary, opt.steps, to));
@@ -130,6 +132,7 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   so.tile_x = opt.tile_x;
   so.tile_y = opt.tile_y;
   so.cache_bytes = machine.cache_bytes;
+  so.flush_subnormals = opt.flush_subnormals;
   // Reads and writes go to the disks concurrently, but share them: measured on this class of
   // machine (virtio disk), a sweep moved 1.8 GB/s of reads and writes together where reads
   // alone gave 1.6 GB/s.

@@ -62,6 +62,7 @@ std::string RunReport::to_json() const {
       {"shape", shape},
       {"dtype", dtype},
       {"boundary", boundary},
+      {"flush_subnormals", flush_subnormals},
       {"threads", threads},
       {"bt", bt},
       {"tile", tile},
@@ -96,19 +97,20 @@ std::string RunReport::to_text() const {
   char buf[1024];
   std::snprintf(buf, sizeof buf,
                 "method      %s, %d thread%s, bt %d, tiles %s\n"
-                "problem     %s %s, %s, boundary %s\n"
+                "problem     %s %s, %s, boundary %s%s\n"
                 "steps       %lld (time step %lld -> %lld)\n"
                 "time        %.3f s (compute %.3f s, waiting for the disk %.3f s)\n"
                 "speed       %.1f MLUP/s, %.2f GFlop/s (compute only: %.1f MLUP/s)\n"
                 "disk        %s read, %s written%s\n"
                 "memory      %s peak resident, %s in grids and buffers\n",
                 method.c_str(), threads, threads == 1 ? "" : "s", bt, tile.c_str(), shape.c_str(),
-                dtype.c_str(), stencil.c_str(), boundary.c_str(), static_cast<long long>(steps),
-                static_cast<long long>(step_from), static_cast<long long>(step_to), seconds,
-                compute_seconds, io_wait_seconds, mlups(), gflops(), compute_mlups(),
-                format_size(bytes_read).c_str(), format_size(bytes_written).c_str(),
-                disk_note.c_str(), format_size(peak_memory).c_str(),
-                format_size(engine_memory).c_str());
+                dtype.c_str(), stencil.c_str(), boundary.c_str(),
+                flush_subnormals ? ", subnormals flushed to zero" : "",
+                static_cast<long long>(steps), static_cast<long long>(step_from),
+                static_cast<long long>(step_to), seconds, compute_seconds, io_wait_seconds, mlups(),
+                gflops(), compute_mlups(), format_size(bytes_read).c_str(),
+                format_size(bytes_written).c_str(), disk_note.c_str(),
+                format_size(peak_memory).c_str(), format_size(engine_memory).c_str());
   std::string text = buf;
   // Shown from 1% of the machine's CPU time on, so that bare metal and idle hosts stay quiet.
   if (stolen_share() >= 0.01) {

@@ -61,6 +61,7 @@ Result<std::unique_ptr<ResidentGrid::Engine>> make_engine(const Grid& grid, cons
   io.bt = plan.incore.bt;
   io.tile_x = plan.incore.tile_x;
   io.tile_y = plan.incore.tile_y;
+  io.flush_subnormals = plan.incore.flush_subnormals;
   if (plan.method == Method::kMmap) io.scratch_dir = grid.dir();
   DG_ASSIGN_OR_RETURN(InCoreEngine<T> engine,
                       InCoreEngine<T>::create(grid.shape(), opt.scheme, opt.steps, io));

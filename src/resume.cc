@@ -46,6 +46,7 @@ std::string SweepRecord::to_json() const {
                   {"hashes", h},
                   {"stencil", json::parse(stencil)},
                   {"boundary", boundary},
+                  {"flush_subnormals", flush_subnormals},
                   {"side_file", side_file},
                   {"started", started}};
   return j.dump() + "\n";
@@ -68,6 +69,7 @@ Result<SweepRecord> SweepRecord::from_json(std::string_view text) {
     }
     r.stencil = j.at("stencil").dump();
     r.boundary = j.at("boundary").get<std::string>();
+    r.flush_subnormals = j.value("flush_subnormals", false);  // (absent before 2026-11-25)
     r.side_file = j.at("side_file").get<std::string>();
     r.started = j.at("started").get<std::string>();
     if (r.levels < 1 || r.done < 0 || r.spare < 0 || r.base_from < 0 ||
@@ -81,13 +83,18 @@ Result<SweepRecord> SweepRecord::from_json(std::string_view text) {
 
 std::string RunRecord::describe() const {
   return "a run from step " + std::to_string(step_from) + " to " + std::to_string(step_to) + " (" +
-         method + ", boundary " + boundary + ") started " + started;
+         method + ", boundary " + boundary + (flush_subnormals ? ", subnormals flushed" : "") +
+         ") started " + started;
 }
 
 std::string RunRecord::to_json() const {
-  const json j = {{"format", "deepgrid-run"}, {"step_from", step_from},
-                  {"step_to", step_to},       {"stencil", json::parse(stencil)},
-                  {"boundary", boundary},     {"method", method},
+  const json j = {{"format", "deepgrid-run"},
+                  {"step_from", step_from},
+                  {"step_to", step_to},
+                  {"stencil", json::parse(stencil)},
+                  {"boundary", boundary},
+                  {"method", method},
+                  {"flush_subnormals", flush_subnormals},
                   {"started", started}};
   return j.dump(2) + "\n";
 }
@@ -100,6 +107,7 @@ Result<RunRecord> RunRecord::from_json(std::string_view text) {
     r.stencil = j.at("stencil").dump();
     r.boundary = j.at("boundary").get<std::string>();
     r.method = j.at("method").get<std::string>();
+    r.flush_subnormals = j.value("flush_subnormals", false);  // (absent before 2026-11-25)
     r.started = j.at("started").get<std::string>();
     if (r.step_from < 0 || r.step_to < r.step_from) {
       return corrupt("run record has an invalid step range");

@@ -17,6 +17,7 @@
 #include "deepgrid/tiled.h"
 #include "internal/file_util.h"
 #include "internal/stopwatch.h"
+#include "internal/subnormals.h"
 
 namespace deepgrid {
 namespace {
@@ -199,6 +200,10 @@ Status check_run(const Manifest& m, const RunOptions& opt) {
   if (opt.steps < 0) {
     return invalid_argument("--steps is " + std::to_string(opt.steps) +
                             "; give a number of steps >= 0");
+  }
+  if (opt.flush_subnormals && !internal::can_flush_subnormals()) {
+    return unsupported(
+        "--flush-subnormals needs x86 or AArch64, which this build is not for; leave it out");
   }
   DG_ASSIGN_OR_RETURN(const Scheme st, scheme_for(m, opt.scheme));
   DG_RETURN_IF_ERROR(check_components(m, st));
@@ -395,6 +400,7 @@ void describe_problem(RunReport* r, const Shape& shape, DType dtype, const RunOp
   r->shape = shape.to_string();
   r->dtype = std::string(dtype_name(dtype));
   r->boundary = opt.boundary.to_string();
+  r->flush_subnormals = opt.flush_subnormals;
   r->points = shape.points();
 }
 
@@ -405,13 +411,15 @@ RunRecord record_of(const RunOptions& opt, int64_t step, Method method) {
   r.stencil = opt.scheme.to_json();
   r.boundary = opt.boundary.to_string();
   r.method = std::string(method_name(method));
+  r.flush_subnormals = opt.flush_subnormals;
   r.started = utc_now();
   return r;
 }
 
 bool repeats(const RunRecord& run, const RunOptions& opt) {
   return opt.steps == run.step_to - run.step_from &&
-         json_equal(run.stencil, opt.scheme.to_json()) && run.boundary == opt.boundary.to_string();
+         json_equal(run.stencil, opt.scheme.to_json()) &&
+         run.boundary == opt.boundary.to_string() && run.flush_subnormals == opt.flush_subnormals;
 }
 
 Result<RunOptions> rest_of(const RunRecord& run, int64_t step, RunOptions opt) {
@@ -419,6 +427,7 @@ Result<RunOptions> rest_of(const RunRecord& run, int64_t step, RunOptions opt) {
   DG_ASSIGN_OR_RETURN(opt.boundary, parse_boundary(run.boundary));
   DG_ASSIGN_OR_RETURN(const Method m, parse_method(run.method));
   if (opt.method == Method::kAuto) opt.method = m;
+  opt.flush_subnormals = run.flush_subnormals;
   opt.steps = run.step_to - step;
   return opt;
 }

@@ -20,6 +20,7 @@
 #include "deepgrid/io/plane_transfer.h"
 #include "deepgrid/npy.h"
 #include "internal/file_util.h"
+#include "internal/subnormals.h"
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
 #include "mpi/halo_exchange.h"
@@ -88,10 +89,12 @@ struct Case {
   Method method = Method::kAuto;
   std::optional<ProcessGrid> procs = {};  // for the create (first case) and the run; {}: chosen
   const Probes* probes = nullptr;         // sources and receivers; null: none
+  bool flush_subnormals = false;          // RunOptions::flush_subnormals
 };
 
-// A stencil or scheme preset, or a scheme's JSON text (a user's kernel's too).
+// A stencil or scheme preset, or a scheme's or a stencil's JSON text (a user's kernel's too).
 Scheme testing_scheme(const std::string& name) {
+  if (name.rfind(R"({"points")", 0) == 0) return Stencil::from_json(name).value();
   if (name.front() == '{') return Scheme::from_json(name).value();
   return Scheme::resolve(name).value();
 }
@@ -104,6 +107,7 @@ RunOptions options_for(const Case& c) {
   opt.bt = c.bt;
   opt.threads = 1;
   opt.method = c.method;
+  opt.flush_subnormals = c.flush_subnormals;
   if (!c.mem.empty()) opt.mem_budget = *parse_size(c.mem);
   return opt;
 }
@@ -185,8 +189,15 @@ void expect_runs_match_reference(const std::vector<Case>& cases) {
     step += c.steps;
     if (mpi::rank() != 0) continue;
     std::vector<double> want_traces;
-    want = reference_run(want, c.shape, opt.scheme, c.boundary, c.steps, opt.probes, step - c.steps,
-                         &want_traces);
+    if (c.flush_subnormals) {  // (the case must make subnormals, or the mode would not show)
+      const std::vector<T> ieee = reference_run(want, c.shape, opt.scheme, c.boundary, c.steps);
+      const internal::SubnormalsFlushed flushed(true);
+      want = reference_run(want, c.shape, opt.scheme, c.boundary, c.steps);
+      EXPECT_NE(first_bitwise_difference(ieee, want), -1) << "no subnormal numbers in this case";
+    } else {
+      want = reference_run(want, c.shape, opt.scheme, c.boundary, c.steps, opt.probes,
+                           step - c.steps, &want_traces);
+    }
     const int64_t diff = first_bitwise_difference(got, want);
     EXPECT_EQ(diff, -1) << "first difference at index " << diff;
     if (c.probes == nullptr || c.probes->receivers.empty()) continue;
@@ -222,6 +233,26 @@ TEST(Distributed, RunsMatchTheReferenceBitwise) {
         expect_case({stencil, b, DType::kF64, shape, 5, 2, ""});
       }
     }
+  }
+}
+
+// Subnormals flushed to zero, parts in memory and streamed: the bits of the serial reference in
+// that mode. The stencil's weights (`w` each) take values from [0, 1) into the subnormal range
+// in 3 steps; the exchange comes after 2.
+TEST(Distributed, SubnormalsAreFlushedAsSerially) {
+  auto shrinking_7pt = [](const char* w) {
+    return std::string(R"({"points": [[0, 0, 0, )") + w + "], [1, 0, 0, " + w + "], [-1, 0, 0, " +
+           w + "], [0, 1, 0, " + w + "], [0, -1, 0, " + w + "], [0, 0, 1, " + w + "], [0, 0, -1, " +
+           w + "]]}";
+  };
+  const std::string f32 = shrinking_7pt("4e-14"), f64 = shrinking_7pt("3e-104");
+  for (const Boundary& b : {Boundary{Boundary::Kind::kDirichlet, 0}, kNeumann, kPeriodic}) {
+    Case in_memory{f32, b, DType::kF32, {11, 7, 13}, 3, 2, ""};
+    in_memory.flush_subnormals = true;
+    expect_case(in_memory);
+    Case streamed{f64, b, DType::kF64, {40, 30, 17}, 3, 2, "600KiB", Method::kStream};
+    streamed.flush_subnormals = true;
+    expect_case(streamed);
   }
 }
 

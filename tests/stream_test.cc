@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "deepgrid/plan.h"
 #include "deepgrid/run.h"
 #include "deepgrid/tiled.h"
+#include "internal/subnormals.h"
 #include "reference.h"
 #include "temp_dir.h"
 #include "test_schemes.h"
@@ -49,6 +51,9 @@ struct Case {
   int64_t tile_x = 0, tile_y = 0;
   int cache_bt = 0;  // stream: steps per stage of a sweep; 0: automatic
   const Probes* probes = nullptr;
+  // Subnormals flushed to zero (RunOptions::flush_subnormals); the values then start near the
+  // smallest normal number, so that the run computes subnormals.
+  bool flush_subnormals = false;
   // A distributed part's needed box (geometry.h); bounded: only it must come out exact.
   GridPlacement placement = {};
 };
@@ -61,7 +66,8 @@ std::string describe(const Case& c, const Boundary& b) {
   return std::string(method_name(c.method)) + " " + c.stencil + " " + c.shape.to_string() + " " +
          std::string(dtype_name(c.dtype)) + " " + b.to_string() + ", " + std::to_string(c.steps) +
          " steps, bt " + std::to_string(c.bt) + ", cache bt " + std::to_string(c.cache_bt) + ", " +
-         std::to_string(c.stripes) + " stripes, io " + std::string(io::backend_name(c.backend));
+         std::to_string(c.stripes) + " stripes, io " + std::string(io::backend_name(c.backend)) +
+         (c.flush_subnormals ? ", subnormals flushed" : "");
 }
 
 // A manifest for planning only (no files): f32, one stripe, 8 MiB chunks.
@@ -90,7 +96,7 @@ class StreamGolden : public ::testing::Test {
       fs::create_directory(co.stores.back());
     }
     // Every component random: planes of n components are (ny * n) x nx arrays.
-    const auto u = testing::random_values<T>({c.shape.nx, c.shape.ny * n, c.shape.nz}, 9);
+    const auto u = initial_values<T>(c, n);
     {  // released before the run opens the grid
       Grid g = Grid::create(dir, co).value();
       ASSERT_TRUE(g.write_planes(0, c.shape.nz, u.data()).ok());
@@ -108,6 +114,7 @@ class StreamGolden : public ::testing::Test {
     opt.tile_x = c.tile_x;
     opt.tile_y = c.tile_y;
     opt.placement = c.placement;
+    opt.flush_subnormals = c.flush_subnormals;
     if (c.probes != nullptr) {
       opt.probes = *c.probes;
       opt.traces_path = dir + ".traces.npy";
@@ -121,8 +128,7 @@ class StreamGolden : public ::testing::Test {
     std::vector<T> got(u.size());
     ASSERT_TRUE(after.read_planes(0, c.shape.nz, got.data()).ok());
     std::vector<double> want_traces;
-    const auto want =
-        testing::reference_run(u, c.shape, opt.scheme, b, c.steps, opt.probes, 0, &want_traces);
+    const auto want = flushed_reference_run(u, c, opt.scheme, b, &want_traces);
     if (bounded(c.placement)) {
       expect_box_exact_and_far_points_not_computed(want, got, c, opt.scheme);
       return;
@@ -135,6 +141,38 @@ class StreamGolden : public ::testing::Test {
       const int64_t tdiff = testing::first_bitwise_difference(want_traces, traces.values);
       EXPECT_EQ(tdiff, -1) << "traces differ first at (step, receiver) index " << tdiff;
     }
+  }
+
+  // Every component random (planes of n components are (ny * n) x nx arrays); with subnormals
+  // flushed, in [0, 8) times the smallest normal number.
+  template <typename T>
+  static std::vector<T> initial_values(const Case& c, int n) {
+    auto u = testing::random_values<T>({c.shape.nx, c.shape.ny * n, c.shape.nz}, 9);
+    if (c.flush_subnormals) {
+      for (T& v : u) v *= 8 * std::numeric_limits<T>::min();
+    }
+    return u;
+  }
+
+  // The scalar reference under the case's subnormal mode. Flushed, the IEEE result must
+  // differ from it: the case computes subnormals, so a run that ignored the mode would show.
+  template <typename T>
+  static std::vector<T> flushed_reference_run(const std::vector<T>& u, const Case& c,
+                                              const Scheme& scheme, const Boundary& b,
+                                              std::vector<double>* traces) {
+    const Probes none;
+    const Probes& probes = c.probes != nullptr ? *c.probes : none;
+    std::vector<T> want;
+    {
+      const internal::SubnormalsFlushed flushed(c.flush_subnormals);
+      want = testing::reference_run(u, c.shape, scheme, b, c.steps, probes, 0, traces);
+    }
+    if (c.flush_subnormals) {
+      const auto ieee = testing::reference_run(u, c.shape, scheme, b, c.steps);
+      EXPECT_NE(testing::first_bitwise_difference(ieee, want), -1)
+          << "no subnormal numbers in this case";
+    }
+    return want;
   }
 
   // The needed box bitwise the reference's; points too far from it to reach it by the run's
@@ -174,8 +212,11 @@ class StreamGolden : public ::testing::Test {
     }
   }
 
+  // (With subnormals flushed, dirichlet holds 0: 0.5 would fill these small grids with normal
+  // numbers within a few steps.)
   void expect_all_boundaries(const Case& c) {
-    for (const Boundary& b : kBoundaries) {
+    for (Boundary b : kBoundaries) {
+      if (c.flush_subnormals && b.kind == Boundary::Kind::kDirichlet) b.value = 0;
       if (c.dtype == DType::kF32)
         expect_matches_reference<float>(c, b);
       else
@@ -223,6 +264,23 @@ TEST_P(EngineGolden, PresetsDtypesAndBoundaries) {
     }
   }
   expect_all_boundaries({"25pt", {19, 11, 12}, DType::kF32, 3, 0, 1, io::Backend::kUring});
+}
+
+// Subnormals flushed to zero: every engine gives the bits of the reference computed in that
+// mode (which differ from IEEE's here), at every depth and boundary.
+TEST_P(EngineGolden, SubnormalsFlushedWhenAsked) {
+  for (const char* st : {"7pt", "27pt"}) {
+    for (DType dt : {DType::kF32, DType::kF64}) {
+      Case c{st, {23, 17, 13}, dt, 5, 0, 1, io::Backend::kUring};
+      c.flush_subnormals = true;
+      expect_all_boundaries(c);
+    }
+  }
+  for (int bt : {1, 3, 9}) {
+    Case c{"7pt", {21, 9, 11}, DType::kF32, 7, bt, 1, io::Backend::kUring};
+    c.flush_subnormals = true;
+    expect_all_boundaries(c);
+  }
 }
 
 TEST_P(EngineGolden, EveryDepthIncludingDeeperThanTheRun) {
@@ -436,6 +494,44 @@ TEST_F(StreamGolden, ProgressStopsBetweenSweeps) {
   EXPECT_EQ(
       testing::first_bitwise_difference(testing::reference_run(u, shape, st, Boundary{}, 6), got),
       -1);
+}
+
+// A run with subnormals flushed, stopped after two sweeps, is finished in that mode by a bare
+// --resume (the run record keeps it), bitwise.
+TEST_F(StreamGolden, AStoppedRunResumesWithItsSubnormalMode) {
+  Case c{"7pt", {16, 12, 20}, DType::kF32, 12, 3, 1, io::Backend::kUring};
+  c.flush_subnormals = true;
+  const std::string dir = root_ + "/flushed";
+  const auto u = initial_values<float>(c, 1);
+  {
+    CreateOptions co;
+    co.shape = c.shape;
+    Grid g = Grid::create(dir, co).value();
+    ASSERT_TRUE(g.write_planes(0, c.shape.nz, u.data()).ok());
+  }
+  RunOptions opt;
+  opt.scheme = testing_stencil(c.stencil);
+  opt.steps = c.steps;
+  opt.method = Method::kStream;
+  opt.bt = c.bt;
+  opt.mem_budget = c.mem;
+  opt.flush_subnormals = true;
+  int calls = 0;
+  opt.progress = [&](int64_t, int64_t) { return ++calls < 2; };
+  const auto stopped = run_grid(dir, opt);
+  ASSERT_TRUE(stopped.ok()) << stopped.status().message();
+  ASSERT_EQ(stopped->steps, 6) << "two sweeps of bt 3, then stop";
+  RunOptions again;
+  again.resume = true;
+  again.mem_budget = c.mem;
+  const auto resumed = run_grid(dir, again);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  EXPECT_TRUE(resumed->resumed);
+  EXPECT_TRUE(resumed->flush_subnormals);
+  std::vector<float> got(u.size());
+  ASSERT_TRUE(Grid::open(dir).value().read_planes(0, c.shape.nz, got.data()).ok());
+  const auto want = flushed_reference_run(u, c, opt.scheme, Boundary{}, nullptr);
+  EXPECT_EQ(testing::first_bitwise_difference(want, got), -1);
 }
 
 // On a virtual machine every byte a sweep moves also costs the CPUs time (the host's disk

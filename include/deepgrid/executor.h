@@ -26,6 +26,7 @@ struct InCoreOptions {
   int64_t tile_x = 0;  // x-y tile extents of the wavefront; 0: automatic
   int64_t tile_y = 0;
   int64_t cache_bytes = int64_t{3} << 19;  // per-thread working set the tiles are sized for
+  bool flush_subnormals = false;           // RunOptions::flush_subnormals
   // Where the two grid copies live: empty, in memory; else in MAP_SHARED mappings of scratch
   // files in this directory, paged by the OS (the mmap method).
   std::string scratch_dir;
@@ -37,6 +38,7 @@ struct WavefrontPlan {
   int threads = 1;
   int64_t tile_x = 1, tile_y = 1;
   int64_t workspace_bytes = 0;  // per thread
+  bool flush_subnormals = false;
 };
 
 // The plan for a run of `steps` steps (pure: no allocation).

@@ -15,6 +15,7 @@ struct RunReport {
   std::string shape;
   std::string dtype;
   std::string boundary;
+  bool flush_subnormals = false;  // computed with subnormals flushed to zero (RunOptions)
   int threads = 0;
   int bt = 0;             // steps per pass over memory
   std::string tile;       // x-y tile of the wavefront, "NXxNY"

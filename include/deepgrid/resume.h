@@ -28,9 +28,10 @@ struct SweepRecord {
   int64_t base_from = 0;  // the manifest's base when the sweep began
   int64_t spare = 0;      // the layout's spare slots (the distance between old and new plane)
   int64_t done = 0;       // new planes [0, done) are durable
-  std::vector<uint64_t> hashes;  // checksums of new planes [0, done)
-  std::string stencil;           // JSON of the stencil (a resumed sweep must use the same)
-  std::string boundary;          // Boundary::to_string()
+  std::vector<uint64_t> hashes;   // checksums of new planes [0, done)
+  std::string stencil;            // JSON of the stencil (a resumed sweep must use the same)
+  std::string boundary;           // Boundary::to_string()
+  bool flush_subnormals = false;  // RunOptions::flush_subnormals
   std::string side_file;  // periodic: old planes [0, min(nz, levels rz)), name in the grid dir
   std::string started;    // ISO 8601 UTC
 
@@ -46,6 +47,7 @@ struct RunRecord {
   std::string stencil;    // JSON
   std::string boundary;
   std::string method;
+  bool flush_subnormals = false;  // RunOptions::flush_subnormals
   std::string started;
 
   // "a run from step 0 to 24 (stream, boundary periodic) started ...", for messages.

@@ -40,6 +40,10 @@ struct RunOptions {
   uint64_t mem_budget = 0;               // bytes; 0: no limit (the stream methods need one)
   io::Backend io = io::Backend::kUring;  // stream methods: io_uring or a thread pool
   bool verify = false;                   // check every plane read against its recorded hash
+  // Compute with subnormal numbers flushed to zero (inputs and results; x86's DAZ and FTZ):
+  // full speed where a field decays into zero, where x86 computes subnormals far slower.
+  // Every engine gives the same bits either way; off, the arithmetic is IEEE's.
+  bool flush_subnormals = false;
   // Finish the grid's unfinished run (its scheme, boundary and target step replace these);
   // the same command as that run's does so too.
   bool resume = false;

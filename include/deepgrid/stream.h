@@ -34,6 +34,7 @@ struct StreamOptions {
   int64_t tile_x = 0;  // x-y tiles; 0: sized for the cache like the in-core engine's
   int64_t tile_y = 0;
   int64_t cache_bytes = 0;  // per-thread working set tiles are sized for; 0: the in-core default
+  bool flush_subnormals = false;  // RunOptions::flush_subnormals
   // Bytes per lattice update the disks sustain while compute runs at full speed (disk
   // bandwidth / compute rate). The planner deepens bt until the disk traffic, 2 * sizeof(value)
   // * components / bt per update, fits under it, weighed against the tiles' redundant halo work.
@@ -70,6 +71,7 @@ struct StreamPlan {
   int64_t minimum_bytes = 0;  // the working set with bt = 1
   int64_t sweeps = 0;
   double redundancy = 1;  // computed updates / useful updates (tile halos)
+  bool flush_subnormals = false;
 };
 
 // The plan for `steps` steps within the budget; kInvalidArgument naming the minimum budget

@@ -31,6 +31,7 @@ struct TiledOptions {
   // pass against the blocks' redundant halo work when choosing bt and the block shape.
   double disk_bytes_per_update = 0.6;
   int64_t block_y = 0, block_z = 0;  // forced block extents (experiments, tests); 0: chosen
+  bool flush_subnormals = false;     // RunOptions::flush_subnormals
 };
 
 struct TiledPlan {
@@ -46,6 +47,7 @@ struct TiledPlan {
   int64_t disk_bytes = 0;         // the second copy of the grid
   double redundancy = 1;          // computed updates / useful updates
   double read_amplification = 1;  // bytes read per pass / the grid's bytes
+  bool flush_subnormals = false;
 };
 
 // The plan for `steps` steps within the budget; kInvalidArgument naming the minimum budget

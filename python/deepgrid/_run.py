@@ -77,6 +77,7 @@ def run(
     tile: tuple[int, int] | None = None,
     io: str = "uring",
     resume: bool = False,
+    flush_subnormals: bool = False,
     progress: bool | ProgressCallback | None = None,
 ) -> dict[str, Any]:
     """Advances the grid ``steps`` steps and returns the run report as a dict.
@@ -92,7 +93,9 @@ def run(
 
     Options are those of ``deepgrid run``: ``mem`` a hard memory cap (``"2GiB"`` or bytes),
     ``method`` auto | incore | stream | naive, ``boundary`` ``dirichlet:V`` | ``neumann`` |
-    ``periodic``. ``progress``: ``None`` shows a tqdm bar when stderr is a terminal, ``True``
+    ``periodic``, ``flush_subnormals`` computes with subnormal numbers taken as zero (x86
+    computes them far slower: a field decaying into zero runs 2-3 times faster; every method
+    gives the same bits). ``progress``: ``None`` shows a tqdm bar when stderr is a terminal, ``True``
     always, ``False`` never; a callable ``progress(done, total)`` is called after each pass
     instead (returning ``False`` stops the run after that pass).
 
@@ -124,6 +127,7 @@ def run(
     args.bt = bt
     args.tile_x, args.tile_y = tile if tile is not None else (0, 0)
     args.resume = resume
+    args.flush_subnormals = flush_subnormals
     bar = None
     callback = progress if callable(progress) else None
     if progress is True or (progress is None and sys.stderr is not None and sys.stderr.isatty()):

@@ -208,7 +208,7 @@ struct RunArgs {
   uint64_t mem = 0;
   int threads = 0, bt = 0;
   int64_t tile_x = 0, tile_y = 0;
-  bool resume = false;
+  bool resume = false, flush_subnormals = false;
 };
 
 std::string run(const std::string& path, const RunArgs& a, nb::object progress) {
@@ -226,6 +226,7 @@ std::string run(const std::string& path, const RunArgs& a, nb::object progress) 
   o.tile_x = a.tile_x;
   o.tile_y = a.tile_y;
   o.resume = a.resume;
+  o.flush_subnormals = a.flush_subnormals;
   o.machine.cache_bytes = get(tuned_cache_bytes(a.threads, false, a.mem));
   auto callback = std::make_shared<RunCallback>(RunCallback{std::move(progress), {}});
   o.progress = [callback](int64_t done, int64_t total) { return (*callback)(done, total); };
@@ -387,7 +388,8 @@ NB_MODULE(_core, m) {
       .def_rw("bt", &RunArgs::bt)
       .def_rw("tile_x", &RunArgs::tile_x)
       .def_rw("tile_y", &RunArgs::tile_y)
-      .def_rw("resume", &RunArgs::resume);
+      .def_rw("resume", &RunArgs::resume)
+      .def_rw("flush_subnormals", &RunArgs::flush_subnormals);
   m.def("run", &run, "path"_a, "args"_a, "progress"_a.none(),
         "Advances the grid in path; returns the run report as JSON. progress(done, total) is "
         "called after each pass (returning False stops the run cleanly)");

@@ -34,6 +34,34 @@ def test_run_matches_the_command_line(tmp_path, cli, method, mem):
     assert sha256_of(g) == sha256_of(other)
 
 
+def test_flushed_subnormals_leave_none_and_match_the_command_line(tmp_path, cli):
+    # Values near the smallest normal f32 decay into the subnormal range (a 7pt stencil whose
+    # weights add up to 0.4): a flushed run writes
+    # none of them (zeros instead), an IEEE run keeps them, and the command line's flushed run
+    # gives the same bits as the package's.
+    tiny = np.finfo(np.float32).tiny
+    g = deepgrid.create(tmp_path / "g", (12, 10, 8), init="zero")
+    shape = g[:, :, :].shape
+    g[:, :, :] = np.random.default_rng(3).random(shape, dtype=np.float32) * 4 * tiny
+    ieee = copy_grid(g.path, tmp_path / "ieee")
+    other = copy_grid(g.path, tmp_path / "cli")
+    shrinking = deepgrid.stencils.seven_point([0.1, 0.05])
+    report = deepgrid.run(g, shrinking, 3, boundary="periodic", flush_subnormals=True, progress=False)
+    assert report["flush_subnormals"] is True
+    cli_report = cli_run(cli, other, "--stencil", "7pt", "--coeffs", "0.1,0.05", "--steps", "3",
+                         "--boundary", "periodic", "--flush-subnormals")
+    assert cli_report["flush_subnormals"] is True
+    assert sha256_of(g) == sha256_of(other)
+    ieee_report = deepgrid.run(ieee, shrinking, 3, boundary="periodic", progress=False)
+    assert ieee_report["flush_subnormals"] is False
+
+    def subnormals(a):
+        return int(np.count_nonzero((a != 0) & (np.abs(a) < tiny)))
+
+    assert subnormals(deepgrid.open(ieee)[:, :, :]) > 0
+    assert subnormals(g[:, :, :]) == 0
+
+
 def test_run_changes_values_as_a_heat_step(tmp_path):
     # One 7pt step with dirichlet:0 on a constant field: interior points keep the value,
     # face points lose 1/8 per missing neighbour.
