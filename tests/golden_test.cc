@@ -280,6 +280,27 @@ TEST(Wavefront, ChunksInSharedWorkspacesMatchOneRun) {
 // A distributed part's run: only the needed box (its block) must come out exact, and points
 // of the halos too far from it to reach it in time are not computed at all. A part has halos
 // on one side of an axis at the grid's edge (not periodic), else on both or none.
+// The copy that saves the carries past the cache: whole, whether it can use non-temporal
+// stores (aligned, whole 32 bytes) or falls back to an ordinary copy (any other pointers or
+// lengths).
+TEST(Wavefront, CopiesPastTheCacheArriveWhole) {
+  const internal::AlignedBuffer from(4096), to(4096);
+  float* src = from.data<float>();
+  for (int i = 0; i < 1024; ++i) src[i] = static_cast<float>(i) + 0.5F;
+  for (const size_t offset : {0, 1, 8}) {
+    for (const size_t n : {0, 8, 13, 16, 1000}) {
+      SCOPED_TRACE("offset " + std::to_string(offset) + ", " + std::to_string(n) + " values");
+      float* dst = to.data<float>();
+      std::fill(dst, dst + 1024, -1.0F);
+      internal::copy_past_the_cache(src + offset, n, dst + offset);
+      for (size_t i = 0; i < 1024; ++i) {
+        const bool copied = i >= offset && i < offset + n;
+        ASSERT_EQ(dst[i], copied ? src[i] : -1.0F) << "value " << i;
+      }
+    }
+  }
+}
+
 TEST(Golden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
   const Shape s{41, 23, 31};
   const int64_t steps = 5;
