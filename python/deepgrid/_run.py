@@ -94,8 +94,8 @@ def run(
     Options are those of ``deepgrid run``: ``mem`` a hard memory cap (``"2GiB"`` or bytes),
     ``method`` auto | incore | stream | naive, ``boundary`` ``dirichlet:V`` | ``neumann`` |
     ``periodic``, ``flush_subnormals`` computes with subnormal numbers taken as zero (x86
-    computes them far slower: a field decaying into zero runs 2-3 times faster; every method
-    gives the same bits). ``progress``: ``None`` shows a tqdm bar when stderr is a terminal, ``True``
+    computes them far slower: a field decaying into zero can run several times faster; every
+    method gives the same bits). ``progress``: ``None`` shows a tqdm bar when stderr is a terminal, ``True``
     always, ``False`` never; a callable ``progress(done, total)`` is called after each pass
     instead (returning ``False`` stops the run after that pass).
 

@@ -778,7 +778,8 @@ int run_cli(int argc, char** argv) {
   run->add_flag("--flush-subnormals", ra.flush_subnormals,
                 "Compute with subnormal numbers (below 1.2e-38 in f32, 2.2e-308 in f64) taken "
                 "as zero: x86 computes them far slower, so a field decaying into zero (e.g. a "
-                "diffusing Gaussian) runs 2-3 times faster. Every method gives the same bits; "
+                "diffusing Gaussian) can run several times faster (3.7-5x measured, "
+                "docs/performance.md). Every method gives the same bits; "
                 "without it the arithmetic is IEEE's. A resumed run keeps its run's choice");
   run->add_option("--probes", ra.probes,
                   "JSON file of point sources (a Ricker wavelet or a series added at a point) and "
