@@ -28,7 +28,7 @@ int all_reduce(int value, MPI_Op op) {
 // Open MPI's blocking waits poll at full speed, so a rank that arrives early would take a CPU
 // from the ranks still working (several ranks may share a node's cores). Most waits end within
 // a millisecond (a fast collective, a halo already on its way): those poll at full speed, as
-// MPI_Waitall would, because a sleep adds latency (one of 10 us takes about 60; sleeping from
+// MPI_Waitall would, because a sleep adds latency (one of 10 us takes about 80; sleeping from
 // the start took a 64 KiB exchange between two ranks from 10 us to 175, measured on the
 // development VM). Longer waits are for a rank still working: they sleep between polls, the
 // pause growing to 1 ms, so a transfer that is still moving after a millisecond (Open MPI
