@@ -95,9 +95,9 @@ def run(
     ``method`` auto | incore | stream | naive, ``boundary`` ``dirichlet:V`` | ``neumann`` |
     ``periodic``, ``flush_subnormals`` computes with subnormal numbers taken as zero (x86
     computes them far slower: a field decaying into zero can run several times faster; every
-    method gives the same bits). ``progress``: ``None`` shows a tqdm bar when stderr is a terminal, ``True``
-    always, ``False`` never; a callable ``progress(done, total)`` is called after each pass
-    instead (returning ``False`` stops the run after that pass).
+    method gives the same bits). ``progress``: ``None`` shows a tqdm bar when stderr is a
+    terminal, ``True`` always, ``False`` never; a callable ``progress(done, total)`` is called
+    after each pass instead (returning ``False`` stops the run after that pass).
 
     The GIL is released while the engine works, so other threads keep running. Ctrl-C stops
     the run after the current pass, with the grid consistent at the steps done (recorded in
