@@ -316,7 +316,7 @@ class StreamRun {
     carry_arena_ = internal::AlignedBuffer::on_huge_pages(
         static_cast<size_t>(plan_.stages * plan_.tiles * carry_values) * sizeof(T));
     for (int64_t c = 0; c < plan_.stages * plan_.tiles && carry_arena_.ok(); ++c) {
-      carries_.emplace_back(rz_, kernel_.ry(), ws_.front()->stride(), frame_h, n,
+      carries_.emplace_back(plan_.cache_bt, rz_, kernel_.ry(), ws_.front()->stride(), frame_h, n,
                             carry_arena_.data<T>() + c * carry_values);
     }
     io_arena_ = internal::AlignedBuffer::on_huge_pages(bytes() * plan_.io_buffers);
@@ -413,8 +413,7 @@ class StreamRun {
 #pragma omp for schedule(dynamic, 1)
           for (int64_t t = 0; t < ntiles; ++t) {
             const Wave& wave = stage[static_cast<size_t>(t)];
-            const internal::WavefrontCarry<T>& carry =
-                carries_[static_cast<size_t>(j * ntiles + t)];
+            internal::WavefrontCarry<T>& carry = carries_[static_cast<size_t>(j * ntiles + t)];
             wave.restore(carry, i0 - lag);
             for (int64_t i = i0; i < i1; ++i) wave.step(i - lag);
             wave.save(carry, i1 - lag);
@@ -492,7 +491,7 @@ class StreamRun {
     }
   }
 
-  void make_waves(int j, const internal::WavefrontWorkspace<T>& ws, std::vector<Wave>& out) {
+  void make_waves(int j, internal::WavefrontWorkspace<T>& ws, std::vector<Wave>& out) {
     const std::vector<Tile> all = tiles();
     const int n = stages_.count(j);
     const bool last = j + 1 == stages_.size();
@@ -876,8 +875,8 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
   const StreamPlan minimum = plan_for(m, st, b, 1, 1, opt);
   const int deepest =
       static_cast<int>(std::clamp<int64_t>(steps, 1, std::min<int64_t>(kMaxAutoBt, spare_levels)));
-  // The deepest block (up to kMaxBlock z-steps) that fits: every tile reloads its rings into
-  // the cache once per block, so the rings' traffic falls as the block grows.
+  // The deepest block (up to kMaxBlock z-steps) that fits: every tile reads its carried planes
+  // into the cache once per block, so that traffic falls as the block grows.
   auto with_block = [&](int bt) {
     StreamPlan q = plan_for(m, st, b, bt, opt.block > 0 ? opt.block : kMaxBlock, opt);
     while (opt.block == 0 && q.block > 1 &&

@@ -241,12 +241,12 @@ TEST(Wavefront, ChunksInSharedWorkspacesMatchOneRun) {
       const int64_t fw = s.nx + 2 * L * rx, fh = s.ny + 2 * L * ry;
       auto run_in_chunks = [&](int64_t chunk) {
         std::vector<float> out(static_cast<size_t>(s.points()));
-        const internal::WavefrontWorkspace<float> a(L, rz, fw, fh, static_cast<float>(b.value));
-        const internal::WavefrontWorkspace<float> other(L, rz, fw, fh, static_cast<float>(b.value));
+        internal::WavefrontWorkspace<float> a(L, rz, fw, fh, static_cast<float>(b.value));
+        internal::WavefrontWorkspace<float> other(L, rz, fw, fh, static_cast<float>(b.value));
         std::vector<float> kept(static_cast<size_t>(
             internal::WavefrontCarry<float>::bytes(L, rz, ry, a.stride(), fh, 1) / 4));
-        const internal::WavefrontCarry<float> carry(rz, ry, a.stride(), fh, 1, kept.data());
-        auto wave = [&](const internal::WavefrontWorkspace<float>& ws) {
+        internal::WavefrontCarry<float> carry(L, rz, ry, a.stride(), fh, 1, kept.data());
+        auto wave = [&](internal::WavefrontWorkspace<float>& ws) {
           return internal::Wavefront<float>(
               kernel, b, s, L, tile, ws,
               [&](int64_t z) -> const float* {
@@ -280,27 +280,6 @@ TEST(Wavefront, ChunksInSharedWorkspacesMatchOneRun) {
 // A distributed part's run: only the needed box (its block) must come out exact, and points
 // of the halos too far from it to reach it in time are not computed at all. A part has halos
 // on one side of an axis at the grid's edge (not periodic), else on both or none.
-// The copy that saves the carries past the cache: whole, whether it can use non-temporal
-// stores (aligned, whole 32 bytes) or falls back to an ordinary copy (any other pointers or
-// lengths).
-TEST(Wavefront, CopiesPastTheCacheArriveWhole) {
-  const internal::AlignedBuffer from(4096), to(4096);
-  float* src = from.data<float>();
-  for (int i = 0; i < 1024; ++i) src[i] = static_cast<float>(i) + 0.5F;
-  for (const size_t offset : {0, 1, 8}) {
-    for (const size_t n : {0, 8, 13, 16, 1000}) {
-      SCOPED_TRACE("offset " + std::to_string(offset) + ", " + std::to_string(n) + " values");
-      float* dst = to.data<float>();
-      std::fill(dst, dst + 1024, -1.0F);
-      internal::copy_past_the_cache(src + offset, n, dst + offset);
-      for (size_t i = 0; i < 1024; ++i) {
-        const bool copied = i >= offset && i < offset + n;
-        ASSERT_EQ(dst[i], copied ? src[i] : -1.0F) << "value " << i;
-      }
-    }
-  }
-}
-
 TEST(Golden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
   const Shape s{41, 23, 31};
   const int64_t steps = 5;

@@ -562,39 +562,45 @@ TEST_F(StreamGolden, PlansChargeTheCpuCostOfIoToCompute) {
   EXPECT_EQ(vm.stream.bt, bare.stream.bt) << "a forced bt stays";
 }
 
+// Blocks of every depth: between blocks each (stage, tile) trades its carried planes with the
+// threads' rings, so planes pass between tiles, stages and threads; a scheme of several
+// fields carries planes of several components.
 TEST_F(StreamGolden, BlockSizes) {
   const Shape shape{21, 13, 17};
-  const Stencil st = testing_stencil("13pt");
-  for (auto [block, cache_bt] : {std::pair{1, 3}, {2, 1}, {3, 2}, {7, 3}, {40, 2}}) {
-    for (const Boundary& b : kBoundaries) {
-      SCOPED_TRACE("block " + std::to_string(block) + ", cache bt " + std::to_string(cache_bt) +
-                   ", " + b.to_string());
-      const std::string dir = root_ + "/b" + std::to_string(counter_++);
-      CreateOptions co;
-      co.shape = shape;
-      Grid g = Grid::create(dir, co).value();
-      const auto u = testing::random_values<float>(shape, 3);
-      ASSERT_TRUE(g.write_planes(0, shape.nz, u.data()).ok());
-      StreamOptions opt;
-      opt.mem_budget = 64 << 20;
-      opt.block = block;
-      opt.bt = 3;
-      opt.cache_bt = cache_bt;
-      opt.tile_x = 8;
-      opt.tile_y = 5;
-      const StreamPlan plan = plan_stream(g.manifest(), st, b, 7, opt).value();
-      EXPECT_EQ(plan.block, block);
-      ASSERT_TRUE(advance_stream(g, st, b, 7, plan, opt).ok());
-      std::vector<float> got(u.size());
-      ASSERT_TRUE(g.read_planes(0, shape.nz, got.data()).ok());
-      EXPECT_EQ(testing::first_bitwise_difference(testing::reference_run(u, shape, st, b, 7), got),
-                -1);
+  for (const char* name : {"13pt", "wave2"}) {
+    const Scheme scheme = testing_scheme(name);
+    const int n = scheme.component_count();
+    for (auto [block, cache_bt] : {std::pair{1, 3}, {2, 1}, {3, 2}, {7, 3}, {40, 2}}) {
+      for (const Boundary& b : kBoundaries) {
+        SCOPED_TRACE(std::string(name) + ", block " + std::to_string(block) + ", cache bt " +
+                     std::to_string(cache_bt) + ", " + b.to_string());
+        const std::string dir = root_ + "/b" + std::to_string(counter_++);
+        CreateOptions co;
+        co.shape = shape;
+        co.fields = initial_fields(scheme, {});
+        Grid g = Grid::create(dir, co).value();
+        const auto u = testing::random_values<float>({shape.nx, shape.ny * n, shape.nz}, 3);
+        ASSERT_TRUE(g.write_planes(0, shape.nz, u.data()).ok());
+        StreamOptions opt;
+        opt.mem_budget = 64 << 20;
+        opt.block = block;
+        opt.bt = 3;
+        opt.cache_bt = cache_bt;
+        opt.tile_x = 8;
+        opt.tile_y = 5;
+        const StreamPlan plan = plan_stream(g.manifest(), scheme, b, 7, opt).value();
+        EXPECT_EQ(plan.block, block);
+        ASSERT_TRUE(advance_stream(g, scheme, b, 7, plan, opt).ok());
+        std::vector<float> got(u.size());
+        ASSERT_TRUE(g.read_planes(0, shape.nz, got.data()).ok());
+        EXPECT_EQ(
+            testing::first_bitwise_difference(testing::reference_run(u, shape, scheme, b, 7), got),
+            -1);
+      }
     }
   }
 }
 
-// The tiled method on a budget that leaves room for a few rows and planes per block: the
-// planner picks bt and blocks itself, splits the grid and stays within the budget.
 TEST_F(StreamGolden, TiledOnATightBudget) {
   Case c{"13pt", {40, 36, 30}, DType::kF32, 7, 0, 3, io::Backend::kUring};
   c.method = Method::kTiled;

@@ -32,9 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
-#if defined(__AVX__)
-#include <immintrin.h>
-#endif
+#include <vector>
 
 #include "deepgrid/boundary.h"
 #include "deepgrid/probes.h"
@@ -52,8 +50,14 @@ inline int64_t wavefront_workspace_bytes(int levels, int rz, int64_t frame_w, in
       false));
 }
 
+// Values between a ring plane's components: whole rows of 16 values (64 bytes for f32).
+inline int64_t wavefront_field_stride(ptrdiff_t stride, int64_t frame_h) {
+  return (stride * frame_h + 15) / 16 * 16;
+}
+
 // Per-thread storage of a wavefront: rings for levels 1..L-1 and one constant plane, each plane
-// of `components` components `field_stride()` apart.
+// of `components` components `field_stride()` apart. A ring's planes are reached through a
+// table of pointers, so that a WavefrontCarry can trade planes with it instead of copying.
 template <typename T>
 class WavefrontWorkspace {
  public:
@@ -62,29 +66,36 @@ class WavefrontWorkspace {
                      int components = 1)
       : slots_(2 * rz + 1),
         stride_((frame_w + 15) / 16 * 16),
-        field_((stride_ * frame_h + 15) / 16 * 16),
+        field_(wavefront_field_stride(stride_, frame_h)),
         plane_(field_ * components),
         levels_(levels),
         buffer_(static_cast<size_t>(plane_ * ((levels - 1) * slots_ + 1)) * sizeof(T)) {
-    if (ok()) std::fill(constant_plane(), constant_plane() + plane_, outside);
+    if (!ok()) return;
+    std::fill(constant_plane(), constant_plane() + plane_, outside);
+    for (int64_t p = 0; p < (levels - 1) * slots_; ++p)
+      table_.push_back(buffer_.data<T>() + p * plane_);
   }
 
   bool ok() const { return buffer_.ok(); }
   ptrdiff_t stride() const { return stride_; }
   ptrdiff_t field_stride() const { return field_; }
-  T* ring(int level, int64_t z) const {  // level in [1, L)
-    const int64_t slot = ((z % slots_) + slots_) % slots_;
-    return buffer_.data<T>() + ((level - 1) * slots_ + slot) * plane_;
-  }
+  T* ring(int level, int64_t z) const { return table_[slot(level, z)]; }  // level in [1, L)
+  // The ring's pointer to plane z of `level`, for trading it (WavefrontCarry).
+  T*& ring_entry(int level, int64_t z) { return table_[slot(level, z)]; }
   T* constant_plane() const { return buffer_.data<T>() + (levels_ - 1) * slots_ * plane_; }
 
  private:
+  size_t slot(int level, int64_t z) const {
+    return static_cast<size_t>((level - 1) * slots_ + ((z % slots_) + slots_) % slots_);
+  }
+
   int64_t slots_;
   ptrdiff_t stride_;
   int64_t field_;
   int64_t plane_;
   int levels_;
   AlignedBuffer buffer_;
+  std::vector<T*> table_;  // level-major: (level - 1) * slots_ + slot
 };
 
 struct WavefrontFrame {
@@ -106,69 +117,72 @@ struct WavefrontTrim {
   int64_t end(int a, int k, int r) const { return hi[static_cast<size_t>(a)] + (reach - k) * r; }
 };
 
-// Copies n values with non-temporal stores, which write to memory without reading the
-// destination into the cache first (as an ordinary store does) and without evicting what the
-// cache holds: for data read back only much later, such as a wavefront's carry, read after
-// every other tile has had the cache. Saving the carries so took a 512x512x4096 f32 stream
-// run (7pt, bt 48, 256 MiB) from 3705 to 3871 MLUP/s on average over six alternating runs
-// (docs/performance.md). Needs AVX and both pointers and the length in whole 32 bytes (the
-// carries and rings are 64-byte aligned, in rows of 16 values); otherwise an ordinary copy.
-template <typename T>
-void copy_past_the_cache(const T* from, size_t n, T* to) {
-#if defined(__AVX__)
-  const size_t bytes = n * sizeof(T);
-  const bool whole =
-      (reinterpret_cast<uintptr_t>(from) | reinterpret_cast<uintptr_t>(to) | bytes) % 32 == 0;
-  if (whole) {
-    const auto* src = reinterpret_cast<const __m256i*>(from);
-    auto* dst = reinterpret_cast<__m256i*>(to);
-    for (size_t i = 0; i < bytes / 32; ++i)
-      _mm256_stream_si256(dst + i, _mm256_load_si256(src + i));
-    _mm_sfence();  // (non-temporal stores are weakly ordered: done before other threads read)
-    return;
-  }
-#endif
-  std::copy_n(from, n, to);
-}
-
 // What a wavefront carries from one run of steps to its next when it shares its workspace with
-// others in between: for each level k in [1, L), the last 2 rz planes it computed, rows
-// [k ry, frame_h - k ry) (what level k + 1 reads) at the workspace's row stride. It lives in
-// bytes() of the caller's memory, 64-byte aligned (carries of many wavefronts in one
-// allocation: they are streamed through once per run of steps, so huge pages pay).
+// others in between: for each level k in [1, L), the last 2 rz planes it computed. The carry
+// owns 2 rz planes per level and trades them with the workspace's ring (Wavefront::save and
+// restore swap pointers, copying nothing): after a run of steps it takes the ring's planes of
+// those steps and leaves its own in their place, which the next wavefront in the workspace
+// overwrites. Copying the planes out and back in instead took 9% of a 512x512x4096 stream
+// run's time (7pt, bt 48, 256 MiB). So every plane of a level must serve as a ring plane: a
+// carried plane of level k holds rows [k ry, frame_h - k ry) of each component (all that
+// level k + 1 reads and level k writes), `field` apart as in the ring, and is addressed like a
+// ring plane, from row 0, which lies before its memory. The carry lives in bytes() of the
+// caller's memory, which starts with room for those rows before the first plane, 64-byte
+// aligned (carries of many wavefronts in one allocation: huge pages pay).
 template <typename T>
 class WavefrontCarry {
  public:
   static int64_t bytes(int levels, int rz, int ry, ptrdiff_t stride, int64_t frame_h,
                        int components) {
-    return level_offset(levels, rz, ry, stride, frame_h, components) *
-           static_cast<int64_t>(sizeof(T));
+    const Layout l{rz, ry, stride, frame_h, components};
+    return (l.lead(levels) + l.offset(levels)) * static_cast<int64_t>(sizeof(T));
   }
 
-  WavefrontCarry(int rz, int ry, ptrdiff_t stride, int64_t frame_h, int components, T* memory)
-      : rz_(rz), ry_(ry), stride_(stride), h_(frame_h), components_(components), memory_(memory) {}
+  WavefrontCarry(int levels, int rz, int ry, ptrdiff_t stride, int64_t frame_h, int components,
+                 T* memory)
+      : rz_(rz) {
+    const Layout l{rz, ry, stride, frame_h, components};
+    for (int k = 1; k < levels; ++k) {
+      for (int q = 0; q < 2 * rz; ++q) {
+        const int64_t start = l.lead(levels) + l.offset(k) + q * l.plane(k);
+        table_.push_back(memory + start - int64_t{k} * ry * stride);
+      }
+    }
+  }
 
-  // Level k's plane z, component c: rows from k ry on, `stride` apart.
-  T* plane(int k, int64_t z, int c) const {
+  // The carry's pointer to level k's plane z (kept: the last 2 rz planes; their slots repeat).
+  T*& entry(int k, int64_t z) {
     const int64_t slot = ((z % (2 * rz_)) + 2 * rz_) % (2 * rz_);  // periodic z may be < 0
-    return memory_ + level_offset(k, rz_, ry_, stride_, h_, components_) +
-           (slot * components_ + c) * rows(k) * stride_;
+    return table_[static_cast<size_t>((k - 1) * 2 * rz_ + slot)];
   }
-  int64_t rows(int k) const { return h_ - 2 * int64_t{k} * ry_; }
 
  private:
-  // Values before level k's planes.
-  static int64_t level_offset(int k, int rz, int ry, ptrdiff_t stride, int64_t h, int components) {
-    int64_t values = 0;
-    for (int m = 1; m < k; ++m) values += 2 * int64_t{rz} * components * (h - 2 * m * ry) * stride;
-    return values;
-  }
+  struct Layout {
+    int rz, ry;
+    ptrdiff_t stride;
+    int64_t h;
+    int components;
+    // Values of a carried plane of level k, from its row k ry on.
+    int64_t plane(int k) const {
+      return (components - 1) * wavefront_field_stride(stride, h) +
+             (h - 2 * int64_t{k} * ry) * stride;
+    }
+    // Values before level k's planes, after the lead.
+    int64_t offset(int k) const {
+      int64_t values = 0;
+      for (int m = 1; m < k; ++m) values += 2 * int64_t{rz} * plane(m);
+      return values;
+    }
+    // Values before the first plane: room for the rows that any plane's row 0 lies before it.
+    int64_t lead(int levels) const {
+      int64_t lead = 0;
+      for (int k = 1; k < levels; ++k) lead = std::max(lead, int64_t{k} * ry * stride - offset(k));
+      return lead;
+    }
+  };
 
-  int rz_, ry_;
-  ptrdiff_t stride_;
-  int64_t h_;
-  int components_;
-  T* memory_;
+  int rz_;
+  std::vector<T*> table_;  // level-major: (k - 1) * 2 rz + slot
 };
 
 template <typename T>
@@ -184,7 +198,7 @@ class Wavefront {
   };
 
   Wavefront(const SchemeKernel<T>& kernel, const Boundary& b, const Shape& shape, int levels,
-            const WavefrontFrame& tile, const WavefrontWorkspace<T>& ws, Level0Fn level0,
+            const WavefrontFrame& tile, WavefrontWorkspace<T>& ws, Level0Fn level0,
             PlaneStrides level0_strides, OutputFn output, PlaneStrides out_strides,
             int64_t z_extension = 0, int64_t output_from = kFromStart, ProbeRun probes = {},
             WavefrontTrim trim = {})
@@ -240,35 +254,20 @@ class Wavefront {
     }
   }
 
-  // Between the workspace's rings and `carry`: the planes of levels 1..L-1 that steps from
-  // `next_step` on read, which are the last 2 rz each level computed before it. save() after a
-  // run of steps, restore() before the next one, so that wavefronts can take turns in one
-  // workspace.
-  void save(const WavefrontCarry<T>& carry, int64_t next_step) const {
-    transfer(carry, next_step, true);
-  }
-  void restore(const WavefrontCarry<T>& carry, int64_t next_step) const {
-    transfer(carry, next_step, false);
-  }
+  // Trades the workspace's ring planes that steps from `next_step` on read (the last 2 rz each
+  // level computed before it) for the carry's (WavefrontCarry): save() after a run of steps
+  // hands them to the carry, restore() before the next run from the same step takes them
+  // back, so that wavefronts can take turns in one workspace. Planes outside a level's range
+  // are traded too; their contents are never read.
+  void save(WavefrontCarry<T>& carry, int64_t next_step) const { trade(carry, next_step); }
+  void restore(WavefrontCarry<T>& carry, int64_t next_step) const { trade(carry, next_step); }
 
  private:
-  void transfer(const WavefrontCarry<T>& carry, int64_t next_step, bool save) const {
+  void trade(WavefrontCarry<T>& carry, int64_t next_step) const {
     for (int k = 1; k < L_; ++k) {
       const int64_t next = next_step - int64_t{k} * rz_;  // the next plane level k computes
-      const int64_t z0 = std::max(z_begin(k), next - 2 * rz_), z1 = std::min(next, z_end(k));
-      const int64_t row0 = int64_t{k} * ry_;
-      const size_t values = static_cast<size_t>((h_ - 2 * row0) * ws_.stride());
-      for (int64_t z = z0; z < z1; ++z) {
-        for (int c = 0; c < k_.components(); ++c) {
-          T* ring = ws_.ring(k, z) + c * ws_.field_stride() + row0 * ws_.stride();
-          T* kept = carry.plane(k, z, c);
-          if (save) {
-            copy_past_the_cache(ring, values, kept);
-          } else {
-            std::copy_n(kept, values, ring);
-          }
-        }
-      }
+      for (int64_t z = next - 2 * rz_; z < next; ++z)
+        std::swap(ws_.ring_entry(k, z), carry.entry(k, z));
     }
   }
 
@@ -417,7 +416,7 @@ class Wavefront {
   const int64_t ext_;
   const int64_t from_;
   const WavefrontFrame tile_;
-  const WavefrontWorkspace<T>& ws_;
+  WavefrontWorkspace<T>& ws_;
   const Level0Fn level0_fn_;
   const PlaneStrides level0_;
   const OutputFn output_;
