@@ -24,13 +24,14 @@ using Clock = std::chrono::steady_clock;
 
 using internal::seconds_since;
 
-// Blocks of z-steps: at most this deep (memory permitting). Each block restores every tile's
-// carried planes (2 rz per level) into a thread's rings and saves them after; measured on
-// this class of machine, a 7-point bt 48 sweep computed 1.13-1.15x slower with blocks of 26
-// than of 64 (earlier, with per-tile rings, 1.2-1.3x with 16 against 64), which
-// (1 + kRingReload / block) models.
-constexpr int kMaxBlock = 64;
-constexpr double kRingReload = 8;
+// Blocks of z-steps: at most this deep (memory permitting). Between blocks every tile trades
+// its carried planes (2 rz per level) with a thread's rings, which costs no copy but a cold
+// read of those planes at the block's start. Measured on a 7-point bt 48 sweep of 512x512x4096
+// f32 (stages of 6): against blocks of 26, blocks of 1, 2, 3, 6 and 12 computed 1.82, 1.54,
+// 1.16, 1.06 and 1.02x as long, which (1 + kRingReload / block) bounds; blocks of 64 computed
+// no faster than 26 but took 0.35 s longer to fill and drain the I/O pipeline.
+constexpr int kMaxBlock = 32;
+constexpr double kRingReload = 1;
 
 // Level-0 planes kept for a whole sweep: periodic z reads bt * rz planes past each end, which
 // are the first and last planes of the grid as they were before the sweep overwrote them.

@@ -30,7 +30,7 @@ struct StreamOptions {
   int cache_bt = 0;         // steps per stage (pass over the cache); 0: the in-core engine's
   uint64_t mem_budget = 0;  // bytes; must be > 0
   io::Backend io = io::Backend::kUring;
-  int block = 0;       // z-steps each tile advances between I/O turns; 0: up to 64, as fits
+  int block = 0;       // z-steps each tile advances between I/O turns; 0: up to 32, as fits
   int64_t tile_x = 0;  // x-y tiles; 0: sized for the cache like the in-core engine's
   int64_t tile_y = 0;
   int64_t cache_bytes = 0;  // per-thread working set tiles are sized for; 0: the in-core default
