@@ -153,10 +153,16 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
 template <typename T>
 class FrameStore {
  public:
-  Status allocate(int64_t count, const Shape& s, Halo halo, int components) {
+  // Dirichlet ghost frames hold the boundary's value whatever the plane: they are filled here,
+  // once, and never written again (planes are loaded and computed inside the grid only).
+  Status allocate(int64_t count, const Shape& s, Halo halo, int components, const Boundary& b) {
     DG_ASSIGN_OR_RETURN(frames_, PaddedGrid<T>::allocate({s.nx, s.ny, count}, halo, components));
+    ghosts_fixed_ = b.kind == Boundary::Kind::kDirichlet;
+    if (ghosts_fixed_) frames_.fill_ghosts(b, 1);
     return Status::Ok();
   }
+  // Whether the frames' ghosts stay as allocate() filled them (else: fill each plane's).
+  bool ghosts_fixed() const { return ghosts_fixed_; }
 
   // Every frame free.
   void reset() {
@@ -180,6 +186,7 @@ class FrameStore {
  private:
   PaddedGrid<T> frames_;  // frame f is plane f
   std::vector<int64_t> free_;
+  bool ghosts_fixed_ = false;
 };
 
 // The planes of one time level, keyed by z, in frames of the shared store: level 0 as read
@@ -205,7 +212,9 @@ class FramePool {
   bool has(int64_t z) const { return slot(z) >= 0; }
   // Frame z: its plane, and filling its ghost frame by the boundary rule.
   T* plane(int64_t z) { return store_->frames().plane(slot(z)); }
-  void fill_ghosts(int64_t z) { store_->frames().fill_plane_ghosts(slot(z), b_); }
+  void fill_ghosts(int64_t z) {
+    if (!store_->ghosts_fixed()) store_->frames().fill_plane_ghosts(slot(z), b_);
+  }
   // Copies packed plane values into frame z (hashing them into `hash` if given).
   void load(int64_t z, const T* packed, PlaneHasher* hash) {
     store_->frames().load_plane(slot(z), packed, hash);
@@ -297,7 +306,7 @@ class StreamRun {
   Status allocate() {
     const Halo frame{plan_.cache_bt * kernel_.rx(), plan_.cache_bt * kernel_.ry(), 0};
     const int n = kernel_.components();
-    DG_RETURN_IF_ERROR(store_.allocate(plan_.frames, s_, frame, n));
+    DG_RETURN_IF_ERROR(store_.allocate(plan_.frames, s_, frame, n, b_));
     if (b_.kind == Boundary::Kind::kDirichlet) {
       DG_ASSIGN_OR_RETURN(constant_, PaddedGrid<T>::allocate({s_.nx, s_.ny, 1}, frame, n));
       std::vector<T> v(static_cast<size_t>(s_.plane_points() * n), static_cast<T>(b_.value));
@@ -537,8 +546,10 @@ class StreamRun {
   }
 
   // After stage j's part of steps [i0, i1): the ghost frames of the planes it completed, for
-  // the next stage to read. Called by every thread of the team.
+  // the next stage to read. Called by every thread of the team (none wait for the others where
+  // the ghosts are fixed).
   void fill_stage_output_ghosts(int j, int64_t i0, int64_t i1) {
+    if (store_.ghosts_fixed()) return;
     FramePool<T>& next = pools_[static_cast<size_t>(j + 1)];
 #pragma omp for schedule(static)
     for (int64_t i = i0; i < i1; ++i) {
