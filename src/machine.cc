@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -222,6 +223,7 @@ std::string compute_key(const Grid& grid, const Scheme& stencil, int threads, co
          sample.to_string();
 }
 
+// The cache file: one object per machine_identity().
 json read_cache(const std::string& path) {
   std::ifstream in(path);
   if (!in) return json::object();
@@ -232,6 +234,13 @@ json read_cache(const std::string& path) {
   return j;
 }
 
+// This machine's profile in the cache file (an empty one where there is none, or a damaged one).
+json& this_machine(json& file) {
+  json& mine = file[machine_identity()];
+  if (!mine.is_object()) mine = json::object();
+  return mine;
+}
+
 void write_cache(const std::string& path, const json& j) {
   const std::filesystem::path p(path);
   std::error_code ec;
@@ -239,6 +248,18 @@ void write_cache(const std::string& path, const json& j) {
   if (ec) return;
   (void)internal::write_file_atomic(p.parent_path().string(), p.filename().string(),
                                     j.dump(2) + "\n");
+}
+
+// The first value of a /proc/cpuinfo field, or empty.
+std::string cpuinfo_field(const std::string& name) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos || line.rfind(name, 0) != 0) continue;
+    const size_t value = line.find_first_not_of(" \t", colon + 1);
+    return value == std::string::npos ? std::string() : line.substr(value);
+  }
+  return {};
 }
 
 // The number cached under section/key, if there is one.
@@ -255,6 +276,15 @@ double cached_number(const json& j, const char* section, const std::string& key)
 
 }  // namespace
 
+std::string machine_identity() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  std::string cpu = cpuinfo_field("model name");               // x86
+  if (cpu.empty()) cpu = "part " + cpuinfo_field("CPU part");  // Arm
+  return std::string(host) + ", " + cpu + ", " +
+         std::to_string(std::thread::hardware_concurrency()) + " CPUs";
+}
+
 std::string machine_cache_path() {
   if (const char* d = std::getenv("DEEPGRID_CACHE_DIR"); d != nullptr && *d != '\0') {
     return std::string(d) + "/" + kCacheName;
@@ -270,7 +300,8 @@ std::string machine_cache_path() {
 
 Result<int64_t> tuned_cache_bytes(int threads, bool remeasure, uint64_t mem_budget) {
   const std::string path = machine_cache_path();
-  json cache = path.empty() ? json::object() : read_cache(path);
+  json file = path.empty() ? json::object() : read_cache(path);
+  json& cache = this_machine(file);
   const std::string key = threads_key(threads);
   if (!remeasure) {
     if (const double cached = cached_number(cache, "wavefront_cache_bytes", key); cached > 0) {
@@ -281,7 +312,7 @@ Result<int64_t> tuned_cache_bytes(int threads, bool remeasure, uint64_t mem_budg
   DG_ASSIGN_OR_RETURN(const int64_t bytes, measure_cache_bytes(threads, mem_budget, &all_tried));
   if (bytes > 0 && all_tried && !path.empty()) {  // the best of some is not the best
     cache["wavefront_cache_bytes"][key] = bytes;
-    write_cache(path, cache);
+    write_cache(path, file);
   }
   return bytes;
 }
@@ -312,7 +343,8 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
   MachineProfile p;
   DG_ASSIGN_OR_RETURN(p.cache_bytes, tuned_cache_bytes(threads, remeasure, mem_budget));
   const std::string path = machine_cache_path();
-  json cache = path.empty() ? json::object() : read_cache(path);  // with the tuning in it
+  json file = path.empty() ? json::object() : read_cache(path);  // with the tuning in it
+  json& cache = this_machine(file);
   const InCoreOptions opt = compute_options(threads, p.cache_bytes);
   const Shape sample = compute_sample(grid, stencil, opt, mem_budget);
   const std::string ck = compute_key(grid, stencil, threads, sample), dk = disk_key(grid);
@@ -345,7 +377,7 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
     p.io_cpu_seconds_per_byte = std::max(0.0, io_cost);
     if (cache_disk && io_cost >= 0) cache[kIoCostSection][dk] = io_cost;
   }
-  if (!p.cached && !path.empty()) write_cache(path, cache);
+  if (!p.cached && !path.empty()) write_cache(path, file);
   return p;
 }
 

@@ -30,6 +30,14 @@ class MachineProfileTest : public ::testing::Test {
     ASSERT_TRUE(Grid::create((tmp_.path() / "g").string(), co).ok());
   }
 
+  // This machine's profile in the cache file, and writing it as the file's only one.
+  static nlohmann::json cached_profile() {
+    return nlohmann::json::parse(std::ifstream(machine_cache_path()))[machine_identity()];
+  }
+  static void write_profile(const nlohmann::json& mine) {
+    std::ofstream(machine_cache_path()) << nlohmann::json{{machine_identity(), mine}}.dump();
+  }
+
   Result<MachineProfile> profile(bool remeasure = false) {
     const Grid g = Grid::open((tmp_.path() / "g").string()).value();
     return machine_profile(g, Stencil::preset("7pt").value(), 1, remeasure);
@@ -45,8 +53,7 @@ TEST_F(MachineProfileTest, MeasuresOnceThenReadsTheCache) {
   EXPECT_GT(first.compute_mlups, 0);
   EXPECT_GT(first.disk_read_bps, 0);
 
-  std::ifstream in(machine_cache_path());
-  const nlohmann::json cache = nlohmann::json::parse(in);
+  const nlohmann::json cache = cached_profile();
   EXPECT_EQ(cache["compute_mlups"].size(), 1u);
   EXPECT_EQ(cache["disk_read_bytes_per_second"].size(), 1u);
   EXPECT_GE(first.io_cpu_seconds_per_byte, 0);
@@ -63,21 +70,21 @@ TEST_F(MachineProfileTest, MeasuresOnceThenReadsTheCache) {
 
 TEST_F(MachineProfileTest, TheCpuCostOfIoIsCachedPerDiskAndMeasuredWhereMissing) {
   ASSERT_TRUE(profile().ok());
-  nlohmann::json cache = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+  nlohmann::json cache = cached_profile();
   ASSERT_EQ(cache["io_cpu_seconds_per_byte"].size(), 1u);
   const std::string disk = cache["io_cpu_seconds_per_byte"].begin().key();
   cache["io_cpu_seconds_per_byte"][disk] = 1.5e-9;  // a value only the cache can give
-  std::ofstream(machine_cache_path()) << cache.dump();
+  write_profile(cache);
   MachineProfile p = profile().value();
   EXPECT_TRUE(p.cached);
   EXPECT_EQ(p.io_cpu_seconds_per_byte, 1.5e-9);
 
   cache.erase("io_cpu_seconds_per_byte");  // a cache written before the cost was measured
-  std::ofstream(machine_cache_path()) << cache.dump();
+  write_profile(cache);
   p = profile().value();
   EXPECT_FALSE(p.cached);
   EXPECT_NE(p.io_cpu_seconds_per_byte, 1.5e-9);
-  cache = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+  cache = cached_profile();
   EXPECT_EQ(cache["io_cpu_seconds_per_byte"][disk].get<double>(), p.io_cpu_seconds_per_byte);
 }
 
@@ -86,7 +93,7 @@ TEST_F(MachineProfileTest, TheCpuCostOfIoIsLeftUnknownWhereTheLoadDoesNotFitTheB
   const MachineProfile p =
       machine_profile(g, Stencil::preset("7pt").value(), 1, false, 32 << 20).value();
   EXPECT_EQ(p.io_cpu_seconds_per_byte, 0);
-  const nlohmann::json cache = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+  const nlohmann::json cache = cached_profile();
   EXPECT_FALSE(cache.contains("io_cpu_seconds_per_byte")) << cache.dump();
   EXPECT_FALSE(profile().value().cached) << "measured once the budget allows";
   EXPECT_TRUE(profile().value().cached);
@@ -100,7 +107,7 @@ TEST_F(MachineProfileTest, RatesABudgetCutShortDoNotStandInForFullOnes) {
   const Scheme s7(Stencil::preset("7pt").value());
   auto cached_keys = [] {
     std::vector<std::string> keys;
-    const nlohmann::json cache = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+    const nlohmann::json cache = cached_profile();
     for (const auto& [key, value] : cache["compute_mlups"].items()) keys.push_back(key);
     return keys;
   };
@@ -124,9 +131,35 @@ TEST_F(MachineProfileTest, RatesABudgetCutShortDoNotStandInForFullOnes) {
   std::filesystem::remove(machine_cache_path());
   const MachineProfile shallow = machine_profile(g, s7, 1, false, 128 << 10).value();
   EXPECT_GT(shallow.disk_read_bps, 0) << "measured with 5 of 8 reads in flight, for this run";
-  const nlohmann::json cache = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+  const nlohmann::json cache = cached_profile();
   EXPECT_FALSE(cache.contains("disk_read_bytes_per_second")) << cache.dump();
   EXPECT_FALSE(profile().value().cached);
+  EXPECT_TRUE(profile().value().cached);
+}
+
+// One cache file serves machines that share a home directory: each measures its own profile,
+// and none overwrites another's; a virtual machine moved to other CPUs under its old host name
+// has another identity too.
+TEST_F(MachineProfileTest, EachMachineHasItsOwnProfile) {
+  const std::string me = machine_identity();
+  EXPECT_NE(me.find(", "), std::string::npos) << me;
+  ASSERT_TRUE(profile().ok());
+  nlohmann::json file = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+  ASSERT_EQ(file.size(), 1u);
+  ASSERT_TRUE(file.contains(me));
+  nlohmann::json other = file[me];
+  other["compute_mlups"].begin().value() = 1.0;  // values only that machine's profile holds
+  other["wavefront_cache_bytes"]["1t"] = 12345;
+  const nlohmann::json elsewhere = {{"node7, Other CPU, 64 CPUs", other}};
+  std::ofstream(machine_cache_path()) << elsewhere.dump();
+
+  const MachineProfile p = profile().value();
+  EXPECT_FALSE(p.cached) << "another machine's profile does not serve this one";
+  EXPECT_NE(p.compute_mlups, 1.0);
+  EXPECT_NE(p.cache_bytes, 12345);
+  file = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+  EXPECT_EQ(file.size(), 2u);
+  EXPECT_EQ(file["node7, Other CPU, 64 CPUs"], other) << "the other machine's profile is kept";
   EXPECT_TRUE(profile().value().cached);
 }
 
@@ -147,12 +180,11 @@ TEST_F(MachineProfileTest, TunesTheTilesWorkingSetOnceAndCachesIt) {
   const int64_t tuned = tuned_cache_bytes(1).value();
   EXPECT_NE(std::find(std::begin(candidates), std::end(candidates), tuned), std::end(candidates))
       << tuned;
-  std::ifstream in(machine_cache_path());
-  nlohmann::json cache = nlohmann::json::parse(in);
+  nlohmann::json cache = cached_profile();
   EXPECT_EQ(cache["wavefront_cache_bytes"]["1t"].get<int64_t>(), tuned);
 
   cache["wavefront_cache_bytes"]["1t"] = 12345;  // a value only the cache can give
-  std::ofstream(machine_cache_path()) << cache.dump();
+  write_profile(cache);
   EXPECT_EQ(tuned_cache_bytes(1).value(), 12345);
   EXPECT_EQ(profile().value().cache_bytes, 12345) << "the profile carries the tuning";
   EXPECT_NE(tuned_cache_bytes(1, /*remeasure=*/true).value(), 12345);

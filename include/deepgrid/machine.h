@@ -4,10 +4,11 @@
 //
 // measure_machine() measures (about a second); machine_profile() measures once per
 // machine and caches the rates in machine.json under $DEEPGRID_CACHE_DIR (default:
-// $XDG_CACHE_HOME/deepgrid, else ~/.cache/deepgrid), compute keyed by stencil, dtype, threads
-// and the sample it ran on, disks by the device numbers of the grid's store directories, the
-// tuning by threads. A measurement the memory budget cut short (a smaller sample, fewer reads
-// in flight, fewer working sets tried) is never cached in place of a full one.
+// $XDG_CACHE_HOME/deepgrid, else ~/.cache/deepgrid), one profile per machine_identity(); in
+// it compute keyed by stencil, dtype, threads and the sample it ran on, disks by the device
+// numbers of the grid's store directories, the tuning by threads. A measurement the memory budget
+// cut short (a smaller sample, fewer reads in flight, fewer working sets tried) is never cached in
+// place of a full one.
 #pragma once
 
 #include <string>
@@ -62,5 +63,11 @@ Result<int64_t> tuned_cache_bytes(int threads, bool remeasure = false, uint64_t 
 
 // Where machine_profile() keeps its cache; empty when no directory can be found.
 std::string machine_cache_path();
+
+// The machine a cached profile belongs to: host name, CPU model and number of CPUs. The cache
+// file keeps one profile under each, so that machines sharing a home directory (a cluster's
+// nodes, where device numbers name different disks) or a virtual machine moved to other
+// hardware under its old name measure their own.
+std::string machine_identity();
 
 }  // namespace deepgrid
