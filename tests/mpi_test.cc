@@ -897,6 +897,46 @@ TEST(Communication, RanksWaitingForHalosLeaveTheCpusToTheOthers) {
   EXPECT_EQ(values[11], 12.0F);
 }
 
+// And ranks waiting for each other's planes (checkpoint, export and plot gather planes on rank
+// 0): here first every rank sends rank 0 a 4 MiB message, too large for MPI to buffer, which
+// rank 0 takes only after 0.4 s; then every rank sends another 0.4 s late, which rank 0 waits
+// for. The messages arrive whole.
+TEST(Communication, RanksWaitingForPlanesLeaveTheCpusToTheOthers) {
+  if (mpi::size() == 1) GTEST_SKIP() << "one rank waits for nobody";
+  constexpr int kTag = 11;
+  std::vector<std::byte> mine(4 << 20, std::byte{static_cast<unsigned char>(mpi::rank())});
+  auto timed = [](auto&& work) {
+    mpi::barrier();
+    const double cpu0 = thread_cpu_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    work();
+    return std::pair{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                     thread_cpu_seconds() - cpu0};
+  };
+  auto receive_all = [&] {
+    std::vector<std::byte> got;
+    for (int r = 1; r < mpi::size(); ++r) {
+      mpi::receive(r, kTag, &got);
+      ASSERT_EQ(got.size(), mine.size());
+      EXPECT_EQ(got.front(), std::byte{static_cast<unsigned char>(r)});
+      EXPECT_EQ(got.back(), std::byte{static_cast<unsigned char>(r)});
+    }
+  };
+  const auto late = std::chrono::milliseconds(400);
+  const auto [sent_after, send_cpu] = timed([&] {
+    if (mpi::rank() != 0) return mpi::send(mine.data(), mine.size(), 0, kTag);
+    std::this_thread::sleep_for(late);
+    receive_all();
+  });
+  if (mpi::rank() != 0) expect_slept(sent_after, send_cpu);
+  const auto [received_after, receive_cpu] = timed([&] {
+    if (mpi::rank() == 0) return receive_all();
+    std::this_thread::sleep_for(late);
+    mpi::send(mine.data(), mine.size(), 0, kTag);
+  });
+  if (mpi::rank() == 0) expect_slept(received_after, receive_cpu);
+}
+
 // Parts in memory that commit after every round (checkpoints): each commit writes the part
 // once, and the result stays the reference's.
 TEST(Distributed, CheckpointsOfPartsInMemoryKeepTheRunExact) {

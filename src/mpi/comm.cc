@@ -23,8 +23,6 @@ int all_reduce(int value, MPI_Op op) {
   return value;
 }
 
-}  // namespace
-
 // Open MPI's blocking waits poll at full speed, so a rank that arrives early would take a CPU
 // from the ranks still working (several ranks may share a node's cores). Most waits end within
 // a millisecond (a fast collective, a halo already on its way): those poll at full speed, as
@@ -33,17 +31,46 @@ int all_reduce(int value, MPI_Op op) {
 // development VM). Longer waits are for a rank still working: they sleep between polls, the
 // pause growing to 1 ms, so a transfer that is still moving after a millisecond (Open MPI
 // progresses it only inside the polls) may end up to a pause later.
-void wait_all(std::vector<MPI_Request>* requests) {
+template <typename Done>
+void wait_until(Done&& done) {
   using std::chrono::microseconds;
   const auto t0 = std::chrono::steady_clock::now();
   auto pause = microseconds(10);
-  for (int done = 0;;) {
-    MPI_Testall(to_int(requests->size()), requests->data(), &done, MPI_STATUSES_IGNORE);
-    if (done != 0) return;
+  while (!done()) {
     if (std::chrono::steady_clock::now() - t0 < microseconds(1000)) continue;
     std::this_thread::sleep_for(pause);
     pause = std::min(2 * pause, microseconds(1000));
   }
+}
+
+}  // namespace
+
+void wait_all(std::vector<MPI_Request>* requests) {
+  wait_until([requests] {
+    int done = 0;
+    MPI_Testall(to_int(requests->size()), requests->data(), &done, MPI_STATUSES_IGNORE);
+    return done != 0;
+  });
+}
+
+void send(const void* data, size_t bytes, int to, int tag) {
+  std::vector<MPI_Request> request(1);
+  MPI_Isend(data, to_int(bytes), MPI_BYTE, to, tag, MPI_COMM_WORLD, request.data());
+  wait_all(&request);
+}
+
+void receive(int from, int tag, std::vector<std::byte>* message) {
+  MPI_Message matched = MPI_MESSAGE_NULL;
+  MPI_Status status;
+  wait_until([&] {
+    int found = 0;
+    MPI_Improbe(from, tag, MPI_COMM_WORLD, &found, &matched, &status);
+    return found != 0;
+  });
+  int bytes = 0;
+  MPI_Get_count(&status, MPI_BYTE, &bytes);
+  message->resize(static_cast<size_t>(bytes));
+  MPI_Mrecv(message->data(), bytes, MPI_BYTE, &matched, MPI_STATUS_IGNORE);
 }
 
 bool launched_by_mpirun() {

@@ -6,13 +6,14 @@
 // error of the lowest failing rank (its message prefixed with "rank R: "), so that every rank
 // stops together with one clear message instead of waiting for a partner that has given up.
 //
-// A rank waiting in agree(), any_rank() or barrier(), or for messages in wait_all(), sleeps
-// between polls once it has waited a millisecond, so that it leaves its node's CPUs to the
-// ranks still working.
+// A rank waiting in agree(), any_rank() or barrier(), or for messages (wait_all(), send(),
+// receive()), sleeps between polls once it has waited a millisecond, so that it leaves its
+// node's CPUs to the ranks still working.
 #pragma once
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,6 +50,11 @@ void barrier();
 // MPI_Waitall of `requests`, polling at full speed for a millisecond, then sleeping between
 // polls (pauses growing to 1 ms).
 void wait_all(std::vector<MPI_Request>* requests);
+// Blocking messages of bytes that wait as wait_all() does: send() returns once MPI is done with
+// `data` (for a large message: once `to` has it); receive() takes the next message from `from`
+// with `tag` into `message`, resized to fit.
+void send(const void* data, size_t bytes, int to, int tag);
+void receive(int from, int tag, std::vector<std::byte>* message);
 
 // Root's text on every rank. Collective.
 std::string broadcast(const std::string& text, int root = 0);

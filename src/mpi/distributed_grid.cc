@@ -467,7 +467,7 @@ void send_blocks_to_root(const DistributedManifest& m, bool verify) {
     if (verify) DG_RETURN_IF_ERROR(part.enable_verification());
     return read_block_planes(part, info, [&](int64_t, const std::byte* values) {
       std::memcpy(msg.data() + sizeof(int64_t), values, msg.size() - sizeof(int64_t));
-      MPI_Send(msg.data(), static_cast<int>(msg.size()), MPI_BYTE, 0, kPlaneTag, MPI_COMM_WORLD);
+      send(msg.data(), msg.size(), 0, kPlaneTag);
       return Status::Ok();
     });
   }();
@@ -477,17 +477,12 @@ void send_blocks_to_root(const DistributedManifest& m, bool verify) {
   const int64_t code = static_cast<int64_t>(st.code());
   std::memcpy(err.data(), &code, sizeof code);
   err += st.message();
-  MPI_Send(err.data(), static_cast<int>(err.size()), MPI_BYTE, 0, kPlaneTag, MPI_COMM_WORLD);
+  send(err.data(), err.size(), 0, kPlaneTag);
 }
 
 // Rank 0 takes rank r's rectangle of the next plane into `values`, or its error.
 Status receive_block_plane(int r, std::vector<std::byte>* msg, std::byte* values) {
-  MPI_Status probe;
-  MPI_Probe(r, kPlaneTag, MPI_COMM_WORLD, &probe);
-  int bytes = 0;
-  MPI_Get_count(&probe, MPI_BYTE, &bytes);
-  msg->resize(static_cast<size_t>(bytes));
-  MPI_Recv(msg->data(), bytes, MPI_BYTE, r, kPlaneTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  receive(r, kPlaneTag, msg);
   int64_t code = 0;
   std::memcpy(&code, msg->data(), sizeof code);
   if (code != 0) {
