@@ -33,6 +33,16 @@ using internal::seconds_since;
 constexpr int kMaxBlock = 32;
 constexpr double kRingReload = 1;
 
+// A plan's compute per update against the in-core engine's, apart from halo work: carried
+// planes read into the cache once per block, and stages shallower than about 2 (f32) or 4
+// (f64) steps bound by memory bandwidth (measured: one step per pass runs 2.2x slower than the
+// in-core engine's depth).
+double relative_compute(const StreamPlan& q, DType dtype) {
+  const double memory_bound =
+      std::max(1.0, 2.2 * static_cast<double>(dtype_size(dtype)) / 4.0 / q.cache_bt);
+  return (1 + kRingReload / q.block) * memory_bound;
+}
+
 // Level-0 planes kept for a whole sweep: periodic z reads bt * rz planes past each end, which
 // are the first and last planes of the grid as they were before the sweep overwrote them.
 int64_t pinned_planes(const Boundary& b, int bt, int rz, int64_t nz) {
@@ -923,11 +933,7 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
     for (int bt = 1; bt <= deepest; ++bt) {
       const StreamPlan q = with_block(bt);
       if (static_cast<uint64_t>(q.memory_bytes) > opt.mem_budget) continue;
-      // Stages shallower than about 2 (f32) or 4 (f64) steps are bound by memory bandwidth
-      // (measured: one step per pass runs 2.2x slower than the in-core engine's depth).
-      const double memory_bound =
-          std::max(1.0, 2.2 * static_cast<double>(dtype_size(m.dtype)) / 4.0 / q.cache_bt);
-      const double per_step = q.redundancy * (1 + kRingReload / q.block) * memory_bound;
+      const double per_step = q.redundancy * relative_compute(q, m.dtype);
       double cost = 0, computed = 0;
       for (int64_t done = 0; done < run; done += bt) {
         const double compute =
@@ -953,6 +959,7 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
   }
   p.minimum_bytes = minimum.memory_bytes;
   p.sweeps = (std::max<int64_t>(steps, 0) + p.bt - 1) / p.bt;
+  p.compute_factor = relative_compute(p, m.dtype);
   return p;
 }
 

@@ -145,7 +145,7 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   for (int64_t done = 0; done < opt.steps; done += plan.stream.bt) {
     const double levels = static_cast<double>(std::min<int64_t>(plan.stream.bt, opt.steps - done));
     // Each sweep's reads and writes also take CPU time from every thread's compute.
-    const double compute = (rate > 0 ? points * levels / rate : 0) +
+    const double compute = (rate > 0 ? points * levels / rate * plan.stream.compute_factor : 0) +
                            machine.io_cpu_seconds_per_byte * 2 * grid_bytes / plan.stream.threads;
     plan.predicted_compute_seconds += compute;
     const double disk = (read_s + write_s) / kConcurrentDirections;

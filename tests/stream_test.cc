@@ -560,6 +560,31 @@ TEST_F(StreamGolden, PlansChargeTheCpuCostOfIoToCompute) {
   EXPECT_NEAR(vm.predicted_compute_seconds - bare.predicted_compute_seconds,
               3 * 1e-9 * 2 * grid_bytes / 2, 1e-12);
   EXPECT_EQ(vm.stream.bt, bare.stream.bt) << "a forced bt stays";
+  // The updates themselves at the in-core rate, times what blocks and stages cost beyond it.
+  ASSERT_GT(bare.stream.compute_factor, 1);
+  EXPECT_NEAR(bare.predicted_compute_seconds,
+              static_cast<double>(shape.points()) * 12 / 100e6 * bare.stream.compute_factor, 1e-12);
+}
+
+// What a plan computes beyond the in-core engine's updates: shallower blocks read their
+// carried planes into the cache more often (measured 1.82x the compute with blocks of 1, 1.16x
+// with blocks of 3, against blocks of 26), and one-step stages are bound by memory.
+TEST(StreamPlan, ShallowBlocksAndStagesComputeMore) {
+  const Manifest m = planning_manifest({256, 256, 512});
+  const Stencil st = Stencil::preset("7pt").value();
+  StreamOptions opt;
+  opt.mem_budget = int64_t{1} << 30;
+  opt.bt = 8;
+  opt.cache_bt = 4;
+  auto factor = [&](int block) {
+    opt.block = block;
+    return plan_stream(m, st, Boundary{}, 100, opt).value().compute_factor;
+  };
+  EXPECT_DOUBLE_EQ(factor(1), 2.0);
+  EXPECT_GT(factor(3), factor(26));
+  EXPECT_LT(factor(26), 1.05);
+  opt.cache_bt = 1;
+  EXPECT_GT(factor(26), 2.0) << "one step per pass over the cache";
 }
 
 // Blocks of every depth: between blocks each (stage, tile) trades its carried planes with the

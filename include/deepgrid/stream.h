@@ -71,6 +71,9 @@ struct StreamPlan {
   int64_t minimum_bytes = 0;  // the working set with bt = 1
   int64_t sweeps = 0;
   double redundancy = 1;  // computed updates / useful updates (tile halos)
+  // Compute per update against the in-core engine's rate, apart from halo work (which the
+  // in-core engine does too): blocks' cold reads of carried planes, shallow stages.
+  double compute_factor = 1;
   bool flush_subnormals = false;
 };
 
