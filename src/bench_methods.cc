@@ -17,21 +17,6 @@
 namespace deepgrid {
 namespace {
 
-// Milliseconds the block device holding `path` has spent doing I/O (io_ticks, the 10th field
-// of /sys/dev/block/MAJ:MIN/stat), or -1 where its filesystem is not on a block device (tmpfs,
-// overlay, network filesystems).
-int64_t disk_busy_ms(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return -1;
-  std::ifstream in("/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
-                   std::to_string(minor(st.st_dev)) + "/stat");
-  int64_t fields[10];
-  for (int64_t& f : fields) {
-    if (!(in >> f)) return -1;
-  }
-  return fields[9];
-}
-
 // Creates a fresh grid, runs it with `opt`, removes it. *disk_busy: the share of the run's
 // wall time the grid's disk was busy (anyone's I/O counts), or -1 when unknown.
 Result<RunReport> run_fresh(const MethodsBenchOptions& o, const std::string& name,
@@ -59,12 +44,12 @@ Result<RunReport> run_fresh(const MethodsBenchOptions& o, const std::string& nam
   std::this_thread::sleep_for(std::chrono::seconds(2));
   // Each run reports its own peak: reset the process's high-water mark (Linux >= 4.0).
   std::ofstream("/proc/self/clear_refs") << "5";
-  const int64_t busy0 = disk_busy_ms(dir);
+  const int64_t busy0 = device_busy_ms(dir);
   const auto t0 = std::chrono::steady_clock::now();
   auto r = run_grid(dir, planned);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const int64_t busy1 = disk_busy_ms(dir);
+  const int64_t busy1 = device_busy_ms(dir);
   *disk_busy = busy0 >= 0 && busy1 >= 0 && ms > 0
                    ? std::min(1.0, static_cast<double>(busy1 - busy0) / ms)
                    : -1;

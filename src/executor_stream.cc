@@ -913,17 +913,19 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
   } else {
     // The run's time in units of one perfectly efficient step over the grid: per sweep, the
     // larger of its compute (halo work, ring reloads once per block) and one read and write
-    // of the grid at what the disks sustain. That is uncertain: a short measurement of a
-    // shared virtual disk overestimates what a sweep sustains (on a Zen 3 VM, reads measured
-    // 1.3-1.8 GB/s in 0.2 s, while a sweep sustained ~1.1 GB/s of reads and writes), so a
-    // plan costs the mean of its time with the disks at the given rate (a 20% margin) and at
-    // half of it. Of plans that cost the same (the disk binds them all), the one that computes
+    // of the grid at what the disks sustain. A short measurement is uncertain: on virtual
+    // disks it strayed from what sweeps sustained either way (on a Zen 3 VM, reads measured
+    // 1.3-1.8 GB/s in 0.2 s, while a bt 24 sweep sustained ~1.1 GB/s of reads and writes; on
+    // a Xeon VM reads measured 1.3-1.4 GB/s, while bt 12 sweeps of a 25 GiB grid sustained
+    // 2.1), so with a measured rate a plan costs the mean of its time with the disks at that
+    // rate (a 20% margin) and at half of it; with the rate earlier sweeps sustained, its time
+    // at that rate. Of plans that cost the same (the disk binds them all), the one that computes
     // least wins: deeper plans that take as many sweeps move as many bytes, but fit shallower
     // blocks and compute more (a 25 GiB grid in 1 GiB, 24 steps: bt 14 with blocks of 3 took
     // 86 s where bt 12 with blocks of 6 took 67, both in 2 sweeps); then the deeper plan.
-    const double disk = 1.2 * 2.0 * static_cast<double>(m.layout.plane_bytes) /
-                        static_cast<double>(m.shape.plane_points()) /
-                        std::max(opt.disk_bytes_per_update, 1e-3);
+    const double disk =
+        (opt.disk_rate_observed ? 1.0 : 1.2) * 2.0 * static_cast<double>(m.layout.plane_bytes) /
+        static_cast<double>(m.shape.plane_points()) / std::max(opt.disk_bytes_per_update, 1e-3);
     const int64_t run = std::max<int64_t>(steps, 1);
     // The compute a sweep's reads and writes take from the threads, in the same units.
     const double io_cpu = opt.io_cpu_updates_per_byte / minimum.threads * 2.0 *
@@ -938,7 +940,9 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
       for (int64_t done = 0; done < run; done += bt) {
         const double compute =
             per_step * static_cast<double>(std::min<int64_t>(bt, run - done)) + io_cpu;
-        cost += (std::max(compute, disk) + std::max(compute, 2 * disk)) / 2;
+        cost += opt.disk_rate_observed
+                    ? std::max(compute, disk)
+                    : (std::max(compute, disk) + std::max(compute, 2 * disk)) / 2;
         computed += compute;
       }
       const bool cheaper = cost < best * (1 - 1e-9);

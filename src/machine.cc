@@ -30,6 +30,7 @@ using nlohmann::json;
 
 constexpr char kCacheName[] = "machine.json";
 constexpr char kIoCostSection[] = "io_cpu_seconds_per_byte";
+constexpr char kSweepSection[] = "disk_sweep_bytes_per_second";
 
 using internal::seconds_since;
 
@@ -235,7 +236,13 @@ json read_cache(const std::string& path) {
 }
 
 // This machine's profile in the cache file (an empty one where there is none, or a damaged one).
+// A file of the format before profiles per machine held one profile's sections at its top
+// level; they are dropped.
 json& this_machine(json& file) {
+  for (const char* section :
+       {"compute_mlups", "disk_read_bytes_per_second", kIoCostSection, "wavefront_cache_bytes"}) {
+    file.erase(section);
+  }
   json& mine = file[machine_identity()];
   if (!mine.is_object()) mine = json::object();
   return mine;
@@ -275,6 +282,36 @@ double cached_number(const json& j, const char* section, const std::string& key)
 }
 
 }  // namespace
+
+int64_t device_busy_ms(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return -1;
+  std::ifstream in("/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                   std::to_string(minor(st.st_dev)) + "/stat");
+  int64_t fields[10];
+  for (int64_t& f : fields) {
+    if (!(in >> f)) return -1;
+  }
+  return fields[9];
+}
+
+int64_t grid_disks_busy_ms(const Grid& grid) {
+  int64_t most = 0;
+  for (size_t f = 0; f < grid.manifest().layout.files.size(); ++f) {
+    const int64_t busy = device_busy_ms(grid.file_path(static_cast<int>(f)));
+    if (busy < 0) return -1;
+    most = std::max(most, busy);
+  }
+  return most;
+}
+
+void record_sweep_bandwidth(const Grid& grid, double bytes, double busy_seconds) {
+  const std::string path = machine_cache_path(), dk = disk_key(grid);
+  if (busy_seconds < 1 || bytes <= 0 || path.empty() || dk.empty()) return;
+  json file = read_cache(path);
+  this_machine(file)[kSweepSection][dk] = bytes / busy_seconds;
+  write_cache(path, file);
+}
 
 std::string machine_identity() {
   char host[256] = {};
@@ -356,6 +393,8 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
     if (p.compute_mlups <= 0) p.compute_mlups = cached_number(cache, "compute_mlups", ck);
     p.disk_read_bps = dk.empty() ? 0 : cached_number(cache, "disk_read_bytes_per_second", dk);
   }
+  if (remeasure && cache.contains(kSweepSection)) cache[kSweepSection].erase(dk);
+  p.disk_sweep_bps = dk.empty() ? 0 : cached_number(cache, kSweepSection, dk);
   const std::optional<double> io_cost_cached =
       remeasure || dk.empty() ? std::nullopt : cached_value(cache, kIoCostSection, dk);
   p.io_cpu_seconds_per_byte = io_cost_cached.value_or(0);

@@ -136,7 +136,10 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   // Reads and writes go to the disks concurrently, but share them: measured on this class of
   // machine (virtio disk), a sweep moved 1.8 GB/s of reads and writes together where reads
   // alone gave 1.6 GB/s.
-  if (const double d = disk_bytes_per_update(machine, kConcurrentDirections); d > 0) {
+  if (machine.disk_sweep_bps > 0 && machine.compute_mlups > 0) {
+    so.disk_bytes_per_update = machine.disk_sweep_bps / (machine.compute_mlups * 1e6);
+    so.disk_rate_observed = true;
+  } else if (const double d = disk_bytes_per_update(machine, kConcurrentDirections); d > 0) {
     so.disk_bytes_per_update = d;
   }
   so.io_cpu_updates_per_byte = machine.io_cpu_seconds_per_byte * rate;
@@ -148,7 +151,8 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
     const double compute = (rate > 0 ? points * levels / rate * plan.stream.compute_factor : 0) +
                            machine.io_cpu_seconds_per_byte * 2 * grid_bytes / plan.stream.threads;
     plan.predicted_compute_seconds += compute;
-    const double disk = (read_s + write_s) / kConcurrentDirections;
+    const double disk = machine.disk_sweep_bps > 0 ? 2 * grid_bytes / machine.disk_sweep_bps
+                                                   : (read_s + write_s) / kConcurrentDirections;
     plan.predicted_io_seconds += disk;
     plan.predicted_seconds += std::max(compute, disk);
   }

@@ -10,6 +10,7 @@
 
 #include "deepgrid/fsck.h"
 #include "deepgrid/io/plane_transfer.h"
+#include "deepgrid/machine.h"
 #include "deepgrid/plan.h"
 #include "deepgrid/preflight.h"
 #include "deepgrid/resident_grid.h"
@@ -43,8 +44,14 @@ Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& p
   StreamOptions so = plan.stream_options;
   so.probes = probes;
   so.placement = opt.placement;
+  const int64_t busy0 = grid_disks_busy_ms(grid);
   DG_ASSIGN_OR_RETURN(StreamStats stats, advance_stream(grid, opt.scheme, opt.boundary, opt.steps,
                                                         plan.stream, so, opt.progress));
+  // What the sweeps moved while the disks were busy tells later plans what they sustain.
+  if (const int64_t busy1 = grid_disks_busy_ms(grid); busy0 >= 0 && busy1 >= 0) {
+    record_sweep_bandwidth(grid, static_cast<double>(stats.bytes_read + stats.bytes_written),
+                           1e-3 * static_cast<double>(busy1 - busy0));
+  }
   RunReport r;
   r.method = std::string(method_name(plan.method));
   r.threads = plan.stream.threads;

@@ -161,6 +161,23 @@ TEST_F(MachineProfileTest, EachMachineHasItsOwnProfile) {
   EXPECT_EQ(file.size(), 2u);
   EXPECT_EQ(file["node7, Other CPU, 64 CPUs"], other) << "the other machine's profile is kept";
   EXPECT_TRUE(profile().value().cached);
+
+}
+
+// What sweeps sustained on the grid's disks serves later plans, until a --remeasure; a sweep
+// that kept the disks busy under a second says too little to record.
+TEST_F(MachineProfileTest, SweepsTellTheirDiskBandwidthUntilARemeasure) {
+  const Grid g = Grid::open((tmp_.path() / "g").string()).value();
+  EXPECT_EQ(profile().value().disk_sweep_bps, 0) << "no sweep has run";
+  record_sweep_bandwidth(g, 3e9, 1.5);
+  EXPECT_DOUBLE_EQ(profile().value().disk_sweep_bps, 2e9);
+  record_sweep_bandwidth(g, 1e9, 0.5);
+  EXPECT_DOUBLE_EQ(profile().value().disk_sweep_bps, 2e9) << "half a second of disk time";
+  EXPECT_EQ(profile(/*remeasure=*/true).value().disk_sweep_bps, 0);
+  EXPECT_EQ(profile().value().disk_sweep_bps, 0) << "the remeasure dropped it from the cache";
+  const int64_t busy = grid_disks_busy_ms(g);
+  if (busy < 0) GTEST_SKIP() << "the test directory is not on a block device (tmpfs, overlay)";
+  EXPECT_EQ(busy, device_busy_ms(g.file_path(0)));
 }
 
 TEST_F(MachineProfileTest, ADamagedCacheIsMeasuredOver) {

@@ -29,6 +29,10 @@ struct MachineProfile {
   // a virtual machine the host's disk emulation takes it from the guest's CPUs (the
   // hypervisor's steal; about 0.6 CPU-s per GiB on a Zen 3 VM); 0 on bare metal.
   double io_cpu_seconds_per_byte = 0;
+  // Reads and writes together, as sweeps on these disks sustained them while the disks were
+  // busy (record_sweep_bandwidth); 0: no sweep has run. The short read-only measurement above
+  // strays from it either way on virtual disks (0.6-1.6x of it, measured on two VMs).
+  double disk_sweep_bps = 0;
   bool cached = false;  // came from the cache file rather than a measurement
 
   bool known() const { return compute_mlups > 0 && disk_read_bps > 0; }
@@ -60,6 +64,18 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& scheme, i
 // limit) are skipped, and then the best of the rest is not cached; 0 (the engines' default)
 // when none fits.
 Result<int64_t> tuned_cache_bytes(int threads, bool remeasure = false, uint64_t mem_budget = 0);
+
+// Milliseconds the block device holding `path` has spent with requests in flight since boot
+// (io_ticks, the 10th field of /sys/dev/block/MAJ:MIN/stat; anyone's I/O counts), or -1 where
+// its filesystem is not on a block device (tmpfs, overlay, network filesystems).
+int64_t device_busy_ms(const std::string& path);
+// The most any disk holding the grid's data files has spent so (-1 as above, for any of them).
+int64_t grid_disks_busy_ms(const Grid& grid);
+// Caches what a sweep moved on the grid's disks: `bytes` read and written while the busiest of
+// them was busy `busy_seconds`, as this machine's sweep bandwidth for those disks, which later
+// plans use (MachineProfile::disk_sweep_bps) until a --remeasure. Sweeps of under a second of
+// disk time say too little and are not recorded.
+void record_sweep_bandwidth(const Grid& grid, double bytes, double busy_seconds);
 
 // Where machine_profile() keeps its cache; empty when no directory can be found.
 std::string machine_cache_path();

@@ -39,6 +39,9 @@ struct StreamOptions {
   // bandwidth / compute rate). The planner deepens bt until the disk traffic, 2 * sizeof(value)
   // * components / bt per update, fits under it, weighed against the tiles' redundant halo work.
   double disk_bytes_per_update = 0.6;
+  // Whether that figure is what earlier sweeps sustained (MachineProfile::disk_sweep_bps),
+  // which the planner takes as it is, rather than a short measurement it allows a wide margin.
+  bool disk_rate_observed = false;
   // CPU time lost per byte of disk I/O, counted in lattice updates at the compute rate of all
   // threads (MachineProfile's io_cpu_seconds_per_byte times that rate); the plan spreads it
   // over its threads. On a virtual machine the host's disk emulation runs on the guest's CPUs,

@@ -337,6 +337,7 @@ int cmd_plan(const RunArgs& a) {
     j["machine"] = {{"cached", machine.cached},
                     {"compute_mlups", machine.compute_mlups},
                     {"disk_read_bytes_per_second", machine.disk_read_bps},
+                    {"disk_sweep_bytes_per_second", machine.disk_sweep_bps},
                     {"disk_write_bytes_per_second", machine.disk_write_bps},
                     {"cache_bytes_per_thread", machine.cache_bytes},
                     {"io_cpu_seconds_per_byte", machine.io_cpu_seconds_per_byte}};
@@ -349,10 +350,15 @@ int cmd_plan(const RunArgs& a) {
                     ", which take %.2f CPU-s per GiB from computing threads (the hypervisor's)",
                     machine.io_cpu_seconds_per_byte * (1 << 30));
     }
+    char sweeps[96] = "";
+    if (machine.disk_sweep_bps > 0) {
+      std::snprintf(sweeps, sizeof sweeps, ", %.0f MB/s of reads and writes in earlier sweeps",
+                    machine.disk_sweep_bps / 1e6);
+    }
     std::printf(
         "machine     in-core %.0f MLUP/s on a sample of this stencil; disk %.0f MB/s "
-        "(O_DIRECT reads of this grid, 8 in flight)%s; tiles sized for %s per thread; %s\n",
-        machine.compute_mlups, machine.disk_read_bps / 1e6, io_cost,
+        "(O_DIRECT reads of this grid, 8 in flight)%s%s; tiles sized for %s per thread; %s\n",
+        machine.compute_mlups, machine.disk_read_bps / 1e6, sweeps, io_cost,
         machine.cache_bytes > 0 ? format_size(static_cast<uint64_t>(machine.cache_bytes)).c_str()
                                 : "the default working set",
         machine.cached ? ("cached in " + machine_cache_path() + ", --remeasure to refresh").c_str()
