@@ -162,6 +162,11 @@ TEST_F(MachineProfileTest, EachMachineHasItsOwnProfile) {
   EXPECT_EQ(file["node7, Other CPU, 64 CPUs"], other) << "the other machine's profile is kept";
   EXPECT_TRUE(profile().value().cached);
 
+  std::ofstream(machine_cache_path()) << other.dump();  // the format before, one profile
+  EXPECT_FALSE(profile().value().cached);
+  file = nlohmann::json::parse(std::ifstream(machine_cache_path()));
+  EXPECT_EQ(file.size(), 1u) << "the old format's sections are dropped: " << file.dump();
+  EXPECT_TRUE(file.contains(me));
 }
 
 // What sweeps sustained on the grid's disks serves later plans, until a --remeasure; a sweep
