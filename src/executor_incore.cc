@@ -63,8 +63,8 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
 #pragma omp parallel num_threads(plan.threads)
   {
     const internal::SubnormalsFlushed flushed(plan.flush_subnormals);
-    internal::WavefrontWorkspace<T> ws(levels, k.rz(), frame_w, frame_h, static_cast<T>(b.value),
-                                       k.components());
+    internal::WavefrontWorkspace<T> ws(levels, k.rz(), k.ry(), frame_w, frame_h,
+                                       static_cast<T>(b.value), k.components());
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < items; ++item) {
       const OutputRegion& region = tiles[static_cast<size_t>(item)];

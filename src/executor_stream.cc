@@ -326,7 +326,8 @@ class StreamRun {
     const int64_t frame_h = plan_.tile_y + 2 * int64_t{plan_.cache_bt} * kernel_.ry();
     for (int t = 0; t < plan_.threads; ++t) {
       ws_.push_back(std::make_unique<internal::WavefrontWorkspace<T>>(
-          plan_.cache_bt, rz_, plan_.tile_x + 2 * int64_t{plan_.cache_bt} * kernel_.rx(), frame_h,
+          plan_.cache_bt, rz_, kernel_.ry(),
+          plan_.tile_x + 2 * int64_t{plan_.cache_bt} * kernel_.rx(), frame_h,
           static_cast<T>(b_.value), n));
     }
     const int64_t carry_values =

@@ -241,8 +241,8 @@ TEST(Wavefront, ChunksInSharedWorkspacesMatchOneRun) {
       const int64_t fw = s.nx + 2 * L * rx, fh = s.ny + 2 * L * ry;
       auto run_in_chunks = [&](int64_t chunk) {
         std::vector<float> out(static_cast<size_t>(s.points()));
-        internal::WavefrontWorkspace<float> a(L, rz, fw, fh, static_cast<float>(b.value));
-        internal::WavefrontWorkspace<float> other(L, rz, fw, fh, static_cast<float>(b.value));
+        internal::WavefrontWorkspace<float> a(L, rz, ry, fw, fh, static_cast<float>(b.value));
+        internal::WavefrontWorkspace<float> other(L, rz, ry, fw, fh, static_cast<float>(b.value));
         std::vector<float> kept(static_cast<size_t>(
             internal::WavefrontCarry<float>::bytes(L, rz, ry, a.stride(), fh, 1) / 4));
         internal::WavefrontCarry<float> carry(L, rz, ry, a.stride(), fh, 1, kept.data());
@@ -274,6 +274,17 @@ TEST(Wavefront, ChunksInSharedWorkspacesMatchOneRun) {
         EXPECT_EQ(first_bitwise_difference(run_in_chunks(chunk), whole), -1) << "chunk " << chunk;
       }
     }
+  }
+}
+
+// A carried plane of several fields holds each field's rows that its level uses and no more:
+// with the fields a whole frame apart, a wave8 grid (3 fields, radius 4) in 1 MiB at bt 4 no
+// longer fit its budget.
+TEST(Wavefront, CarriesOfSeveralFieldsHoldOnlyTheirRows) {
+  for (const int fields : {2, 3}) {
+    EXPECT_LE(internal::WavefrontCarry<float>::bytes(4, 4, 4, 64, 50, fields),
+              fields * internal::WavefrontCarry<float>::bytes(4, 4, 4, 64, 50, 1))
+        << fields << " fields";
   }
 }
 

@@ -50,24 +50,29 @@ inline int64_t wavefront_workspace_bytes(int levels, int rz, int64_t frame_w, in
       false));
 }
 
-// Values between a ring plane's components: whole rows of 16 values (64 bytes for f32).
-inline int64_t wavefront_field_stride(ptrdiff_t stride, int64_t frame_h) {
-  return (stride * frame_h + 15) / 16 * 16;
+// Values between the components of a ring plane of level k (k in [1, L)): the rows level k
+// writes and level k + 1 reads, [k ry, frame_h - k ry) (whole rows of a multiple of 16 values).
+// A component's row y is at c * field + y * stride from the plane's row 0, so the components'
+// rows follow each other with nothing between them.
+inline int64_t wavefront_level_field(ptrdiff_t stride, int64_t frame_h, int level, int ry) {
+  return (frame_h - 2 * int64_t{level} * ry) * stride;
 }
 
-// Per-thread storage of a wavefront: rings for levels 1..L-1 and one constant plane, each plane
-// of `components` components `field_stride()` apart. A ring's planes are reached through a
-// table of pointers, so that a WavefrontCarry can trade planes with it instead of copying.
+// Per-thread storage of a wavefront: rings for levels 1..L-1 and one constant plane. A ring
+// plane of level k holds `components` components field_stride(k) apart; each is allocated
+// whole (frame_h rows), which holds any level's. A ring's planes are reached through a table
+// of pointers, so that a WavefrontCarry can trade planes with it instead of copying.
 template <typename T>
 class WavefrontWorkspace {
  public:
   // `outside`: the value of the constant plane (dirichlet beyond z's ends).
-  WavefrontWorkspace(int levels, int rz, int64_t frame_w, int64_t frame_h, T outside,
+  WavefrontWorkspace(int levels, int rz, int ry, int64_t frame_w, int64_t frame_h, T outside,
                      int components = 1)
       : slots_(2 * rz + 1),
+        ry_(ry),
         stride_((frame_w + 15) / 16 * 16),
-        field_(wavefront_field_stride(stride_, frame_h)),
-        plane_(field_ * components),
+        h_(frame_h),
+        plane_(stride_ * frame_h * components),
         levels_(levels),
         buffer_(static_cast<size_t>(plane_ * ((levels - 1) * slots_ + 1)) * sizeof(T)) {
     if (!ok()) return;
@@ -78,7 +83,7 @@ class WavefrontWorkspace {
 
   bool ok() const { return buffer_.ok(); }
   ptrdiff_t stride() const { return stride_; }
-  ptrdiff_t field_stride() const { return field_; }
+  ptrdiff_t field_stride(int level) const { return wavefront_level_field(stride_, h_, level, ry_); }
   T* ring(int level, int64_t z) const { return table_[slot(level, z)]; }  // level in [1, L)
   // The ring's pointer to plane z of `level`, for trading it (WavefrontCarry).
   T*& ring_entry(int level, int64_t z) { return table_[slot(level, z)]; }
@@ -90,8 +95,9 @@ class WavefrontWorkspace {
   }
 
   int64_t slots_;
+  int ry_;
   ptrdiff_t stride_;
-  int64_t field_;
+  int64_t h_;
   int64_t plane_;
   int levels_;
   AlignedBuffer buffer_;
@@ -123,12 +129,13 @@ struct WavefrontTrim {
 // restore swap pointers, copying nothing): after a run of steps it takes the ring's planes of
 // those steps and leaves its own in their place, which the next wavefront in the workspace
 // overwrites. Copying the planes out and back in instead made a 512x512x4096 stream run (7pt,
-// bt 48, 256 MiB) 5% slower: 3809 against 4016 MLUP/s over four alternating runs. So every plane of
-// a level must serve as a ring plane: a carried plane of level k holds rows [k ry, frame_h - k ry)
-// of each component (all that level k + 1 reads and level k writes), `field` apart as in the ring,
-// and is addressed like a ring plane, from row 0, which lies before its memory. The carry lives in
-// bytes() of the caller's memory, which starts with room for those rows before the first plane,
-// 64-byte aligned (carries of many wavefronts in one allocation: huge pages pay).
+// bt 48, 256 MiB) 5% slower: 3809 against 4016 MLUP/s over four alternating runs. So every
+// plane of a level must serve as a ring plane: a carried plane of level k holds rows
+// [k ry, frame_h - k ry) of each component (all that level k + 1 reads and level k writes),
+// field_stride(k) apart as in the ring, and is addressed like a ring plane, from row 0, which
+// lies before its memory. The carry lives in bytes() of the caller's memory, which starts with
+// room for those rows before the first plane, 64-byte aligned (carries of many wavefronts in
+// one allocation: huge pages pay).
 template <typename T>
 class WavefrontCarry {
  public:
@@ -163,10 +170,7 @@ class WavefrontCarry {
     int64_t h;
     int components;
     // Values of a carried plane of level k, from its row k ry on.
-    int64_t plane(int k) const {
-      return (components - 1) * wavefront_field_stride(stride, h) +
-             (h - 2 * int64_t{k} * ry) * stride;
-    }
+    int64_t plane(int k) const { return components * wavefront_level_field(stride, h, k, ry); }
     // Values before level k's planes, after the lead.
     int64_t offset(int k) const {
       int64_t values = 0;
@@ -285,7 +289,8 @@ class Wavefront {
   void compute(int k, int64_t z) const {
     const T* in[2 * kMaxStencilRadius + 1];
     for (int dz = -rz_; dz <= rz_; ++dz) in[rz_ + dz] = level_plane(k - 1, z + dz);
-    const PlaneStrides in_s = k == 1 ? level0_ : PlaneStrides{ws_.stride(), ws_.field_stride()};
+    const PlaneStrides in_s =
+        k == 1 ? level0_ : PlaneStrides{ws_.stride(), ws_.field_stride(k - 1)};
     const Rect r = region(k);
     // Cells computed: all of the region when periodic, else its part inside the grid; and of
     // those, the ones the trim keeps. A periodic frame as wide as the grid computes only the
@@ -309,7 +314,7 @@ class Wavefront {
       out_s = out_;
       out = output_(z) + (c.y0 - r.y0) * out_s.stride + (c.x0 - r.x0);
     } else {
-      out_s = {ws_.stride(), ws_.field_stride()};
+      out_s = {ws_.stride(), ws_.field_stride(k)};
       out = ws_.ring(k, z) + c.y0 * out_s.stride + c.x0;
     }
     k_.apply(in, in_s.stride, in_s.field, out, out_s.stride, out_s.field, c,
@@ -321,7 +326,7 @@ class Wavefront {
         inside.x0 != r.x0 || inside.x1 != r.x1 || inside.y0 != r.y0 || inside.y1 != r.y1;
     if (k < L_ && outside) {
       for (int f = 0; f < k_.components(); ++f) {
-        T* plane = ws_.ring(k, z) + f * ws_.field_stride();
+        T* plane = ws_.ring(k, z) + f * ws_.field_stride(k);
         if (periodic_) {
           wrap_columns(plane, r, c);
         } else {
