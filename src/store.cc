@@ -10,6 +10,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "internal/aligned_buffer.h"
 #include "internal/file_util.h"
@@ -396,19 +398,63 @@ Status Grid::grow_spare(int64_t planes) {
                             " spare planes and cannot grow them now; lower --bt");
   }
   Manifest m = manifest_;
-  DG_ASSIGN_OR_RETURN(m.layout, plan_layout(m.shape, m.dtype, m.layout.files.size(),
-                                            kDirectIoAlignment, planes, m.components()));
-  m.layout.planes_per_chunk = manifest_.layout.planes_per_chunk;  // the slots stay where they are
-  for (size_t f = 0; f < m.layout.files.size(); ++f) {
-    m.layout.files[f] = {manifest_.layout.files[f].path, expected_file_bytes(m.shape, m.layout, f)};
-    const int64_t grow = m.layout.files[f].bytes - manifest_.layout.files[f].bytes;
+  m.layout.spare_planes = planes;
+  DG_RETURN_IF_ERROR(lengthen_files(&m));
+  return commit(m);
+}
+
+Status Grid::lengthen_files(Manifest* m) {
+  DG_ASSIGN_OR_RETURN(const Layout grown,
+                      plan_layout(m->shape, m->dtype, m->layout.files.size(), kDirectIoAlignment,
+                                  m->layout.spare_planes, m->components()));
+  m->layout = grown;
+  m->layout.planes_per_chunk = manifest_.layout.planes_per_chunk;  // the slots stay where they are
+  for (size_t f = 0; f < m->layout.files.size(); ++f) {
+    m->layout.files[f] = {manifest_.layout.files[f].path,
+                          expected_file_bytes(m->shape, m->layout, f)};
+    const int64_t grow = m->layout.files[f].bytes - manifest_.layout.files[f].bytes;
     const int rc = grow > 0 ? ::posix_fallocate(fds_[f], manifest_.layout.files[f].bytes, grow) : 0;
     if (rc != 0) {
-      return errno_status(rc, "allocate spare planes in", file_path(static_cast<int>(f)),
+      return errno_status(rc, "allocate planes in", file_path(static_cast<int>(f)),
                           manifest_.layout.files[f].bytes);
     }
   }
-  return commit(m);
+  return Status::Ok();
+}
+
+Status Grid::add_planes(int64_t below, int64_t above) {
+  if (below < 0 || above < 0) return invalid_argument("cannot add a negative number of planes");
+  if (below + above == 0) return Status::Ok();
+  if (!can_grow_spare() || sweep_record_ || prepared_) {
+    return invalid_argument("grid " + dir_ +
+                            " cannot gain planes in place now (its planes wrap around its "
+                            "ring, or an interrupted sweep or a prepared state is pending)");
+  }
+  Manifest m = manifest_;
+  m.shape.nz += below + above;
+  DG_RETURN_IF_ERROR(lengthen_files(&m));
+  // The old planes keep their slots [base, base + nz), which do not wrap; the new ones take
+  // the slots just before and after them, free since no sweep is pending.
+  m.base = (manifest_.base - below + m.slots()) % m.slots();
+  PlaneChecksums moved(m.shape.nz);
+  for (int64_t z = 0; z < manifest_.shape.nz; ++z) {
+    if (checksums_.known(z)) moved.set(z + below, checksums_.hash(z));
+  }
+  const Manifest before = manifest_;
+  PlaneChecksums sums_before = std::exchange(checksums_, std::move(moved));
+  manifest_ = m;  // (the zeros go through the new layout; committed below)
+  const std::vector<std::byte> zeros(static_cast<size_t>(m.layout.plane_bytes));
+  Status st = Status::Ok();
+  for (int64_t z = 0; z < m.shape.nz && st.ok(); ++z) {
+    if (z == below) z += before.shape.nz;
+    if (z < m.shape.nz) st = write_planes(z, 1, zeros.data());
+  }
+  if (st.ok()) st = commit(m);
+  if (!st.ok()) {
+    manifest_ = before;
+    checksums_ = std::move(sums_before);
+  }
+  return st;
 }
 
 PlaneLocation Grid::locate(int64_t z, FileSet set) const {

@@ -674,6 +674,33 @@ TEST(Distributed, FailedRelayoutOnOneRankLeavesAUsableGrid) {
   EXPECT_EQ(first_bitwise_difference(got, want), -1);
 }
 
+// Parts of z-slabs gain their z halos in place: each stays the grid it was (a copy is a new
+// grid, of another id), and the run matches the reference.
+TEST(Distributed, ZSlabsGainTheirHalosInPlace) {
+  if (mpi::size() == 1) GTEST_SKIP() << "one rank: its part spans the grid and needs no halos";
+  SharedTempDir tmp;
+  const std::string dir = tmp / "g";
+  const Shape s{9, 6, 8 * mpi::size()};
+  ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF32)).ok());
+  auto id_of_part = [&] {
+    const auto m = mpi::load_distributed(dir);
+    return Grid::open(m->parts[static_cast<size_t>(mpi::rank())].dir)->manifest().id;
+  };
+  const std::string id = id_of_part();
+  auto report =
+      mpi::run_distributed(dir, options_for({"7pt", kDirichlet, DType::kF32, s, 4, 2, ""}));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  const PartInfo part = mpi::load_distributed(dir)->parts[static_cast<size_t>(mpi::rank())];
+  EXPECT_EQ(part.halo.below[kAxisZ] + part.halo.above[kAxisZ],
+            mpi::rank() == 0 || mpi::rank() == mpi::size() - 1 ? 2 : 4);
+  EXPECT_EQ(id_of_part(), id) << "the part was copied";
+  const std::vector<float> got = gather_values<float>(dir);
+  if (mpi::rank() != 0) return;
+  const auto want =
+      reference_run(random_values<float>(s, 11), s, *Stencil::resolve("7pt"), kDirichlet, 4);
+  EXPECT_EQ(first_bitwise_difference(got, want), -1);
+}
+
 // Each value of every plane of this rank's part negated, as a prepared replacement of step
 // `step`; on `commit_too`, committed as well (a run killed while the parts committed).
 template <typename T>
@@ -1044,26 +1071,33 @@ TEST(Distributed, DamagedPartOnOneRankStopsTheRun) {
 }
 
 // A damaged plane is found when the run copies the part, with --verify or without: laying it
-// out again with halos, or splitting the grid over another process grid (the copies would
+// out again with x or y halos, or splitting the grid over another process grid (the copies would
 // otherwise get fresh checksums, and the damage would pass every later check). A failed split
-// leaves none of its new parts behind. (One rank copies nothing without --verify: its one part
-// needs no halos; with --verify its load into memory finds the damage.)
+// leaves none of its new parts behind. Parts that only gain z halos get them in place and copy
+// nothing (the block keeps its checksums): with --verify their engines find the damage (one
+// rank: its part needs no halos, and its load into memory finds it).
 TEST(Distributed, RunsFindDamageInThePartsTheyCopy) {
   const int last = mpi::size() - 1;
-  std::vector<std::optional<ProcessGrid>> grids = {std::nullopt};  // the grid's own: a re-layout
-  for (const ProcessGrid& g : grids_splitting_x_or_y()) grids.push_back(g);  // a split
-  std::vector<std::pair<bool, std::optional<ProcessGrid>>> cases;
-  for (const bool verify : {true, false}) {
-    if (!verify && mpi::size() == 1) continue;
-    for (const auto& procs : grids) cases.emplace_back(verify, procs);
+  struct DamageCase {
+    bool verify;
+    std::optional<ProcessGrid> made_on, run_on;
+    std::string what;
+  };
+  std::vector<DamageCase> cases = {{true, std::nullopt, std::nullopt, "z halos added, --verify"}};
+  for (const ProcessGrid& g : grids_splitting_x_or_y()) {
+    for (const bool verify : {true, false}) {
+      const std::string flag = verify ? ", --verify" : "";
+      cases.push_back({verify, std::nullopt, g, "split over " + g.to_string() + flag});
+      cases.push_back({verify, g, g, "laid out again on " + g.to_string() + flag});
+    }
   }
-  for (const auto& [verify, procs] : cases) {
-    SCOPED_TRACE((procs ? "split over " + procs->to_string() : "laid out again") +
-                 (verify ? ", --verify" : ""));
+  for (const auto& [verify, made_on, procs, what] : cases) {
+    SCOPED_TRACE(what);
     SharedTempDir tmp;
     const std::string dir = tmp / "g";
     ASSERT_TRUE(
-        mpi::create_distributed(dir, random_grid({16, 16, 6 * mpi::size()}, DType::kF32)).ok());
+        mpi::create_distributed(dir, random_grid({16, 16, 6 * mpi::size()}, DType::kF32), made_on)
+            .ok());
     auto m = mpi::load_distributed(dir);
     ASSERT_TRUE(m.ok());
     if (mpi::rank() == last) {  // one value of plane 1 (slot 1: each slot is 4 KiB)

@@ -102,6 +102,64 @@ TEST_F(StoreTest, StripesOverThreeDirectoriesRoundTrip) {
   EXPECT_FALSE(again.read_planes(40, 2, part.data()).ok());
 }
 
+// Planes added at both ends leave every old plane in its slot, with its checksum, and hold
+// zeros; the ring then keeps as many spare slots. Bases 0, 3 and 9 put the new low planes at
+// the ring's end, and just before the old ones; a ring whose planes wrap is refused.
+TEST_F(StoreTest, PlanesAddedAtTheEndsLeaveTheOthersWhereTheyAre) {
+  for (const char* d : {"s0", "s1"}) fs::create_directory(path(d));
+  for (const int64_t base : {0, 3, 9}) {
+    SCOPED_TRACE("base " + std::to_string(base));
+    CreateOptions opt;
+    opt.shape = {33, 17, 21};
+    opt.stores = {path("s0"), path("s1")};
+    opt.chunk_target_bytes = 4096 * 3;  // chunks of 1 plane: the slots alternate between files
+    opt.spare_planes = 9;
+    opt.init = *parse_init("random:5");
+    const std::string dir = path("g") + std::to_string(base);
+    {
+      auto made = Grid::create(dir, opt);
+      ASSERT_TRUE(made.ok()) << made.status().message();
+      Grid g = std::move(made).value();
+      Manifest m = g.manifest();
+      m.base = base;  // the planes are then others, whose checksums the rewrite records
+      ASSERT_TRUE(g.commit(m).ok());
+      const std::vector<float> shifted = read_all<float>(g);
+      ASSERT_TRUE(g.write_planes(0, opt.shape.nz, shifted.data()).ok());
+      ASSERT_TRUE(g.commit(g.manifest()).ok());
+    }
+    std::vector<float> before;
+    std::vector<PlaneLocation> slots;
+    {
+      Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+      before = read_all<float>(g);
+      for (int64_t z = 0; z < opt.shape.nz; ++z) slots.push_back(g.manifest().locate(z));
+      ASSERT_TRUE(g.add_planes(4, 2).ok());
+    }
+    Grid again = Grid::open(dir).value();
+    ASSERT_EQ(again.shape().nz, 27);
+    EXPECT_EQ(again.manifest().layout.spare_planes, 9);
+    for (int64_t z = 0; z < opt.shape.nz; ++z) {
+      EXPECT_EQ(again.manifest().locate(z + 4).file, slots[static_cast<size_t>(z)].file);
+      EXPECT_EQ(again.manifest().locate(z + 4).offset, slots[static_cast<size_t>(z)].offset);
+    }
+    ASSERT_TRUE(again.enable_verification().ok());
+    const std::vector<float> after = read_all<float>(again);
+    const size_t plane = static_cast<size_t>(opt.shape.plane_points());
+    std::vector<float> want(plane * 4, 0.0f);
+    want.insert(want.end(), before.begin(), before.end());
+    want.resize(want.size() + plane * 2, 0.0f);
+    EXPECT_EQ(after, want);
+  }
+  {
+    Grid wrapped = Grid::open(path("g9"), Grid::Mode::kReadWrite).value();
+    Manifest m = wrapped.manifest();
+    m.base = m.slots() - 1;  // plane 0 in the last slot, plane 1 in the first
+    ASSERT_TRUE(wrapped.commit(m).ok());
+    EXPECT_FALSE(wrapped.add_planes(1, 1).ok());
+  }
+  EXPECT_EQ(Grid::open(path("g9"))->shape().nz, 27);
+}
+
 TEST_F(StoreTest, CommitReplacesTheManifestAtomically) {
   CreateOptions opt;
   opt.shape = {8, 8, 8};

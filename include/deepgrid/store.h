@@ -205,6 +205,13 @@ class Grid {
   // (can_grow_spare()). Commits the manifest.
   bool can_grow_spare() const;
   Status grow_spare(int64_t planes);
+  // Adds `below` planes of zeros before plane 0 and `above` after the last (old plane z
+  // becomes plane z + below) without moving a plane: the ring gains that many slots (the data
+  // files grow) and the new planes take the free slots beside the old ones. Only while the
+  // planes do not wrap around the ring's end (can_grow_spare()) and no in-place sweep or
+  // prepared replacement is pending; the spare slots stay as many. The checksums move with
+  // their planes. Commits the manifest.
+  Status add_planes(int64_t below, int64_t above);
 
   // Writers that produce a whole new state (the in-core engines) write it into a second set of
   // data files, so a crash leaves the committed files untouched: create_replacement() makes
@@ -235,6 +242,9 @@ class Grid {
  private:
   Grid() = default;
   Status open_files(Mode mode);
+  // Lengthens the data files to the slots of `m` (its shape and spare planes; the slots
+  // already there stay where they are) and sets its layout to match.
+  Status lengthen_files(Manifest* m);
   template <typename Copy>
   Status transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) const;
 

@@ -594,8 +594,35 @@ Status check_what_is_copied(Grid& part, bool verify) {
   return Status::Ok();
 }
 
-// Rewrites this rank's part with the halo `need` (its block's values copied and checked,
-// check_what_is_copied), in place of the old one: a new part beside it, then the old one
+// Whether halo `to` differs from `from` only in wider z halos: planes the part can gain at its
+// ends in place (Grid::add_planes), its block staying where it is on disk.
+bool only_z_halos_grow(const HaloExtent& from, const HaloExtent& to) {
+  for (size_t a : {size_t{kAxisX}, size_t{kAxisY}}) {
+    if (to.below[a] != from.below[a] || to.above[a] != from.above[a]) return false;
+  }
+  constexpr size_t z = kAxisZ;
+  return to.below[z] >= from.below[z] && to.above[z] >= from.above[z];
+}
+
+// Gives this rank's part the wider z halo `need` by adding planes at its ends, when its
+// planes can stay where they are (Grid::add_planes); false when it must be copied instead.
+// Nothing is copied, so nothing is checked: the block keeps its checksums.
+Result<bool> add_halo_planes(const DistributedManifest& m, PartInfo* info, const HaloExtent& need) {
+  if (!only_z_halos_grow(info->halo, need)) return false;
+  DG_ASSIGN_OR_RETURN(Grid part, open_part(m, rank(), Grid::Mode::kReadWrite));
+  if (!part.can_grow_spare() || part.prepared().has_value()) return false;
+  constexpr size_t z = kAxisZ;
+  DG_RETURN_IF_ERROR(
+      part.add_planes(need.below[z] - info->halo.below[z], need.above[z] - info->halo.above[z]));
+  DG_RETURN_IF_ERROR(commit_with_history(part, m.step, "relayout",
+                                         {{"halo_below", need.below}, {"halo_above", need.above}}));
+  info->halo = need;
+  return true;
+}
+
+// Gives this rank's part the halo `need`: in place when only its z halos grow
+// (add_halo_planes), else rewritten (its block's values copied and checked,
+// check_what_is_copied) in place of the old one: a new part beside it, then the old one
 // removed and the new one renamed over it.
 Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExtent& need,
                      bool verify) {
@@ -605,6 +632,8 @@ Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExt
                    std::to_string(rank()) + " (the part in " + info->dir +
                    " is intact); remove it and run again");
   }
+  DG_ASSIGN_OR_RETURN(const bool added, add_halo_planes(m, info, need));
+  if (added) return Status::Ok();
   PartInfo fresh_info = *info;
   fresh_info.halo = need;
   const CreateOptions opt = part_options(grid_options(m), fresh_info);
@@ -643,12 +672,19 @@ std::array<int64_t, 3> halo_of_depth(const Scheme& scheme, int k) {
   return halo;
 }
 
-// The halo the part `p` has in a run whose exchanges bring `halo` points: its own when that
-// suffices, else what it needs (fit_halos lays it out again).
+// The halo the part `p` has in a run whose exchanges bring `halo` points (fit_halos lays it
+// out again when it changes): its own when that suffices; else its own with z halos widened to
+// what is needed, when that suffices (the part can gain those planes in place); else what it
+// needs.
 HaloExtent fitted_halo(const PartInfo& p, const Shape& shape, const std::array<int64_t, 3>& halo,
                        bool periodic) {
   const HaloExtent need = needed_halo(p.block, shape, halo, periodic);
-  return halo_suffices(p.halo, need, p.block, shape, periodic) ? p.halo : need;
+  if (halo_suffices(p.halo, need, p.block, shape, periodic)) return p.halo;
+  HaloExtent widened = p.halo;
+  constexpr size_t z = kAxisZ;
+  widened.below[z] = std::max(widened.below[z], need.below[z]);
+  widened.above[z] = std::max(widened.above[z], need.above[z]);
+  return halo_suffices(widened, need, p.block, shape, periodic) ? widened : need;
 }
 
 // Makes every part's halo fit k steps (`verify`: relayout_part's), sharing the result in the
