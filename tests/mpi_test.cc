@@ -181,6 +181,11 @@ void expect_runs_match_reference(const std::vector<Case>& cases) {
     for (const mpi::RankFigures& f : report->per_rank) {
       EXPECT_EQ(f.host, report->per_rank.front().host);
       EXPECT_GE(f.cpus, 1);
+      // A streamed part tells its I/O, and the total lists it.
+      if (f.method == "stream" || f.method == "incore") {
+        EXPECT_EQ(f.io_backend.empty(), f.method == "incore");
+      }
+      EXPECT_NE(report->total.io_backend.find(f.io_backend), std::string::npos);
     }
     if (c.procs) {
       EXPECT_EQ(report->process_grid, c.procs->to_string());

@@ -711,7 +711,7 @@ Status fit_halos(const std::string& dir, DistributedManifest* m, const std::arra
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankFigures, rank, method, engine_bt, part_planes, seconds,
                                    compute_seconds, io_wait_seconds, exchange_seconds, wait_seconds,
                                    bytes_read, bytes_written, bytes_sent, engine_memory, host,
-                                   stolen_cpu_seconds, cpus)
+                                   stolen_cpu_seconds, cpus, io_backend)
 
 std::string RankFigures::to_json() const { return json(*this).dump(); }
 
@@ -1012,6 +1012,7 @@ Status leave_room_for_traces(const DistributedManifest& m, const DistributedMani
 void add_advance(RankFigures* f, const RunReport& r) {
   f->method = r.method;
   f->engine_bt = r.bt;
+  if (!r.io_backend.empty()) f->io_backend = r.io_backend;
   f->compute_seconds += r.compute_seconds;
   f->io_wait_seconds += r.io_wait_seconds;
   f->bytes_read += r.bytes_read;
@@ -1316,6 +1317,9 @@ DistributedRunReport gather_report(const RankFigures& mine, const DistributedMan
     t.bytes_read += f.bytes_read;
     t.bytes_written += f.bytes_written;
     t.engine_memory = std::max(t.engine_memory, f.engine_memory);  // --mem is each rank's
+    if (!f.io_backend.empty() && t.io_backend.find(f.io_backend) == std::string::npos) {
+      t.io_backend += (t.io_backend.empty() ? "" : ", ") + f.io_backend;  // the ranks' own
+    }
   }
   record_machines_steal(report.per_rank, &t);
   t.peak_memory = peak_resident_bytes();
