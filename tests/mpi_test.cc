@@ -2,6 +2,8 @@
 // under `mpirun -n P` for P = 1, 2, 3 and 4; every rank runs every test in the same order (the
 // library calls are collective), and rank 0 compares the gathered grid with the reference.
 #include <gtest/gtest.h>
+#include <omp.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -990,6 +992,43 @@ TEST(Distributed, CheckpointsOfPartsInMemoryKeepTheRunExact) {
   const auto want =
       reference_run(random_values<float>(s, 11), s, *Stencil::resolve("27pt"), kPeriodic, 11);
   EXPECT_EQ(first_bitwise_difference(got, want), -1);
+}
+
+// Without --threads (nor OMP_NUM_THREADS), the ranks on one machine share its CPUs: together
+// they run no more threads than the CPUs they may use (one each at least), and a rank alone
+// uses them all. (OpenMP would give every rank all the CPUs of its affinity: the test sets that
+// default, which ctest's OMP_NUM_THREADS=1 replaced; with more ranks than CPUs, Open MPI binds
+// none of them, and each would run a thread per CPU.)
+TEST(Distributed, RanksOnOneMachineShareItsCpus) {
+  cpu_set_t mask;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mask, &mask), 0);
+  const int cpus = CPU_COUNT(&mask);
+  const char* given = std::getenv("OMP_NUM_THREADS");
+  const std::string omp_num_threads = given ? given : "";
+  ::unsetenv("OMP_NUM_THREADS");
+  const int omp_threads = omp_get_max_threads();
+  omp_set_num_threads(cpus);
+  SharedTempDir tmp;
+  const std::string dir = tmp / "g";
+  const Shape s{16, 12, 8 * mpi::size()};
+  ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF32)).ok());
+  RunOptions opt = options_for({"7pt", kDirichlet, DType::kF32, s, 4, 2, ""});
+  opt.threads = 0;
+  auto report = mpi::run_distributed(dir, opt);
+  omp_set_num_threads(omp_threads);
+  if (given != nullptr) ::setenv("OMP_NUM_THREADS", omp_num_threads.c_str(), 1);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  int threads = 0, most = 0;
+  for (const mpi::RankFigures& f : report->per_rank) {
+    EXPECT_GE(f.threads, 1) << "rank " << f.rank;
+    threads += f.threads;
+    most = std::max(most, f.threads);
+  }
+  EXPECT_LE(threads, std::max(cpus, mpi::size())) << cpus << " CPUs";
+  if (mpi::size() == 1) {
+    EXPECT_EQ(threads, cpus);
+  }
+  EXPECT_EQ(report->total.threads, most);
 }
 
 // By default parts in memory are not committed before a minute has passed (a commit writes and

@@ -1,6 +1,7 @@
 #include "mpi/comm.h"
 
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -51,6 +52,30 @@ void wait_all(std::vector<MPI_Request>* requests) {
     MPI_Testall(to_int(requests->size()), requests->data(), &done, MPI_STATUSES_IGNORE);
     return done != 0;
   });
+}
+
+int cpu_share() {
+  MPI_Comm machine = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &machine);
+  int ranks = 1;
+  MPI_Comm_size(machine, &ranks);
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (::sched_getaffinity(0, sizeof mine, &mine) != 0) {
+    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned c = 0; c < cpus && c < CPU_SETSIZE; ++c) CPU_SET(c, &mine);
+  }
+  std::vector<cpu_set_t> all(static_cast<size_t>(ranks));
+  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, machine);
+  MPI_Comm_free(&machine);
+  double share = 0;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &mine)) continue;
+    const auto users = std::count_if(all.begin(), all.end(),
+                                     [c](const cpu_set_t& s) { return CPU_ISSET(c, &s) != 0; });
+    share += 1.0 / static_cast<double>(users);
+  }
+  return std::max(1, static_cast<int>(share + 1e-9));
 }
 
 void send(const void* data, size_t bytes, int to, int tag) {

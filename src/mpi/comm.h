@@ -56,6 +56,10 @@ void wait_all(std::vector<MPI_Request>* requests);
 void send(const void* data, size_t bytes, int to, int tag);
 void receive(int from, int tag, std::vector<std::byte>* message);
 
+// This rank's share of its machine's CPUs: each CPU it may run on (its affinity mask) counts
+// 1/n, where n ranks on the machine may run on that CPU; at least 1. Collective.
+int cpu_share();
+
 // Root's text on every rank. Collective.
 std::string broadcast(const std::string& text, int root = 0);
 // Every rank's text, in rank order, on every rank. Collective.

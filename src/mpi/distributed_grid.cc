@@ -11,6 +11,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -711,7 +712,7 @@ Status fit_halos(const std::string& dir, DistributedManifest* m, const std::arra
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankFigures, rank, method, engine_bt, part_planes, seconds,
                                    compute_seconds, io_wait_seconds, exchange_seconds, wait_seconds,
                                    bytes_read, bytes_written, bytes_sent, engine_memory, host,
-                                   stolen_cpu_seconds, cpus, io_backend)
+                                   stolen_cpu_seconds, cpus, io_backend, threads)
 
 std::string RankFigures::to_json() const { return json(*this).dump(); }
 
@@ -1011,6 +1012,7 @@ Status leave_room_for_traces(const DistributedManifest& m, const DistributedMani
 // Adds one advance of the part to the rank's figures.
 void add_advance(RankFigures* f, const RunReport& r) {
   f->method = r.method;
+  f->threads = r.threads;
   f->engine_bt = r.bt;
   if (!r.io_backend.empty()) f->io_backend = r.io_backend;
   f->compute_seconds += r.compute_seconds;
@@ -1303,7 +1305,6 @@ DistributedRunReport gather_report(const RankFigures& mine, const DistributedMan
   RunReport& t = report.total;
   t.method = "mpi:" + mine.method;
   describe_problem(&t, m.shape, m.dtype, opt);
-  t.threads = opt.threads;
   t.bt = k;
   t.tile = "process grid " + m.procs.to_string();
   t.step_from = from;
@@ -1317,6 +1318,7 @@ DistributedRunReport gather_report(const RankFigures& mine, const DistributedMan
     t.bytes_read += f.bytes_read;
     t.bytes_written += f.bytes_written;
     t.engine_memory = std::max(t.engine_memory, f.engine_memory);  // --mem is each rank's
+    t.threads = std::max(t.threads, f.threads);                    // and so is --threads
     if (!f.io_backend.empty() && t.io_backend.find(f.io_backend) == std::string::npos) {
       t.io_backend += (t.io_backend.empty() ? "" : ", ") + f.io_backend;  // the ranks' own
     }
@@ -1352,6 +1354,8 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   DG_ASSIGN_OR_RETURN(const std::optional<internal::GridLock> lock, lock_on_root(dir));
   RunOptions opt = given;  // with the grid's own scheme when none is given (each rank loads
                            // a user's kernel library itself)
+  // Ranks sharing a machine share its CPUs, unless told how many threads to use.
+  if (opt.threads == 0 && std::getenv("OMP_NUM_THREADS") == nullptr) opt.threads = cpu_share();
   const Manifest whole = m.as_grid();
   // (resuming, the stopped run's scheme replaces it in run_to_do)
   auto scheme = given.resume ? Result<Scheme>(given.scheme) : scheme_for(whole, given.scheme);

@@ -39,6 +39,7 @@ struct RankFigures {
   int rank = 0;
   std::string method;           // what its part ran with (in-core or stream)
   std::string io_backend;       // its stream engine's I/O ("uring" or "threads"); in-core: none
+  int threads = 0;              // its engine's computing threads
   int engine_bt = 0;            // the engine's steps per pass over the part (last sweep)
   int64_t part_planes = 0;      // planes of its part: slab and halos
   double seconds = 0;           // the rank's whole run
