@@ -72,7 +72,6 @@ mpi import "$tmp/serial.npy" "$tmp/imported" >/dev/null
 [ "$(sha "$tmp/imported")" = "$want" ] || fail "import under mpirun differs from the .npy"
 
 # Bad input and failing ranks: one message, the same exit code everywhere, nothing changed.
-expect_error 2 "mpirun -n $ranks deepgrid run" "$dg" run "$tmp/d" "${run_args[@]}"
 expect_error 2 "does not work on distributed grids" "$dg" fsck "$tmp/d"
 expect_error 2 "does not run under mpirun" mpi fsck "$tmp/serial"
 expect_error 3 "grid $tmp/d is in use by" flock -n "$tmp/d/deepgrid.lock" \
@@ -84,10 +83,18 @@ expect_error 2 "store directory $tmp/other/$((ranks - 1)) does not exist" \
 [ ! -e "$tmp/e" ] || fail "a failed create left $tmp/e"
 [ -z "$(find "$tmp/other" -type f)" ] || fail "a failed create left files in the other ranks' stores"
 # Another number of ranks: the grid is split again (and again back), the results stay bitwise.
-for p in $((ranks + 1)) "$ranks"; do
+# Run serially (no mpirun), it is a job of one rank: its parts are gathered into one.
+for p in $((ranks + 1)) serial "$ranks"; do
   "$dg" run "$tmp/serial" "${run_args[@]}" >/dev/null
-  timeout -k 10 120 "$mpiexec" --oversubscribe -n "$p" "$dg" run "$tmp/d" "${run_args[@]}" >/dev/null ||
-    fail "run with $p ranks of a grid split over another number"
+  if [ "$p" = serial ]; then
+    p=1
+    "$dg" run "$tmp/d" "${run_args[@]}" >/dev/null 2>"$tmp/err" || fail "serial run of $tmp/d"
+    [ "$ranks" -eq 1 ] || grep "parts are gathered into one" "$tmp/err" >/dev/null ||
+      fail "a serial run of a grid of $ranks parts says nothing of gathering them: $(cat "$tmp/err")"
+  else
+    timeout -k 10 120 "$mpiexec" --oversubscribe -n "$p" "$dg" run "$tmp/d" "${run_args[@]}" >/dev/null ||
+      fail "run with $p ranks of a grid split over another number"
+  fi
   "$dg" info "$tmp/d" | grep "distributed over $p ranks" >/dev/null || fail "not redistributed to $p ranks"
   [ "$(sha "$tmp/d")" = "$(sha "$tmp/serial")" ] || fail "redistributed to $p ranks: differs"
 done

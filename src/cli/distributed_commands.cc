@@ -114,6 +114,17 @@ Status start_mpi_if_launched(int* argc, char*** argv) {
 #endif
 }
 
+Status start_mpi_alone() {
+#ifdef DEEPGRID_MPI
+  g_session = std::make_unique<mpi::Session>(nullptr, nullptr);
+  return Status::Ok();
+#else
+  return unsupported(
+      "this deepgrid was built without MPI, which runs distributed grids; install "
+      "libopenmpi-dev and build with -DDEEPGRID_MPI=ON");
+#endif
+}
+
 bool prints() {
 #ifdef DEEPGRID_MPI
   return !in_mpi_job() || mpi::rank() == 0;
@@ -323,10 +334,6 @@ Status refuse_distributed(const std::string& dir, const std::string& command) {
   if (in_mpi_job() || !is_distributed_grid(dir)) return Status::Ok();
   DG_ASSIGN_OR_RETURN(const DistributedManifest m, read_distributed_manifest(dir));
   const std::string ranks = std::to_string(m.ranks());
-  if (command == "run") {
-    return invalid_argument(dir + " is a grid distributed over " + ranks +
-                            " ranks; run it with 'mpirun -n " + ranks + " deepgrid run'");
-  }
   return invalid_argument(dir + " is a grid distributed over " + ranks + " ranks; '" + command +
                           "' does not work on distributed grids yet (info, checksum, export, "
                           "plot, and run and import --field under mpirun do)");

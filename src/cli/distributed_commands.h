@@ -18,6 +18,10 @@ bool in_mpi_job();
 // Starts MPI when mpirun started this process (no-op otherwise); ends it with the process.
 // Refuses (exit 2) when this build has no MPI.
 Status start_mpi_if_launched(int* argc, char*** argv);
+// Starts MPI in this process alone, a job of one rank (MPI's singleton start), so that a
+// serial command can run a distributed grid as 'mpirun -n 1' would. Refuses (exit 2) when this
+// build has no MPI.
+Status start_mpi_alone();
 // Whether this rank prints: rank 0 of a job, or a serial process.
 bool prints();
 
@@ -51,7 +55,7 @@ Result<int> mpi_run(const std::string& dir, RunOptions options, const std::strin
 Status refuse_procs_serially(const std::string& procs);
 
 // For commands that do not work on distributed grids (yet), serially: a message saying what
-// does (for run: how to run it under mpirun).
+// does.
 Status refuse_distributed(const std::string& dir, const std::string& command);
 // For commands that do not work under mpirun.
 Status refuse_under_mpi(const std::string& command);

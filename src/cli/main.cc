@@ -286,13 +286,24 @@ int cmd_run(RunArgs a) {
                          "interrupted run"));
   }
   RunOptions opt = run_options(a);
+  if (!in_mpi_job() && is_distributed_grid(a.dir)) {
+    // Serially, a distributed grid runs as a job of one rank: split over other ranks, its
+    // parts are first gathered into one, as under 'mpirun -n 1'.
+    const int ranks = get(read_distributed_manifest(a.dir)).ranks();
+    if (ranks > 1) {
+      std::fprintf(stderr,
+                   "deepgrid: %s is distributed over %d ranks; run serially, its parts are "
+                   "gathered into one first ('mpirun -n %d deepgrid run' keeps them)\n",
+                   a.dir.c_str(), ranks, ranks);
+    }
+    check(start_mpi_alone());
+  }
   if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
     RunOptions engine = opt;
     engine.bt = 0;
     return get(mpi_run(a.dir, opt, a.procs, needs_machine(a, engine), a.remeasure, a.json));
   }
   check(refuse_procs_serially(a.procs));
-  check(refuse_distributed(a.dir, "run"));
   {  // checked and measured before anything runs; released for run_grid, which writes
     const Grid g = get(Grid::open(a.dir));
     RunOptions planned = opt;  // resuming: the unfinished run's scheme
