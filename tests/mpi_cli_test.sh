@@ -73,6 +73,16 @@ mpi import "$tmp/serial.npy" "$tmp/imported" >/dev/null
 
 # Bad input and failing ranks: one message, the same exit code everywhere, nothing changed.
 expect_error 2 "does not work on distributed grids" "$dg" fsck "$tmp/d"
+# plan under mpirun, and serially (as one rank): what the run would do; nothing changes.
+cp "$tmp/d/manifest.json" "$tmp/d.manifest"
+mpi plan "$tmp/d" "${run_args[@]}" --json | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+assert p["ranks"] == '"$ranks"' and p["steps"] == 7 and len(p["per_rank"]) == p["ranks"], p
+assert all(r["plan"]["method"] == "incore" for r in p["per_rank"]) and p["parts_in_memory"], p'
+"$dg" plan "$tmp/d" "${run_args[@]}" 2>/dev/null | grep "distributed over 1 ranks (process grid 1x1x1)" >/dev/null ||
+  fail "serial plan of a distributed grid"
+cmp "$tmp/d/manifest.json" "$tmp/d.manifest" >/dev/null || fail "a plan changed the grid"
 expect_error 2 "does not run under mpirun" mpi fsck "$tmp/serial"
 expect_error 3 "grid $tmp/d is in use by" flock -n "$tmp/d/deepgrid.lock" \
   timeout -k 10 120 "$mpiexec" --oversubscribe -n "$ranks" "$dg" run "$tmp/d" "${run_args[@]}"

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -992,6 +993,52 @@ TEST(Distributed, CheckpointsOfPartsInMemoryKeepTheRunExact) {
   const auto want =
       reference_run(random_values<float>(s, 11), s, *Stencil::resolve("27pt"), kPeriodic, 11);
   EXPECT_EQ(first_bitwise_difference(got, want), -1);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// A plan tells what the run then does, and changes nothing: the process grid, the exchange
+// depth and halos, each part's planes and engine, and whether the parts stay in memory; parts
+// in memory and streamed, on the grid's own process grid and on another, which the run splits
+// the grid into first (the plan plans the parts as split, without splitting).
+TEST(Distributed, PlansTellWhatTheRunDoes) {
+  std::vector<std::optional<ProcessGrid>> grids = {std::nullopt};
+  if (!grids_splitting_x_or_y().empty()) grids.push_back(grids_splitting_x_or_y().front());
+  for (const char* mem : {"", "400KiB"}) {
+    for (const auto& procs : grids) {
+      SCOPED_TRACE(std::string(mem) + (procs ? " over " + procs->to_string() : ""));
+      SharedTempDir tmp;
+      const std::string dir = tmp / "g";
+      const Shape s{40, 30, 12 * mpi::size()};
+      ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF64)).ok());
+      const std::string before = read_text(dir + "/manifest.json");
+      const RunOptions opt = options_for({"13pt", kPeriodic, DType::kF64, s, 9, 0, mem});
+      auto plan = mpi::plan_distributed(dir, opt, procs);
+      ASSERT_TRUE(plan.ok()) << plan.status().message();
+      EXPECT_EQ(read_text(dir + "/manifest.json"), before) << "the plan changed the grid";
+      auto report = mpi::run_distributed(dir, opt, procs);
+      ASSERT_TRUE(report.ok()) << report.status().message();
+      EXPECT_EQ(plan->process_grid, report->process_grid);
+      EXPECT_EQ(plan->exchange_bt, report->exchange_bt);
+      EXPECT_EQ(plan->halo, report->halo);
+      EXPECT_EQ(plan->steps, 9);
+      EXPECT_EQ(plan->rounds, (9 + plan->exchange_bt - 1) / plan->exchange_bt);
+      ASSERT_EQ(plan->per_rank.size(), report->per_rank.size());
+      bool all_in_core = true;
+      for (size_t r = 0; r < plan->per_rank.size(); ++r) {
+        const auto planned = nlohmann::json::parse(plan->per_rank[r].plan);
+        const mpi::RankFigures& ran = report->per_rank[r];
+        EXPECT_EQ(planned.at("method").get<std::string>(), ran.method) << "rank " << r;
+        EXPECT_EQ(parse_shape(plan->per_rank[r].shape)->nz, ran.part_planes) << "rank " << r;
+        all_in_core = all_in_core && ran.method == "incore";
+      }
+      EXPECT_EQ(plan->parts_in_memory, all_in_core);
+      EXPECT_EQ(all_in_core, std::string(mem).empty()) << "the case tests neither kind of part";
+    }
+  }
 }
 
 // Without --threads (nor OMP_NUM_THREADS), the ranks on one machine share its CPUs: together

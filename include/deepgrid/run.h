@@ -62,7 +62,11 @@ struct RunOptions {
   // took, so that checkpoints cost about a tenth of the run at most.
   double checkpoint_seconds = -1;
   MachineProfile machine;  // rates for the cost model; unknown: the planner's defaults
-  ProgressFn progress;     // may be empty
+  // Whether a stream run records the disk bandwidth its sweeps sustained in the machine
+  // profile (record_sweep_bandwidth): not when other processes of the run share the disks (a
+  // distributed run's ranks on one machine), as the disks' busy time counts their I/O too.
+  bool record_disk_rate = true;
+  ProgressFn progress;  // may be empty
 };
 
 // Checks that the scheme (its components, its reach) and the step count suit the grid

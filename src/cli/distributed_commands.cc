@@ -76,6 +76,33 @@ Status on_printing_rank(const io::PlaneSource& source,
   return mpi::agree(st);
 }
 
+// options->machine for a run of `m` under mpirun: the rates when it may stream
+// (`measure_machine`), else the tiles' tuning; rank 0 first: the others then read its cache
+// (same disks).
+Status set_machine_profile(const DistributedManifest& m, bool measure_machine, bool remeasure,
+                           RunOptions* options) {
+  if (options->scheme.component_count() == 0) return Status::Ok();
+  auto this_ranks_profile = [&]() -> Result<MachineProfile> {
+    if (measure_machine) {  // a part on this rank's disks, or near them
+      DG_ASSIGN_OR_RETURN(const Grid part,
+                          open_part_as_is(m, mpi::rank() % m.ranks(), Grid::Mode::kReadOnly));
+      return machine_profile(part, options->scheme, options->threads, remeasure,
+                             options->mem_budget);
+    }
+    MachineProfile tuning;
+    DG_ASSIGN_OR_RETURN(tuning.cache_bytes,
+                        tuned_cache_bytes(options->threads, remeasure, options->mem_budget));
+    return tuning;
+  };
+  Result<MachineProfile> profile = MachineProfile{};
+  for (int turn = 0; turn < 2; ++turn) {
+    if ((mpi::rank() == 0) == (turn == 0)) profile = this_ranks_profile();
+    DG_RETURN_IF_ERROR(mpi::agree(profile.status()));
+  }
+  options->machine = *profile;
+  return Status::Ok();
+}
+
 // --procs as given: empty for none.
 Result<std::optional<ProcessGrid>> procs_option(const std::string& text) {
   if (text.empty()) return std::optional<ProcessGrid>();
@@ -281,28 +308,7 @@ Result<int> mpi_run(const std::string& dir, RunOptions options, const std::strin
     DG_RETURN_IF_ERROR(mpi::agree(scheme.status()));
     options.scheme = std::move(scheme).value();
   }
-  if (options.scheme.component_count() > 0) {
-    // The rates when the run may stream, else the tiles' tuning; rank 0 first: the others
-    // then read its cache (same disks).
-    auto this_ranks_profile = [&]() -> Result<MachineProfile> {
-      if (measure_machine) {  // a part on this rank's disks, or near them
-        DG_ASSIGN_OR_RETURN(const Grid part,
-                            open_part_as_is(m, mpi::rank() % m.ranks(), Grid::Mode::kReadOnly));
-        return machine_profile(part, options.scheme, options.threads, remeasure,
-                               options.mem_budget);
-      }
-      MachineProfile tuning;
-      DG_ASSIGN_OR_RETURN(tuning.cache_bytes,
-                          tuned_cache_bytes(options.threads, remeasure, options.mem_budget));
-      return tuning;
-    };
-    Result<MachineProfile> profile = MachineProfile{};
-    for (int turn = 0; turn < 2; ++turn) {
-      if ((mpi::rank() == 0) == (turn == 0)) profile = this_ranks_profile();
-      DG_RETURN_IF_ERROR(mpi::agree(profile.status()));
-    }
-    options.machine = *profile;
-  }
+  DG_RETURN_IF_ERROR(set_machine_profile(m, measure_machine, remeasure, &options));
   install_interrupt_handler();  // mpirun passes Ctrl-C on as SIGINT to every rank
   options.progress = prints() ? terminal_progress("run")
                               : ProgressFn([](int64_t, int64_t) { return !interrupted(); });
@@ -320,6 +326,25 @@ Result<int> mpi_run(const std::string& dir, RunOptions options, const std::strin
 #else
   (void)dir, (void)options, (void)procs, (void)measure_machine, (void)remeasure, (void)as_json;
   return Result<int>(built_without_mpi());
+#endif
+}
+
+Status mpi_plan(const std::string& dir, RunOptions options, const std::string& procs,
+                bool measure_machine, bool remeasure, bool as_json) {
+#ifdef DEEPGRID_MPI
+  DG_ASSIGN_OR_RETURN(const std::optional<ProcessGrid> grid, procs_option(procs));
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, mpi::load_distributed(dir));
+  auto scheme = scheme_for(m.as_grid(), options.scheme);
+  DG_RETURN_IF_ERROR(mpi::agree(scheme.status()));
+  options.scheme = std::move(scheme).value();
+  DG_RETURN_IF_ERROR(set_machine_profile(m, measure_machine, remeasure, &options));
+  DG_ASSIGN_OR_RETURN(const mpi::DistributedPlan plan, mpi::plan_distributed(dir, options, grid));
+  if (prints())
+    std::printf("%s", as_json ? (plan.to_json() + "\n").c_str() : plan.to_text().c_str());
+  return Status::Ok();
+#else
+  (void)dir, (void)options, (void)procs, (void)measure_machine, (void)remeasure, (void)as_json;
+  return built_without_mpi();
 #endif
 }
 

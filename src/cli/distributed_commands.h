@@ -51,6 +51,10 @@ Status mpi_import_field(const std::string& npy_path, const std::string& dir,
 // mpirun -n P deepgrid run: the exit code (0, or kExitStopped when an interrupt stopped it).
 Result<int> mpi_run(const std::string& dir, RunOptions options, const std::string& procs,
                     bool measure_machine, bool remeasure, bool as_json);
+// mpirun -n P deepgrid plan (or plan of a distributed grid serially, as one rank): what the
+// run would do, each rank planning its part; rank 0 prints it.
+Status mpi_plan(const std::string& dir, RunOptions options, const std::string& procs,
+                bool measure_machine, bool remeasure, bool as_json);
 // --procs outside an MPI job: a message saying it needs mpirun (nothing when not given).
 Status refuse_procs_serially(const std::string& procs);
 

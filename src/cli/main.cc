@@ -279,6 +279,25 @@ RunOptions run_options(const RunArgs& a) {
   return opt;
 }
 
+// Serially, a distributed grid runs (and plans) as a job of one rank: split over other ranks,
+// its parts are first gathered into one, as under 'mpirun -n 1'.
+void join_alone_if_distributed(const std::string& dir, const std::string& command) {
+  if (in_mpi_job() || !is_distributed_grid(dir)) return;
+  const int ranks = get(read_distributed_manifest(dir)).ranks();
+  if (ranks > 1) {
+    const std::string n = std::to_string(ranks);
+    const std::string what = command == "run"
+                                 ? "run serially, as one rank, its parts are gathered into one "
+                                   "first ('mpirun -n " +
+                                       n + " deepgrid run' keeps them)"
+                                 : "planned as a serial run would go, as one rank ('mpirun -n " +
+                                       n + " deepgrid plan' plans " + n + " ranks)";
+    std::fprintf(stderr, "deepgrid: %s is distributed over %d ranks; %s\n", dir.c_str(), ranks,
+                 what.c_str());
+  }
+  check(start_mpi_alone());
+}
+
 int cmd_run(RunArgs a) {
   if (!a.resume && a.steps < 0) {
     check(
@@ -286,18 +305,7 @@ int cmd_run(RunArgs a) {
                          "interrupted run"));
   }
   RunOptions opt = run_options(a);
-  if (!in_mpi_job() && is_distributed_grid(a.dir)) {
-    // Serially, a distributed grid runs as a job of one rank: split over other ranks, its
-    // parts are first gathered into one, as under 'mpirun -n 1'.
-    const int ranks = get(read_distributed_manifest(a.dir)).ranks();
-    if (ranks > 1) {
-      std::fprintf(stderr,
-                   "deepgrid: %s is distributed over %d ranks; run serially, its parts are "
-                   "gathered into one first ('mpirun -n %d deepgrid run' keeps them)\n",
-                   a.dir.c_str(), ranks, ranks);
-    }
-    check(start_mpi_alone());
-  }
+  join_alone_if_distributed(a.dir, "run");
   if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
     RunOptions engine = opt;
     engine.bt = 0;
@@ -336,7 +344,14 @@ int cmd_run(RunArgs a) {
 
 int cmd_plan(const RunArgs& a) {
   RunOptions opt = run_options(a);
-  check(refuse_distributed(a.dir, "plan"));
+  join_alone_if_distributed(a.dir, "plan");
+  if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
+    RunOptions engine = opt;
+    engine.bt = 0;
+    check(mpi_plan(a.dir, opt, a.procs, needs_machine(a, engine), a.remeasure, a.json));
+    return 0;
+  }
+  check(refuse_procs_serially(a.procs));
   Grid g = get(Grid::open(a.dir));
   check(check_run(g.manifest(), opt));
   opt.scheme = get(scheme_for(g.manifest(), opt.scheme));
@@ -807,7 +822,10 @@ int run_cli(int argc, char** argv) {
 
   RunArgs pa;
   auto* plan = app.add_subcommand(
-      "plan", "Show how a run would go: method, bt, buffers, memory and predicted time");
+      "plan",
+      "Show how a run would go: method, bt, buffers, memory and predicted time (under "
+      "mpirun, or for a distributed grid: the process grid, the halo exchanges and each "
+      "rank's part)");
   plan->add_option("DIR", pa.dir, "Grid directory")->required();
   plan->add_option("--stencil,--scheme,--kernel", pa.stencil,
                    "Preset or JSON file, as for run (default: the grid's own scheme)");
@@ -823,6 +841,8 @@ int run_cli(int argc, char** argv) {
   pa.blocking.add_to(plan);
   plan->add_flag("--remeasure", pa.remeasure,
                  "Measure this machine's rates again (they are cached after the first time)");
+  plan->add_option("--procs", pa.procs,
+                   "Under mpirun: the process grid PXxPYxPZ the run would use (as for run)");
   plan->add_flag("--json", pa.json, "Print the plan as one JSON object");
 
   std::string ck_dir;
@@ -926,7 +946,7 @@ int run_cli(int argc, char** argv) {
                      : (app.get_subcommands().front()->get_name() + " ").c_str());
     return 2;
   }
-  for (const auto* cmd : {plan, fsck, bench}) {
+  for (const auto* cmd : {fsck, bench}) {
     if (*cmd) check(refuse_under_mpi(cmd->get_name()));
   }
   if (*create) return cmd_create(ca);

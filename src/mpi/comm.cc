@@ -54,9 +54,27 @@ void wait_all(std::vector<MPI_Request>* requests) {
   });
 }
 
-int cpu_share() {
+namespace {
+
+// The ranks on this rank's machine, as a communicator the caller frees.
+MPI_Comm this_machine() {
   MPI_Comm machine = MPI_COMM_NULL;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &machine);
+  return machine;
+}
+
+}  // namespace
+
+int ranks_on_this_machine() {
+  MPI_Comm machine = this_machine();
+  int ranks = 1;
+  MPI_Comm_size(machine, &ranks);
+  MPI_Comm_free(&machine);
+  return ranks;
+}
+
+int cpu_share() {
+  MPI_Comm machine = this_machine();
   int ranks = 1;
   MPI_Comm_size(machine, &ranks);
   cpu_set_t mine;

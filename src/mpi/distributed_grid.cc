@@ -673,6 +673,16 @@ std::array<int64_t, 3> halo_of_depth(const Scheme& scheme, int k) {
   return halo;
 }
 
+// The halo points each side along each axis that exchanges of depth k bring to the parts of
+// process grid `procs`, for reports: k * r along the axes it splits, none along the others.
+std::array<int64_t, 3> exchanged_halo(const Scheme& scheme, int k, const ProcessGrid& procs) {
+  std::array<int64_t, 3> halo = halo_of_depth(scheme, k);
+  for (size_t a = 0; a < 3; ++a) {
+    if (procs.p[a] == 1) halo[a] = 0;
+  }
+  return halo;
+}
+
 // The halo the part `p` has in a run whose exchanges bring `halo` points (fit_halos lays it
 // out again when it changes): its own when that suffices; else its own with z halos widened to
 // what is needed, when that suffices (the part can gain those planes in place); else what it
@@ -1224,18 +1234,31 @@ RunOptions engine_options(const RunOptions& opt, const PartInfo& info,
 // exchange depth), leaves its engine enough of --mem for a round of the `steps` left: checked
 // before anything is laid out again, so that a budget too small changes nothing (the engine
 // checks again on the part as laid out). Collective.
-Status check_part_budget(const DistributedManifest& next, const RunOptions& opt, int64_t steps) {
-  if (steps <= 0) return Status::Ok();
-  const int k = exchange_depth(next, opt);
+// This rank's part as a run with exchange depth k lays it out (split as `next`), and the plan
+// of its engine for a round of `steps` steps (not collective).
+Result<RunPlan> plan_part(const DistributedManifest& next, const RunOptions& opt, int k,
+                          int64_t steps, PartInfo* laid_out) {
   PartInfo mine = next.parts[static_cast<size_t>(rank())];
   mine.halo = fitted_halo(mine, next.shape, halo_of_depth(opt.scheme, k),
                           opt.boundary.kind == Boundary::Kind::kPeriodic);
+  if (laid_out != nullptr) *laid_out = mine;
   RunOptions part_opt = engine_options(opt, mine, next);
-  part_opt.steps = std::min<int64_t>(k, steps);
-  auto part = manifest_for(part_options(grid_options(next), mine));
-  Status st = part.status();
-  if (st.ok()) st = plan_run(*part, next.dir, part_opt, part_opt.machine).status();
-  return agree(st);
+  part_opt.steps = steps;
+  DG_ASSIGN_OR_RETURN(const Manifest part, manifest_for(part_options(grid_options(next), mine)));
+  return plan_run(part, next.dir, part_opt, part_opt.machine);
+}
+
+// Ranks sharing a machine share its CPUs, unless told how many threads to use, and its disks,
+// whose busy time then tells no rank's own rate. Collective.
+void share_machine(RunOptions* opt) {
+  if (opt->threads == 0 && std::getenv("OMP_NUM_THREADS") == nullptr) opt->threads = cpu_share();
+  opt->record_disk_rate = opt->record_disk_rate && ranks_on_this_machine() == 1;
+}
+
+Status check_part_budget(const DistributedManifest& next, const RunOptions& opt, int64_t steps) {
+  if (steps <= 0) return Status::Ok();
+  const int k = exchange_depth(next, opt);
+  return agree(plan_part(next, opt, k, std::min<int64_t>(k, steps), nullptr).status());
 }
 
 // A pass of a part's engine in a round that began at step *round_from: saves its receivers'
@@ -1292,12 +1315,12 @@ Result<bool> finish_round(const DistributedManifest& m, const GridProgress& prog
 // The run's report: every rank's figures, the global ones, `from` .. `to` the steps every part
 // advanced through (to < run.step_to: stopped early). Collective.
 DistributedRunReport gather_report(const RankFigures& mine, const DistributedManifest& m,
-                                   const RunOptions& opt, int k, const std::array<int64_t, 3>& halo,
-                                   int64_t from, int64_t to, const RunRecord& run, bool direct_io) {
+                                   const RunOptions& opt, int k, int64_t from, int64_t to,
+                                   const RunRecord& run, bool direct_io) {
   DistributedRunReport report;
   report.ranks = size();
   report.exchange_bt = k;
-  report.halo = halo;
+  report.halo = exchanged_halo(opt.scheme, k, m.procs);
   report.process_grid = m.procs.to_string();
   for (const std::string& f : all_gather(mine.to_json())) {
     report.per_rank.push_back(RankFigures::from_json(f));
@@ -1354,8 +1377,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   DG_ASSIGN_OR_RETURN(const std::optional<internal::GridLock> lock, lock_on_root(dir));
   RunOptions opt = given;  // with the grid's own scheme when none is given (each rank loads
                            // a user's kernel library itself)
-  // Ranks sharing a machine share its CPUs, unless told how many threads to use.
-  if (opt.threads == 0 && std::getenv("OMP_NUM_THREADS") == nullptr) opt.threads = cpu_share();
+  share_machine(&opt);
   const Manifest whole = m.as_grid();
   // (resuming, the stopped run's scheme replaces it in run_to_do)
   auto scheme = given.resume ? Result<Scheme>(given.scheme) : scheme_for(whole, given.scheme);
@@ -1393,12 +1415,11 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   if (resumed) load_held_rows(&traces, opt.traces_path);
   RankFigures mine;
   mine.rank = rank();
-  auto finish = [&](int k, const std::array<int64_t, 3>& halo, int64_t to, bool direct_io) {
+  auto finish = [&](int k, int64_t to, bool direct_io) {
     mine.seconds = seconds_since(t0);
     mine.wait_seconds = agree_wait_seconds() - wait0;
     record_steal(stolen0, &mine);
-    DistributedRunReport r =
-        gather_report(mine, m, opt, k, halo, progress.from, to, run, direct_io);
+    DistributedRunReport r = gather_report(mine, m, opt, k, progress.from, to, run, direct_io);
     r.total.resumed = resumed;
     r.total.seconds = seconds_since(t0);
     return r;
@@ -1406,7 +1427,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   if (resumed && size() == m.ranks()) {
     DG_ASSIGN_OR_RETURN(const bool finished,
                         finish_round(m, progress, held_from, opt, all_probes, run, &traces, &mine));
-    if (!finished) return finish(0, {}, progress.from, true);  // the records stay
+    if (!finished) return finish(0, progress.from, true);  // the records stay
   }
   const int64_t recorded_step = m.step;
   m.step = progress.at;
@@ -1493,7 +1514,7 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
       }
     }
     DG_RETURN_IF_ERROR(commit_held(part, *held, step, &mine));
-    if (stop) return finish(k, halo, step, part.direct_io());
+    if (stop) return finish(k, step, part.direct_io());
   }
   for (; step < run.step_to; step += part_opt.steps) {  // (held: at the end already)
     DG_ASSIGN_OR_RETURN(const ExchangeStats ex,
@@ -1520,10 +1541,10 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
           write_traces_on_root(&probes, &traces, opt.traces_path, step, step + part_opt.steps));
     }
     // A part stopped by the callback: the round stays unfinished, and so do the records.
-    if (stopped) return finish(k, halo, step, part.direct_io());
+    if (stopped) return finish(k, step, part.direct_io());
   }
 
-  DistributedRunReport report = finish(k, halo, run.step_to, part.direct_io());
+  DistributedRunReport report = finish(k, run.step_to, part.direct_io());
   m.step = run.step_to;
   json details = {{"stencil", json::parse(opt.scheme.to_json())},
                   {"boundary", report.total.boundary},
@@ -1541,6 +1562,108 @@ Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOp
   if (rank() == 0) ::unlink(internal::join_path(dir, kRunRecordName).c_str());
   ::unlink(part_traces_path(part).c_str());
   return report;
+}
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DistributedPlan::Part, rank, shape, plan, predicted_seconds)
+
+std::string DistributedPlan::to_json() const {
+  json j = {{"grid", grid},
+            {"stencil", stencil},
+            {"ranks", ranks},
+            {"process_grid", process_grid},
+            {"exchange_bt", exchange_bt},
+            {"halo", halo},
+            {"steps", steps},
+            {"rounds", rounds},
+            {"parts_in_memory", parts_in_memory},
+            {"per_rank", json::array()}};
+  double slowest = 0;
+  for (const Part& p : per_rank) {
+    json part = p;
+    part["plan"] = json::parse(p.plan);
+    j["per_rank"].push_back(part);
+    slowest = std::max(slowest, p.predicted_seconds);
+  }
+  j["predicted_seconds"] = slowest;
+  return j.dump();
+}
+
+std::string DistributedPlan::to_text() const {
+  std::string out;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "grid        %s, distributed over %d ranks (process grid %s)\n"
+                "stencil     %s, %lld steps in %lld rounds: halos exchanged every %d steps "
+                "(halos of %lld, %lld, %lld points along x, y, z)\n",
+                grid.c_str(), ranks, process_grid.c_str(), stencil.c_str(),
+                static_cast<long long>(steps), static_cast<long long>(rounds), exchange_bt,
+                static_cast<long long>(halo[0]), static_cast<long long>(halo[1]),
+                static_cast<long long>(halo[2]));
+  out += line;
+  out += parts_in_memory
+             ? "parts       held in memory for the whole run: loaded once, written at the end "
+               "(and at checkpoints); halos exchanged from memory to memory\n"
+             : "parts       streamed: every round goes through the parts' files (a part that does "
+               "not fit --mem streams, and then every part's round does)\n";
+  out += "rank  part              method  bt  memory      predicted\n";
+  double slowest = 0;
+  for (const Part& p : per_rank) {
+    const json plan = json::parse(p.plan);
+    std::snprintf(
+        line, sizeof line, "%4d  %-16s  %-6s  %2d  %-10s  %8.2f s\n", p.rank, p.shape.c_str(),
+        plan.at("method").get<std::string>().c_str(), plan.at("bt").get<int>(),
+        format_size(plan.at("memory_bytes").get<uint64_t>()).c_str(), p.predicted_seconds);
+    out += line;
+    slowest = std::max(slowest, p.predicted_seconds);
+  }
+  std::snprintf(line, sizeof line,
+                "predicted   %.2f s for the slowest part's engine (halo exchanges and waits are "
+                "not predicted)\n",
+                slowest);
+  return out + line;
+}
+
+Result<DistributedPlan> plan_distributed(const std::string& dir, const RunOptions& given,
+                                         const std::optional<ProcessGrid>& procs) {
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m, load_distributed(dir));
+  RunOptions opt = given;
+  share_machine(&opt);
+  const Manifest whole = m.as_grid();
+  auto scheme = scheme_for(whole, given.scheme);
+  DG_RETURN_IF_ERROR(agree(scheme.status()));
+  opt.scheme = std::move(scheme).value();
+  DG_RETURN_IF_ERROR(check_run(whole, opt));
+  DG_ASSIGN_OR_RETURN(const ProcessGrid grid, run_process_grid(m, procs));
+  const DistributedManifest next = split_as(m, grid);
+  DistributedPlan plan;
+  plan.grid = m.shape.to_string() + " " + std::string(dtype_name(m.dtype));
+  plan.stencil = opt.scheme.describe();
+  plan.ranks = size();
+  plan.process_grid = grid.to_string();
+  plan.exchange_bt = exchange_depth(next, opt);
+  plan.halo = exchanged_halo(opt.scheme, plan.exchange_bt, grid);
+  plan.steps = opt.steps;
+  const int64_t k = plan.exchange_bt, full = opt.steps / k, rest = opt.steps % k;
+  plan.rounds = full + (rest > 0 ? 1 : 0);
+  PartInfo laid_out;
+  Result<RunPlan> round = plan_part(next, opt, plan.exchange_bt, full > 0 ? k : rest, &laid_out);
+  DG_RETURN_IF_ERROR(agree(round.status()));
+  Result<RunPlan> last = *round;
+  if (full > 0 && rest > 0) last = plan_part(next, opt, plan.exchange_bt, rest, nullptr);
+  DG_RETURN_IF_ERROR(agree(last.status()));
+  plan.parts_in_memory = !any_rank(round->method != Method::kInCore);
+  // Parts in memory load and write once; streamed parts go through their files every round.
+  auto per_round = [&](const RunPlan& p) {
+    return plan.parts_in_memory ? p.predicted_compute_seconds : p.predicted_seconds;
+  };
+  double seconds =
+      static_cast<double>(full) * per_round(*round) + (rest > 0 ? per_round(*last) : 0);
+  if (plan.parts_in_memory) seconds += round->predicted_seconds - round->predicted_compute_seconds;
+  const DistributedPlan::Part mine{rank(), laid_out.shape().to_string(), round->to_json(), seconds};
+  for (const std::string& text : all_gather(json(mine).dump())) {
+    plan.per_rank.push_back(json::parse(text).get<DistributedPlan::Part>());
+  }
+  return plan;
 }
 
 }  // namespace deepgrid::mpi

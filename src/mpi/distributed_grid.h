@@ -67,9 +67,10 @@ void record_machines_steal(const std::vector<RankFigures>& per_rank, RunReport* 
 struct DistributedRunReport {
   RunReport total;  // global figures: steps, points, wall time; sums of the ranks' I/O
   int ranks = 0;
-  int exchange_bt = 0;            // steps between two halo exchanges (k)
-  std::string process_grid;       // "PXxPYxPZ"
-  std::array<int64_t, 3> halo{};  // halo points each side along x, y, z: k * r_axis
+  int exchange_bt = 0;       // steps between two halo exchanges (k)
+  std::string process_grid;  // "PXxPYxPZ"
+  // Halo points each side along x, y, z: k * r_axis, and none along the axes not split.
+  std::array<int64_t, 3> halo{};
   std::vector<RankFigures> per_rank;
 
   std::string to_json() const;
@@ -85,6 +86,33 @@ struct DistributedRunReport {
 // rewritten with the halos needed first. Results are bitwise those of a serial run.
 Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& options,
                                              const std::optional<ProcessGrid>& procs = {});
+
+// What run_distributed would do with these options, planned by every rank for its part
+// without changing anything: the process grid, the exchange depth and halos, and each part's
+// engine for one round.
+struct DistributedPlan {
+  std::string grid;  // "256x256x512 f32"
+  std::string stencil;
+  int ranks = 0;
+  std::string process_grid;
+  int exchange_bt = 0;
+  std::array<int64_t, 3> halo{};  // as DistributedRunReport::halo
+  int64_t steps = 0;
+  int64_t rounds = 0;
+  bool parts_in_memory = false;  // every part's engine is in-core: loaded once for the run
+  struct Part {
+    int rank = 0;
+    std::string shape;  // the part: its block and its halos
+    std::string plan;   // its engine's RunPlan::to_json() for a round of exchange_bt steps
+    double predicted_seconds = 0;  // its engine over the whole run (a part in memory: one load)
+  };
+  std::vector<Part> per_rank;
+
+  std::string to_json() const;
+  std::string to_text() const;
+};
+Result<DistributedPlan> plan_distributed(const std::string& dir, const RunOptions& options,
+                                         const std::optional<ProcessGrid>& procs = {});
 
 // The run DIR/run.json records when its range holds the grid's step: a run under way, or one
 // stopped part-way (rank 0 reads it, every rank gets it). Collective.
