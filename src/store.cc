@@ -445,10 +445,11 @@ Status Grid::add_planes(int64_t below, int64_t above) {
   manifest_ = m;  // (the zeros go through the new layout; committed below)
   const std::vector<std::byte> zeros(static_cast<size_t>(m.layout.plane_bytes));
   Status st = Status::Ok();
-  for (int64_t z = 0; z < m.shape.nz && st.ok(); ++z) {
-    if (z == below) z += before.shape.nz;
-    if (z < m.shape.nz) st = write_planes(z, 1, zeros.data());
-  }
+  auto write_zeros = [&](int64_t z0, int64_t count) {
+    for (int64_t z = z0; z < z0 + count && st.ok(); ++z) st = write_planes(z, 1, zeros.data());
+  };
+  write_zeros(0, below);
+  write_zeros(below + before.shape.nz, above);
   if (st.ok()) st = commit(m);
   if (!st.ok()) {
     manifest_ = before;

@@ -1230,10 +1230,6 @@ RunOptions engine_options(const RunOptions& opt, const PartInfo& info,
   return part_opt;
 }
 
-// Whether this rank's part, as the run lays it out (split as `next`, with the halos of its
-// exchange depth), leaves its engine enough of --mem for a round of the `steps` left: checked
-// before anything is laid out again, so that a budget too small changes nothing (the engine
-// checks again on the part as laid out). Collective.
 // This rank's part as a run with exchange depth k lays it out (split as `next`), and the plan
 // of its engine for a round of `steps` steps (not collective).
 Result<RunPlan> plan_part(const DistributedManifest& next, const RunOptions& opt, int k,
@@ -1255,6 +1251,10 @@ void share_machine(RunOptions* opt) {
   opt->record_disk_rate = opt->record_disk_rate && ranks_on_this_machine() == 1;
 }
 
+// Whether this rank's part, as the run lays it out (split as `next`, with the halos of its
+// exchange depth), leaves its engine enough of --mem for a round of the `steps` left: checked
+// before anything is laid out again, so that a budget too small changes nothing (the engine
+// checks again on the part as laid out). Collective.
 Status check_part_budget(const DistributedManifest& next, const RunOptions& opt, int64_t steps) {
   if (steps <= 0) return Status::Ok();
   const int k = exchange_depth(next, opt);
