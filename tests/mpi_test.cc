@@ -709,6 +709,41 @@ TEST(Distributed, ZSlabsGainTheirHalosInPlace) {
   EXPECT_EQ(first_bitwise_difference(got, want), -1);
 }
 
+// A streamed part's sweeps move its planes around its ring of slots: once they wrap around the
+// ring's end, wider z halos cannot be added in place and the part is copied instead. Parts of
+// 70 planes and 64 spare slots wrap after a sweep; each rank's path is checked against its
+// ring, and the result against the reference.
+TEST(Distributed, StreamedPartsWhosePlanesWrapAreCopiedForWiderHalos) {
+  if (mpi::size() == 1) GTEST_SKIP() << "one rank: its part spans the grid and needs no halos";
+  SharedTempDir tmp;
+  const std::string dir = tmp / "g";
+  const Shape s{8, 6, 70 * mpi::size()};
+  ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF32)).ok());
+  auto first = mpi::run_distributed(
+      dir, options_for({"7pt", kNeumann, DType::kF32, s, 2, 1, "1MiB", Method::kStream}));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  const std::string part_dir =
+      mpi::load_distributed(dir)->parts[static_cast<size_t>(mpi::rank())].dir;
+  bool wrapped = false;
+  std::string id;
+  {
+    const Grid part = Grid::open(part_dir).value();
+    wrapped = !part.can_grow_spare();
+    id = part.manifest().id;
+  }
+  EXPECT_TRUE(mpi::any_rank(wrapped)) << "no part's planes wrap: the case tests nothing";
+  auto second = mpi::run_distributed(
+      dir, options_for({"7pt", kNeumann, DType::kF32, s, 4, 3, "1MiB", Method::kStream}));
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(Grid::open(part_dir)->manifest().id != id, wrapped)
+      << (wrapped ? "a part whose planes wrap was not copied" : "a part was copied");
+  const std::vector<float> got = gather_values<float>(dir);
+  if (mpi::rank() != 0) return;
+  const auto want =
+      reference_run(random_values<float>(s, 11), s, *Stencil::resolve("7pt"), kNeumann, 6);
+  EXPECT_EQ(first_bitwise_difference(got, want), -1);
+}
+
 // Each value of every plane of this rank's part negated, as a prepared replacement of step
 // `step`; on `commit_too`, committed as well (a run killed while the parts committed).
 template <typename T>
