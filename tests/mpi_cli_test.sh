@@ -67,7 +67,7 @@ import json, sys
 j = json.load(sys.stdin)
 assert j["step"] == 7 and j["decomposition"]["ranks"] == '"$ranks"', j
 assert all("consistent" in s for s in j["parts_state"]), j["parts_state"]'
-"$dg" info "$tmp/d" | grep "distributed over $ranks ranks" >/dev/null || fail "serial info"
+"$dg" info "$tmp/d" | grep "distributed over $ranks rank" >/dev/null || fail "serial info"
 mpi import "$tmp/serial.npy" "$tmp/imported" >/dev/null
 [ "$(sha "$tmp/imported")" = "$want" ] || fail "import under mpirun differs from the .npy"
 
@@ -80,7 +80,7 @@ import json, sys
 p = json.load(sys.stdin)
 assert p["ranks"] == '"$ranks"' and p["steps"] == 7 and len(p["per_rank"]) == p["ranks"], p
 assert all(r["plan"]["method"] == "incore" for r in p["per_rank"]) and p["parts_in_memory"], p'
-"$dg" plan "$tmp/d" "${run_args[@]}" 2>/dev/null | grep "distributed over 1 ranks (process grid 1x1x1)" >/dev/null ||
+"$dg" plan "$tmp/d" "${run_args[@]}" 2>/dev/null | grep "distributed over 1 rank (process grid 1x1x1)" >/dev/null ||
   fail "serial plan of a distributed grid"
 cmp "$tmp/d/manifest.json" "$tmp/d.manifest" >/dev/null || fail "a plan changed the grid"
 expect_error 2 "does not run under mpirun" mpi fsck "$tmp/serial"
@@ -105,7 +105,7 @@ for p in $((ranks + 1)) serial "$ranks"; do
     timeout -k 10 120 "$mpiexec" --oversubscribe -n "$p" "$dg" run "$tmp/d" "${run_args[@]}" >/dev/null ||
       fail "run with $p ranks of a grid split over another number"
   fi
-  "$dg" info "$tmp/d" | grep "distributed over $p ranks" >/dev/null || fail "not redistributed to $p ranks"
+  "$dg" info "$tmp/d" | grep "distributed over $p rank" >/dev/null || fail "not redistributed to $p ranks"
   [ "$(sha "$tmp/d")" = "$(sha "$tmp/serial")" ] || fail "redistributed to $p ranks: differs"
 done
 # A process grid given with --procs (x and y split where the ranks allow): create, run, and a

@@ -171,8 +171,8 @@ Status distributed_info(const std::string& dir, bool as_json) {
     std::printf("%s\n", j.dump().c_str());
     return Status::Ok();
   }
-  std::printf("grid        %s (distributed over %d ranks, process grid %s)\n", dir.c_str(),
-              m.ranks(), m.procs.to_string().c_str());
+  std::printf("grid        %s (distributed over %d rank%s, process grid %s)\n", dir.c_str(),
+              m.ranks(), m.ranks() == 1 ? "" : "s", m.procs.to_string().c_str());
   std::printf("shape       %s (numpy shape (%lld, %lld, %lld)), %s\n", m.shape.to_string().c_str(),
               static_cast<long long>(m.shape.nz), static_cast<long long>(m.shape.ny),
               static_cast<long long>(m.shape.nx), std::string(dtype_name(m.dtype)).c_str());
@@ -358,10 +358,10 @@ Status refuse_procs_serially(const std::string& procs) {
 Status refuse_distributed(const std::string& dir, const std::string& command) {
   if (in_mpi_job() || !is_distributed_grid(dir)) return Status::Ok();
   DG_ASSIGN_OR_RETURN(const DistributedManifest m, read_distributed_manifest(dir));
-  const std::string ranks = std::to_string(m.ranks());
-  return invalid_argument(dir + " is a grid distributed over " + ranks + " ranks; '" + command +
+  const std::string ranks = std::to_string(m.ranks()) + (m.ranks() == 1 ? " rank" : " ranks");
+  return invalid_argument(dir + " is a grid distributed over " + ranks + "; '" + command +
                           "' does not work on distributed grids yet (info, checksum, export, "
-                          "plot, and run and import --field under mpirun do)");
+                          "plot, plan and run do, and import --field under mpirun)");
 }
 
 Status refuse_under_mpi(const std::string& command) {

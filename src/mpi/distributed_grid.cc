@@ -770,11 +770,16 @@ std::string DistributedRunReport::to_json() const {
 std::string DistributedRunReport::to_text() const {
   std::string out = total.to_text();
   char line[256];
-  std::snprintf(line, sizeof line,
-                "ranks       %d (process grid %s), halo exchange every %d steps (halos of %lld, "
-                "%lld, %lld points along x, y, z)\n",
-                ranks, process_grid.c_str(), exchange_bt, static_cast<long long>(halo[0]),
-                static_cast<long long>(halo[1]), static_cast<long long>(halo[2]));
+  if (ranks == 1) {
+    std::snprintf(line, sizeof line, "ranks       1 (process grid %s): one part, no halos\n",
+                  process_grid.c_str());
+  } else {
+    std::snprintf(line, sizeof line,
+                  "ranks       %d (process grid %s), halo exchange every %d steps (halos of %lld, "
+                  "%lld, %lld points along x, y, z)\n",
+                  ranks, process_grid.c_str(), exchange_bt, static_cast<long long>(halo[0]),
+                  static_cast<long long>(halo[1]), static_cast<long long>(halo[2]));
+  }
   out += line;
   // Ranks on several machines: which, with what each one's hypervisor took.
   const bool hosts = std::any_of(per_rank.begin(), per_rank.end(), [&](const RankFigures& f) {
@@ -1592,14 +1597,18 @@ std::string DistributedPlan::to_text() const {
   std::string out;
   char line[320];
   std::snprintf(line, sizeof line,
-                "grid        %s, distributed over %d ranks (process grid %s)\n"
-                "stencil     %s, %lld steps in %lld rounds: halos exchanged every %d steps "
-                "(halos of %lld, %lld, %lld points along x, y, z)\n",
-                grid.c_str(), ranks, process_grid.c_str(), stencil.c_str(),
-                static_cast<long long>(steps), static_cast<long long>(rounds), exchange_bt,
-                static_cast<long long>(halo[0]), static_cast<long long>(halo[1]),
-                static_cast<long long>(halo[2]));
+                "grid        %s, distributed over %d rank%s (process grid %s)\n"
+                "stencil     %s, %lld steps in %lld rounds of up to %d\n",
+                grid.c_str(), ranks, ranks == 1 ? "" : "s", process_grid.c_str(), stencil.c_str(),
+                static_cast<long long>(steps), static_cast<long long>(rounds), exchange_bt);
   out += line;
+  if (ranks > 1) {
+    std::snprintf(line, sizeof line,
+                  "exchange    halos before every round: %lld, %lld, %lld points along x, y, z\n",
+                  static_cast<long long>(halo[0]), static_cast<long long>(halo[1]),
+                  static_cast<long long>(halo[2]));
+    out += line;
+  }
   out += parts_in_memory
              ? "parts       held in memory for the whole run: loaded once, written at the end "
                "(and at checkpoints); halos exchanged from memory to memory\n"
