@@ -150,6 +150,17 @@ std::vector<T> random_grid_values(const Shape& s, int components) {
   return u;
 }
 
+// Checks on rank 0 that distributed grid DIR, made by random_grid(s, ...) of one field, holds
+// bitwise what the reference computes from it in `steps` steps. Collective (the gathering).
+template <typename T>
+void expect_reference_steps(const std::string& dir, const Shape& s, const char* stencil,
+                            const Boundary& b, int64_t steps) {
+  const std::vector<T> got = gather_values<T>(dir);
+  if (mpi::rank() != 0) return;
+  const auto want = reference_run(random_values<T>(s, 11), s, *Stencil::resolve(stencil), b, steps);
+  EXPECT_EQ(first_bitwise_difference(got, want), -1);
+}
+
 // Runs the runs of `cases` one after the other on one distributed grid made with the first
 // case's shape, dtype and scheme (whose fields every case's scheme must have), and compares
 // the grid, and the traces of cases with receivers, with the reference after each.
@@ -675,11 +686,7 @@ TEST(Distributed, FailedRelayoutOnOneRankLeavesAUsableGrid) {
   mpi::barrier();
   auto report = mpi::run_distributed(dir, options_for(periodic));
   ASSERT_TRUE(report.ok()) << report.status().message();
-  const std::vector<float> got = gather_values<float>(dir);
-  if (mpi::rank() != 0) return;
-  const auto want =
-      reference_run(random_values<float>(s, 11), s, *Stencil::resolve("7pt"), kPeriodic, 3);
-  EXPECT_EQ(first_bitwise_difference(got, want), -1);
+  expect_reference_steps<float>(dir, s, "7pt", kPeriodic, 3);
 }
 
 // Parts of z-slabs gain their z halos in place: each stays the grid it was (a copy is a new
@@ -702,11 +709,7 @@ TEST(Distributed, ZSlabsGainTheirHalosInPlace) {
   EXPECT_EQ(part.halo.below[kAxisZ] + part.halo.above[kAxisZ],
             mpi::rank() == 0 || mpi::rank() == mpi::size() - 1 ? 2 : 4);
   EXPECT_EQ(id_of_part(), id) << "the part was copied";
-  const std::vector<float> got = gather_values<float>(dir);
-  if (mpi::rank() != 0) return;
-  const auto want =
-      reference_run(random_values<float>(s, 11), s, *Stencil::resolve("7pt"), kDirichlet, 4);
-  EXPECT_EQ(first_bitwise_difference(got, want), -1);
+  expect_reference_steps<float>(dir, s, "7pt", kDirichlet, 4);
 }
 
 // A streamed part's sweeps move its planes around its ring of slots: once they wrap around the
@@ -737,11 +740,7 @@ TEST(Distributed, StreamedPartsWhosePlanesWrapAreCopiedForWiderHalos) {
   ASSERT_TRUE(second.ok()) << second.status().message();
   EXPECT_EQ(Grid::open(part_dir)->manifest().id != id, wrapped)
       << (wrapped ? "a part whose planes wrap was not copied" : "a part was copied");
-  const std::vector<float> got = gather_values<float>(dir);
-  if (mpi::rank() != 0) return;
-  const auto want =
-      reference_run(random_values<float>(s, 11), s, *Stencil::resolve("7pt"), kNeumann, 6);
-  EXPECT_EQ(first_bitwise_difference(got, want), -1);
+  expect_reference_steps<float>(dir, s, "7pt", kNeumann, 6);
 }
 
 // Each value of every plane of this rank's part negated, as a prepared replacement of step
@@ -1023,11 +1022,7 @@ TEST(Distributed, CheckpointsOfPartsInMemoryKeepTheRunExact) {
     EXPECT_EQ(f.bytes_written, 4 * f.bytes_read) << "rank " << f.rank << ": 4 rounds, 1 load";
     EXPECT_GT(f.io_wait_seconds, 0) << "rank " << f.rank << ": the load and commits take time";
   }
-  const std::vector<float> got = gather_values<float>(dir);
-  if (mpi::rank() != 0) return;
-  const auto want =
-      reference_run(random_values<float>(s, 11), s, *Stencil::resolve("27pt"), kPeriodic, 11);
-  EXPECT_EQ(first_bitwise_difference(got, want), -1);
+  expect_reference_steps<float>(dir, s, "27pt", kPeriodic, 11);
 }
 
 std::string read_text(const std::string& path) {
@@ -1165,11 +1160,7 @@ TEST(Distributed, AFailedCommitOnOneRankLeavesTheGridAtItsStep) {
   mpi::barrier();
   auto again = mpi::run_distributed(dir, options_for(c));
   ASSERT_TRUE(again.ok()) << again.status().message();
-  const std::vector<double> got = gather_values<double>(dir);
-  if (mpi::rank() != 0) return;
-  const auto want =
-      reference_run(random_values<double>(s, 11), s, *Stencil::resolve("13pt"), kDirichlet, 8);
-  EXPECT_EQ(first_bitwise_difference(got, want), -1);
+  expect_reference_steps<double>(dir, s, "13pt", kDirichlet, 8);
 }
 
 // A part damaged on one rank: the run stops on every rank with its message, before anything
