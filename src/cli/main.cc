@@ -279,6 +279,13 @@ RunOptions run_options(const RunArgs& a) {
   return opt;
 }
 
+// needs_machine for a distributed run's parts: --bt is the exchange depth there, and the
+// parts' engines plan their own.
+bool parts_need_machine(const RunArgs& a, RunOptions opt) {
+  opt.bt = 0;
+  return needs_machine(a, opt);
+}
+
 // Serially, a distributed grid runs (and plans) as a job of one rank: split over other ranks,
 // its parts are first gathered into one, as under 'mpirun -n 1'.
 void join_alone_if_distributed(const std::string& dir, const std::string& command) {
@@ -306,10 +313,8 @@ int cmd_run(RunArgs a) {
   }
   RunOptions opt = run_options(a);
   join_alone_if_distributed(a.dir, "run");
-  if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
-    RunOptions engine = opt;
-    engine.bt = 0;
-    return get(mpi_run(a.dir, opt, a.procs, needs_machine(a, engine), a.remeasure, a.json));
+  if (in_mpi_job()) {
+    return get(mpi_run(a.dir, opt, a.procs, parts_need_machine(a, opt), a.remeasure, a.json));
   }
   check(refuse_procs_serially(a.procs));
   {  // checked and measured before anything runs; released for run_grid, which writes
@@ -345,10 +350,8 @@ int cmd_run(RunArgs a) {
 int cmd_plan(const RunArgs& a) {
   RunOptions opt = run_options(a);
   join_alone_if_distributed(a.dir, "plan");
-  if (in_mpi_job()) {  // --bt is the exchange depth there; the parts' engines plan their own
-    RunOptions engine = opt;
-    engine.bt = 0;
-    check(mpi_plan(a.dir, opt, a.procs, needs_machine(a, engine), a.remeasure, a.json));
+  if (in_mpi_job()) {
+    check(mpi_plan(a.dir, opt, a.procs, parts_need_machine(a, opt), a.remeasure, a.json));
     return 0;
   }
   check(refuse_procs_serially(a.procs));
