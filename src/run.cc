@@ -44,12 +44,11 @@ Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& p
   StreamOptions so = plan.stream_options;
   so.probes = probes;
   so.placement = opt.placement;
-  const int64_t busy0 = grid_disks_busy_ms(grid);
+  const int64_t busy0 = opt.record_disk_rate ? grid_disks_busy_ms(grid) : -1;
   DG_ASSIGN_OR_RETURN(StreamStats stats, advance_stream(grid, opt.scheme, opt.boundary, opt.steps,
                                                         plan.stream, so, opt.progress));
   // What the sweeps moved while the disks were busy tells later plans what they sustain.
-  if (const int64_t busy1 = grid_disks_busy_ms(grid);
-      opt.record_disk_rate && busy0 >= 0 && busy1 >= 0) {
+  if (const int64_t busy1 = busy0 >= 0 ? grid_disks_busy_ms(grid) : -1; busy1 >= 0) {
     record_sweep_bandwidth(grid, static_cast<double>(stats.bytes_read + stats.bytes_written),
                            1e-3 * static_cast<double>(busy1 - busy0));
   }
