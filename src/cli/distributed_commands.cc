@@ -82,6 +82,7 @@ Status on_printing_rank(const io::PlaneSource& source,
 Status set_machine_profile(const DistributedManifest& m, bool measure_machine, bool remeasure,
                            RunOptions* options) {
   if (options->scheme.component_count() == 0) return Status::Ok();
+  mpi::share_machine(options);  // measured with the threads each rank will run
   auto this_ranks_profile = [&]() -> Result<MachineProfile> {
     if (measure_machine) {  // a part on this rank's disks, or near them
       DG_ASSIGN_OR_RETURN(const Grid part,

@@ -1249,13 +1249,6 @@ Result<RunPlan> plan_part(const DistributedManifest& next, const RunOptions& opt
   return plan_run(part, next.dir, part_opt, part_opt.machine);
 }
 
-// Ranks sharing a machine share its CPUs, unless told how many threads to use, and its disks,
-// whose busy time then tells no rank's own rate. Collective.
-void share_machine(RunOptions* opt) {
-  if (opt->threads == 0 && std::getenv("OMP_NUM_THREADS") == nullptr) opt->threads = cpu_share();
-  opt->record_disk_rate = opt->record_disk_rate && ranks_on_this_machine() == 1;
-}
-
 // Whether this rank's part, as the run lays it out (split as `next`, with the halos of its
 // exchange depth), leaves its engine enough of --mem for a round of the `steps` left: checked
 // before anything is laid out again, so that a budget too small changes nothing (the engine
@@ -1370,6 +1363,11 @@ void record_steal(double at_start, RankFigures* f) {
 }
 
 }  // namespace
+
+void share_machine(RunOptions* opt) {
+  if (opt->threads == 0 && std::getenv("OMP_NUM_THREADS") == nullptr) opt->threads = cpu_share();
+  opt->record_disk_rate = opt->record_disk_rate && ranks_on_this_machine() == 1;
+}
 
 Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& given,
                                              const std::optional<ProcessGrid>& procs) {

@@ -77,6 +77,13 @@ struct DistributedRunReport {
   std::string to_text() const;
 };
 
+// Ranks sharing a machine share its CPUs (options->threads, when neither it nor
+// OMP_NUM_THREADS says how many: cpu_share()) and its disks, whose busy time then tells no
+// rank's own rate (options->record_disk_rate off). run_distributed and plan_distributed do
+// this themselves; a caller that measures the machine for them (threads) does it first.
+// Collective.
+void share_machine(RunOptions* options);
+
 // Advances DIR by options.steps: every k steps (options.bt, or chosen so that the halos stay
 // small against the blocks) the ranks exchange halos of k * r_axis points along each axis and
 // advance their parts k steps with the ordinary engines (in-core when a part fits
