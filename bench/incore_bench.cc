@@ -1,8 +1,8 @@
 // In-core engine throughput: 7pt and 27pt, f32 and f64, 256^3 and 512^3, with the DRAM
 // bandwidth bound of this machine beside each figure (counters MLUP/s, GFlop/s, bound_MLUP/s).
-#include <benchmark/benchmark.h>
+#include "plan/incore_bench.h"
 
-#include "deepgrid/bench.h"
+#include <benchmark/benchmark.h>
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "deepgrid/stencil.h"
-#include "deepgrid/stencil_kernel.h"
+#include "kernels/stencil_kernel.h"
 
 namespace {
 

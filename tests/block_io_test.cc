@@ -1,7 +1,7 @@
 // Asynchronous block I/O: one suite run against both backends. Concurrent writes and reads
 // verified byte for byte, the submit() contract (alignment, queue depth), injected failures
 // and short transfers, end of file, and destruction with requests in flight.
-#include "deepgrid/io/block_io.h"
+#include "io/block_io.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "internal/aligned_buffer.h"
+#include "core/aligned_buffer.h"
 
 namespace deepgrid::io {
 namespace {

@@ -1,11 +1,11 @@
 // The pieces of distributed grids that need no MPI: the decomposition over a process grid,
 // halo extents, the box transfers of a halo exchange, and the top-level manifest.
-#include "deepgrid/distributed.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
+
+#include "store/distributed_manifest.h"
 
 namespace deepgrid {
 namespace {

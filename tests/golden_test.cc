@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "deepgrid/dtype.h"
-#include "deepgrid/executor.h"
-#include "deepgrid/padded_grid.h"
-#include "internal/wavefront.h"
+#include "engines/incore_engine.h"
+#include "engines/padded_grid.h"
+#include "engines/wavefront.h"
 #include "reference.h"
 
 namespace deepgrid {

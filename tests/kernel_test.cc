@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "deepgrid/executor.h"
-#include "deepgrid/kernel_library.h"
 #include "deepgrid/run.h"
 #include "deepgrid/scheme.h"
+#include "engines/incore_engine.h"
+#include "model/kernel_library.h"
 #include "reference.h"
 #include "temp_dir.h"
 

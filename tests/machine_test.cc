@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/process_stats.h"
 #include "deepgrid/report.h"
 #include "temp_dir.h"
 

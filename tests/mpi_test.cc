@@ -20,10 +20,11 @@
 #include <thread>
 #include <vector>
 
-#include "deepgrid/io/plane_transfer.h"
+#include "core/file_util.h"
 #include "deepgrid/npy.h"
-#include "internal/file_util.h"
-#include "internal/subnormals.h"
+#include "deepgrid/plane_transfer.h"
+#include "deepgrid/traces_file.h"
+#include "engines/subnormals.h"
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
 #include "mpi/halo_exchange.h"

@@ -11,6 +11,7 @@
 
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
+#include "deepgrid/traces_file.h"
 #include "temp_dir.h"
 
 namespace deepgrid {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "deepgrid/npy.h"
+#include "deepgrid/traces_file.h"
 #include "temp_dir.h"
 
 namespace deepgrid {

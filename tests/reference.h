@@ -12,9 +12,9 @@
 #include "deepgrid/boundary.h"
 #include "deepgrid/geometry.h"
 #include "deepgrid/init.h"
-#include "deepgrid/kernel_library.h"
 #include "deepgrid/probes.h"
 #include "deepgrid/scheme.h"
+#include "model/kernel_library.h"
 
 namespace deepgrid::testing {
 

@@ -18,11 +18,11 @@
 #include "damage.h"
 #include "deepgrid/fsck.h"
 #include "deepgrid/npy.h"
-#include "deepgrid/preflight.h"
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
-#include "deepgrid/stream.h"
+#include "engines/stream_engine.h"
 #include "grid_holder.h"
+#include "plan/preflight.h"
 #include "reference.h"
 #include "temp_dir.h"
 

@@ -2,7 +2,7 @@
 // vectors, beyond the unrolled block), at every alignment of the output, against the scalar
 // definition (c_0 u_0, then fma term by term in canonical order), bitwise, and nothing
 // written outside the rectangle.
-#include "deepgrid/stencil_kernel.h"
+#include "kernels/stencil_kernel.h"
 
 #include <gtest/gtest.h>
 

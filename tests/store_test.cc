@@ -12,10 +12,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "deepgrid/io/plane_transfer.h"
+#include "core/file_util.h"
 #include "deepgrid/npy.h"
+#include "deepgrid/plane_transfer.h"
 #include "deepgrid/run.h"
-#include "internal/file_util.h"
 #include "reference.h"
 #include "temp_dir.h"
 

@@ -3,8 +3,6 @@
 // every boundary, odd shapes, bt from 1 to past the step count, step counts that bt does not
 // divide, forced tiles (tiled: forced blocks), one and three stripes, both I/O backends. Then
 // the stream engine's own cases and its memory plan.
-#include "deepgrid/stream.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,10 +15,12 @@
 #include <vector>
 
 #include "deepgrid/machine.h"
-#include "deepgrid/plan.h"
 #include "deepgrid/run.h"
-#include "deepgrid/tiled.h"
-#include "internal/subnormals.h"
+#include "deepgrid/traces_file.h"
+#include "engines/stream_engine.h"
+#include "engines/subnormals.h"
+#include "engines/tiled_engine.h"
+#include "plan/plan.h"
 #include "reference.h"
 #include "temp_dir.h"
 #include "test_schemes.h"

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "deepgrid/io/plane_transfer.h"
+#include "deepgrid/plane_transfer.h"
 #include "deepgrid/store.h"
 
 namespace deepgrid {

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "deepgrid/io/plane_transfer.h"
+#include "deepgrid/plane_transfer.h"
 #include "deepgrid/store.h"
 
 namespace deepgrid {

@@ -126,25 +126,10 @@ struct ProbeRun {
   GridPlacement placement = {};
 };
 
-// Saves traces as a .npy file of float64, shape (steps, receivers). The first time to a path
-// it writes the whole file atomically (rows outside the window NaN); after that only the held
-// rows that changed, in place, and syncs the file unless `sync` is false (a run saves after
-// every pass: rewriting every step's row each time made a 4000-step run with 2048 receivers
-// take 2 minutes instead of 1 second). A row cut short by a crash holds old and new values,
-// never torn ones: each value is 8-byte aligned.
-Status write_traces_npy(Traces& traces, const std::string& path, bool sync = true);
-// Reads such a file back whole (every row held).
-Result<Traces> read_traces_npy(const std::string& path);
-
 // Traces of `receivers` over steps step_from + 1 .. step_to with room for `held_steps` rows
 // (0: every step), holding those from `held_from` (0: step_from + 1) on, NaN.
 Traces run_traces(int64_t step_from, int64_t step_to, int64_t receivers, int64_t held_steps = 0,
                   int64_t held_from = 0);
-
-// Fills the held rows with the values a stopped run saved in `saved_path`, which later saves
-// then update in place; a missing file, or one of another shape, is ignored (the rows stay as
-// they are, and the next save writes the file whole).
-void load_held_rows(Traces* traces, const std::string& saved_path);
 
 // Moves the window forward to hold the rows from `step` on, NaN; rows changed since the last
 // save are dropped. Aborts (an internal error) when `step` lies before the window or beyond

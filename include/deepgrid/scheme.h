@@ -145,13 +145,6 @@ class Scheme {
 // declared value. Empty for a plain stencil, whose grid has one unnamed field.
 std::vector<FieldInit> initial_fields(const Scheme& scheme, const InitSpec& state);
 
-struct CreateOptions;  // store.h
-
-// Makes `options` create a grid of the scheme's fields (initial_fields from options.init) that
-// records the scheme, so it runs without naming it again; refuses a dtype the scheme cannot
-// run on. A plain stencil leaves the grid of one field.
-Status create_for_scheme(const Scheme& scheme, CreateOptions& options);
-
 // Names of the scheme presets, for help texts.
 std::vector<std::string> scheme_preset_names();
 

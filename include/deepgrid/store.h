@@ -25,11 +25,13 @@
 #include <string_view>
 #include <vector>
 
+#include "deepgrid/direct_io.h"
 #include "deepgrid/dtype.h"
 #include "deepgrid/geometry.h"
 #include "deepgrid/init.h"
 #include "deepgrid/integrity.h"
 #include "deepgrid/resume.h"
+#include "deepgrid/scheme.h"
 #include "deepgrid/status.h"
 
 namespace deepgrid {
@@ -44,7 +46,6 @@ class GridLock;
 // one field are still written as version 3.
 inline constexpr int kManifestVersion = 4;
 inline constexpr int kOneFieldManifestVersion = 3;
-inline constexpr int64_t kDirectIoAlignment = 4096;
 
 struct DataFile {
   std::string path;  // relative to the grid directory, or absolute
@@ -278,5 +279,10 @@ class Grid {
 
 // Current time as ISO 8601 UTC ("2026-11-22T20:25:30Z").
 std::string utc_now();
+
+// Makes `options` create a grid of the scheme's fields (initial_fields from options.init) that
+// records the scheme, so it runs without naming it again; refuses a dtype the scheme cannot
+// run on. A plain stencil leaves the grid of one field.
+Status create_for_scheme(const Scheme& scheme, CreateOptions& options);
 
 }  // namespace deepgrid

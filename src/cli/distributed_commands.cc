@@ -1,4 +1,4 @@
-#include "distributed_commands.h"
+#include "cli/distributed_commands.h"
 
 #include <cstdio>
 #include <functional>
@@ -6,12 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli/grid_fields.h"
+#include "cli/progress.h"
 #include "deepgrid/checksum.h"
-#include "deepgrid/distributed.h"
 #include "deepgrid/machine.h"
 #include "deepgrid/npy.h"
-#include "grid_fields.h"
-#include "progress.h"
+#include "store/distributed_manifest.h"
 #ifdef DEEPGRID_MPI
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"

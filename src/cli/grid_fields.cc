@@ -1,4 +1,4 @@
-#include "grid_fields.h"
+#include "cli/grid_fields.h"
 
 #include "deepgrid/scheme.h"
 

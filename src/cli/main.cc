@@ -16,19 +16,20 @@
 #include <string>
 #include <vector>
 
-#include "deepgrid/bench.h"
+#include "cli/distributed_commands.h"
+#include "cli/grid_fields.h"
+#include "cli/progress.h"
 #include "deepgrid/checksum.h"
-#include "deepgrid/distributed.h"
 #include "deepgrid/fsck.h"
 #include "deepgrid/image.h"
-#include "deepgrid/line_plot.h"
 #include "deepgrid/npy.h"
-#include "deepgrid/plan.h"
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
-#include "distributed_commands.h"
-#include "grid_fields.h"
-#include "progress.h"
+#include "plan/incore_bench.h"
+#include "plan/plan.h"
+#include "run/methods_bench.h"
+#include "store/distributed_manifest.h"
+#include "viz/line_plot.h"
 
 namespace deepgrid::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "deepgrid/executor.h"
+#include "engines/incore_engine.h"
 
 namespace deepgrid::cli {
 

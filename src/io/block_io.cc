@@ -1,12 +1,11 @@
 // The backend-independent part of block I/O: names, the factory, request validation, and the
 // interpretation of one transfer's result, shared so that both backends fail the same way.
-#include "deepgrid/io/block_io.h"
+#include "io/block_io.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <string>
 
-#include "deepgrid/store.h"
 #include "io/block_io_internal.h"
 
 namespace deepgrid::io {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "deepgrid/io/block_io.h"
+#include "io/block_io.h"
 
 namespace deepgrid::io::detail {
 

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "deepgrid/io/block_io.h"
+#include "io/block_io.h"
 #include "io/block_io_internal.h"
 
 namespace deepgrid::io {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "deepgrid/io/block_io.h"
+#include "io/block_io.h"
 #include "io/block_io_internal.h"
 
 namespace deepgrid::io {

@@ -20,17 +20,19 @@
 #include <optional>
 #include <random>
 
+#include "core/file_util.h"
+#include "core/process_stats.h"
+#include "core/stopwatch.h"
 #include "deepgrid/box_io.h"
 #include "deepgrid/init.h"
 #include "deepgrid/npy.h"
-#include "deepgrid/plan.h"
-#include "deepgrid/resident_grid.h"
-#include "internal/file_util.h"
-#include "internal/grid_lock.h"
-#include "internal/plane_rect.h"
-#include "internal/stopwatch.h"
+#include "deepgrid/traces_file.h"
 #include "mpi/comm.h"
 #include "mpi/halo_exchange.h"
+#include "plan/plan.h"
+#include "run/resident_grid.h"
+#include "store/grid_lock.h"
+#include "store/plane_rect.h"
 
 namespace deepgrid::mpi {
 

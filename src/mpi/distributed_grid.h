@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "deepgrid/checksum.h"
-#include "deepgrid/distributed.h"
 #include "deepgrid/resume.h"
 #include "deepgrid/run.h"
+#include "store/distributed_manifest.h"
 
 namespace deepgrid::mpi {
 

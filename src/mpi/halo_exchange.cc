@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "internal/plane_rect.h"
-#include "internal/stopwatch.h"
+#include "core/stopwatch.h"
 #include "mpi/comm.h"
+#include "store/plane_rect.h"
 
 namespace deepgrid::mpi {
 namespace {

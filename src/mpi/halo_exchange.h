@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "deepgrid/distributed.h"
-#include "deepgrid/resident_grid.h"
 #include "deepgrid/store.h"
-#include "internal/plane_rect.h"
+#include "run/resident_grid.h"
+#include "store/distributed_manifest.h"
+#include "store/plane_rect.h"
 
 namespace deepgrid::mpi {
 

@@ -1,0 +1,73 @@
+// What a run is asked to do: the options the planner interprets once into a plan (plan/plan.h)
+// and the run lifecycle (run.h) carries out.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "deepgrid/boundary.h"
+#include "deepgrid/direct_io.h"
+#include "deepgrid/geometry.h"
+#include "deepgrid/machine.h"
+#include "deepgrid/probes.h"
+#include "deepgrid/progress.h"
+#include "deepgrid/scheme.h"
+#include "deepgrid/status.h"
+
+namespace deepgrid {
+
+// auto: in-core when the grid fits the memory budget (or no budget is given), else stream.
+// naive: stream with bt = 1, what out-of-core costs without temporal blocking.
+// mmap: the in-core engine on grid copies in memory-mapped scratch files, paged by the OS.
+// tiled: the published method (engines/tiled_engine.h): blocks with halos, two copies of the grid
+// on disk.
+enum class Method { kAuto, kInCore, kStream, kNaive, kMmap, kTiled };
+Result<Method> parse_method(std::string_view text);
+std::string_view method_name(Method m);  // the name parse_method accepts
+
+struct RunOptions {
+  // What to run: a stencil (a Scheme converts from one) or a scheme of several fields. Left
+  // empty (no components), the grid's own scheme (Manifest::scheme) runs.
+  Scheme scheme;
+  int64_t steps = 0;
+  Boundary boundary;
+  Method method = Method::kAuto;
+  int threads = 0;     // 0: all cores
+  int bt = 0;          // steps per pass over memory (temporal blocking); 0: automatic
+  int cache_bt = 0;    // stream methods: steps per pass over the cache within a sweep; 0: auto
+  int64_t tile_x = 0;  // x-y tile of the wavefront (tiled: block extents along y, z); 0: automatic
+  int64_t tile_y = 0;
+  uint64_t mem_budget = 0;               // bytes; 0: no limit (the stream methods need one)
+  io::Backend io = io::Backend::kUring;  // stream methods: io_uring or a thread pool
+  bool verify = false;                   // check every plane read against its recorded hash
+  // Compute with subnormal numbers flushed to zero (inputs and results; x86's DAZ and FTZ):
+  // full speed where a field decays into zero, where x86 computes subnormals far slower.
+  // Every engine gives the same bits either way; off, the arithmetic is IEEE's.
+  bool flush_subnormals = false;
+  // Finish the grid's unfinished run (its scheme, boundary and target step replace these);
+  // the same command as that run's does so too.
+  bool resume = false;
+  // Point sources and receivers (probes.h); receivers' values go to `traces_path` (.npy,
+  // float64, one row per step of the run, one column per receiver), saved after every pass
+  // (the rows that changed) so that a stopped run keeps what it recorded; a resumed run fills
+  // in the rest. The values stay in memory and count against mem_budget.
+  Probes probes;
+  std::string traces_path;
+  // A distributed run's part: where it lies in the whole grid, whose coordinates users'
+  // kernels see (geometry.h). Default: the grid is the whole grid.
+  GridPlacement placement;
+  // A distributed run whose parts stay in memory commits them (a checkpoint) at the end of the
+  // first round this many seconds after the last commit; 0: every round; negative: when the
+  // time since is at least a minute and 10 times what the last commit (at first, the load)
+  // took, so that checkpoints cost about a tenth of the run at most.
+  double checkpoint_seconds = -1;
+  MachineProfile machine;  // rates for the cost model; unknown: the planner's defaults
+  // Whether a stream run records the disk bandwidth its sweeps sustained in the machine
+  // profile (record_sweep_bandwidth): not when other processes of the run share the disks (a
+  // distributed run's ranks on one machine), as the disks' busy time counts their I/O too.
+  bool record_disk_rate = true;
+  ProgressFn progress;  // may be empty
+};
+
+}  // namespace deepgrid

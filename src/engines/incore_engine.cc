@@ -1,0 +1,274 @@
+// The in-core engine: wavefront temporal blocking over x-y tiles.
+//
+// One pass advances the grid L = bt steps from `src` into `dst`. Each tile (an output rectangle
+// [X0, X1) x [Y0, Y1)) is widened by L * r on each side; levels k = 0..L of its planes live in
+// a local frame whose (0, 0) is global (X0 - L rx, Y0 - L ry), and level k is computed on the
+// frame shrunk by k * r, so level L is exactly the tile. Level 0 is `src` itself, whose ghost
+// frame (L * r wide) holds the boundary rule's values; periodic wraps, so cells outside the
+// grid hold wrapped values and stay correct at every level by translation invariance, while
+// for dirichlet and neumann the cells outside the grid are re-imposed after each level. Along
+// z the tile streams: at step i, plane i - k rz of each level k is computed from the 2 rz + 1
+// planes of level k - 1, levels 1..L-1 kept in rings and level L written into `dst`. Beyond z's
+// ends a level reads constant planes (dirichlet), its edge plane (neumann), or, periodic,
+// planes computed redundantly from wrapped inputs. A first pass whose y and z halos are still
+// on their way (LateHalos) first computes the output box that reads none of them, then, once
+// they are in, the rest: the box's two z ends (each z range starts its levels where its first
+// output plane needs them, so the levels at the cuts are computed twice) and the rows below
+// and above the box's (whose tiles' frames overlap the box's, as any two tiles' do).
+#include "engines/incore_engine.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "engines/subnormals.h"
+#include "engines/wavefront.h"
+
+namespace deepgrid {
+namespace {
+
+constexpr int64_t kMaxTilePoints = 32768;  // the largest automatic tile (plan_wavefront)
+
+// Part of one pass's output: the x-y rectangle's planes [from, to).
+struct OutputRegion {
+  internal::WavefrontFrame rect;
+  int64_t from, to;
+};
+
+// The output regions of one pass, each cut into the plan's tiles: level L of each tile's
+// wavefront, which starts at the levels below that `from` needs and stops once plane to - 1 is
+// out. Threads take whole tiles.
+template <typename T>
+void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k,
+               const Boundary& b, int levels, const internal::WavefrontTrim& trim,
+               const WavefrontPlan& plan, ProbeRun probes,
+               const std::vector<OutputRegion>& regions) {
+  const Shape& s = src.shape();
+  std::vector<OutputRegion> tiles;
+  for (const OutputRegion& r : regions) {
+    for (int64_t y = r.rect.y0; y < r.rect.y1; y += plan.tile_y) {
+      for (int64_t x = r.rect.x0; x < r.rect.x1; x += plan.tile_x) {
+        tiles.push_back(
+            {{x, std::min(r.rect.x1, x + plan.tile_x), y, std::min(r.rect.y1, y + plan.tile_y)},
+             r.from,
+             r.to});
+      }
+    }
+  }
+  const int64_t frame_w = plan.tile_x + 2 * int64_t{levels} * k.rx();
+  const int64_t frame_h = plan.tile_y + 2 * int64_t{levels} * k.ry();
+  const auto items = static_cast<int64_t>(tiles.size());
+#pragma omp parallel num_threads(plan.threads)
+  {
+    const internal::SubnormalsFlushed flushed(plan.flush_subnormals);
+    internal::WavefrontWorkspace<T> ws(levels, k.rz(), k.ry(), frame_w, frame_h,
+                                       static_cast<T>(b.value), k.components());
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t item = 0; item < items; ++item) {
+      const OutputRegion& region = tiles[static_cast<size_t>(item)];
+      const internal::WavefrontFrame& tile = region.rect;
+      const int64_t ox = tile.x0 - int64_t{levels} * k.rx();
+      const int64_t oy = tile.y0 - int64_t{levels} * k.ry();
+      const internal::Wavefront<T> wave(
+          k, b, s, levels, tile, ws,
+          [&](int64_t z) -> const T* { return src.plane(z) + oy * src.stride() + ox; },
+          {src.stride(), src.field_stride()},
+          [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
+          {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim);
+      const int64_t end = std::min(wave.end_step(), region.to + int64_t{levels} * k.rz());
+      for (int64_t i = wave.first_step(); i < end; ++i) wave.step(i);
+    }
+  }
+}
+
+// Where a first pass cuts its output when `late` points are still on their way: the output box
+// of rows [y0, y1) of planes [z0, z1) (every x) reads none of them when no x halo is late.
+struct LateCut {
+  int64_t y0, y1, z0, z1;
+};
+
+LateCut late_cut(const Shape& s, int ry, int rz, int levels, const LateHalos& late) {
+  auto lo = [&](int a, int r) { return late.below[a] > 0 ? late.below[a] + levels * r : 0; };
+  auto hi = [&](int a, int r, int64_t n) {
+    return late.above[a] > 0 ? n - late.above[a] - levels * r : n;
+  };
+  return {lo(1, ry), hi(1, ry, s.ny), lo(2, rz), hi(2, rz, s.nz)};
+}
+
+// The rest of a pass's output once the box `cut` is done: the box's planes below and above it
+// (the same tiles' wavefronts, run at the same time: only when they compute disjoint planes),
+// and the rows below and above the box's, in every plane.
+std::vector<OutputRegion> around(const LateCut& cut, const Shape& s) {
+  const internal::WavefrontFrame box{0, s.nx, cut.y0, cut.y1};
+  std::vector<OutputRegion> rest{{box, 0, cut.z0},
+                                 {box, cut.z1, s.nz},
+                                 {{0, s.nx, 0, cut.y0}, 0, s.nz},
+                                 {{0, s.nx, cut.y1, s.ny}, 0, s.nz}};
+  std::erase_if(rest,
+                [](const OutputRegion& r) { return r.from >= r.to || r.rect.y0 >= r.rect.y1; });
+  return rest;
+}
+
+// Advances `levels` steps from src into dst, `reach` steps before the run's end (the points
+// computed are trimmed to what reaches probes.placement's needed box by then); fills src's
+// ghost frame first. With `late` halos, the output box that reads none of them comes first.
+template <typename T>
+void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, const Boundary& b,
+          int levels, int64_t reach, const WavefrontPlan& plan, ProbeRun probes,
+          const LateHalos* late) {
+  src.fill_ghosts(b, plan.threads);
+  const internal::WavefrontTrim trim{probes.placement.needed_lo, probes.placement.needed_hi, reach};
+  const Shape& s = src.shape();
+  const std::vector<OutputRegion> all{{{0, s.nx, 0, s.ny}, 0, s.nz}};
+  if (late == nullptr) {
+    run_tiles(src, dst, k, b, levels, trim, plan, probes, all);
+    return;
+  }
+  // Split off only when the box's two z ends (computed at once, after) then cover disjoint
+  // planes, so that no two threads record one receiver's value; and not when x halos are late:
+  // cutting x makes tiles narrower than the plan's, which run slower per point (a 160-wide
+  // part cut at x = 96 or 120: its round took about 1.2 times as long, measured on a Zen 3
+  // VM), while cuts along y and z cost nothing measurable.
+  const LateCut cut = late_cut(s, k.ry(), k.rz(), levels, *late);
+  const bool split = late->below[0] + late->above[0] == 0 && cut.y1 > cut.y0 &&
+                     cut.z1 - cut.z0 > 2 * int64_t{levels} * k.rz();
+  if (split) {
+    run_tiles(src, dst, k, b, levels, trim, plan, probes,
+              {{{0, s.nx, cut.y0, cut.y1}, cut.z0, cut.z1}});
+  }
+  late->arrive();
+  src.fill_ghosts(b, plan.threads);  // of the points that arrived, and made of them
+  run_tiles(src, dst, k, b, levels, trim, plan, probes, split ? around(cut, s) : all);
+}
+
+// The ghost frame a pass of the plan reads around the source grid.
+Halo frame_halo(const WavefrontPlan& p, int rx, int ry, int rz) {
+  return {p.bt * rx, p.bt * ry, p.bt * rz};
+}
+
+// The two padded copies of the grid.
+template <typename T>
+int64_t grid_copies_bytes(const Shape& shape, const Scheme& scheme, const WavefrontPlan& p) {
+  return 2 * PaddedGrid<T>::bytes_needed(
+                 shape, frame_halo(p, scheme.radius_x(), scheme.radius_y(), scheme.radius_z()),
+                 scheme.component_count());
+}
+
+}  // namespace
+
+WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_bytes,
+                             int64_t steps, const InCoreOptions& opt) {
+  WavefrontPlan p;
+  const int rx = scheme.radius_x(), ry = scheme.radius_y(), rz = scheme.radius_z();
+  const int64_t value_bytes_all = static_cast<int64_t>(value_bytes) * scheme.component_count();
+  // Tiles span x unless a 16-row tile would not fit the budget; then they halve down to 64.
+  // Rows: what the budget leaves for one tile's rings at depth bt (may be < 1).
+  auto row_budget = [&](int bt) {
+    return opt.cache_bytes / ((int64_t{bt - 1} * (2 * rz + 1) + 1) * value_bytes_all);
+  };
+  auto tile_width = [&](int bt) {
+    int64_t tx = opt.tile_x > 0 ? opt.tile_x : s.nx;
+    const int64_t hx = int64_t{bt} * rx, hy = int64_t{bt} * ry;
+    if (opt.tile_x <= 0) {
+      while (tx > 64 && (round_up(tx + 2 * hx, 16)) * (16 + 2 * hy) > row_budget(bt)) {
+        tx = (tx + 1) / 2;
+      }
+    }
+    return tx;
+  };
+  auto tile_rows = [&](int bt) {
+    return row_budget(bt) / round_up(tile_width(bt) + 2 * int64_t{bt} * rx, 16) -
+           2 * int64_t{bt} * ry;
+  };
+  // Deeper blocking cuts memory traffic but adds halo work and ring size. Measured on this
+  // class of machine (docs/performance.md): star stencils do best around 6 / r levels with a
+  // 1.5 MiB working set per thread (a 2 MiB L2), around 8 / r where the working set can be
+  // 3-6 MiB (a large L3) and tiles stay at least 32 rows tall; the compute-heavier box
+  // stencils around 3 / r. Schemes count their stencils' points per updated field.
+  const int r = std::max(1, scheme.radius());
+  const bool star = scheme.points() <= (6 * r + 1) * static_cast<int>(scheme.updates().size()) +
+                                           2 * (scheme.component_count() - 1);
+  const int deep = std::max(1, 8 / r), shallow = std::max(1, 6 / r);
+  const int auto_bt = !star ? std::max(1, 3 / r) : tile_rows(deep) >= 32 ? deep : shallow;
+  p.bt = static_cast<int>(
+      std::clamp<int64_t>(opt.bt > 0 ? opt.bt : auto_bt, 1, std::max<int64_t>(1, steps)));
+  p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
+  p.flush_subnormals = opt.flush_subnormals;
+  const int64_t hx = int64_t{p.bt} * rx, hy = int64_t{p.bt} * ry;
+  const int64_t tx = tile_width(p.bt);
+  int64_t ty = opt.tile_y;
+  if (ty <= 0) {
+    // As tall as the budget allows, then evened out so that every thread gets the same
+    // number of equal tiles. But at most 32768 points (64 rows of 512, 128 of 256) or 64 rows,
+    // whichever is taller: measured on a Zen 3 VM (f32 7pt, 6 MiB budget), 512x128 tiles ran
+    // no faster than 512x64 and 512x96 ~8% slower, while 256x128 ran ~5% faster than 256x64.
+    const int64_t ty_max =
+        std::clamp<int64_t>(tile_rows(p.bt), 8, std::max<int64_t>(64, kMaxTilePoints / tx));
+    const int64_t tiles_x = (s.nx + tx - 1) / tx;
+    int64_t tiles_y = (s.ny + ty_max - 1) / ty_max;
+    while ((tiles_x * tiles_y) % p.threads != 0 && tiles_y < s.ny) ++tiles_y;
+    ty = (s.ny + tiles_y - 1) / tiles_y;
+  }
+  p.tile_x = std::clamp<int64_t>(tx, 1, s.nx);
+  p.tile_y = std::clamp<int64_t>(ty, 1, s.ny);
+  p.workspace_bytes = internal::wavefront_workspace_bytes(
+      p.bt, rz, p.tile_x + 2 * hx, p.tile_y + 2 * hy, value_bytes, scheme.component_count());
+  return p;
+}
+
+template <typename T>
+int64_t InCoreEngine<T>::memory_bytes(const Shape& shape, const Scheme& scheme, int64_t steps,
+                                      const InCoreOptions& options) {
+  const WavefrontPlan p = plan_wavefront(shape, scheme, sizeof(T), steps, options);
+  const int64_t grids = options.scratch_dir.empty() ? grid_copies_bytes<T>(shape, scheme, p) : 0;
+  return grids + p.threads * p.workspace_bytes;
+}
+
+template <typename T>
+int64_t InCoreEngine<T>::scratch_bytes(const Shape& shape, const Scheme& scheme, int64_t steps,
+                                       const InCoreOptions& options) {
+  if (options.scratch_dir.empty()) return 0;
+  return grid_copies_bytes<T>(shape, scheme,
+                              plan_wavefront(shape, scheme, sizeof(T), steps, options));
+}
+
+template <typename T>
+Result<InCoreEngine<T>> InCoreEngine<T>::create(const Shape& shape, const Scheme& scheme,
+                                                int64_t steps, const InCoreOptions& options) {
+  DG_RETURN_IF_ERROR(scheme.check_dtype(dtype_of<T>()));
+  InCoreEngine e(scheme, plan_wavefront(shape, scheme, sizeof(T), steps, options));
+  const Halo halo = frame_halo(e.plan_, scheme.radius_x(), scheme.radius_y(), scheme.radius_z());
+  const int n = scheme.component_count();
+  for (PaddedGrid<T>& g : e.grids_) {
+    DG_ASSIGN_OR_RETURN(g, options.scratch_dir.empty() ? PaddedGrid<T>::allocate(shape, halo, n)
+                                                       : PaddedGrid<T>::map_scratch_file(
+                                                             shape, halo, options.scratch_dir, n));
+  }
+  return e;
+}
+
+template <typename T>
+int64_t InCoreEngine<T>::advance(const Boundary& boundary, int64_t steps,
+                                 const ProgressFn& progress, ProbeRun probes,
+                                 const LateHalos& late) {
+  if (steps <= 0 && late.arrive) late.arrive();
+  int64_t done = 0;
+  while (done < steps) {
+    const int levels = static_cast<int>(std::min<int64_t>(plan_.bt, steps - done));
+    pass(grids_[cur_], grids_[1 - cur_], kernel_, boundary, levels, steps - done, plan_,
+         {probes.probes, probes.step + done, probes.placement},
+         done == 0 && late.arrive ? &late : nullptr);
+    cur_ = 1 - cur_;
+    done += levels;
+    if (progress && !progress(done, steps)) break;
+  }
+  return done;
+}
+
+template class InCoreEngine<float>;
+template class InCoreEngine<double>;
+
+}  // namespace deepgrid

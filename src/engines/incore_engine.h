@@ -1,0 +1,110 @@
+// The in-core engine: the grid in memory, advanced by wavefront temporal blocking.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "deepgrid/boundary.h"
+#include "deepgrid/probes.h"
+#include "deepgrid/progress.h"
+#include "engines/padded_grid.h"
+#include "kernels/scheme_kernel.h"
+
+namespace deepgrid {
+
+// The deepest pass an engine chooses by itself (bt 0): a run sizes what it holds per pass
+// (receivers' values) with it.
+inline constexpr int kMaxAutoBt = 64;
+
+struct InCoreOptions {
+  int threads = 0;     // 0: all OpenMP threads
+  int bt = 0;          // steps per pass over memory; 0: automatic
+  int64_t tile_x = 0;  // x-y tile extents of the wavefront; 0: automatic
+  int64_t tile_y = 0;
+  int64_t cache_bytes = int64_t{3} << 19;  // per-thread working set the tiles are sized for
+  bool flush_subnormals = false;           // RunOptions::flush_subnormals
+  // Where the two grid copies live: empty, in memory; else in MAP_SHARED mappings of scratch
+  // files in this directory, paged by the OS (the mmap method).
+  std::string scratch_dir;
+};
+
+// How the in-core engine splits the work: bt steps per pass; x-y tiles streamed along z.
+struct WavefrontPlan {
+  int bt = 1;
+  int threads = 1;
+  int64_t tile_x = 1, tile_y = 1;
+  int64_t workspace_bytes = 0;  // per thread
+  bool flush_subnormals = false;
+};
+
+// The plan for a run of `steps` steps (pure: no allocation).
+WavefrontPlan plan_wavefront(const Shape& shape, const Scheme& scheme, size_t value_bytes,
+                             int64_t steps, const InCoreOptions& options);
+
+// Points at the grid's ends whose values are not in place when advance() starts (a distributed
+// part's halos, still on their way from its neighbours): `below[a]` points at the low end of
+// axis a (x, y, z) and `above[a]` at the high end. The first pass computes first the output
+// box that reads none of them, then calls `arrive`, which must put them in (load_plane), then
+// computes the rest: the wait for them overlaps that work. `arrive` is called once, first when
+// x halos are late (cutting x would make the tiles narrow, and slower than the wait saved), or
+// when the box is empty or too thin along z (2 * bt * rz planes or fewer) to be worth it. With
+// a periodic boundary an axis has late points at both ends or none (as a distributed part's
+// halos: the wrap brings each end's next to the other's).
+struct LateHalos {
+  std::array<int64_t, 3> below{}, above{};
+  std::function<void()> arrive;  // empty: every point is in place
+};
+
+// The in-core engine: the grid in memory, advanced by wavefront temporal blocking.
+//
+// Two padded copies of the grid. A pass advances bt steps from one copy into the other: the
+// source's ghost frame (bt * r wide) is filled by the boundary rule, then x-y tiles widened by
+// bt * r stream along z through bt time levels kept in small per-thread rings, so memory is
+// read and written once per bt steps. Results are bitwise those of scheme.h's evaluation
+// order, whatever bt, tiles and threads. Planes hold the scheme's components (load_plane and
+// store_plane take packed planes of every component).
+template <typename T>
+class InCoreEngine {
+ public:
+  // Plans for `steps` steps and allocates; kResource when memory is short.
+  static Result<InCoreEngine> create(const Shape& shape, const Scheme& scheme, int64_t steps,
+                                     const InCoreOptions& options);
+  // Bytes of memory create() would allocate (without the scratch files' mappings).
+  static int64_t memory_bytes(const Shape& shape, const Scheme& scheme, int64_t steps,
+                              const InCoreOptions& options);
+  // Bytes of scratch files create() would make (0 without options.scratch_dir).
+  static int64_t scratch_bytes(const Shape& shape, const Scheme& scheme, int64_t steps,
+                               const InCoreOptions& options);
+
+  void load_plane(int64_t z, const T* packed) { grids_[cur_].load_plane(z, packed); }
+  void store_plane(int64_t z, T* packed) const { grids_[cur_].store_plane(z, packed); }
+  // The grid's values in place, until the next advance(): point (x, y, z) of component c at
+  // plane(z)[c * field_stride() + y * stride() + x].
+  T* plane(int64_t z) { return grids_[cur_].plane(z); }
+  ptrdiff_t stride() const { return grids_[cur_].stride(); }
+  ptrdiff_t field_stride() const { return grids_[cur_].field_stride(); }
+
+  // Advances up to `steps` steps (at most the steps planned for), applying `probes`. Returns
+  // the steps done: fewer when `progress` asks to stop, which it is asked after each pass.
+  // Points outside probes.placement's needed box (a distributed part's halos) are computed
+  // only while they can still reach it within `steps` steps, and are stale after.
+  int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress = {},
+                  ProbeRun probes = {}, const LateHalos& late = {});
+
+  const WavefrontPlan& plan() const { return plan_; }
+
+ private:
+  InCoreEngine(const Scheme& scheme, WavefrontPlan plan) : kernel_(scheme), plan_(plan) {}
+
+  SchemeKernel<T> kernel_;
+  WavefrontPlan plan_;
+  PaddedGrid<T> grids_[2];
+  int cur_ = 0;
+};
+
+extern template class InCoreEngine<float>;
+extern template class InCoreEngine<double>;
+
+}  // namespace deepgrid

@@ -1,0 +1,114 @@
+// The out-of-core stream engine: advances a grid stored on disk, many times larger than memory,
+// by wavefront temporal blocking with asynchronous direct I/O.
+//
+// One sweep reads the grid plane by plane along z and writes it back in place, advanced bt
+// steps: as level-0 plane i arrives, plane i - k rz of each level k = 1..bt is computed from
+// the 2 rz + 1 planes of level k - 1 kept in memory, and finished level-bt planes are written
+// behind. Two-level blocking: the bt levels run as stages of cache_bt levels whose x-y tiles
+// keep their rings in cache (like the in-core engine's passes), with full planes of the level
+// between two stages in memory; the disk sees one pass per bt steps, the cache one per
+// cache_bt. Reads run ahead of compute and writes behind it through io_uring (or a thread pool),
+// so disk and CPU work at the same time. Memory is a hard cap: the plan proves the working set
+// fits the budget before anything is read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "deepgrid/boundary.h"
+#include "deepgrid/probes.h"
+#include "deepgrid/scheme.h"
+#include "deepgrid/store.h"
+#include "engines/incore_engine.h"
+#include "io/block_io.h"
+
+namespace deepgrid {
+
+struct StreamOptions {
+  int threads = 0;          // compute threads; 0: all
+  int bt = 0;               // steps per sweep; 0: chosen by the cost model (<= 64)
+  int cache_bt = 0;         // steps per stage (pass over the cache); 0: the in-core engine's
+  uint64_t mem_budget = 0;  // bytes; must be > 0
+  io::Backend io = io::Backend::kUring;
+  int block = 0;       // z-steps each tile advances between I/O turns; 0: up to 32, as fits
+  int64_t tile_x = 0;  // x-y tiles; 0: sized for the cache like the in-core engine's
+  int64_t tile_y = 0;
+  int64_t cache_bytes = 0;  // per-thread working set tiles are sized for; 0: the in-core default
+  bool flush_subnormals = false;  // RunOptions::flush_subnormals
+  // Bytes per lattice update the disks sustain while compute runs at full speed (disk
+  // bandwidth / compute rate). The planner deepens bt until the disk traffic, 2 * sizeof(value)
+  // * components / bt per update, fits under it, weighed against the tiles' redundant halo work.
+  double disk_bytes_per_update = 0.6;
+  // Whether that figure is what earlier sweeps sustained (MachineProfile::disk_sweep_bps),
+  // which the planner takes as it is, rather than a short measurement it allows a wide margin.
+  bool disk_rate_observed = false;
+  // CPU time lost per byte of disk I/O, counted in lattice updates at the compute rate of all
+  // threads (MachineProfile's io_cpu_seconds_per_byte times that rate); the plan spreads it
+  // over its threads. On a virtual machine the host's disk emulation runs on the guest's CPUs,
+  // so every sweep's I/O also costs compute.
+  double io_cpu_updates_per_byte = 0;
+  io::FaultHook fault_hook;                // tests: inject I/O errors and short transfers
+  const ResolvedProbes* probes = nullptr;  // sources and receivers (probes.h); null: none
+  // Where the grid lies in a larger one, and which of its points the run must deliver
+  // (geometry.h).
+  GridPlacement placement;
+};
+
+struct StreamPlan {
+  int bt = 1;
+  int cache_bt = 1;  // levels per stage
+  int stages = 1;    // stages of a full sweep
+  int threads = 1;
+  int64_t tile_x = 0, tile_y = 0;  // x-y tiles of every stage
+  int64_t tiles = 0;
+  int block = 1;            // z-steps per block
+  int64_t frame_bytes = 0;  // one frame plane
+  // Frames holding level 0 and the levels between stages, one store for all stages: a stage's
+  // input and output planes of a block, and the planes each stage carries into the next block.
+  int64_t frames = 0;
+  // Planes of a stage's inner levels each (stage, tile) carries from one block to the next; the
+  // rings they run in are per thread.
+  int64_t carried_planes = 0;
+  int64_t io_buffers = 0;     // aligned plane buffers for reads and writes
+  int64_t memory_bytes = 0;   // all of the above: what the engine allocates
+  int64_t minimum_bytes = 0;  // the working set with bt = 1
+  int64_t sweeps = 0;
+  double redundancy = 1;  // computed updates / useful updates (tile halos)
+  // Compute per update against the in-core engine's rate, apart from halo work (which the
+  // in-core engine does too): blocks' cold reads of carried planes, shallow stages.
+  double compute_factor = 1;
+  bool flush_subnormals = false;
+};
+
+// The plan for `steps` steps within the budget; kInvalidArgument naming the minimum budget
+// when even bt = 1 does not fit.
+Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& scheme, const Boundary& boundary,
+                               int64_t steps, const StreamOptions& options);
+
+struct StreamStats {
+  int64_t steps = 0;           // steps done (fewer when progress asked to stop)
+  double compute_seconds = 0;  // in the kernel, summed over the run's wall time
+  double io_wait_seconds = 0;  // blocked waiting for the disk
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
+  io::Backend backend = io::Backend::kUring;
+};
+
+// Spare slots (store.h) a sweep of this plan wants: more than bt rz are needed, the rest lets
+// writes run ahead of the durable prefix without waiting.
+int64_t spare_planes_needed(const StreamPlan& plan, const Scheme& scheme);
+
+// Advances the grid (opened read-write) by `steps` steps in place. Each sweep keeps a record on
+// disk (resume.h) that a background thread advances as new planes become durable, and is
+// committed after it (the manifest's step and base, the planes' checksums), so a crash at any
+// moment leaves a grid that the next call finishes: a grid with an interrupted sweep
+// (Grid::sweep_record) first completes that sweep, whose scheme and boundary must be the same
+// and whose levels at most plan.bt; its steps count towards `steps`. The spare slots grow to
+// spare_planes_needed while the ring allows. After each sweep, before its commit, `progress` is
+// asked whether to go on (so what it saves of the sweep is on disk once the grid holds it). On an
+// I/O error the run stops with a Status naming the file and offset.
+Result<StreamStats> advance_stream(Grid& grid, const Scheme& scheme, const Boundary& boundary,
+                                   int64_t steps, const StreamPlan& plan,
+                                   const StreamOptions& options, const ProgressFn& progress = {});
+
+}  // namespace deepgrid

@@ -1,0 +1,185 @@
+#include "kernels/scheme_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+namespace deepgrid {
+namespace {
+
+// A user kernel's arguments and function for values of type T.
+template <typename T>
+using UserArgs =
+    std::conditional_t<std::is_same_v<T, float>, dg_kernel_args_f32, dg_kernel_args_f64>;
+
+template <typename T>
+auto user_function(const KernelLibrary& lib) {
+  if constexpr (std::is_same_v<T, float>) {
+    return lib.apply_f32();
+  } else {
+    return lib.apply_f64();
+  }
+}
+
+int64_t wrap(int64_t i, int64_t n) { return ((i % n) + n) % n; }
+
+// Splits [lo, hi) of local positions (global = origin + local) where the global position
+// crosses a multiple of n: f(a, b, global position of a, wrapped into [0, n)).
+template <typename F>
+void split_at_wraps(int64_t origin, int64_t lo, int64_t hi, int64_t n, F&& f) {
+  for (int64_t a = lo; a < hi;) {
+    const int64_t g = wrap(origin + a, n);
+    const int64_t b = std::min(hi, a + (n - g));
+    f(a, b, g);
+    a = b;
+  }
+}
+
+}  // namespace
+
+template <typename T>
+SchemeKernel<T>::SchemeKernel(const Scheme& scheme)
+    : carried_(scheme.carried()),
+      rx_(scheme.radius_x()),
+      ry_(scheme.radius_y()),
+      rz_(scheme.radius_z()),
+      components_(scheme.component_count()) {
+  if (scheme.is_stencil()) {
+    stencil_.emplace(scheme.stencil());
+    return;
+  }
+  if (scheme.kernel()) {
+    user_ = scheme.kernel();
+    int c = 0;
+    for (const SchemeField& f : scheme.fields()) {
+      if (!f.coefficient) state_components_.push_back(c);
+      c += f.levels;
+    }
+    return;
+  }
+  for (const SchemeUpdate& u : scheme.updates()) {
+    Update out{u.component, {}};
+    for (const SchemeTerm& t : u.terms) {
+      out.terms.push_back(Term{static_cast<T>(t.c), t.c == 1 && t.factors.empty(), t.factors,
+                               t.component, StencilKernel<T>(t.stencil)});
+    }
+    updates_.push_back(std::move(out));
+  }
+}
+
+template <typename T>
+void SchemeKernel<T>::apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
+                            ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect,
+                            const PlanePosition& at) const {
+  if (stencil_) {
+    stencil_->apply(in, in_stride, out, out_stride, rect);
+    return;
+  }
+  if (user_) {
+    // Pieces that stay inside the grid's periodic images, each with global coordinates.
+    split_at_wraps(at.y, rect.y0, rect.y1, at.shape.ny, [&](int64_t y0, int64_t y1, int64_t gy) {
+      split_at_wraps(at.x, rect.x0, rect.x1, at.shape.nx, [&](int64_t x0, int64_t x1, int64_t gx) {
+        const ptrdiff_t to = (y0 - rect.y0) * out_stride + (x0 - rect.x0);
+        apply_user(in, in_stride, in_field, out + to, out_stride, out_field, {x0, x1, y0, y1}, gx,
+                   gy, at);
+      });
+    });
+    return;
+  }
+  for (int64_t y = rect.y0; y < rect.y1; ++y) {
+    apply_row(in, in_stride, in_field, out + (y - rect.y0) * out_stride, out_field, y, rect.x0,
+              rect.x1);
+  }
+}
+
+// One row: each update term by term (the first term's stencil straight into the output row,
+// later ones through a scratch row), then the carried components.
+template <typename T>
+void SchemeKernel<T>::apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
+                                ptrdiff_t out_field, int64_t y, int64_t x0, int64_t x1) const {
+  const int64_t width = x1 - x0;
+  thread_local std::vector<T> scratch;
+  if (scratch.size() < static_cast<size_t>(width)) scratch.resize(static_cast<size_t>(width));
+  const ptrdiff_t row = y * in_stride + x0;  // the row's first point in every input plane
+  for (const Update& u : updates_) {
+    T* __restrict o = out + u.component * out_field;
+    for (size_t k = 0; k < u.terms.size(); ++k) {
+      const Term& t = u.terms[k];
+      const T* planes[2 * kMaxStencilRadius + 1];
+      const int trz = t.kernel.rz();
+      for (int dz = -trz; dz <= trz; ++dz) planes[trz + dz] = in[rz_ + dz] + t.component * in_field;
+      t.kernel.apply(planes, in_stride, k == 0 ? o : scratch.data(), 0, Rect{x0, x1, y, y + 1});
+      if (k == 0 && t.identity) continue;
+      // q = c * f_1 * f_2 * ..., then the first term's product or the fused accumulation.
+      const T* f[kMaxTermFactors];
+      const size_t nf = t.factors.size();
+      for (size_t i = 0; i < nf; ++i) f[i] = in[rz_] + t.factors[i] * in_field + row;
+      auto q = [&](int64_t i) __attribute__((always_inline)) {
+        T v = t.c;
+        for (size_t j = 0; j < nf; ++j) v = v * f[j][i];
+        return v;
+      };
+      // No `omp simd`: the factor loop's trip count is not constant, so clang cannot always
+      // vectorise (a -Werror warning there); GCC vectorises these loops on its own.
+      if (k == 0) {
+        for (int64_t i = 0; i < width; ++i) o[i] = q(i) * o[i];
+      } else {
+        const T* __restrict sc = scratch.data();
+        for (int64_t i = 0; i < width; ++i) o[i] = std::fma(q(i), sc[i], o[i]);
+      }
+    }
+  }
+  copy_carried(in[rz_] + row, in_field, out, out_field, width);
+}
+
+// One call of the user's kernel, then the carried components row by row.
+template <typename T>
+void SchemeKernel<T>::apply_user(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field,
+                                 T* out, ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect,
+                                 int64_t gx, int64_t gy, const PlanePosition& at) const {
+  thread_local std::vector<const T*> inputs;
+  thread_local std::vector<T*> outputs;
+  inputs.clear();
+  const ptrdiff_t first = rect.y0 * in_stride + rect.x0;
+  for (int dz = -rz_; dz <= rz_; ++dz) {
+    for (int c = 0; c < components_; ++c) inputs.push_back(in[rz_ + dz] + c * in_field + first);
+  }
+  outputs.clear();
+  for (int c : state_components_) outputs.push_back(out + c * out_field);
+  UserArgs<T> args;
+  args.in = inputs.data();
+  args.in_stride = in_stride;
+  args.out = outputs.data();
+  args.out_stride = out_stride;
+  args.width = rect.x1 - rect.x0;
+  args.height = rect.y1 - rect.y0;
+  args.x0 = gx;
+  args.y0 = gy;
+  args.z = wrap(at.z, at.shape.nz);
+  args.nx = at.shape.nx;
+  args.ny = at.shape.ny;
+  args.nz = at.shape.nz;
+  args.step = at.step;
+  args.components = components_;
+  const auto apply = user_function<T>(*user_);
+  apply(&args);
+  for (int64_t y = rect.y0; y < rect.y1; ++y) {
+    copy_carried(in[rz_] + y * in_stride + rect.x0, in_field, out + (y - rect.y0) * out_stride,
+                 out_field, rect.x1 - rect.x0);
+  }
+}
+
+// The carried components of one row: `in` and `out` point at the row's first point.
+template <typename T>
+void SchemeKernel<T>::copy_carried(const T* in, ptrdiff_t in_field, T* out, ptrdiff_t out_field,
+                                   int64_t width) const {
+  for (const auto& [to, from] : carried_) {
+    std::memcpy(out + to * out_field, in + from * in_field, sizeof(T) * width);
+  }
+}
+
+template class SchemeKernel<float>;
+template class SchemeKernel<double>;
+
+}  // namespace deepgrid

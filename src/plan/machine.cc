@@ -1,0 +1,423 @@
+#include "deepgrid/machine.h"
+
+#include <omp.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "core/file_util.h"
+#include "core/process_stats.h"
+#include "core/stopwatch.h"
+#include "deepgrid/plane_transfer.h"
+#include "plan/incore_bench.h"
+
+namespace deepgrid {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kCacheName[] = "machine.json";
+constexpr char kIoCostSection[] = "io_cpu_seconds_per_byte";
+constexpr char kSweepSection[] = "disk_sweep_bytes_per_second";
+
+using internal::seconds_since;
+
+// The work of each timing. Sanitizer builds (DEEPGRID_SANITIZED) run the engines tens to
+// hundreds of times slower and their rates mean nothing: they time every candidate once, over
+// a quarter of the steps, so that a first run there (every test that measures a machine) takes
+// seconds instead of a minute, along the same paths.
+#ifdef DEEPGRID_SANITIZED
+constexpr int64_t kStepsDivisor = 4;
+constexpr int kTuningRepeats = 1;
+#else
+constexpr int64_t kStepsDivisor = 1;
+constexpr int kTuningRepeats = 3;  // best of three: the tiles' candidates differ by a few %
+#endif
+constexpr int64_t kComputeSteps = 12 / kStepsDivisor;
+constexpr int64_t kTuningSteps = 32 / kStepsDivisor;
+
+// How many planes measure_read_bandwidth() keeps in flight: as many as the stream engine,
+// fewer when their buffers do not fit half the budget.
+int64_t read_depth(const Grid& grid, uint64_t mem_budget) {
+  const int64_t stride = grid.manifest().layout.plane_stride;
+  return mem_budget == 0 ? int64_t{io::kPlanesInFlight}
+                         : std::clamp<int64_t>(static_cast<int64_t>(mem_budget / 2) / stride, 1,
+                                               io::kPlanesInFlight);
+}
+
+// Reads planes [0, planes) of the grid as the stream engine does (O_DIRECT, read_depth() in
+// flight); returns bytes per second.
+Result<double> measure_read_bandwidth(const Grid& grid, int64_t planes, uint64_t mem_budget) {
+  const auto t0 = std::chrono::steady_clock::now();
+  DG_RETURN_IF_ERROR(io::read_plane_range(
+      grid, 0, planes, [](int64_t, const void*) { return Status::Ok(); },
+      static_cast<unsigned>(read_depth(grid, mem_budget))));
+  return static_cast<double>(planes * grid.manifest().layout.plane_stride) /
+         std::max(seconds_since(t0), 1e-9);
+}
+
+InCoreOptions compute_options(int threads, int64_t cache_bytes) {
+  InCoreOptions opt;
+  opt.threads = threads;
+  if (cache_bytes > 0) opt.cache_bytes = cache_bytes;
+  return opt;
+}
+
+// The sample measure_compute() runs: up to 256x256x64 points of the grid's extent (256x256x16
+// when that does not fit half the budget; a budget of 0: no limit). Empty when neither fits: a
+// smaller sample would measure overheads, not the rate, so the planner's defaults serve better.
+Shape compute_sample(const Grid& grid, const Scheme& stencil, const InCoreOptions& opt,
+                     uint64_t mem_budget) {
+  const Shape& s = grid.shape();
+  Shape sample{std::min<int64_t>(s.nx, 256), std::min<int64_t>(s.ny, 256),
+               std::min<int64_t>(s.nz, 64)};
+  auto fits = [&] {
+    return mem_budget == 0 ||
+           static_cast<uint64_t>(dispatch_dtype(grid.dtype(), [&](auto tag) {
+             return InCoreEngine<decltype(tag)>::memory_bytes(sample, stencil, kComputeSteps, opt);
+           })) <= mem_budget / 2;
+  };
+  if (!fits()) sample.nz = std::min<int64_t>(s.nz, 16);
+  if (!fits()) return Shape{0, 0, 0};
+  return sample;
+}
+
+// The in-core rate on `sample` (compute_sample()); 0 for an empty sample.
+Result<double> measure_compute(const Grid& grid, const Scheme& stencil, const InCoreOptions& opt,
+                               const Shape& sample) {
+  if (sample.points() == 0) return 0.0;
+  DG_ASSIGN_OR_RETURN(InCoreBench b,
+                      bench_incore(sample, stencil, grid.dtype(), kComputeSteps, opt, 1, 0));
+  return b.mlups;
+}
+
+// Candidate working sets for tuned_cache_bytes(): the engines' default (sized for a 2 MiB L2)
+// and larger ones for machines whose tiles do better in a large L3.
+constexpr int64_t kCacheCandidates[] = {int64_t{3} << 19, int64_t{3} << 20, int64_t{6} << 20};
+
+// The best of the candidates that fit half the budget (a budget of 0: no limit), 0 when none
+// does; `all_tried` tells whether every candidate fit.
+Result<int64_t> measure_cache_bytes(int threads, uint64_t mem_budget, bool* all_tried) {
+  const Shape sample{512, 256, 32};
+  const Scheme stencil(Stencil::preset("7pt").value());
+  int64_t best = 0;
+  double best_mlups = 0;
+  *all_tried = true;
+  for (const int64_t candidate : kCacheCandidates) {
+    const InCoreOptions opt = compute_options(threads, candidate);
+    const int64_t memory = InCoreEngine<float>::memory_bytes(sample, stencil, kTuningSteps, opt);
+    if (mem_budget != 0 && static_cast<uint64_t>(memory) > mem_budget / 2) {
+      *all_tried = false;
+      continue;
+    }
+    DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, DType::kF32, kTuningSteps, opt,
+                                                    kTuningRepeats, 0));
+    if (b.mlups > best_mlups) {
+      best_mlups = b.mlups;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+int64_t sample_planes(const Grid& grid) {
+  return std::min(grid.shape().nz,
+                  std::max<int64_t>(1, (256 << 20) / grid.manifest().layout.plane_stride));
+}
+
+// Keeps an in-core engine advancing, again and again, from construction until stop(): the
+// load under which I/O costs are measured.
+class ComputeLoad {
+ public:
+  explicit ComputeLoad(InCoreEngine<float>& engine)
+      : thread_([this, &engine] {
+          while (!stop_) engine.advance(Boundary{}, kSteps);
+        }) {}
+  ~ComputeLoad() { stop(); }
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+  static constexpr int64_t kSteps = 8 / kStepsDivisor;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// CPU seconds lost per byte read while every thread computes: the hypervisor's steal during
+// reads of the grid beside a compute load on every thread, less what it takes under the load
+// alone for as long; 0 on bare metal (no steal). -1 (unknown) when the load does not fit
+// half the budget.
+Result<double> measure_io_cpu_cost(const Grid& grid, int threads, int64_t cache_bytes,
+                                   uint64_t mem_budget) {
+  const Shape sample{512, 256, 32};
+  const Scheme stencil(Stencil::preset("7pt").value());
+  const InCoreOptions opt = compute_options(threads, cache_bytes);
+  const int64_t steps = ComputeLoad::kSteps;
+  if (mem_budget != 0 && static_cast<uint64_t>(InCoreEngine<float>::memory_bytes(
+                             sample, stencil, steps, opt)) > mem_budget / 2) {
+    return -1.0;
+  }
+  DG_ASSIGN_OR_RETURN(InCoreEngine<float> engine,
+                      InCoreEngine<float>::create(sample, stencil, steps, opt));
+  engine.advance(Boundary{}, 1);  // pages in both grids
+  ComputeLoad load(engine);
+  const double stolen0 = stolen_cpu_seconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  // Passes over the sample for at least half a second: steal is counted in clock ticks
+  // (10 ms), and tens of ticks keep the count's rounding small.
+  const int64_t planes = sample_planes(grid);
+  int64_t passes = 0;
+  Status read;
+  while (read.ok() && (passes == 0 || seconds_since(t0) < 0.5)) {
+    read = measure_read_bandwidth(grid, planes, mem_budget).status();
+    ++passes;
+  }
+  const double reading = seconds_since(t0), stolen1 = stolen_cpu_seconds();
+  const auto t1 = std::chrono::steady_clock::now();
+  while (read.ok() && seconds_since(t1) < std::min(reading, 0.25)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const double alone = stolen_cpu_seconds() - stolen1, alone_seconds = seconds_since(t1);
+  load.stop();
+  DG_RETURN_IF_ERROR(read);
+  const double bytes = static_cast<double>(passes * planes * grid.manifest().layout.plane_stride);
+  return std::max(0.0, (stolen1 - stolen0) - alone * reading / alone_seconds) / bytes;
+}
+
+// "dev:MAJ:MIN[,dev:MAJ:MIN...]": the devices of the grid's data files, in file order.
+std::string disk_key(const Grid& grid) {
+  std::string key;
+  for (size_t f = 0; f < grid.manifest().layout.files.size(); ++f) {
+    struct stat st {};
+    if (::fstat(grid.fd(static_cast<int>(f)), &st) != 0) return {};
+    const std::string dev =
+        "dev:" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+    if (key.find(dev) == std::string::npos) key += (key.empty() ? "" : ",") + dev;
+  }
+  return key;
+}
+
+std::string threads_key(int threads) {
+  return std::to_string(threads > 0 ? threads : omp_get_max_threads()) + "t";
+}
+
+// The sample is part of the key: a rate measured on a smaller one (a smaller grid's, or one cut
+// short by a budget) is lower, and must not stand in for the full sample's.
+std::string compute_key(const Grid& grid, const Scheme& stencil, int threads, const Shape& sample) {
+  return stencil.name() + ":" + std::to_string(stencil.points()) + "/" +
+         std::string(dtype_name(grid.dtype())) + "/" + threads_key(threads) + "/" +
+         sample.to_string();
+}
+
+// The cache file: one object per machine_identity().
+json read_cache(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return json::object();
+  std::stringstream text;
+  text << in.rdbuf();
+  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return json::object();
+  return j;
+}
+
+// This machine's profile in the cache file (an empty one where there is none, or a damaged one).
+// A file of the format before profiles per machine held one profile's sections at its top
+// level; they are dropped.
+json& this_machine(json& file) {
+  for (const char* section :
+       {"compute_mlups", "disk_read_bytes_per_second", kIoCostSection, "wavefront_cache_bytes"}) {
+    file.erase(section);
+  }
+  json& mine = file[machine_identity()];
+  if (!mine.is_object()) mine = json::object();
+  return mine;
+}
+
+void write_cache(const std::string& path, const json& j) {
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  std::filesystem::create_directories(p.parent_path(), ec);
+  if (ec) return;
+  (void)internal::write_file_atomic(p.parent_path().string(), p.filename().string(),
+                                    j.dump(2) + "\n");
+}
+
+// The first value of a /proc/cpuinfo field, or empty.
+std::string cpuinfo_field(const std::string& name) {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos || line.rfind(name, 0) != 0) continue;
+    const size_t value = line.find_first_not_of(" \t", colon + 1);
+    return value == std::string::npos ? std::string() : line.substr(value);
+  }
+  return {};
+}
+
+// The number cached under section/key, if there is one.
+std::optional<double> cached_value(const json& j, const char* section, const std::string& key) {
+  if (!j.contains(section) || !j[section].is_object()) return std::nullopt;
+  const json& s = j[section];
+  if (!s.contains(key) || !s[key].is_number()) return std::nullopt;
+  return s[key].get<double>();
+}
+
+double cached_number(const json& j, const char* section, const std::string& key) {
+  return cached_value(j, section, key).value_or(0);
+}
+
+}  // namespace
+
+int64_t device_busy_ms(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return -1;
+  std::ifstream in("/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                   std::to_string(minor(st.st_dev)) + "/stat");
+  int64_t fields[10];
+  for (int64_t& f : fields) {
+    if (!(in >> f)) return -1;
+  }
+  return fields[9];
+}
+
+int64_t grid_disks_busy_ms(const Grid& grid) {
+  int64_t most = 0;
+  for (size_t f = 0; f < grid.manifest().layout.files.size(); ++f) {
+    const int64_t busy = device_busy_ms(grid.file_path(static_cast<int>(f)));
+    if (busy < 0) return -1;
+    most = std::max(most, busy);
+  }
+  return most;
+}
+
+void record_sweep_bandwidth(const Grid& grid, double bytes, double busy_seconds) {
+  const std::string path = machine_cache_path(), dk = disk_key(grid);
+  if (busy_seconds < 1 || bytes <= 0 || path.empty() || dk.empty()) return;
+  json file = read_cache(path);
+  this_machine(file)[kSweepSection][dk] = bytes / busy_seconds;
+  write_cache(path, file);
+}
+
+std::string machine_identity() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  std::string cpu = cpuinfo_field("model name");               // x86
+  if (cpu.empty()) cpu = "part " + cpuinfo_field("CPU part");  // Arm
+  return std::string(host) + ", " + cpu + ", " +
+         std::to_string(std::thread::hardware_concurrency()) + " CPUs";
+}
+
+std::string machine_cache_path() {
+  if (const char* d = std::getenv("DEEPGRID_CACHE_DIR"); d != nullptr && *d != '\0') {
+    return std::string(d) + "/" + kCacheName;
+  }
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d != nullptr && *d != '\0') {
+    return std::string(d) + "/deepgrid/" + kCacheName;
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    return std::string(h) + "/.cache/deepgrid/" + kCacheName;
+  }
+  return {};
+}
+
+Result<int64_t> tuned_cache_bytes(int threads, bool remeasure, uint64_t mem_budget) {
+  const std::string path = machine_cache_path();
+  json file = path.empty() ? json::object() : read_cache(path);
+  json& cache = this_machine(file);
+  const std::string key = threads_key(threads);
+  if (!remeasure) {
+    if (const double cached = cached_number(cache, "wavefront_cache_bytes", key); cached > 0) {
+      return static_cast<int64_t>(cached);
+    }
+  }
+  bool all_tried = false;
+  DG_ASSIGN_OR_RETURN(const int64_t bytes, measure_cache_bytes(threads, mem_budget, &all_tried));
+  if (bytes > 0 && all_tried && !path.empty()) {  // the best of some is not the best
+    cache["wavefront_cache_bytes"][key] = bytes;
+    write_cache(path, file);
+  }
+  return bytes;
+}
+
+Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, int threads,
+                                       uint64_t mem_budget) {
+  MachineProfile p;
+  bool all_tried = false;
+  DG_ASSIGN_OR_RETURN(p.cache_bytes, measure_cache_bytes(threads, mem_budget, &all_tried));
+  const InCoreOptions opt = compute_options(threads, p.cache_bytes);
+  DG_ASSIGN_OR_RETURN(
+      p.compute_mlups,
+      measure_compute(grid, stencil, opt, compute_sample(grid, stencil, opt, mem_budget)));
+  DG_ASSIGN_OR_RETURN(p.disk_read_bps,
+                      measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
+  p.disk_write_bps = p.disk_read_bps;
+  DG_ASSIGN_OR_RETURN(const double io_cost,
+                      measure_io_cpu_cost(grid, threads, p.cache_bytes, mem_budget));
+  p.io_cpu_seconds_per_byte = std::max(0.0, io_cost);
+  return p;
+}
+
+// Measurements a budget cut short (a smaller compute sample, fewer reads in flight) serve the
+// run that measured them, but never stand in for full ones in the cache: a full measurement is
+// preferred when cached, and a cut-short compute rate is cached under its own sample's key.
+Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, int threads,
+                                       bool remeasure, uint64_t mem_budget) {
+  MachineProfile p;
+  DG_ASSIGN_OR_RETURN(p.cache_bytes, tuned_cache_bytes(threads, remeasure, mem_budget));
+  const std::string path = machine_cache_path();
+  json file = path.empty() ? json::object() : read_cache(path);  // with the tuning in it
+  json& cache = this_machine(file);
+  const InCoreOptions opt = compute_options(threads, p.cache_bytes);
+  const Shape sample = compute_sample(grid, stencil, opt, mem_budget);
+  const std::string ck = compute_key(grid, stencil, threads, sample), dk = disk_key(grid);
+  const bool full_depth = read_depth(grid, mem_budget) == int64_t{io::kPlanesInFlight};
+  if (!remeasure) {
+    p.compute_mlups =
+        cached_number(cache, "compute_mlups",
+                      compute_key(grid, stencil, threads, compute_sample(grid, stencil, opt, 0)));
+    if (p.compute_mlups <= 0) p.compute_mlups = cached_number(cache, "compute_mlups", ck);
+    p.disk_read_bps = dk.empty() ? 0 : cached_number(cache, "disk_read_bytes_per_second", dk);
+  }
+  if (remeasure && cache.contains(kSweepSection)) cache[kSweepSection].erase(dk);
+  p.disk_sweep_bps = dk.empty() ? 0 : cached_number(cache, kSweepSection, dk);
+  const std::optional<double> io_cost_cached =
+      remeasure || dk.empty() ? std::nullopt : cached_value(cache, kIoCostSection, dk);
+  p.io_cpu_seconds_per_byte = io_cost_cached.value_or(0);
+  p.cached = p.known() && io_cost_cached;
+  if (p.compute_mlups <= 0) {
+    DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, opt, sample));
+    if (p.compute_mlups > 0) cache["compute_mlups"][ck] = p.compute_mlups;
+  }
+  const bool cache_disk = !dk.empty() && full_depth;
+  if (p.disk_read_bps <= 0) {
+    DG_ASSIGN_OR_RETURN(p.disk_read_bps,
+                        measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
+    if (cache_disk) cache["disk_read_bytes_per_second"][dk] = p.disk_read_bps;
+  }
+  p.disk_write_bps = p.disk_read_bps;
+  if (!io_cost_cached) {
+    DG_ASSIGN_OR_RETURN(const double io_cost,
+                        measure_io_cpu_cost(grid, threads, p.cache_bytes, mem_budget));
+    p.io_cpu_seconds_per_byte = std::max(0.0, io_cost);
+    if (cache_disk && io_cost >= 0) cache[kIoCostSection][dk] = io_cost;
+  }
+  if (!p.cached && !path.empty()) write_cache(path, file);
+  return p;
+}
+
+}  // namespace deepgrid

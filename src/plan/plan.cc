@@ -1,0 +1,305 @@
+#include "plan/plan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "deepgrid/plane_transfer.h"
+#include "plan/incore_bench.h"
+
+namespace deepgrid {
+
+std::string_view method_name(Method m) {
+  switch (m) {
+    case Method::kAuto:
+      return "auto";
+    case Method::kInCore:
+      return "incore";
+    case Method::kStream:
+      return "stream";
+    case Method::kNaive:
+      return "naive";
+    case Method::kMmap:
+      return "mmap";
+    case Method::kTiled:
+      return "tiled";
+  }
+  return "?";
+}
+
+Result<Method> parse_method(std::string_view text) {
+  if (text == "auto") return Method::kAuto;
+  if (text == "incore") return Method::kInCore;
+  if (text == "stream") return Method::kStream;
+  if (text == "naive") return Method::kNaive;
+  if (text == "mmap") return Method::kMmap;
+  if (text == "tiled") return Method::kTiled;
+  return invalid_argument("unknown method '" + std::string(text) +
+                          "'; use auto, incore, stream, naive, mmap or tiled");
+}
+namespace {
+
+// mmap: the in-core engine with its grids in scratch files in `scratch_dir`. Tiles sized for
+// the machine's tuned working set.
+InCoreOptions incore_options(const RunOptions& opt, const MachineProfile& machine, Method method,
+                             const std::string& scratch_dir) {
+  InCoreOptions io;
+  io.threads = opt.threads;
+  io.bt = opt.bt;
+  io.tile_x = opt.tile_x;
+  io.tile_y = opt.tile_y;
+  if (machine.cache_bytes > 0) io.cache_bytes = machine.cache_bytes;
+  io.flush_subnormals = opt.flush_subnormals;
+  if (method == Method::kMmap) io.scratch_dir = scratch_dir;
+  return io;
+}
+
+// What the in-core method allocates: the engine and the buffers of its plane transfers.
+uint64_t incore_memory(const Manifest& m, const RunOptions& opt, const InCoreOptions& io) {
+  return dispatch_dtype(m.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return static_cast<uint64_t>(InCoreEngine<T>::memory_bytes(m.shape, opt.scheme, opt.steps, io) +
+                                 io::plane_transfer_bytes(m));
+  });
+}
+
+uint64_t incore_scratch_bytes(const Manifest& m, const RunOptions& opt, const InCoreOptions& io) {
+  return dispatch_dtype(m.dtype, [&](auto tag) {
+    return static_cast<uint64_t>(
+        InCoreEngine<decltype(tag)>::scratch_bytes(m.shape, opt.scheme, opt.steps, io));
+  });
+}
+
+// A stream sweep's reads and writes together move this many times the read-only bandwidth.
+constexpr double kConcurrentDirections = 1.15;
+
+// CPU time the stream engine itself spends per byte a sweep moves, beside the stencil: putting
+// read planes into frames, hashing written ones, submitting and completing the I/O, filling and
+// draining the pipeline. Measured on a Xeon VM (2026-11-26): the 512x512x4096 f32 grid at
+// 16x its budget took 14.6 s in three sweeps of bt 16 against 11.7-12.6 s in one of bt 48 with
+// the same stages, about 0.3 CPU-s per GiB moved; timers gave 0.11 of it to the frames and the
+// hashes alone.
+constexpr double kSweepCpuSecondsPerByte = 0.3 / (1 << 30);
+
+// Disk bandwidth / compute rate, what the out-of-core planners weigh disk traffic with (0:
+// unknown, keep their default).
+double disk_bytes_per_update(const MachineProfile& machine, double directions) {
+  if (machine.compute_mlups <= 0 || machine.disk_read_bps <= 0) return 0;
+  return directions * machine.disk_read_bps / (machine.compute_mlups * 1e6);
+}
+
+Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
+                               const MachineProfile& machine, RunPlan plan, double read_s,
+                               double write_s, double rate) {
+  if (!opt.scheme.is_stencil() || !opt.probes.empty()) {
+    return invalid_argument(
+        "the tiled method runs plain stencils without sources or receivers "
+        "only; use --method stream (or incore, auto)");
+  }
+  TiledOptions to;
+  to.threads = opt.threads;
+  to.bt = opt.bt;
+  to.mem_budget = opt.mem_budget;
+  to.block_y = opt.tile_x;  // --tile NYxNZ: the tiled method's blocks
+  to.block_z = opt.tile_y;
+  to.flush_subnormals = opt.flush_subnormals;
+  // Reads and writes of a pass follow each other: one direction's bandwidth at a time.
+  if (const double d = disk_bytes_per_update(machine, 1); d > 0) to.disk_bytes_per_update = d;
+  DG_ASSIGN_OR_RETURN(plan.tiled, plan_tiled(m, opt.scheme.stencil(), opt.boundary, opt.steps, to));
+  plan.memory_bytes = static_cast<uint64_t>(plan.tiled.memory_bytes);
+  plan.disk_bytes = static_cast<uint64_t>(plan.tiled.disk_bytes);
+  const double points = static_cast<double>(m.shape.points());
+  for (int64_t done = 0; done < opt.steps; done += plan.tiled.bt) {
+    const double levels = static_cast<double>(std::min<int64_t>(plan.tiled.bt, opt.steps - done));
+    const double compute = rate > 0 ? points * levels * plan.tiled.redundancy / rate : 0;
+    const double io = read_s * plan.tiled.read_amplification + write_s;
+    plan.predicted_compute_seconds += compute;
+    plan.predicted_io_seconds += io;
+    plan.predicted_seconds += compute + io;
+  }
+  return plan;
+}
+
+}  // namespace
+
+Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineProfile& machine) {
+  return plan_run(grid.manifest(), grid.dir(), opt, machine);
+}
+
+Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOptions& opt,
+                         const MachineProfile& machine) {
+  RunPlan plan;
+  const uint64_t incore = incore_memory(m, opt, incore_options(opt, machine, Method::kInCore, ""));
+  plan.method = opt.method;
+  if (plan.method == Method::kAuto) {
+    plan.method =
+        opt.mem_budget == 0 || incore <= opt.mem_budget ? Method::kInCore : Method::kStream;
+  }
+  const double points = static_cast<double>(m.shape.points());
+  const double grid_bytes = static_cast<double>(m.shape.nz * m.layout.plane_stride);
+  const double rate = machine.compute_mlups * 1e6;
+  const double read_s = machine.disk_read_bps > 0 ? grid_bytes / machine.disk_read_bps : 0;
+  const double write_s = machine.disk_write_bps > 0 ? grid_bytes / machine.disk_write_bps : 0;
+  if (plan.method == Method::kInCore || plan.method == Method::kMmap) {
+    const InCoreOptions io = incore_options(opt, machine, plan.method, dir);
+    const uint64_t memory = incore_memory(m, opt, io);
+    if (opt.mem_budget != 0 && memory > opt.mem_budget) {
+      return invalid_argument("the " + std::string(method_name(plan.method)) + " method needs " +
+                              format_size(memory) + " for this grid but --mem is " +
+                              format_size(opt.mem_budget) + "; raise --mem or use --method stream");
+    }
+    plan.memory_bytes = memory;
+    plan.disk_bytes = incore_scratch_bytes(m, opt, io);
+    plan.incore = plan_wavefront(m.shape, opt.scheme, dtype_size(m.dtype), opt.steps, io);
+    plan.predicted_compute_seconds = rate > 0 ? points * static_cast<double>(opt.steps) / rate : 0;
+    plan.predicted_io_seconds = read_s + write_s;
+    plan.predicted_seconds = plan.predicted_compute_seconds + plan.predicted_io_seconds;
+    return plan;
+  }
+  if (plan.method == Method::kTiled) {
+    return plan_tiled_run(m, opt, machine, std::move(plan), read_s, write_s, rate);
+  }
+  StreamOptions& so = plan.stream_options;
+  so.threads = opt.threads;
+  so.bt = plan.method == Method::kNaive ? 1 : opt.bt;
+  so.cache_bt = opt.cache_bt;
+  so.mem_budget = opt.mem_budget;
+  so.io = opt.io;
+  so.tile_x = opt.tile_x;
+  so.tile_y = opt.tile_y;
+  so.cache_bytes = machine.cache_bytes;
+  so.flush_subnormals = opt.flush_subnormals;
+  // Reads and writes go to the disks concurrently, but share them: measured on this class of
+  // machine (virtio disk), a sweep moved 1.8 GB/s of reads and writes together where reads
+  // alone gave 1.6 GB/s.
+  if (machine.disk_sweep_bps > 0 && machine.compute_mlups > 0) {
+    so.disk_bytes_per_update = machine.disk_sweep_bps / (machine.compute_mlups * 1e6);
+    so.disk_rate_observed = true;
+  } else if (const double d = disk_bytes_per_update(machine, kConcurrentDirections); d > 0) {
+    so.disk_bytes_per_update = d;
+  }
+  const double cpu_per_byte = machine.io_cpu_seconds_per_byte + kSweepCpuSecondsPerByte;
+  so.io_cpu_updates_per_byte = cpu_per_byte * rate;
+  DG_ASSIGN_OR_RETURN(plan.stream, plan_stream(m, opt.scheme, opt.boundary, opt.steps, so));
+  plan.memory_bytes = static_cast<uint64_t>(plan.stream.memory_bytes);
+  for (int64_t done = 0; done < opt.steps; done += plan.stream.bt) {
+    const double levels = static_cast<double>(std::min<int64_t>(plan.stream.bt, opt.steps - done));
+    // Each sweep's reads and writes also take CPU time from every thread's compute.
+    const double compute = (rate > 0 ? points * levels / rate * plan.stream.compute_factor : 0) +
+                           cpu_per_byte * 2 * grid_bytes / plan.stream.threads;
+    plan.predicted_compute_seconds += compute;
+    const double disk = machine.disk_sweep_bps > 0 ? 2 * grid_bytes / machine.disk_sweep_bps
+                                                   : (read_s + write_s) / kConcurrentDirections;
+    plan.predicted_io_seconds += disk;
+    plan.predicted_seconds += std::max(compute, disk);
+  }
+  return plan;
+}
+
+std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
+  char buf[2048];
+  int n = std::snprintf(
+      buf, sizeof buf, "grid        %s %s (%s)\nstencil     %s, %lld steps\nmethod      %s\n",
+      m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(),
+      format_size(static_cast<uint64_t>(m.shape.nz * m.layout.plane_bytes)).c_str(),
+      opt.scheme.describe().c_str(), static_cast<long long>(opt.steps),
+      std::string(method_name(method)).c_str());
+  const bool incore_engine = method == Method::kInCore || method == Method::kMmap;
+  if (incore_engine) {
+    n += std::snprintf(buf + n, sizeof buf - n, "blocking    bt %d, tiles %lldx%lld, %d threads\n",
+                       incore.bt, static_cast<long long>(incore.tile_x),
+                       static_cast<long long>(incore.tile_y), incore.threads);
+  } else if (method == Method::kTiled) {
+    n += std::snprintf(
+        buf + n, sizeof buf - n,
+        "blocking    bt %d (%lld passes), blocks %lldx%lldx%lld (%lld per pass, %.0f%% redundant "
+        "halo work, reads %.2fx the grid per pass), %d threads\n"
+        "buffers     2 block buffers of %s, an I/O buffer of %s\n"
+        "minimum     %s (bt 1)\n",
+        tiled.bt, static_cast<long long>(tiled.passes), static_cast<long long>(m.shape.nx),
+        static_cast<long long>(tiled.block_y), static_cast<long long>(tiled.block_z),
+        static_cast<long long>(tiled.blocks), 100 * (tiled.redundancy - 1),
+        tiled.read_amplification, tiled.threads,
+        format_size(static_cast<uint64_t>(tiled.block_buffer_bytes)).c_str(),
+        format_size(static_cast<uint64_t>(tiled.io_buffer_bytes)).c_str(),
+        format_size(static_cast<uint64_t>(tiled.minimum_bytes)).c_str());
+  } else {
+    n += std::snprintf(
+        buf + n, sizeof buf - n,
+        "blocking    bt %d (%lld sweeps) in stages of %d steps, tiles %lldx%lld (%.0f%% "
+        "redundant halo work), blocks of %d z-steps, %d threads\n"
+        "buffers     %lld plane frames for level 0 and between stages, %lld tiles x %d "
+        "stages carrying %lld planes each, %lld I/O buffers\n"
+        "minimum     %s (bt 1)\n",
+        stream.bt, static_cast<long long>(stream.sweeps), stream.cache_bt,
+        static_cast<long long>(stream.tile_x), static_cast<long long>(stream.tile_y),
+        100 * (stream.redundancy - 1), stream.block, stream.threads,
+        static_cast<long long>(stream.frames), static_cast<long long>(stream.tiles), stream.stages,
+        static_cast<long long>(stream.carried_planes), static_cast<long long>(stream.io_buffers),
+        format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
+  }
+  if (method == Method::kMmap) {
+    n += std::snprintf(buf + n, sizeof buf - n,
+                       "disk        %s of scratch files in the grid directory: the two padded grid "
+                       "copies, MAP_SHARED and paged by the OS\n",
+                       format_size(disk_bytes).c_str());
+  } else if (method == Method::kTiled) {
+    n += std::snprintf(buf + n, sizeof buf - n,
+                       "disk        %s for the second copy of the grid, beside its data files\n",
+                       format_size(disk_bytes).c_str());
+  }
+  const bool overlapped = method == Method::kStream || method == Method::kNaive;
+  std::snprintf(buf + n, sizeof buf - n,
+                "memory      %s%s%s\npredicted   %.2f s (compute %.2f s, disk %.2f s%s)\n",
+                format_size(memory_bytes).c_str(),
+                opt.mem_budget ? (" of --mem " + format_size(opt.mem_budget)).c_str() : "",
+                method == Method::kMmap ? ", besides the mappings" : "", predicted_seconds,
+                predicted_compute_seconds, predicted_io_seconds,
+                overlapped                ? ", overlapped"
+                : method == Method::kMmap ? "; paging not modelled"
+                                          : "");
+  return buf;
+}
+
+std::string RunPlan::to_json() const {
+  nlohmann::json j = {{"method", std::string(method_name(method))},
+                      {"memory_bytes", memory_bytes},
+                      {"predicted_seconds", predicted_seconds},
+                      {"predicted_compute_seconds", predicted_compute_seconds},
+                      {"predicted_io_seconds", predicted_io_seconds},
+                      {"disk_bytes", disk_bytes}};
+  if (method == Method::kInCore || method == Method::kMmap) {
+    j["bt"] = incore.bt;
+    j["tile"] = {incore.tile_x, incore.tile_y};
+    j["threads"] = incore.threads;
+  } else if (method == Method::kTiled) {
+    j["bt"] = tiled.bt;
+    j["passes"] = tiled.passes;
+    j["threads"] = tiled.threads;
+    j["block"] = {tiled.block_y, tiled.block_z};
+    j["blocks"] = tiled.blocks;
+    j["redundancy"] = tiled.redundancy;
+    j["read_amplification"] = tiled.read_amplification;
+    j["block_buffer_bytes"] = tiled.block_buffer_bytes;
+    j["io_buffer_bytes"] = tiled.io_buffer_bytes;
+    j["minimum_bytes"] = tiled.minimum_bytes;
+  } else {
+    j["bt"] = stream.bt;
+    j["sweeps"] = stream.sweeps;
+    j["threads"] = stream.threads;
+    j["cache_bt"] = stream.cache_bt;
+    j["stages"] = stream.stages;
+    j["frames"] = stream.frames;
+    j["carried_planes"] = stream.carried_planes;
+    j["tile"] = {stream.tile_x, stream.tile_y};
+    j["tiles"] = stream.tiles;
+    j["block"] = stream.block;
+    j["redundancy"] = stream.redundancy;
+    j["io_buffers"] = stream.io_buffers;
+    j["minimum_bytes"] = stream.minimum_bytes;
+  }
+  return j.dump();
+}
+
+}  // namespace deepgrid

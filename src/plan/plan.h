@@ -1,0 +1,51 @@
+// Planning a run: which method, how deep the temporal blocking, how much memory, and how long
+// it should take on this machine. Pure data that can be printed, tested and compared.
+#pragma once
+
+#include <string>
+
+#include "deepgrid/machine.h"
+#include "deepgrid/run_options.h"
+#include "deepgrid/store.h"
+#include "engines/incore_engine.h"
+#include "engines/stream_engine.h"
+#include "engines/tiled_engine.h"
+
+namespace deepgrid {
+
+struct RunPlan {
+  Method method = Method::kInCore;
+  WavefrontPlan incore;          // when method is kInCore or kMmap
+  StreamPlan stream;             // when method is kStream or kNaive
+  StreamOptions stream_options;  // what `stream` was planned with, for advance_stream
+  TiledPlan tiled;               // when method == kTiled
+  uint64_t memory_bytes = 0;     // what the engine will allocate (mmap: besides its mappings)
+  uint64_t disk_bytes = 0;       // scratch files beside the grid (mmap, tiled)
+  double predicted_seconds = 0;  // the cost model's estimate
+  double predicted_io_seconds = 0;
+  double predicted_compute_seconds = 0;
+
+  std::string to_text(const Manifest& m, const RunOptions& options) const;
+  std::string to_json() const;
+};
+
+// The plan run_grid would follow for these options, with the cost model's prediction (rates
+// from `machine`; unknown rates leave the planner's defaults and predict nothing):
+// stream time = sweeps * max(compute, disk) per sweep, reads and writes overlapping compute and
+// each other;
+// in-core time = load + compute + store (mmap: the same; the OS's paging is not modelled);
+// tiled time = passes * (read widened blocks + compute with halo work + write), one after
+// the other.
+Result<RunPlan> plan_run(const Grid& grid, const RunOptions& options,
+                         const MachineProfile& machine);
+// The same for a grid of manifest `m` in `dir` (which need not exist yet: manifest_for()).
+Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOptions& options,
+                         const MachineProfile& machine);
+
+// What every run does before it changes anything: the checks, the plan (with
+// options.machine), the space it needs beside the grid, the preflight, and with
+// options.verify a look at every plane. For callers that drive an engine themselves
+// (ResidentGrid).
+Result<RunPlan> prepare_run(Grid& grid, const RunOptions& options);
+
+}  // namespace deepgrid

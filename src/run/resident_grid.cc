@@ -1,0 +1,147 @@
+#include "run/resident_grid.h"
+
+#include <chrono>
+#include <string>
+
+#include "deepgrid/plane_transfer.h"
+#include "engines/incore_engine.h"
+#include "store/plane_rect.h"
+
+namespace deepgrid {
+
+// The in-core engine of the grid's value type, behind one interface.
+class ResidentGrid::Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual void load_plane(int64_t z, const std::byte* packed) = 0;
+  virtual void store_plane(int64_t z, std::byte* packed) const = 0;
+  virtual int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
+                          ProbeRun probes, const LateHalos& late) = 0;
+  virtual const WavefrontPlan& plan() const = 0;
+  // Copies the values of `rect`'s x-y rectangle of plane z to or from `packed` (copy_rect).
+  virtual void copy_rect(int64_t z, const Block& rect, std::byte* packed,
+                         internal::RectCopy direction) = 0;
+  internal::PlaneFormat format;
+};
+
+namespace {
+
+template <typename T>
+class EngineOf final : public ResidentGrid::Engine {
+ public:
+  explicit EngineOf(InCoreEngine<T> engine) : engine_(std::move(engine)) {}
+  void load_plane(int64_t z, const std::byte* packed) override {
+    engine_.load_plane(z, reinterpret_cast<const T*>(packed));
+  }
+  void store_plane(int64_t z, std::byte* packed) const override {
+    engine_.store_plane(z, reinterpret_cast<T*>(packed));
+  }
+  int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
+                  ProbeRun probes, const LateHalos& late) override {
+    return engine_.advance(boundary, steps, progress, probes, late);
+  }
+  const WavefrontPlan& plan() const override { return engine_.plan(); }
+  void copy_rect(int64_t z, const Block& rect, std::byte* packed,
+                 internal::RectCopy direction) override {
+    const internal::PlaneLayout layout{static_cast<size_t>(engine_.stride()) * sizeof(T),
+                                       static_cast<size_t>(engine_.field_stride()) * sizeof(T)};
+    internal::copy_rect(reinterpret_cast<std::byte*>(engine_.plane(z)), layout, format, rect,
+                        packed, direction);
+  }
+
+ private:
+  InCoreEngine<T> engine_;
+};
+
+template <typename T>
+Result<std::unique_ptr<ResidentGrid::Engine>> make_engine(const Grid& grid, const RunOptions& opt,
+                                                          const RunPlan& plan) {
+  InCoreOptions io;
+  io.threads = plan.incore.threads;
+  io.bt = plan.incore.bt;
+  io.tile_x = plan.incore.tile_x;
+  io.tile_y = plan.incore.tile_y;
+  io.flush_subnormals = plan.incore.flush_subnormals;
+  if (plan.method == Method::kMmap) io.scratch_dir = grid.dir();
+  DG_ASSIGN_OR_RETURN(InCoreEngine<T> engine,
+                      InCoreEngine<T>::create(grid.shape(), opt.scheme, opt.steps, io));
+  return std::unique_ptr<ResidentGrid::Engine>(new EngineOf<T>(std::move(engine)));
+}
+
+}  // namespace
+
+ResidentGrid::ResidentGrid(RunPlan plan, std::unique_ptr<Engine> engine, uint64_t grid_bytes)
+    : plan_(std::move(plan)), engine_(std::move(engine)), grid_bytes_(grid_bytes) {}
+ResidentGrid::ResidentGrid(ResidentGrid&&) noexcept = default;
+ResidentGrid& ResidentGrid::operator=(ResidentGrid&&) noexcept = default;
+ResidentGrid::~ResidentGrid() = default;
+
+Result<ResidentGrid> ResidentGrid::load(const Grid& grid, const RunOptions& opt, RunPlan plan) {
+  const Shape& s = grid.shape();
+  auto engine = dispatch_dtype(
+      grid.dtype(), [&](auto tag) { return make_engine<decltype(tag)>(grid, opt, plan); });
+  DG_RETURN_IF_ERROR(engine.status());
+  Engine& e = **engine;
+  e.format = internal::plane_format(grid.manifest());
+  DG_RETURN_IF_ERROR(io::read_plane_range(grid, 0, s.nz, [&](int64_t z, const void* values) {
+    e.load_plane(z, static_cast<const std::byte*>(values));
+    return Status::Ok();
+  }));
+  const auto grid_bytes = static_cast<uint64_t>(s.nz * grid.manifest().layout.plane_stride);
+  return ResidentGrid(std::move(plan), std::move(engine).value(), grid_bytes);
+}
+
+RunReport ResidentGrid::advance(const RunOptions& opt, int64_t step, const ResolvedProbes* probes,
+                                const LateHalos& late) {
+  const auto t0 = std::chrono::steady_clock::now();
+  double arrival = 0;  // seconds in late.arrive
+  LateHalos timed{late.below, late.above, {}};
+  if (late.arrive) {
+    timed.arrive = [&] {
+      const auto t = std::chrono::steady_clock::now();
+      late.arrive();
+      arrival = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
+  }
+  const int64_t done =
+      engine_->advance(opt.boundary, opt.steps, opt.progress, {probes, step, opt.placement}, timed);
+  const WavefrontPlan& p = engine_->plan();
+  RunReport r;
+  r.method = std::string(method_name(plan_.method));
+  r.threads = p.threads;
+  r.bt = p.bt;
+  r.tile = std::to_string(p.tile_x) + "x" + std::to_string(p.tile_y);
+  r.steps = done;
+  r.compute_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - arrival;
+  r.engine_memory = plan_.memory_bytes;
+  return r;
+}
+
+void ResidentGrid::read_box(const Block& box, std::byte* out) const {
+  const size_t bytes = engine_->format.rect_bytes(box);
+  for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, out += bytes) {
+    engine_->copy_rect(z, box, out, internal::RectCopy::kToPacked);
+  }
+}
+
+void ResidentGrid::write_box(const Block& box, const std::byte* in) {
+  const size_t bytes = engine_->format.rect_bytes(box);
+  for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, in += bytes) {
+    // (kFromPacked only reads `packed`)
+    engine_->copy_rect(z, box, const_cast<std::byte*>(in), internal::RectCopy::kFromPacked);
+  }
+}
+
+Status ResidentGrid::write_replacement(Grid& grid) const {
+  DG_RETURN_IF_ERROR(grid.create_replacement());
+  return io::write_plane_range(
+      grid, 0, grid.shape().nz,
+      [&](int64_t z, void* values) {
+        engine_->store_plane(z, static_cast<std::byte*>(values));
+        return Status::Ok();
+      },
+      io::kPlanesInFlight, FileSet::kReplacement);
+}
+
+}  // namespace deepgrid

@@ -1,0 +1,66 @@
+// A grid held in memory by the in-core engine: the in-core and mmap methods' runs load it, advance
+// it and write it back, and a distributed run keeps each part that fits its budget here from its
+// first halo exchange to its last, so that a round costs no disk traffic (the halos are
+// exchanged in memory too). Nothing reaches the grid's files until write_replacement() writes
+// the state held beside them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/decomposition.h"
+#include "deepgrid/probes.h"
+#include "deepgrid/report.h"
+#include "deepgrid/run.h"
+#include "deepgrid/status.h"
+#include "deepgrid/store.h"
+#include "engines/incore_engine.h"
+#include "plan/plan.h"
+
+namespace deepgrid {
+
+class ResidentGrid {
+ public:
+  // Loads `grid` into the in-core engine of `plan` (prepare_run's for `options` on `grid`, an
+  // in-core or mmap plan; options.steps is the most one advance() will take), verifying each
+  // plane's hash when the grid verifies.
+  static Result<ResidentGrid> load(const Grid& grid, const RunOptions& options, RunPlan plan);
+
+  ResidentGrid(ResidentGrid&&) noexcept;
+  ResidentGrid& operator=(ResidentGrid&&) noexcept;
+  ~ResidentGrid();
+
+  // Advances up to options.steps steps (at most those planned for) from time step `step` (the
+  // probes' clock), applying `probes` (the grid's coordinates; null: none); fewer when
+  // options.progress, asked after each pass, says to stop. `late`: halos that arrive during
+  // the first pass (executor.h). The report gives the steps done, and as compute time the
+  // time spent in the engine outside late.arrive.
+  RunReport advance(const RunOptions& options, int64_t step, const ResolvedProbes* probes,
+                    const LateHalos& late = {});
+
+  // Copies the values of the x-y rectangle of `box` in each of its planes out of and into the
+  // state held, packed: the rectangle's rows of every component, one component after another
+  // (as Grid::read_planes gives a whole plane), plane after plane.
+  void read_box(const Block& box, std::byte* out) const;
+  void write_box(const Block& box, const std::byte* in);
+
+  // Writes the state held into the grid's replacement files (Grid::create_replacement), for
+  // the caller to commit (commit_replacement, or prepare_replacement and commit_prepared).
+  Status write_replacement(Grid& grid) const;
+
+  const RunPlan& plan() const { return plan_; }
+  uint64_t grid_bytes() const { return grid_bytes_; }  // one copy of the grid's planes on disk
+
+  // The engine behind the state held (defined in resident_grid.cc).
+  class Engine;
+
+ private:
+  ResidentGrid(RunPlan plan, std::unique_ptr<Engine> engine, uint64_t grid_bytes);
+
+  RunPlan plan_;
+  std::unique_ptr<Engine> engine_;
+  uint64_t grid_bytes_ = 0;
+};
+
+}  // namespace deepgrid

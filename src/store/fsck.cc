@@ -1,0 +1,47 @@
+#include "deepgrid/fsck.h"
+
+#include <algorithm>
+
+#include "deepgrid/plane_transfer.h"
+#include "deepgrid/stencil.h"
+
+namespace deepgrid {
+
+Result<FsckReport> fsck_grid(const Grid& grid) {
+  FsckReport r;
+  r.interrupted_sweep = grid.interrupted_sweep();
+  r.resumable = grid.sweep_record().has_value();
+  const PlaneChecksums& sums = grid.checksums();
+  r.problem = grid.checksum_problem();
+  r.has_checksums = r.problem.empty() && sums.complete();
+  if (!r.has_checksums) return r;
+  // An interrupted sweep has overwritten the old planes below those it still needs; the rest
+  // are where the manifest says, with the table's hashes (resume.h).
+  int64_t first = 0;
+  if (const auto& sweep = grid.sweep_record()) {
+    const auto stencil = Stencil::from_json(sweep->stencil);
+    const int64_t reach = stencil.ok() ? int64_t{sweep->levels} * stencil->radius_z() : 0;
+    first = stencil.ok() ? std::clamp<int64_t>(sweep->done - reach, 0, grid.shape().nz)
+                         : grid.shape().nz;
+  }
+  const size_t plane_bytes = static_cast<size_t>(grid.manifest().layout.plane_bytes);
+  DG_RETURN_IF_ERROR(io::read_plane_range(
+      grid, first, grid.shape().nz,
+      [&](int64_t z, const void* values) {
+        ++r.planes_checked;
+        if (plane_hash(values, plane_bytes) != sums.hash(z)) {
+          const PlaneLocation loc = grid.manifest().locate(z);
+          r.damaged.push_back({z, grid.file_path(loc.file), loc.offset});
+        }
+        return Status::Ok();
+      },
+      io::kPlanesInFlight, /*verify=*/false));
+  return r;
+}
+
+Status read_every_plane(const Grid& grid) {
+  return io::read_plane_range(grid, 0, grid.shape().nz,
+                              [](int64_t, const void*) { return Status::Ok(); });
+}
+
+}  // namespace deepgrid
