@@ -1,5 +1,5 @@
-#include "deepgrid/store.h"
-
+// An open grid (store.h): its files and lock, plane I/O, per-plane checksums, sweep records,
+// and the atomic commits of new states (replacement files, prepared commits).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,38 +15,22 @@
 
 #include "core/aligned_buffer.h"
 #include "core/file_util.h"
+#include "deepgrid/store.h"
+#include "store/grid_files.h"
 #include "store/grid_lock.h"
 #include "store/json_fields.h"
 
 namespace deepgrid {
 
 using internal::AlignedBuffer;
+using internal::expected_file_bytes;
 using internal::GridLock;
-using internal::integer_at;
+using internal::kManifestName;
 using nlohmann::json;
 
 namespace {
 
-constexpr const char* kManifestName = "manifest.json";
 constexpr const char* kPreparedName = "prepared.json";
-constexpr const char* kFormatName = "deepgrid-grid";
-
-// Exact size of data file f: the end of the last slot it holds.
-int64_t expected_file_bytes(const Shape& s, const Layout& l, size_t f) {
-  const int64_t nfiles = static_cast<int64_t>(l.files.size());
-  const int64_t slots = s.nz + l.spare_planes;
-  const int64_t chunks = (slots + l.planes_per_chunk - 1) / l.planes_per_chunk;
-  int64_t bytes = 0;
-  for (int64_t c = static_cast<int64_t>(f); c < chunks; c += nfiles) {
-    int64_t planes = std::min(l.planes_per_chunk, slots - c * l.planes_per_chunk);
-    bytes = (c / nfiles) * l.chunk_bytes() + planes * l.plane_stride;
-  }
-  return bytes;
-}
-
-// Spare slots beyond nz a grid may have (growing them for deep sweeps needs at most
-// 64 levels * radius 4 + 3 blocks of 64).
-constexpr int64_t kMaxSparePlanes = 1024;
 
 // The other name of a data file: writers of a whole new state alternate between the two.
 std::string replacement_name(const std::string& path) {
@@ -55,164 +39,7 @@ std::string replacement_name(const std::string& path) {
   return path.substr(0, path.size() - kExt.size()) + std::string(kAlt);
 }
 
-std::string random_id() {
-  std::random_device rd;
-  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 }  // namespace
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-int64_t default_spare_planes(int64_t nz) { return std::max<int64_t>(64, (nz + 15) / 16); }
-
-int64_t Manifest::slot_of(int64_t z, int64_t with_base) const { return (z + with_base) % slots(); }
-
-PlaneLocation Manifest::locate_slot(int64_t slot) const {
-  const int64_t nfiles = static_cast<int64_t>(layout.files.size());
-  const int64_t chunk = slot / layout.planes_per_chunk;
-  const int64_t within = slot % layout.planes_per_chunk;
-  return {static_cast<int>(chunk % nfiles),
-          (chunk / nfiles) * layout.chunk_bytes() + within * layout.plane_stride};
-}
-
-int Manifest::component_index(std::string_view name) const {
-  if (fields.empty()) return name == "u" ? 0 : -1;
-  for (size_t i = 0; i < fields.size(); ++i) {
-    if (fields[i] == name) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-std::string Manifest::to_json() const {
-  json files = json::array();
-  for (const auto& f : layout.files) files.push_back({{"path", f.path}, {"bytes", f.bytes}});
-  json j = internal::grid_header_json(kFormatName, version, {id, shape, dtype, step});
-  j["base"] = base;
-  j["layout"] = {{"plane_bytes", layout.plane_bytes},
-                 {"plane_stride", layout.plane_stride},
-                 {"planes_per_chunk", layout.planes_per_chunk},
-                 {"spare_planes", layout.spare_planes},
-                 {"files", files}};
-  j["history"] = internal::history_json(history);
-  internal::put_fields(&j, fields, scheme);
-  if (checksum_generation > 0) {
-    j["checksums"] = {{"algorithm", kChecksumAlgorithm},
-                      {"generation", checksum_generation},
-                      {"file", checksum_file_name(checksum_generation)}};
-  }
-  return j.dump(2) + "\n";
-}
-
-Result<Manifest> Manifest::from_json(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return corrupt("manifest is not valid JSON (truncated or damaged); restore it from a backup");
-  }
-  Manifest m;
-  try {
-    if (j.value("format", "") != kFormatName) {
-      return corrupt("manifest is not a deepgrid grid manifest (format field missing)");
-    }
-    m.version = static_cast<int>(std::clamp<int64_t>(integer_at(j, "version"), -1, 1 << 20));
-    if (m.version > kManifestVersion) {
-      return unsupported("grid was written by a newer deepgrid (format version " +
-                         std::to_string(m.version) + "; this one reads up to " +
-                         std::to_string(kManifestVersion) + "); upgrade deepgrid");
-    }
-    if (m.version < 1) return corrupt("manifest has invalid format version");
-    DG_ASSIGN_OR_RETURN(const internal::GridHeader header, internal::read_grid_header(j));
-    m.id = header.id;
-    m.shape = header.shape;
-    m.dtype = header.dtype;
-    m.step = header.step;
-    const json& l = j.at("layout");
-    m.layout.plane_bytes = integer_at(l, "plane_bytes");
-    m.layout.plane_stride = integer_at(l, "plane_stride");
-    m.layout.planes_per_chunk = integer_at(l, "planes_per_chunk");
-    if (m.version >= 3) {
-      m.layout.spare_planes = integer_at(l, "spare_planes");
-      m.base = integer_at(j, "base");
-    }
-    for (const auto& f : l.at("files")) {
-      m.layout.files.push_back({f.at("path").get<std::string>(), integer_at(f, "bytes")});
-    }
-    if (const auto c = j.find("checksums"); c != j.end()) {
-      if (c->at("algorithm").get<std::string>() != kChecksumAlgorithm) {
-        return unsupported(
-            "grid's checksums use an algorithm this deepgrid does not know; "
-            "upgrade deepgrid");
-      }
-      m.checksum_generation = integer_at(*c, "generation");
-      if (m.checksum_generation < 1) return corrupt("manifest has an invalid checksum generation");
-    }
-    internal::read_fields(j, &m.fields, &m.scheme);
-    m.history = internal::read_history(j);
-  } catch (const std::exception& e) {  // json::exception, or integer_at's
-    return corrupt(std::string("manifest is missing a field or has a wrong type: ") + e.what());
-  }
-  Status shape_ok = validate_shape(m.shape);
-  if (!shape_ok.ok()) return corrupt("manifest: " + shape_ok.message());
-  // planes_per_chunk and the spare slots are bounded before anything multiplies them.
-  if (m.layout.spare_planes < 0 ||
-      m.layout.spare_planes > std::max<int64_t>(m.shape.nz, kMaxSparePlanes)) {
-    return corrupt("manifest layout has an invalid spare_planes");
-  }
-  if (m.layout.planes_per_chunk < 1 || m.layout.planes_per_chunk > m.slots()) {
-    return corrupt("manifest layout has an invalid planes_per_chunk");
-  }
-  if (m.base < 0 || m.base >= m.slots()) return corrupt("manifest has an invalid base");
-  DG_ASSIGN_OR_RETURN(Layout expected,
-                      plan_layout(m.shape, m.dtype, m.layout.files.size(), kDirectIoAlignment,
-                                  m.layout.spare_planes, m.components()));
-  if (m.step < 0 || m.layout.files.empty() || m.layout.plane_bytes != expected.plane_bytes ||
-      m.layout.plane_stride != expected.plane_stride) {
-    return corrupt("manifest layout is inconsistent with its shape and dtype");
-  }
-  for (size_t f = 0; f < m.layout.files.size(); ++f) {
-    if (m.layout.files[f].bytes != expected_file_bytes(m.shape, m.layout, f)) {
-      return corrupt("manifest lists a wrong size for data file " + m.layout.files[f].path);
-    }
-  }
-  return m;
-}
-
-Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
-                           int64_t chunk_target_bytes, int64_t spare_planes, int components) {
-  DG_RETURN_IF_ERROR(validate_shape(shape));
-  Layout l;
-  int64_t plane_bytes = 0;
-  if (components < 1 ||
-      !checked_mul(shape.plane_points(), static_cast<int64_t>(dtype_size(dtype)) * components,
-                   &plane_bytes)) {
-    return invalid_argument("shape " + shape.to_string() + " is too large");
-  }
-  l.plane_bytes = plane_bytes;
-  l.plane_stride = round_up(plane_bytes, kDirectIoAlignment);
-  int64_t ring_bytes = 0;
-  if (spare_planes < 0 || spare_planes > std::max<int64_t>(shape.nz, kMaxSparePlanes) ||
-      !checked_mul(shape.nz + spare_planes, l.plane_stride, &ring_bytes)) {
-    return invalid_argument("shape " + shape.to_string() + " with " + std::to_string(spare_planes) +
-                            " spare planes is too large");
-  }
-  l.spare_planes = spare_planes;
-  l.planes_per_chunk = std::clamp<int64_t>(chunk_target_bytes / l.plane_stride, 1,
-                                           std::max<int64_t>(1, shape.nz + spare_planes));
-  const size_t files = std::max<size_t>(1, n_stores);
-  l.files.resize(files);
-  for (size_t f = 0; f < files; ++f) l.files[f].bytes = expected_file_bytes(shape, l, f);
-  return l;
-}
 
 Grid::Grid(Grid&&) noexcept = default;
 Grid& Grid::operator=(Grid&&) noexcept = default;
@@ -557,164 +384,6 @@ void Grid::remove_replacement_leftovers() const {
   }
 }
 
-Result<Manifest> manifest_for(const CreateOptions& opt) {
-  Manifest m;
-  DG_ASSIGN_OR_RETURN(
-      m.layout,
-      plan_layout(opt.shape, opt.dtype, opt.stores.size(), opt.chunk_target_bytes,
-                  opt.spare_planes >= 0 ? opt.spare_planes : default_spare_planes(opt.shape.nz),
-                  std::max<int>(1, static_cast<int>(opt.fields.size()))));
-  m.shape = opt.shape;
-  m.dtype = opt.dtype;
-  for (const FieldInit& f : opt.fields) m.fields.push_back(f.name);
-  m.scheme = opt.scheme;
-  return m;
-}
-
-Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
-  DG_ASSIGN_OR_RETURN(Manifest planned, manifest_for(opt));
-  Layout& layout = planned.layout;
-  // Check everything before touching the disk.
-  const bool dir_existed = internal::is_directory(dir);
-  if (dir_existed) {
-    DG_ASSIGN_OR_RETURN(bool empty, internal::directory_is_empty(dir));
-    if (!empty) {
-      // A grid being worked on is named as such, with its holder.
-      const std::string lock_path = internal::join_path(dir, internal::kLockFileName);
-      if (::access(lock_path.c_str(), F_OK) == 0) {
-        DG_RETURN_IF_ERROR(GridLock::acquire(dir, GridLock::Kind::kExclusive).status());
-      }
-      return invalid_argument("directory " + dir +
-                              " exists and is not empty; choose a new directory for the grid");
-    }
-  } else {
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) == 0) {
-      return invalid_argument(dir + " exists and is not a directory; choose another path");
-    }
-    const std::string parent = internal::parent_path(dir);
-    if (!internal::is_directory(parent)) {
-      return invalid_argument("parent directory " + parent + " of " + dir +
-                              " does not exist; create it first");
-    }
-  }
-  const std::string writable_probe = dir_existed ? dir : internal::parent_path(dir);
-  if (::access(writable_probe.c_str(), W_OK) != 0) {
-    return invalid_argument("directory " + writable_probe +
-                            " is not writable; choose another location or fix permissions");
-  }
-  std::vector<std::string> store_dirs = opt.stores;
-  for (const auto& s : store_dirs) {
-    if (!internal::is_directory(s)) {
-      return invalid_argument("store directory " + s + " does not exist; create it first");
-    }
-    if (::access(s.c_str(), W_OK) != 0) {
-      return invalid_argument("store directory " + s + " is not writable; fix its permissions");
-    }
-  }
-  const std::string id = random_id();
-  for (size_t f = 0; f < layout.files.size(); ++f) {
-    layout.files[f].path =
-        store_dirs.empty()
-            ? "data.0.dgd"
-            : internal::join_path(internal::absolute_path(store_dirs[f]),
-                                  "deepgrid-" + id + "." + std::to_string(f) + ".dgd");
-  }
-  for (size_t f = 0; f < layout.files.size(); ++f) {
-    const std::string where = store_dirs.empty() ? writable_probe : store_dirs[f];
-    DG_ASSIGN_OR_RETURN(uint64_t avail, internal::free_bytes(where));
-    const uint64_t need = static_cast<uint64_t>(layout.files[f].bytes) + (1 << 20);
-    if (avail < need) {
-      return Status(ErrorCode::kNoSpace,
-                    "not enough free space in " + where + ": the grid needs " + format_size(need) +
-                        " there but " + format_size(avail) +
-                        " is free; free space, choose a smaller shape or spread it with --store");
-    }
-  }
-
-  Grid g;
-  g.dir_ = dir;
-  g.checksums_ = PlaneChecksums(opt.shape.nz);
-  g.manifest_ = planned;
-  g.manifest_.id = id;
-  std::vector<FieldInit> inits = opt.fields;
-  if (inits.empty()) inits.push_back({"u", opt.init});
-  json init_record = opt.init.to_string();
-  if (!opt.fields.empty()) {
-    init_record = json::object();
-    for (const FieldInit& f : opt.fields) init_record[f.name] = f.init.to_string();
-  }
-  g.manifest_.history.push_back({utc_now(), "create",
-                                 json{{"shape", opt.shape.to_string()},
-                                      {"dtype", dtype_name(opt.dtype)},
-                                      {"init", init_record}}
-                                     .dump()});
-
-  auto cleanup = [&](Status st) -> Status {
-    for (int fd : g.fds_) ::close(fd);
-    g.fds_.clear();
-    for (size_t f = 0; f < layout.files.size(); ++f)
-      ::unlink(g.file_path(static_cast<int>(f)).c_str());
-    ::unlink(internal::join_path(dir, std::string(kManifestName) + ".tmp").c_str());
-    ::unlink(g.checksum_path(1).c_str());
-    ::unlink(g.checksum_path(1).append(".tmp").c_str());
-    g.lock_.reset();
-    ::unlink(internal::join_path(dir, internal::kLockFileName).c_str());
-    if (!dir_existed) ::rmdir(dir.c_str());
-    return st;
-  };
-
-  if (!dir_existed && ::mkdir(dir.c_str(), 0755) != 0) {
-    return errno_status(errno, "create directory", dir);
-  }
-  auto lock = GridLock::acquire(dir, GridLock::Kind::kExclusive);
-  if (!lock.ok()) return cleanup(lock.status());
-  g.lock_ = std::make_unique<GridLock>(std::move(lock).value());
-  g.direct_io_ = true;
-  for (size_t f = 0; f < layout.files.size(); ++f) {
-    const std::string path = g.file_path(static_cast<int>(f));
-    bool direct = false;
-    auto fd = internal::open_data_file(path, O_RDWR | O_CREAT | O_EXCL, &direct);
-    if (!fd.ok()) return cleanup(fd.status());
-    g.fds_.push_back(*fd);
-    g.direct_io_ = g.direct_io_ && direct;
-    if (layout.files[f].bytes > 0) {
-      int rc = ::posix_fallocate(*fd, 0, layout.files[f].bytes);
-      if (rc != 0) return cleanup(errno_status(rc, "allocate", path, 0));
-    }
-  }
-  const bool all_zero = std::all_of(inits.begin(), inits.end(), [](const FieldInit& f) {
-    return f.init.kind == InitSpec::Kind::kZero;
-  });
-  if (all_zero) {  // fallocate gave zeros
-    const std::vector<std::byte> zeros(static_cast<size_t>(layout.plane_bytes));
-    for (int64_t z = 0; z < opt.shape.nz; ++z) g.record_plane(z, zeros.data());
-  } else {
-    const int64_t batch = layout.planes_per_chunk;
-    Status st = dispatch_dtype(opt.dtype, [&](auto tag) -> Status {
-      using T = decltype(tag);
-      const int64_t points = opt.shape.plane_points();
-      const int64_t plane = points * static_cast<int64_t>(inits.size());
-      std::vector<T> planes(static_cast<size_t>(batch * plane));
-      for (int64_t z0 = 0; z0 < opt.shape.nz; z0 += batch) {
-        const int64_t n = std::min(batch, opt.shape.nz - z0);
-        for (int64_t i = 0; i < n; ++i) {
-          for (size_t c = 0; c < inits.size(); ++c) {
-            init_plane(inits[c].init, opt.shape, z0 + i,
-                       planes.data() + i * plane + static_cast<int64_t>(c) * points);
-          }
-        }
-        DG_RETURN_IF_ERROR(g.write_planes(z0, n, planes.data()));
-      }
-      return Status::Ok();
-    });
-    if (!st.ok()) return cleanup(st);
-  }
-  Status st = g.commit(g.manifest_);
-  if (!st.ok()) return cleanup(st);
-  return g;
-}
-
 template <typename Copy>
 Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) const {
   const Layout& l = manifest_.layout;
@@ -812,13 +481,6 @@ Status Grid::committed(Manifest next) {
   ::unlink(internal::join_path(dir_, kSideFileName).c_str());
   interrupted_sweep_.clear();
   sweep_record_.reset();
-  return Status::Ok();
-}
-
-Status create_for_scheme(const Scheme& scheme, CreateOptions& options) {
-  DG_RETURN_IF_ERROR(scheme.check_dtype(options.dtype));
-  options.fields = initial_fields(scheme, options.init);
-  if (!scheme.is_stencil()) options.scheme = scheme.to_json();
   return Status::Ok();
 }
 

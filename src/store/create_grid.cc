@@ -1,0 +1,246 @@
+// Creating a grid (Grid::create): the checks made before anything is written, the data files
+// laid out over the store directories, and the initial condition written plane by plane.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/file_util.h"
+#include "deepgrid/store.h"
+#include "store/grid_files.h"
+#include "store/grid_lock.h"
+#include "store/json_fields.h"
+
+namespace deepgrid {
+
+using internal::GridLock;
+using internal::kManifestName;
+using nlohmann::json;
+
+namespace {
+
+std::string random_id() {
+  std::random_device rd;
+  uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+Result<Manifest> manifest_for(const CreateOptions& opt) {
+  Manifest m;
+  DG_ASSIGN_OR_RETURN(
+      m.layout,
+      plan_layout(opt.shape, opt.dtype, opt.stores.size(), opt.chunk_target_bytes,
+                  opt.spare_planes >= 0 ? opt.spare_planes : default_spare_planes(opt.shape.nz),
+                  std::max<int>(1, static_cast<int>(opt.fields.size()))));
+  m.shape = opt.shape;
+  m.dtype = opt.dtype;
+  for (const FieldInit& f : opt.fields) m.fields.push_back(f.name);
+  m.scheme = opt.scheme;
+  return m;
+}
+
+namespace {
+
+// Whether `dir` already exists (empty): a new grid goes into an empty or new directory whose
+// parent exists, and where this process may write.
+Result<bool> check_new_grid_dir(const std::string& dir) {
+  const bool existed = internal::is_directory(dir);
+  if (existed) {
+    DG_ASSIGN_OR_RETURN(bool empty, internal::directory_is_empty(dir));
+    if (!empty) {
+      // A grid being worked on is named as such, with its holder.
+      const std::string lock_path = internal::join_path(dir, internal::kLockFileName);
+      if (::access(lock_path.c_str(), F_OK) == 0) {
+        DG_RETURN_IF_ERROR(GridLock::acquire(dir, GridLock::Kind::kExclusive).status());
+      }
+      return invalid_argument("directory " + dir +
+                              " exists and is not empty; choose a new directory for the grid");
+    }
+  } else {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0) {
+      return invalid_argument(dir + " exists and is not a directory; choose another path");
+    }
+    const std::string parent = internal::parent_path(dir);
+    if (!internal::is_directory(parent)) {
+      return invalid_argument("parent directory " + parent + " of " + dir +
+                              " does not exist; create it first");
+    }
+  }
+  const std::string writable_probe = existed ? dir : internal::parent_path(dir);
+  if (::access(writable_probe.c_str(), W_OK) != 0) {
+    return invalid_argument("directory " + writable_probe +
+                            " is not writable; choose another location or fix permissions");
+  }
+  return existed;
+}
+
+Status check_store_dirs(const std::vector<std::string>& stores) {
+  for (const auto& s : stores) {
+    if (!internal::is_directory(s)) {
+      return invalid_argument("store directory " + s + " does not exist; create it first");
+    }
+    if (::access(s.c_str(), W_OK) != 0) {
+      return invalid_argument("store directory " + s + " is not writable; fix its permissions");
+    }
+  }
+  return Status::Ok();
+}
+
+// Names the data files: data.0.dgd in the grid directory, or deepgrid-<id>.<f>.dgd in each
+// store directory, one file per store.
+void name_data_files(Layout* layout, const std::vector<std::string>& stores,
+                     const std::string& id) {
+  for (size_t f = 0; f < layout->files.size(); ++f) {
+    layout->files[f].path =
+        stores.empty() ? "data.0.dgd"
+                       : internal::join_path(internal::absolute_path(stores[f]),
+                                             "deepgrid-" + id + "." + std::to_string(f) + ".dgd");
+  }
+}
+
+// kNoSpace, with the fix, when a data file's directory (`home` without stores) lacks room.
+Status check_free_space(const Layout& layout, const std::vector<std::string>& stores,
+                        const std::string& home) {
+  for (size_t f = 0; f < layout.files.size(); ++f) {
+    const std::string where = stores.empty() ? home : stores[f];
+    DG_ASSIGN_OR_RETURN(uint64_t avail, internal::free_bytes(where));
+    const uint64_t need = static_cast<uint64_t>(layout.files[f].bytes) + (1 << 20);
+    if (avail < need) {
+      return Status(ErrorCode::kNoSpace,
+                    "not enough free space in " + where + ": the grid needs " + format_size(need) +
+                        " there but " + format_size(avail) +
+                        " is free; free space, choose a smaller shape or spread it with --store");
+    }
+  }
+  return Status::Ok();
+}
+
+// The history entry of the creation: shape, dtype and each field's initial condition.
+HistoryEntry creation_record(const CreateOptions& opt) {
+  json init_record = opt.init.to_string();
+  if (!opt.fields.empty()) {
+    init_record = json::object();
+    for (const FieldInit& f : opt.fields) init_record[f.name] = f.init.to_string();
+  }
+  return {
+      utc_now(), "create",
+      json{
+          {"shape", opt.shape.to_string()}, {"dtype", dtype_name(opt.dtype)}, {"init", init_record}}
+          .dump()};
+}
+
+// Writes each field's initial condition, a chunk of planes at a time (all-zero fields were
+// zeroed by fallocate: only their checksums are recorded).
+Status write_initial_planes(Grid& g, const CreateOptions& opt) {
+  std::vector<FieldInit> inits = opt.fields;
+  if (inits.empty()) inits.push_back({"u", opt.init});
+  const Layout& layout = g.manifest().layout;
+  const bool all_zero = std::all_of(inits.begin(), inits.end(), [](const FieldInit& f) {
+    return f.init.kind == InitSpec::Kind::kZero;
+  });
+  if (all_zero) {
+    const std::vector<std::byte> zeros(static_cast<size_t>(layout.plane_bytes));
+    for (int64_t z = 0; z < opt.shape.nz; ++z) g.record_plane(z, zeros.data());
+    return Status::Ok();
+  }
+  const int64_t batch = layout.planes_per_chunk;
+  return dispatch_dtype(opt.dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const int64_t points = opt.shape.plane_points();
+    const int64_t plane = points * static_cast<int64_t>(inits.size());
+    std::vector<T> planes(static_cast<size_t>(batch * plane));
+    for (int64_t z0 = 0; z0 < opt.shape.nz; z0 += batch) {
+      const int64_t n = std::min(batch, opt.shape.nz - z0);
+      for (int64_t i = 0; i < n; ++i) {
+        for (size_t c = 0; c < inits.size(); ++c) {
+          init_plane(inits[c].init, opt.shape, z0 + i,
+                     planes.data() + i * plane + static_cast<int64_t>(c) * points);
+        }
+      }
+      DG_RETURN_IF_ERROR(g.write_planes(z0, n, planes.data()));
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
+  DG_ASSIGN_OR_RETURN(Manifest planned, manifest_for(opt));
+  Layout& layout = planned.layout;
+  // Check everything before touching the disk.
+  DG_ASSIGN_OR_RETURN(const bool dir_existed, check_new_grid_dir(dir));
+  DG_RETURN_IF_ERROR(check_store_dirs(opt.stores));
+  const std::string id = random_id();
+  name_data_files(&layout, opt.stores, id);
+  DG_RETURN_IF_ERROR(
+      check_free_space(layout, opt.stores, dir_existed ? dir : internal::parent_path(dir)));
+
+  Grid g;
+  g.dir_ = dir;
+  g.checksums_ = PlaneChecksums(opt.shape.nz);
+  g.manifest_ = planned;
+  g.manifest_.id = id;
+  g.manifest_.history.push_back(creation_record(opt));
+
+  auto cleanup = [&](Status st) -> Status {
+    for (int fd : g.fds_) ::close(fd);
+    g.fds_.clear();
+    for (size_t f = 0; f < layout.files.size(); ++f)
+      ::unlink(g.file_path(static_cast<int>(f)).c_str());
+    ::unlink(internal::join_path(dir, std::string(kManifestName) + ".tmp").c_str());
+    ::unlink(g.checksum_path(1).c_str());
+    ::unlink(g.checksum_path(1).append(".tmp").c_str());
+    g.lock_.reset();
+    ::unlink(internal::join_path(dir, internal::kLockFileName).c_str());
+    if (!dir_existed) ::rmdir(dir.c_str());
+    return st;
+  };
+
+  if (!dir_existed && ::mkdir(dir.c_str(), 0755) != 0) {
+    return errno_status(errno, "create directory", dir);
+  }
+  auto lock = GridLock::acquire(dir, GridLock::Kind::kExclusive);
+  if (!lock.ok()) return cleanup(lock.status());
+  g.lock_ = std::make_unique<GridLock>(std::move(lock).value());
+  g.direct_io_ = true;
+  for (size_t f = 0; f < layout.files.size(); ++f) {
+    const std::string path = g.file_path(static_cast<int>(f));
+    bool direct = false;
+    auto fd = internal::open_data_file(path, O_RDWR | O_CREAT | O_EXCL, &direct);
+    if (!fd.ok()) return cleanup(fd.status());
+    g.fds_.push_back(*fd);
+    g.direct_io_ = g.direct_io_ && direct;
+    if (layout.files[f].bytes > 0) {
+      int rc = ::posix_fallocate(*fd, 0, layout.files[f].bytes);
+      if (rc != 0) return cleanup(errno_status(rc, "allocate", path, 0));
+    }
+  }
+  Status st = write_initial_planes(g, opt);
+  if (st.ok()) st = g.commit(g.manifest_);
+  if (!st.ok()) return cleanup(st);
+  return g;
+}
+
+Status create_for_scheme(const Scheme& scheme, CreateOptions& options) {
+  DG_RETURN_IF_ERROR(scheme.check_dtype(options.dtype));
+  options.fields = initial_fields(scheme, options.init);
+  if (!scheme.is_stencil()) options.scheme = scheme.to_json();
+  return Status::Ok();
+}
+
+}  // namespace deepgrid

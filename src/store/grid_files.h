@@ -1,0 +1,17 @@
+// The names and sizes of a grid's files, shared by the manifest's checks (manifest.cc), the
+// open grid (grid.cc) and the creation of a grid (create_grid.cc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "deepgrid/store.h"
+
+namespace deepgrid::internal {
+
+inline constexpr const char* kManifestName = "manifest.json";
+
+// Exact size of data file f: the end of the last slot it holds.
+int64_t expected_file_bytes(const Shape& s, const Layout& l, size_t f);
+
+}  // namespace deepgrid::internal
