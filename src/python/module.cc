@@ -245,10 +245,10 @@ std::string run(const std::string& path, const RunArgs& a, nb::object progress) 
 using namespace deepgrid;
 using namespace deepgrid::python;
 
-NB_MODULE(_core, m) {
-  m.doc() = "deepgrid's C++ core (see the deepgrid package for the documented API)";
-  nb::register_exception_translator(translate_status_error);
+namespace {
 
+// The open grid: its properties, boxes, .npy transfers and summary.
+void bind_grid(nb::module_& m) {
   nb::class_<Grid>(m, "Grid", "An open grid directory (from create() or open_grid())")
       .def_prop_ro("path", &Grid::dir, "The grid directory")
       .def_prop_ro(
@@ -309,7 +309,10 @@ NB_MODULE(_core, m) {
           },
           "path"_a, "component"_a = 0,
           "Writes a component of the grid to a .npy file, one chunk of planes at a time");
+}
 
+// Creating, opening and importing grid directories.
+void bind_grid_files(nb::module_& m) {
   m.def("create", &create_grid, "path"_a, "shape"_a, "dtype"_a, "init"_a, "stores"_a,
         "scheme_json"_a,
         "Creates a grid directory, of a scheme's fields when scheme_json is not empty; shape is "
@@ -321,6 +324,10 @@ NB_MODULE(_core, m) {
         return without_gil([&] { return import_npy(npy, path, stores); });
       },
       "npy"_a, "path"_a, "stores"_a, "Creates a grid from a .npy file, one chunk at a time");
+}
+
+// Stencils and schemes: presets, parsing, checking.
+void bind_stencils(nb::module_& m) {
   m.def(
       "preset_stencil",
       [](const std::string& name, const std::string& coeffs) {
@@ -373,7 +380,10 @@ NB_MODULE(_core, m) {
   m.def(
       "parse_size", [](const std::string& text) { return get(parse_size(text)); }, "text"_a,
       "Bytes in a size like '2GiB'");
+}
 
+// Running a grid (run.h) with a progress callback.
+void bind_run(nb::module_& m) {
   nb::class_<RunArgs>(m, "RunArgs", "Options of run(), as run_grid takes them")
       .def(nb::init<>())
       .def_rw("stencil_json", &RunArgs::stencil_json)
@@ -393,4 +403,15 @@ NB_MODULE(_core, m) {
   m.def("run", &run, "path"_a, "args"_a, "progress"_a.none(),
         "Advances the grid in path; returns the run report as JSON. progress(done, total) is "
         "called after each pass (returning False stops the run cleanly)");
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "deepgrid's C++ core (see the deepgrid package for the documented API)";
+  nb::register_exception_translator(translate_status_error);
+  bind_grid(m);
+  bind_grid_files(m);
+  bind_stencils(m);
+  bind_run(m);
 }
