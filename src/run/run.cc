@@ -20,6 +20,7 @@
 #include "engines/tiled_engine.h"
 #include "plan/plan.h"
 #include "plan/preflight.h"
+#include "run/lifecycle.h"
 #include "run/resident_grid.h"
 
 namespace deepgrid {
@@ -131,91 +132,10 @@ Result<RunReport> run_method(Grid& grid, const RunOptions& opt, const RunPlan& p
   }
 }
 
-std::string component_list(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-// The grid's planes must hold the scheme's components: the same number, and the same names
-// when the grid names them.
-Status check_components(const Manifest& m, const Scheme& scheme) {
-  const std::vector<std::string> grid = m.fields.empty() ? std::vector<std::string>{"u"} : m.fields;
-  const bool match = m.fields.empty() ? scheme.component_count() == 1 : grid == scheme.components();
-  if (!match) {
-    return invalid_argument("the grid's planes hold " + component_list(grid) + " but " +
-                            scheme.name() + " needs " + component_list(scheme.components()) +
-                            "; run the scheme the grid was created with (deepgrid info shows "
-                            "it) or create a grid with --scheme " +
-                            scheme.name());
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
-Result<Scheme> scheme_for(const Manifest& m, const Scheme& given) {
-  if (given.component_count() > 0) return given;
-  if (m.scheme.empty()) {
-    return invalid_argument(
-        "no stencil or scheme given and the grid has none of its own; give "
-        "--stencil (e.g. 7pt) or --scheme (e.g. wave8)");
-  }
-  auto s = Scheme::from_record(m.scheme);
-  if (s.ok()) return s;
-  // A kernel library that moved or changed is the user's to fix; anything else is damage.
-  const auto record = nlohmann::json::parse(m.scheme, nullptr, /*allow_exceptions=*/false);
-  if (s.status().code() == ErrorCode::kInvalidArgument && record.is_object() &&
-      record.contains("kernel")) {
-    return s.status().with_context("the grid's scheme");
-  }
-  return corrupt("the grid's own scheme does not parse: " + s.status().message());
-}
-
-Status check_run(const Manifest& m, const RunOptions& opt) {
-  if (opt.steps < 0) {
-    return invalid_argument("--steps is " + std::to_string(opt.steps) +
-                            "; give a number of steps >= 0");
-  }
-  if (opt.flush_subnormals && !internal::can_flush_subnormals()) {
-    return unsupported(
-        "--flush-subnormals needs x86 or AArch64, which this build is not for; leave it out");
-  }
-  DG_ASSIGN_OR_RETURN(const Scheme st, scheme_for(m, opt.scheme));
-  DG_RETURN_IF_ERROR(check_components(m, st));
-  DG_RETURN_IF_ERROR(st.check_dtype(m.dtype));
-  const Shape& s = m.shape;
-  struct Axis {
-    const char* name;
-    int r;
-    int64_t n;
-  } axes[] = {{"x", st.radius_x(), s.nx}, {"y", st.radius_y(), s.ny}, {"z", st.radius_z(), s.nz}};
-  for (const Axis& a : axes) {
-    if (a.r > a.n) {
-      return invalid_argument((st.is_stencil() ? "stencil " : "scheme ") + st.name() + " reaches " +
-                              std::to_string(a.r) + " points along " + a.name +
-                              " but the grid has only " + std::to_string(a.n) +
-                              "; use a smaller stencil or a larger grid");
-    }
-  }
-  return Status::Ok();
-}
-
-namespace {
-
-std::string run_record_path(const Grid& grid) {
-  return internal::join_path(grid.dir(), kRunRecordName);
-}
-
 }  // namespace
 
 std::optional<RunRecord> current_run(const Grid& grid) {
-  auto text = internal::read_small_file(run_record_path(grid));
-  if (!text.ok()) return std::nullopt;
-  auto r = RunRecord::from_json(*text);
-  const int64_t step = grid.manifest().step;
-  if (!r.ok() || step < r->step_from || step > r->step_to) return std::nullopt;
-  return std::move(r).value();
+  return read_run_record(grid.dir(), grid.manifest().step);
 }
 
 std::optional<RunRecord> unfinished_run(const Grid& grid) {
@@ -238,57 +158,32 @@ RunRecord run_of_sweep(const SweepRecord& sweep) {
   return r;
 }
 
-// What this command is to do on this grid: `opt` as given, or, with --resume or the same
-// command as an unfinished run's, the rest of that run. A sweep interrupted in its middle is
-// finished first by the stream engine with its own depth; nothing else may run before it.
-Result<RunOptions> options_for(const Grid& grid, RunOptions opt, bool* resumed) {
+// What this command is to do on this grid (decide_run). A run killed after its last commit
+// left its record: the same command again notices that it is done (0 steps) rather than
+// starting over. A sweep interrupted in its middle is finished first by the stream engine with
+// its own depth; nothing else may run before it.
+Result<RunToDo> run_to_do(const Grid& grid, const RunOptions& given) {
   const auto& sweep = grid.sweep_record();
   if (!grid.interrupted_sweep().empty() && !sweep) {
     return corrupt("grid " + grid.dir() + " was interrupted in an in-place " +
                    grid.interrupted_sweep() +
                    " and cannot be resumed; restore the grid from a backup");
   }
-  if (!opt.resume) {
-    DG_ASSIGN_OR_RETURN(opt.scheme, scheme_for(grid.manifest(), opt.scheme));
-  }
-  // A run killed after its last commit left its record: the same command again notices that
-  // it is done (0 steps) rather than starting over.
-  std::optional<RunRecord> unfinished = current_run(grid);
-  if (!unfinished && sweep) unfinished = run_of_sweep(*sweep);
-  *resumed = false;
-  if (unfinished) {
-    if (opt.resume || repeats(*unfinished, opt)) {
-      *resumed = true;
-      DG_ASSIGN_OR_RETURN(opt, rest_of(*unfinished, grid.manifest().step, std::move(opt)));
-    } else if (sweep) {
-      return invalid_argument("grid " + grid.dir() + " holds " + unfinished->describe() +
-                              ", interrupted in the middle of a sweep; finish it first with "
-                              "'deepgrid run " +
-                              grid.dir() + " --resume'");
-    }
-  } else if (opt.resume) {
-    return invalid_argument("grid " + grid.dir() +
-                            " has no unfinished run to resume (it is at "
-                            "step " +
-                            std::to_string(grid.manifest().step) + "); give --steps to start one");
-  }
+  RunStart at;
+  at.dir = grid.dir();
+  at.step = grid.manifest().step;
+  at.recorded = current_run(grid);
+  if (!at.recorded && sweep) at.recorded = run_of_sweep(*sweep);
+  at.stopped_part_way = sweep.has_value();
+  at.stopped_how = "interrupted in the middle of a sweep";
+  at.resume_command = "deepgrid run " + grid.dir() + " --resume";
+  DG_ASSIGN_OR_RETURN(RunToDo todo, decide_run(grid.manifest(), at, given));
   if (sweep) {  // (its stencil and boundary are the run's: advance_stream checks them again)
+    RunOptions& opt = todo.options;
     opt.method = opt.method == Method::kNaive ? Method::kNaive : Method::kStream;
     opt.bt = sweep->levels;
   }
-  return opt;
-}
-
-// The record lets the same command again tell a run to finish (the stream methods commit after
-// each sweep) from a run already done (killed after its last commit) from a new one.
-Status write_run_record(const Grid& grid, const RunOptions& opt, Method method) {
-  return internal::write_file_atomic(grid.dir(), kRunRecordName,
-                                     record_of(opt, grid.manifest().step, method).to_json());
-}
-
-Status save_run_record(const Grid& grid, const RunOptions& opt, const RunPlan& plan, bool resumed) {
-  if (resumed) return Status::Ok();  // the record that brought us here stays until it is done
-  return write_run_record(grid, opt, plan.method);
+  return todo;
 }
 
 }  // namespace
@@ -326,9 +221,8 @@ Result<RunReport> run_prepared(Grid& grid, const RunOptions& opt, const RunPlan&
   return r;
 }
 
-// A run's probes resolved against the grid, and the traces its receivers fill: one row per
-// step of the whole run (its record's range), holding one pass's rows at a time, from the
-// manifest's step on (resuming: what the stopped run saved of them).
+// A run's probes resolved against the grid, and the traces its receivers fill (traces_of_run),
+// one pass's rows at a time from the manifest's step on.
 struct ProbesOfRun {
   Traces traces;
   ResolvedProbes resolved;
@@ -337,8 +231,9 @@ struct ProbesOfRun {
 // The rows a run holds: one pass's levels, at most --bt (automatic: at most kMaxAutoBt).
 int64_t pass_window(const RunOptions& opt) { return opt.bt > 0 ? opt.bt : kMaxAutoBt; }
 
-Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunOptions& opt, bool resumed) {
+Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunToDo& todo) {
   ProbesOfRun out;
+  const RunOptions& opt = todo.options;
   if (opt.probes.empty()) return out;
   const Manifest& m = grid.manifest();
   const std::vector<std::string> components =
@@ -346,11 +241,8 @@ Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunOptions& opt, bool
   DG_ASSIGN_OR_RETURN(out.resolved, resolve_probes(opt.probes, m.shape, components));
   DG_RETURN_IF_ERROR(check_traces_destination(out.resolved, opt.traces_path));
   if (out.resolved.receivers.empty()) return out;
-  const std::optional<RunRecord> run = resumed ? current_run(grid) : std::nullopt;
-  out.traces =
-      run_traces(run ? run->step_from : m.step, run ? run->step_to : m.step + opt.steps,
-                 static_cast<int64_t>(out.resolved.receivers.size()), pass_window(opt), m.step + 1);
-  if (resumed) load_held_rows(&out.traces, opt.traces_path);
+  out.traces = traces_of_run(todo.record, static_cast<int64_t>(out.resolved.receivers.size()),
+                             pass_window(opt), m.step, todo.resumed, opt.traces_path);
   return out;  // the caller points resolved.traces at its traces (they move with it)
 }
 
@@ -369,53 +261,14 @@ Status commit_run(Grid& grid, const RunPlan& plan, const Manifest& after) {
 
 }  // namespace
 
-void describe_problem(RunReport* r, const Shape& shape, DType dtype, const RunOptions& opt) {
-  r->stencil = opt.scheme.name();
-  r->stencil_points = opt.scheme.points();
-  r->flops_per_update = opt.scheme.flops_per_update();
-  r->shape = shape.to_string();
-  r->dtype = std::string(dtype_name(dtype));
-  r->boundary = opt.boundary.to_string();
-  r->flush_subnormals = opt.flush_subnormals;
-  r->points = shape.points();
-}
-
-RunRecord record_of(const RunOptions& opt, int64_t step, Method method) {
-  RunRecord r;
-  r.step_from = step;
-  r.step_to = step + opt.steps;
-  r.stencil = opt.scheme.to_json();
-  r.boundary = opt.boundary.to_string();
-  r.method = std::string(method_name(method));
-  r.flush_subnormals = opt.flush_subnormals;
-  r.started = utc_now();
-  return r;
-}
-
-bool repeats(const RunRecord& run, const RunOptions& opt) {
-  return opt.steps == run.step_to - run.step_from &&
-         json_equal(run.stencil, opt.scheme.to_json()) &&
-         run.boundary == opt.boundary.to_string() && run.flush_subnormals == opt.flush_subnormals;
-}
-
-Result<RunOptions> rest_of(const RunRecord& run, int64_t step, RunOptions opt) {
-  DG_ASSIGN_OR_RETURN(opt.scheme, Scheme::from_record(run.stencil));
-  DG_ASSIGN_OR_RETURN(opt.boundary, parse_boundary(run.boundary));
-  DG_ASSIGN_OR_RETURN(const Method m, parse_method(run.method));
-  if (opt.method == Method::kAuto) opt.method = m;
-  opt.flush_subnormals = run.flush_subnormals;
-  opt.steps = run.step_to - step;
-  return opt;
-}
-
 Result<RunOptions> options_to_finish(const Grid& grid, RunOptions base) {
   base.resume = true;
-  bool resumed = false;
-  return options_for(grid, std::move(base), &resumed);
+  DG_ASSIGN_OR_RETURN(RunToDo todo, run_to_do(grid, std::move(base)));
+  return std::move(todo.options);
 }
 
 Status record_run(const Grid& grid, const RunOptions& options) {
-  return write_run_record(grid, options, options.method);
+  return save_run_record(grid.dir(), record_of(options, grid.manifest().step, options.method));
 }
 
 Result<RunReport> advance_grid(Grid& grid, const RunOptions& opt, const ResolvedProbes* probes) {
@@ -427,18 +280,22 @@ Result<RunReport> advance_grid(Grid& grid, const RunOptions& opt, const Resolved
   return r;
 }
 
+// The serial driver of the run lifecycle (lifecycle.h).
 Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
   const auto t0 = std::chrono::steady_clock::now();
   const double stolen0 = stolen_cpu_seconds();
   DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
-  bool resumed = false;
-  DG_ASSIGN_OR_RETURN(const RunOptions opt, options_for(grid, given, &resumed));
+  DG_ASSIGN_OR_RETURN(RunToDo todo, run_to_do(grid, given));
+  const RunOptions& opt = todo.options;
   const int64_t step0 = grid.manifest().step;
-  DG_ASSIGN_OR_RETURN(ProbesOfRun probes, prepare_probes(grid, opt, resumed));
+  DG_ASSIGN_OR_RETURN(ProbesOfRun probes, prepare_probes(grid, todo));
   if (probes.traces.receivers > 0) probes.resolved.traces = &probes.traces;
   DG_ASSIGN_OR_RETURN(RunOptions with_traces, leave_room_for_traces(opt, probes.traces));
   DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, with_traces));
-  DG_RETURN_IF_ERROR(save_run_record(grid, opt, plan, resumed));
+  if (!todo.resumed) {  // (resuming, the record that brought us here stays until it is done)
+    todo.record.method = std::string(method_name(plan.method));
+    DG_RETURN_IF_ERROR(save_run_record(dir, todo.record));
+  }
   // Every pass ends by saving what the receivers recorded, and the next pass's are held. The
   // rows are synced before the grid commits the steps: after every sweep of the methods that
   // commit each one, else at the end or a stop (a sync per pass made a 4000-step in-core run
@@ -461,23 +318,17 @@ Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
     // A run that failed before changing anything leaves nothing behind either.
     const bool changed = grid.manifest().step != step0 ||
                          ::access(internal::join_path(dir, kSweepRecordName).c_str(), F_OK) == 0;
-    if (!changed && !resumed) ::unlink(run_record_path(grid).c_str());
+    if (!changed && !todo.resumed) drop_run_record(dir);
     return result.status();
   }
   RunReport r = std::move(result).value();
   Manifest after = grid.manifest();
   after.step = r.step_to;
-  nlohmann::json details = {{"stencil", nlohmann::json::parse(opt.scheme.to_json())},
-                            {"boundary", r.boundary},
-                            {"method", r.method},
-                            {"steps", r.steps},
-                            {"step_from", r.step_from},
-                            {"step_to", r.step_to}};
-  if (resumed) details["resumed"] = true;
-  after.history.push_back({utc_now(), "run", details.dump()});
+  after.history.push_back(
+      run_history(opt, r.step_from, r.step_to, todo.resumed, {{"method", r.method}}));
   DG_RETURN_IF_ERROR(commit_run(grid, plan, after));
-  r.resumed = resumed;
-  if (r.steps == opt.steps) ::unlink(run_record_path(grid).c_str());  // else resumable
+  r.resumed = todo.resumed;
+  if (r.steps == opt.steps) drop_run_record(dir);  // else resumable
   r.seconds = seconds_since(t0);
   r.peak_memory = peak_resident_bytes();
   r.record_steal_since(stolen0);
