@@ -29,7 +29,7 @@ Status write_plane_range(Grid& grid, int64_t z0, int64_t z1, const PlaneProducer
                          unsigned depth = kPlanesInFlight, FileSet set = FileSet::kCurrent);
 
 // Something that hands every plane of a grid, in increasing z, to a consumer: one stored grid,
-// or the parts of a distributed grid (distributed.h).
+// or the parts of a distributed grid (store/distributed_manifest.h).
 using PlaneSource = std::function<Status(const PlaneConsumer& consume)>;
 inline PlaneSource planes_of(const Grid& grid) {
   return [&grid](const PlaneConsumer& consume) {

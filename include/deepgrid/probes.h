@@ -1,6 +1,6 @@
 // Point sources and receivers: a seismic shot's wavelet injected at a grid point, and the
 // values a line of sensors records every step. They work inside temporal blocking: the engines
-// apply them to each plane of each time level as the wavefront computes it (wavefront.h).
+// apply them to each plane of each time level as the wavefront computes it (engines/wavefront.h).
 //
 // A source adds a(t) to a component at a point right after the update that computes step t
 // (t counts from the grid's first step: the manifest's step + 1 is the first step a run

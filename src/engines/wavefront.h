@@ -5,8 +5,9 @@
 // level k (0..L) covers the frame shrunk by k * r, so level L is exactly the tile. The caller
 // supplies level 0 (planes whose frame cells hold the grid's values or, outside the grid, the
 // boundary rule's) and where level L goes. Levels 1..L-1 live in rings of 2 rz + 1 planes.
-// A plane holds the scheme's components one after another (scheme_kernel.h): component c of a
-// level-0 plane at level0(z) + c * level0_field, of an output plane at output(z) + c * out_field.
+// A plane holds the scheme's components one after another (kernels/scheme_kernel.h): component
+// c of a level-0 plane at level0(z) + c * level0_field, of an output plane at output(z) + c *
+// out_field.
 //
 // Step i computes plane i - k rz of every level k from the 2 rz + 1 planes of level k - 1, so
 // it needs level-0 planes up to i and completes output plane i - L rz. Beyond z's ends a level
