@@ -38,6 +38,11 @@ cmake --install build --prefix build/install >/dev/null
 cmake -S tests/downstream -B build/downstream -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
 cmake --build build/downstream >/dev/null
 build/downstream/downstream build/downstream-grid
+# Every installed header compiles on its own: the API includes nothing that is not installed.
+for h in build/install/include/deepgrid/*.h; do
+  echo "#include <deepgrid/${h##*/}>" | c++ -std=c++20 -fsyntax-only -x c++ -Ibuild/install/include - ||
+    { echo "installed header ${h##*/} does not compile on its own"; exit 1; }
+done
 stage "a user's kernel built against the installed deepgrid (examples/grayscott), run by it"
 rm -rf build/grayscott build/grayscott-grid
 cmake -S examples/grayscott -B build/grayscott -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
