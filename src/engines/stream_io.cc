@@ -1,0 +1,235 @@
+// The stream sweep's I/O pipeline (stream_io.h): reads ahead, writes behind within the window
+// the durable prefix allows, the side file of periodic sweeps.
+#include "engines/stream_io.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+
+#include "core/file_util.h"
+#include "core/stopwatch.h"
+
+namespace deepgrid::internal::stream {
+
+using Clock = std::chrono::steady_clock;
+
+SweepIo::SweepIo(Grid& grid, io::BlockIo& io, int rz)
+    : grid_(grid), m_(grid.manifest()), io_(io), rz_(rz) {
+  for (size_t f = 0; f < m_.layout.files.size(); ++f) {
+    paths_.push_back(grid.file_path(static_cast<int>(f)));
+  }
+}
+
+Status SweepIo::allocate(int64_t buffers, int block) {
+  arena_ = AlignedBuffer::on_huge_pages(buffer_bytes() * buffers);
+  std::byte* next = arena_.data();
+  for (int i = 0; i < block; ++i, next += buffer_bytes()) reads_.push_back({next});
+  for (int i = 0; i < 2 * block; ++i, next += buffer_bytes()) writes_.push_back({next});
+  if (!arena_.ok())
+    return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
+  new_hash_.assign(static_cast<size_t>(m_.shape.nz), 0);
+  written_.assign(static_cast<size_t>(m_.shape.nz), false);
+  committer_ = std::make_unique<SweepCommitter>(grid_, new_hash_);
+  return Status::Ok();
+}
+
+Status SweepIo::begin(const SweepRecord& record, std::vector<int64_t> order) {
+  record_ = &record;
+  const Status opened = open_side_file(record);
+  if (!opened.ok()) {
+    close_side_file();
+    return opened;
+  }
+  committer_->begin(record);
+  order_ = std::move(order);
+  next_read_ = 0;
+  const int64_t from = record.done;
+  std::fill(new_hash_.begin(), new_hash_.end(), 0);
+  std::copy(record.hashes.begin(), record.hashes.end(), new_hash_.begin());
+  for (int64_t z = 0; z < from; ++z) grid_.record_plane_hash(z, new_hash_[static_cast<size_t>(z)]);
+  std::fill(written_.begin(), written_.end(), false);
+  written_prefix_ = requested_ = from;
+  return Status::Ok();
+}
+
+Status SweepIo::finish(Status st) {
+  if (!st.ok()) drain();
+  const Status committed = committer_->finish();
+  if (st.ok()) st = committed;
+  close_side_file();
+  return st;
+}
+
+Result<size_t> SweepIo::await_read(int64_t p, StreamStats& stats) {
+  while (true) {
+    DG_RETURN_IF_ERROR(pump_reads());
+    for (size_t b = 0; b < reads_.size(); ++b) {
+      if (reads_[b].plane == p && reads_[b].ready) return b;
+    }
+    DG_RETURN_IF_ERROR(complete_one(stats));
+  }
+}
+
+Status SweepIo::recycle_reads(const std::vector<size_t>& used) {
+  for (size_t b : used) reads_[b] = Buffer{reads_[b].bytes};
+  return read_ahead();
+}
+
+Status SweepIo::read_ahead() {
+  DG_RETURN_IF_ERROR(pump_reads());
+  io_.flush();  // all that is queued (a block's writes, the next reads) in one system call
+  return Status::Ok();
+}
+
+// Starts reads of the next planes in order while read buffers are free.
+Status SweepIo::pump_reads() {
+  for (size_t b = 0; b < reads_.size() && next_read_ < order_.size(); ++b) {
+    if (reads_[b].busy || reads_[b].plane >= 0) continue;
+    DG_RETURN_IF_ERROR(submit(reads_[b], io::Op::kRead, order_[next_read_++], b));
+  }
+  return Status::Ok();
+}
+
+Result<size_t> SweepIo::claim_write_buffer(StreamStats& stats) {
+  DG_ASSIGN_OR_RETURN(const size_t b, idle_write_buffer(stats));
+  writes_[b].busy = true;
+  return b;
+}
+
+Result<size_t> SweepIo::idle_write_buffer(StreamStats& stats) {
+  while (true) {
+    for (size_t b = 0; b < writes_.size(); ++b) {
+      if (!writes_[b].busy) return b;
+    }
+    DG_RETURN_IF_ERROR(complete_one(stats));
+  }
+}
+
+Status SweepIo::write_plane(size_t b, int64_t z, uint64_t hash, StreamStats& stats) {
+  grid_.record_plane_hash(z, hash);
+  new_hash_[static_cast<size_t>(z)] = hash;
+  DG_RETURN_IF_ERROR(wait_until_writable(z, stats));
+  return submit(writes_[b], io::Op::kWrite, z, b);
+}
+
+Status SweepIo::complete_writes(StreamStats& stats) {
+  while (std::any_of(writes_.begin(), writes_.end(), [](const Buffer& w) { return w.busy; })) {
+    DG_RETURN_IF_ERROR(complete_one(stats));
+  }
+  return Status::Ok();
+}
+
+// Old plane p is read from its slot (or, resuming a periodic sweep, the side file); new
+// plane z goes to the slot `spare` places behind old plane z's.
+Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
+  buf.plane = plane;
+  buf.busy = true;
+  buf.ready = false;
+  io::Request r;
+  r.op = op;
+  const bool write = op == io::Op::kWrite;
+  if (!write && from_side_file(plane)) {
+    r.fd = side_fd_;
+    r.path = side_path_;
+    r.offset = plane * m_.layout.plane_stride;
+  } else {
+    const PlaneLocation loc = m_.locate_slot(
+        m_.slot_of(plane, write ? record_->base_to(m_.slots()) : record_->base_from));
+    r.fd = grid_.fd(loc.file);
+    r.path = paths_[static_cast<size_t>(loc.file)];
+    r.offset = loc.offset;
+  }
+  r.length = buffer_bytes();
+  r.buffer = buf.bytes;
+  r.tag = (op == io::Op::kWrite ? kWriteTag : 0) | index;
+  return io_.submit(r);
+}
+
+Status SweepIo::complete_one(StreamStats& stats) {
+  const auto t0 = Clock::now();
+  auto c = io_.wait();
+  stats.io_wait_seconds += seconds_since(t0);
+  if (!c.ok()) return c.status();
+  const bool write = (c->tag & kWriteTag) != 0;
+  Buffer& buf = (write ? writes_ : reads_)[static_cast<size_t>(c->tag & ~kWriteTag)];
+  buf.busy = false;
+  if (!c->status.ok()) return c->status;
+  if (write) {
+    stats.bytes_written += buffer_bytes();
+    note_written(buf.plane);
+    buf.plane = -1;
+  } else {
+    stats.bytes_read += buffer_bytes();
+    buf.ready = true;  // verified as it is converted
+  }
+  return Status::Ok();
+}
+
+void SweepIo::drain() {
+  while (io_.in_flight() > 0) (void)io_.wait();
+}
+
+// Writes of new planes complete in any order: the prefix [0, written_prefix_) is done, and
+// the committer is asked to make it durable every half window.
+void SweepIo::note_written(int64_t z) {
+  const int64_t nz = m_.shape.nz;
+  written_[static_cast<size_t>(z)] = true;
+  while (written_prefix_ < nz && written_[static_cast<size_t>(written_prefix_)]) {
+    ++written_prefix_;
+  }
+  if (written_prefix_ >= requested_ + std::max<int64_t>(1, window() / 2) || written_prefix_ == nz) {
+    requested_ = written_prefix_;
+    committer_->request(requested_);
+  }
+}
+
+// How far writes may run ahead of the durable prefix: spare slots not needed by the levels.
+int64_t SweepIo::window() const { return record_->spare - int64_t{record_->levels} * rz_; }
+
+// Writing new plane z destroys old plane z - spare, which a resume from the durable prefix
+// d needs while z - spare >= d - levels rz: wait until the prefix is far enough.
+Status SweepIo::wait_until_writable(int64_t z, StreamStats& stats) {
+  const int64_t need = z - window() + 1;
+  if (need <= 0 || committer_->durable() >= need) return Status::Ok();
+  while (written_prefix_ < need) DG_RETURN_IF_ERROR(complete_one(stats));
+  requested_ = std::max(requested_, written_prefix_);
+  committer_->request(requested_);
+  const auto t0 = Clock::now();
+  Status st = committer_->wait_durable(need);
+  stats.io_wait_seconds += seconds_since(t0);
+  return st;
+}
+
+// Periodic sweeps end with the old planes [0, levels rz), which they overwrite early: a new
+// sweep first copies them into the side file (durable before anything is overwritten), and
+// every sweep reads them from there.
+Status SweepIo::open_side_file(const SweepRecord& record) {
+  if (record.side_file.empty()) return Status::Ok();
+  side_path_ = join_path(grid_.dir(), record.side_file);
+  side_planes_ = std::min(m_.shape.nz, int64_t{record.levels} * rz_);
+  const bool resumed = record.done > 0;
+  bool direct = false;
+  DG_ASSIGN_OR_RETURN(
+      side_fd_, open_data_file(side_path_, resumed ? O_RDWR : O_RDWR | O_CREAT | O_TRUNC, &direct));
+  if (resumed) return Status::Ok();
+  const int64_t stride = m_.layout.plane_stride;
+  void* buf = writes_.front().bytes;  // idle between sweeps
+  for (int64_t p = 0; p < side_planes_; ++p) {
+    const PlaneLocation loc = m_.locate_slot(m_.slot_of(p, record.base_from));
+    DG_RETURN_IF_ERROR(pread_full(grid_.fd(loc.file), buf, buffer_bytes(), loc.offset,
+                                  paths_[static_cast<size_t>(loc.file)]));
+    DG_RETURN_IF_ERROR(pwrite_full(side_fd_, buf, buffer_bytes(), p * stride, side_path_));
+  }
+  if (::fdatasync(side_fd_) != 0) return errno_status(errno, "fsync", side_path_);
+  return fsync_path(grid_.dir());
+}
+
+void SweepIo::close_side_file() {
+  if (side_fd_ >= 0) ::close(side_fd_);
+  side_fd_ = -1;
+}
+
+}  // namespace deepgrid::internal::stream

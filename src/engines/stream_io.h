@@ -1,0 +1,115 @@
+// internal: a stream sweep's disk traffic, and what makes it durable and resumable.
+//
+// Reads run ahead of compute in the sweep's read order, writes behind it, through one
+// io::BlockIo (io_uring or a thread pool) on aligned plane buffers (O_DIRECT where the files
+// allow). New plane z goes to the slot `spare` places behind old plane z's (resume.h); writes
+// complete in any order, and the committer (sweep_committer.h) makes their durable prefix
+// durable in the background. Before a write would destroy an old plane that a resume from the
+// durable prefix still needs, it waits. Checksums: the caller hashes each new plane before
+// handing it over (write_plane records it); reads are verified as they are converted (by the
+// caller, with the grid's verify_plane_hash). Periodic sweeps read their first old planes from
+// the side file, which begin() fills before anything is overwritten.
+//
+// Called from one thread at a time (the sweep's master thread); the buffers' bytes are read and
+// written by the whole team between the calls.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "deepgrid/resume.h"
+#include "deepgrid/status.h"
+#include "deepgrid/store.h"
+#include "engines/stream_engine.h"
+#include "engines/sweep_committer.h"
+#include "io/block_io.h"
+
+namespace deepgrid::internal::stream {
+
+class SweepIo {
+ public:
+  // An aligned plane buffer (a slice of the arena) for one read or write at a time.
+  struct Buffer {
+    std::byte* bytes = nullptr;
+    int64_t plane = -1;  // the plane it holds or is transferring
+    bool busy = false;   // a request is in flight
+    bool ready = false;  // read: data arrived
+    template <typename T>
+    T* data() const {
+      return reinterpret_cast<T*>(bytes);
+    }
+  };
+
+  // `rz`: the stencil's z radius (the levels' reach, which the write window leaves alone).
+  SweepIo(Grid& grid, io::BlockIo& io, int rz);
+
+  // `buffers` plane buffers: `block` for reads, twice as many for writes (plan.io_buffers).
+  Status allocate(int64_t buffers, int block);
+
+  // Starts the sweep of `record` (kept until finish()), reading planes in `order`: opens (and,
+  // for a new periodic sweep, fills) the side file, starts the committer, and records the
+  // checksums of the planes a resumed sweep has done. On an error nothing is left open.
+  Status begin(const SweepRecord& record, std::vector<int64_t> order);
+  // Ends the sweep whose compute returned `st`: on an error waits out the requests in flight
+  // (the kernel must not write into buffers about to be freed); then the committer's last
+  // commit, and the side file closed. Returns the first error.
+  Status finish(Status st);
+
+  // Waits until level-0 plane p has been read, keeping the reads ahead going; the index of
+  // the read buffer holding it.
+  Result<size_t> await_read(int64_t p, StreamStats& stats);
+  // The read buffers `used` (converted) take the next reads, which start now.
+  Status recycle_reads(const std::vector<size_t>& used);
+  // Starts reads of the next planes while read buffers are free, and submits what is queued.
+  Status read_ahead();
+
+  // An idle write buffer, claimed (busy) until write_plane() submits it.
+  Result<size_t> claim_write_buffer(StreamStats& stats);
+  // Writes new plane z from claimed buffer b once the write window allows; `hash`: its checksum.
+  Status write_plane(size_t b, int64_t z, uint64_t hash, StreamStats& stats);
+  // Waits until every write has completed.
+  Status complete_writes(StreamStats& stats);
+
+  const Buffer& read_buffer(size_t b) const { return reads_[b]; }
+  const Buffer& write_buffer(size_t b) const { return writes_[b]; }
+  size_t buffer_bytes() const { return static_cast<size_t>(m_.layout.plane_stride); }
+
+ private:
+  Status pump_reads();
+  Result<size_t> idle_write_buffer(StreamStats& stats);
+  Status submit(Buffer& buf, io::Op op, int64_t plane, size_t index);
+  Status complete_one(StreamStats& stats);
+  void drain();
+  void note_written(int64_t z);
+  int64_t window() const;
+  Status wait_until_writable(int64_t z, StreamStats& stats);
+  bool from_side_file(int64_t p) const { return side_fd_ >= 0 && p < side_planes_; }
+  Status open_side_file(const SweepRecord& record);
+  void close_side_file();
+
+  Grid& grid_;
+  const Manifest& m_;
+  io::BlockIo& io_;
+  const int rz_;
+  std::vector<std::string> paths_;
+  AlignedBuffer arena_;  // the buffers' memory
+  std::vector<Buffer> reads_, writes_;
+  std::vector<int64_t> order_;
+  size_t next_read_ = 0;
+  // The sweep being run, and its durability (resume.h).
+  const SweepRecord* record_ = nullptr;
+  std::vector<uint64_t> new_hash_;  // checksums of the new planes
+  std::vector<bool> written_;       // new planes whose write completed
+  int64_t written_prefix_ = 0, requested_ = 0;
+  std::unique_ptr<SweepCommitter> committer_;
+  int side_fd_ = -1;
+  int64_t side_planes_ = 0;
+  std::string side_path_;
+  static constexpr uint64_t kWriteTag = uint64_t{1} << 63;
+};
+
+}  // namespace deepgrid::internal::stream

@@ -1,0 +1,267 @@
+// The stream engine's plan (stream_engine.h): what a sweep holds in memory for a depth bt and a
+// block of z-steps, and the cost model that picks bt, the block and the stages' depth within
+// the budget. The frames counted here are the ones stream_frames.h allocates, by the z rules of
+// stream_stages.h; a plan whose memory_bytes fits the budget is one the engine can run.
+#include <omp.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/aligned_buffer.h"
+#include "engines/incore_engine.h"
+#include "engines/padded_grid.h"
+#include "engines/stream_engine.h"
+#include "engines/stream_stages.h"
+#include "engines/wavefront.h"
+
+namespace deepgrid {
+namespace {
+
+using internal::stream::pinned_planes;
+using internal::stream::Stages;
+
+// Blocks of z-steps: at most this deep (memory permitting). Between blocks every tile trades
+// its carried planes (2 rz per level) with a thread's rings, which costs no copy but a cold
+// read of those planes at the block's start. Measured on a 7-point bt 48 sweep of 512x512x4096
+// f32 (stages of 6): against blocks of 26, blocks of 1, 2, 3, 6 and 12 computed 1.82, 1.54,
+// 1.16, 1.06 and 1.02x as long, which (1 + kRingReload / block) bounds; blocks of 64 computed
+// no faster than 26 but took 0.35 s longer to fill and drain the I/O pipeline.
+constexpr int kMaxBlock = 32;
+constexpr double kRingReload = 1;
+
+// A plan's compute per update against the in-core engine's, apart from halo work: carried
+// planes read into the cache once per block, and stages shallower than about 2 (f32) or 4
+// (f64) steps bound by memory bandwidth (measured: one step per pass runs 2.2x slower than the
+// in-core engine's depth).
+double relative_compute(const StreamPlan& q, DType dtype) {
+  const double memory_bound =
+      std::max(1.0, 2.2 * static_cast<double>(dtype_size(dtype)) / 4.0 / q.cache_bt);
+  return (1 + kRingReload / q.block) * memory_bound;
+}
+
+// Computed updates / useful updates of a sweep: level k of a stage's tile covers the tile
+// widened by (stage levels - k) * r wherever the grid goes on.
+double redundancy(const Shape& s, const Scheme& st, const Boundary& b, const Stages& stages,
+                  int64_t tile_x, int64_t tile_y) {
+  const int64_t tx = std::min(tile_x, s.nx), ty = std::min(tile_y, s.ny);
+  const bool periodic = b.kind == Boundary::Kind::kPeriodic;
+  double computed = 0;
+  for (int j = 0; j < stages.size(); ++j) {
+    const int n = stages.count(j);
+    for (int k = 1; k <= n; ++k) {
+      const int64_t wx = tx < s.nx || periodic ? 2 * int64_t{n - k} * st.radius_x() : 0;
+      const int64_t wy = ty < s.ny || periodic ? 2 * int64_t{n - k} * st.radius_y() : 0;
+      computed += static_cast<double>((tx + wx) * (ty + wy));
+    }
+  }
+  return computed / (static_cast<double>(stages.levels) * static_cast<double>(tx * ty));
+}
+
+// The in-core engine's tiling options for a stream's stages.
+InCoreOptions stage_tiling(const StreamOptions& opt) {
+  InCoreOptions tiling;
+  tiling.threads = opt.threads;
+  tiling.tile_x = opt.tile_x;
+  tiling.tile_y = opt.tile_y;
+  if (opt.cache_bytes > 0) tiling.cache_bytes = opt.cache_bytes;
+  return tiling;
+}
+
+// The depth of one stage: what the in-core engine chooses for this stencil (its tiles and
+// rings are sized for the cache at that depth).
+int default_cache_bt(const Manifest& m, const Scheme& st, const StreamOptions& opt) {
+  return plan_wavefront(m.shape, st, dtype_size(m.dtype), 64, stage_tiling(opt)).bt;
+}
+
+StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int bt, int block,
+                    const StreamOptions& opt) {
+  const Shape& s = m.shape;
+  const size_t vb = dtype_size(m.dtype);
+  const int rz = st.radius_z();
+  StreamPlan p;
+  p.bt = bt;
+  p.cache_bt = std::min(bt, opt.cache_bt > 0 ? opt.cache_bt : default_cache_bt(m, st, opt));
+  const Stages stages{bt, p.cache_bt};
+  p.stages = stages.size();
+  p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
+  p.flush_subnormals = opt.flush_subnormals;
+  p.block = block;
+  const Halo frame{p.cache_bt * st.radius_x(), p.cache_bt * st.radius_y(), 0};
+  const int n = st.component_count();
+  // `count` frames in one padded grid (FramePool).
+  auto frames_bytes = [&](int64_t count) {
+    return vb == 4 ? PaddedGrid<float>::bytes_needed({s.nx, s.ny, count}, frame, n)
+                   : PaddedGrid<double>::bytes_needed({s.nx, s.ny, count}, frame, n);
+  };
+  p.frame_bytes = frames_bytes(1);
+  // While a stage runs: its input planes of the block, its output planes (unless it is the
+  // last), and the 2 rz planes every stage carries into the next block; level 0 also keeps
+  // the pinned planes. Dirichlet adds one constant frame beyond z's ends.
+  p.frames = std::min(p.stages, 2) * int64_t{block} + 2 * rz * int64_t{p.stages} +
+             pinned_planes(b, bt, rz, s.nz);
+  const int64_t pools_bytes =
+      frames_bytes(p.frames) + (b.kind == Boundary::Kind::kDirichlet ? p.frame_bytes : 0);
+  // Tiles like the in-core engine's at the stage depth, so that a thread's rings stay in cache
+  // while it advances a tile through a block.
+  InCoreOptions tiling = stage_tiling(opt);
+  tiling.threads = p.threads;
+  tiling.bt = p.cache_bt;
+  const WavefrontPlan wp = plan_wavefront(s, st, vb, p.cache_bt, tiling);
+  p.tile_x = wp.tile_x;
+  p.tile_y = wp.tile_y;
+  p.tiles = ((s.nx + p.tile_x - 1) / p.tile_x) * ((s.ny + p.tile_y - 1) / p.tile_y);
+  // Per-thread rings, and what every (stage, tile) carries from one block to the next.
+  p.carried_planes = int64_t{p.cache_bt - 1} * 2 * rz;
+  const int64_t frame_w = p.tile_x + 2 * int64_t{frame.x},
+                frame_h = p.tile_y + 2 * int64_t{frame.y};
+  const int64_t carry_bytes =
+      vb == 4 ? internal::WavefrontCarry<float>::bytes(p.cache_bt, rz, st.radius_y(),
+                                                       round_up(frame_w, 16), frame_h, n)
+              : internal::WavefrontCarry<double>::bytes(p.cache_bt, rz, st.radius_y(),
+                                                        round_up(frame_w, 16), frame_h, n);
+  const int64_t ring_bytes =
+      p.threads * internal::wavefront_workspace_bytes(p.cache_bt, rz, frame_w, frame_h, vb, n) +
+      static_cast<int64_t>(
+          internal::paged_bytes(static_cast<size_t>(p.stages * p.tiles * carry_bytes)));
+  p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.tile_y);
+  // Reads of the next block and writes of the previous one overlap the current block.
+  p.io_buffers = 3 * int64_t{block};
+  p.memory_bytes = pools_bytes + ring_bytes +
+                   static_cast<int64_t>(internal::paged_bytes(
+                       static_cast<size_t>(p.io_buffers * m.layout.plane_stride)));
+  return p;
+}
+
+Status check_options(const StreamOptions& opt) {
+  if (opt.mem_budget == 0) {
+    return invalid_argument("the stream method needs a memory budget; give --mem, e.g. --mem 1GiB");
+  }
+  if (opt.block < 0) return invalid_argument("the stream block must be at least one z-step");
+  if (opt.cache_bt < 0) return invalid_argument("--cache-bt must be >= 1 (or 0 for automatic)");
+  return Status::Ok();
+}
+
+// The most levels an in-place sweep of the grid can advance: it needs more than bt rz spare
+// slots (resume.h), and a grid whose planes wrap around the ring's end cannot grow them.
+Result<int64_t> spare_levels(const Manifest& m, const Scheme& st) {
+  const int64_t levels = m.base + m.shape.nz <= m.slots() || st.radius_z() == 0
+                             ? 64
+                             : (m.layout.spare_planes - 1) / st.radius_z();
+  if (levels < 1) {
+    return invalid_argument("grid has only " + std::to_string(m.layout.spare_planes) +
+                            " spare planes, too few for an in-place sweep of this stencil; use "
+                            "--method incore, or copy the grid with 'deepgrid export' and import");
+  }
+  return levels;
+}
+
+// The plan of depth bt with the deepest block (up to kMaxBlock z-steps) that fits: every tile
+// reads its carried planes into the cache once per block, so that traffic falls as the block
+// grows. A forced block stays as it is.
+StreamPlan with_deepest_block(const Manifest& m, const Scheme& st, const Boundary& b, int bt,
+                              const StreamOptions& opt) {
+  StreamPlan q = plan_for(m, st, b, bt, opt.block > 0 ? opt.block : kMaxBlock, opt);
+  while (opt.block == 0 && q.block > 1 && static_cast<uint64_t>(q.memory_bytes) > opt.mem_budget) {
+    q = plan_for(m, st, b, bt, q.block - 1, opt);
+  }
+  return q;
+}
+
+// A plan's cost over a run, in units of one perfectly efficient step over the grid, and the
+// compute within it.
+struct RunCost {
+  double time = 0;
+  double computed = 0;
+};
+
+// Plan q's cost over `run` steps, counted as cheapest_plan() says; `disk`: a sweep's read and
+// write of the grid, `io_cpu`: the compute they take from the threads.
+RunCost run_cost(const StreamPlan& q, DType dtype, int64_t run, double disk, double io_cpu,
+                 bool observed) {
+  const int bt = q.bt;
+  const double per_step = q.redundancy * relative_compute(q, dtype);
+  RunCost c;
+  for (int64_t done = 0; done < run; done += bt) {
+    const double compute =
+        per_step * static_cast<double>(std::min<int64_t>(bt, run - done)) + io_cpu;
+    c.time += observed ? std::max(compute, disk)
+                       : (std::max(compute, disk) + std::max(compute, 2 * disk)) / 2;
+    c.computed += compute;
+  }
+  return c;
+}
+
+// The cheapest plan of depth 1..deepest within the budget (`minimum` if none fits).
+//
+// The run's time in units of one perfectly efficient step over the grid: per sweep, the
+// larger of its compute (halo work, ring reloads once per block) and one read and write
+// of the grid at what the disks sustain. A short measurement is uncertain: on virtual
+// disks it strayed from what sweeps sustained either way (on a Zen 3 VM, reads measured
+// 1.3-1.8 GB/s in 0.2 s, while a bt 24 sweep sustained ~1.1 GB/s of reads and writes; on
+// a Xeon VM reads measured 1.3-1.4 GB/s, while bt 12 sweeps of a 25 GiB grid sustained
+// 2.1), so with a measured rate a plan costs the mean of its time with the disks at that
+// rate (a 20% margin) and at half of it; with the rate earlier sweeps sustained, its time
+// at that rate. Of plans that cost the same (the disk binds them all), the one that computes
+// least wins: deeper plans that take as many sweeps move as many bytes, but fit shallower
+// blocks and compute more (a 25 GiB grid in 1 GiB, 24 steps: bt 14 with blocks of 3 took
+// 86 s where bt 12 with blocks of 6 took 67, both in 2 sweeps); then the deeper plan.
+StreamPlan cheapest_plan(const Manifest& m, const Scheme& st, const Boundary& b, int64_t steps,
+                         int deepest, const StreamPlan& minimum, const StreamOptions& opt) {
+  const double disk =
+      (opt.disk_rate_observed ? 1.0 : 1.2) * 2.0 * static_cast<double>(m.layout.plane_bytes) /
+      static_cast<double>(m.shape.plane_points()) / std::max(opt.disk_bytes_per_update, 1e-3);
+  const int64_t run = std::max<int64_t>(steps, 1);
+  // The compute a sweep's reads and writes take from the threads, in the same units.
+  const double io_cpu = opt.io_cpu_updates_per_byte / minimum.threads * 2.0 *
+                        static_cast<double>(m.layout.plane_stride) /
+                        static_cast<double>(m.shape.plane_points());
+  StreamPlan p = minimum;
+  double best = 0, best_compute = 0;
+  for (int bt = 1; bt <= deepest; ++bt) {
+    const StreamPlan q = with_deepest_block(m, st, b, bt, opt);
+    if (static_cast<uint64_t>(q.memory_bytes) > opt.mem_budget) continue;
+    const RunCost c = run_cost(q, m.dtype, run, disk, io_cpu, opt.disk_rate_observed);
+    const bool cheaper = c.time < best * (1 - 1e-9);
+    const bool as_cheap = c.time <= best * (1 + 1e-9) && c.computed <= best_compute * (1 + 1e-9);
+    if (bt == 1 || cheaper || as_cheap) {
+      best = c.time;
+      best_compute = c.computed;
+      p = q;
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Boundary& b,
+                               int64_t steps, const StreamOptions& opt) {
+  DG_RETURN_IF_ERROR(check_options(opt));
+  DG_ASSIGN_OR_RETURN(const int64_t spare, spare_levels(m, st));
+  const StreamPlan minimum = plan_for(m, st, b, 1, 1, opt);
+  const int deepest =
+      static_cast<int>(std::clamp<int64_t>(steps, 1, std::min<int64_t>(kMaxAutoBt, spare)));
+  StreamPlan p =
+      opt.bt > 0
+          ? with_deepest_block(m, st, b, static_cast<int>(std::min<int64_t>(opt.bt, deepest)), opt)
+          : cheapest_plan(m, st, b, steps, deepest, minimum, opt);
+  if (static_cast<uint64_t>(p.memory_bytes) > opt.mem_budget) {
+    return invalid_argument("--mem " + format_size(opt.mem_budget) + " is below the " +
+                            format_size(p.memory_bytes) + " the stream method needs with bt " +
+                            std::to_string(p.bt) + " (the minimum, bt 1, is " +
+                            format_size(minimum.memory_bytes) + "); raise --mem" +
+                            (opt.bt > 0 ? " or lower --bt" : ""));
+  }
+  p.minimum_bytes = minimum.memory_bytes;
+  p.sweeps = (std::max<int64_t>(steps, 0) + p.bt - 1) / p.bt;
+  p.compute_factor = relative_compute(p, m.dtype);
+  return p;
+}
+
+int64_t spare_planes_needed(const StreamPlan& plan, const Scheme& stencil) {
+  // The levels' reach, and room for the writes in flight (two blocks) and one more block
+  // ahead of the durable prefix, so that checkpoints rarely hold the sweep up.
+  return int64_t{plan.bt} * stencil.radius_z() + 3 * int64_t{plan.block} + 1;
+}
+
+}  // namespace deepgrid

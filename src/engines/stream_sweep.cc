@@ -1,0 +1,299 @@
+// One sweep of the stream engine (stream_sweep.h): blocks of z-steps through the stages, with
+// the level-0 planes converted from the reads and the last level's planes hashed and written.
+#include "engines/stream_sweep.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "core/stopwatch.h"
+#include "deepgrid/integrity.h"
+#include "engines/subnormals.h"
+
+namespace deepgrid::internal::stream {
+
+using Clock = std::chrono::steady_clock;
+
+template <typename T>
+StreamSweep<T>::StreamSweep(Grid& grid, const Scheme& st, const Boundary& b, const StreamPlan& plan,
+                            io::BlockIo& io, const ResolvedProbes* probes,
+                            const GridPlacement& placement)
+    : probes_(probes),
+      placement_(placement),
+      grid_(grid),
+      m_(grid.manifest()),
+      s_(m_.shape),
+      kernel_(st),
+      b_(b),
+      plan_(plan),
+      rz_(kernel_.rz()),
+      frames_(s_, b),
+      io_(grid, io, rz_) {}
+
+template <typename T>
+Status StreamSweep<T>::allocate() {
+  DG_RETURN_IF_ERROR(frames_.allocate(plan_, kernel_));
+  return io_.allocate(plan_.io_buffers, plan_.block);
+}
+
+template <typename T>
+Status StreamSweep<T>::sweep(const SweepRecord& record, int64_t reach, StreamStats& stats) {
+  record_ = &record;
+  reach_ = std::max<int64_t>(reach, record.levels);  // (a larger reach is only less trimmed)
+  layout_ = SweepLayout{record.levels,
+                        record.done,
+                        rz_,
+                        s_.nz,
+                        b_.kind == Boundary::Kind::kPeriodic,
+                        Stages{record.levels, plan_.cache_bt}};
+  DG_RETURN_IF_ERROR(io_.begin(record, layout_.read_order()));
+  return io_.finish(run_blocks(stats));
+}
+
+// The sweep's blocks of z-steps, by the whole team: thread 0 prepares each block (reads in,
+// write buffers out), all convert its level-0 planes and run every stage's tiles through it,
+// thread 0 writes it. Long: one parallel region, whose barriers pair up across the loop.
+template <typename T>
+Status StreamSweep<T>::run_blocks(StreamStats& stats) {
+  const Stages& stages = layout_.stages;
+  frames_.reset(layout_);
+  // waves[thread][stage][tile]: each thread's in its own workspace.
+  const std::vector<std::vector<std::vector<Wave>>> waves = make_all_waves();
+  const int64_t first = layout_.level_begin(0);
+  const int64_t end = s_.nz + int64_t{layout_.levels} * rz_;
+  const int64_t ntiles = plan_.tiles;
+  Status shared;
+#pragma omp parallel num_threads(plan_.threads)
+  {
+    const SubnormalsFlushed flushed(plan_.flush_subnormals);
+    auto t0 = Clock::now();
+    for (int64_t i0 = first; i0 < end; i0 += plan_.block) {
+      const int64_t i1 = std::min(end, i0 + plan_.block);
+#pragma omp master
+      {
+        if (shared.ok()) shared = prepare_block(i0, i1, stats);
+        t0 = Clock::now();
+      }
+#pragma omp barrier
+      if (!shared.ok()) break;
+      convert_level0_planes();
+#pragma omp master
+      shared = recycle_read_buffers();  // ok before: the barrier above broke out otherwise
+      for (int j = 0; j < stages.size(); ++j) {
+#pragma omp master
+        {
+          if (shared.ok()) shared = frames_.turn_to_stage(j, i0, i1);
+        }
+#pragma omp barrier
+        if (!shared.ok()) break;
+        const int64_t lag = int64_t{stages.first(j)} * rz_;
+        const std::vector<Wave>& stage =
+            waves[static_cast<size_t>(omp_get_thread_num())][static_cast<size_t>(j)];
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < ntiles; ++t) {
+          const Wave& wave = stage[static_cast<size_t>(t)];
+          WavefrontCarry<T>& carry = frames_.carry(j, t);
+          wave.restore(carry, i0 - lag);
+          for (int64_t i = i0; i < i1; ++i) wave.step(i - lag);
+          wave.save(carry, i1 - lag);
+        }
+        if (j + 1 < stages.size()) frames_.fill_stage_output_ghosts(j, i0, i1);
+      }
+      if (!shared.ok()) break;  // the same for all: written before the stage's barriers
+      hash_block_outputs(i0, i1);
+#pragma omp master
+      {
+        stats.compute_seconds += seconds_since(t0);
+        if (shared.ok()) shared = finish_block(i0, i1, stats);
+      }
+    }
+  }
+  DG_RETURN_IF_ERROR(shared);
+  return io_.complete_writes(stats);
+}
+
+// Every thread's wavefronts of every stage's tiles, each in the thread's own workspace.
+template <typename T>
+std::vector<std::vector<std::vector<Wavefront<T>>>> StreamSweep<T>::make_all_waves() {
+  std::vector<std::vector<std::vector<Wave>>> waves(static_cast<size_t>(plan_.threads));
+  for (size_t t = 0; t < waves.size(); ++t) {
+    waves[t].resize(static_cast<size_t>(layout_.stages.size()));
+    for (int j = 0; j < layout_.stages.size(); ++j) {
+      make_waves(j, frames_.workspace(static_cast<int>(t)), waves[t][static_cast<size_t>(j)]);
+    }
+  }
+  return waves;
+}
+
+template <typename T>
+void StreamSweep<T>::make_waves(int j, WavefrontWorkspace<T>& ws, std::vector<Wave>& out) {
+  const Stages& stages = layout_.stages;
+  const std::vector<Tile> all = tiles();
+  const int n = stages.count(j);
+  const bool last = j + 1 == stages.size();
+  const int64_t from = layout_.from - int64_t{layout_.levels - stages.first(j) - n} * rz_;
+  const ProbeRun probes{probes_, record_->step_from + stages.first(j), placement_};
+  const WavefrontTrim trim = trim_from_level(stages.first(j));
+  FramePool<T>& in = frames_.pool(j);
+  for (size_t t = 0; t < all.size(); ++t) {
+    const Tile tile = all[t];
+    const int64_t gx = tile.x0 - int64_t{n} * kernel_.rx();
+    const int64_t gy = tile.y0 - int64_t{n} * kernel_.ry();
+    auto level0 = [&in, gx, gy](int64_t z) -> const T* { return in.origin(z, gx, gy); };
+    if (last) {
+      out.emplace_back(
+          kernel_, b_, s_, n, tile, ws, level0, in.strides(),
+          [this, tile](int64_t z) { return output_plane(z) + tile.y0 * s_.nx + tile.x0; },
+          typename Wave::PlaneStrides{s_.nx, s_.plane_points()}, 0, from, probes, trim);
+    } else {
+      FramePool<T>& next = frames_.pool(j + 1);
+      out.emplace_back(
+          kernel_, b_, s_, n, tile, ws, level0, in.strides(),
+          [&next, tile](int64_t z) {
+            return next.plane(z) + tile.y0 * next.strides().stride + tile.x0;
+          },
+          next.strides(), layout_.extension(j), from, probes, trim);
+    }
+  }
+}
+
+// The trim of a wavefront whose level 0 is the sweep's level k.
+template <typename T>
+WavefrontTrim StreamSweep<T>::trim_from_level(int k) const {
+  return {placement_.needed_lo, placement_.needed_hi, reach_ - k};
+}
+
+// Whether the trim leaves points of output plane z uncomputed.
+template <typename T>
+bool StreamSweep<T>::output_trimmed(int64_t z) const {
+  const WavefrontTrim trim = trim_from_level(0);
+  const int L = layout_.levels, rx = kernel_.rx(), ry = kernel_.ry();
+  const bool x_cut = trim.first(0, L, rx) > 0 || trim.end(0, L, rx) < s_.nx;
+  const bool y_cut = trim.first(1, L, ry) > 0 || trim.end(1, L, ry) < s_.ny;
+  return x_cut || y_cut || z < trim.first(2, L, rz_) || z >= trim.end(2, L, rz_);
+}
+
+template <typename T>
+std::vector<WavefrontFrame> StreamSweep<T>::tiles() const {
+  std::vector<Tile> out;
+  for (int64_t y = 0; y < s_.ny; y += plan_.tile_y) {
+    for (int64_t x = 0; x < s_.nx; x += plan_.tile_x) {
+      out.push_back({x, std::min(s_.nx, x + plan_.tile_x), y, std::min(s_.ny, y + plan_.tile_y)});
+    }
+  }
+  return out;
+}
+
+// The buffer output plane z goes to (assigned by prepare_block).
+template <typename T>
+T* StreamSweep<T>::output_plane(int64_t z) const {
+  const int b = block_out_[static_cast<size_t>(z - block_z0_)];
+  return io_.write_buffer(static_cast<size_t>(b)).template data<T>();
+}
+
+// Before steps [i0, i1): a frame for each of their level-0 planes (converted by all threads
+// next), a write buffer per output plane.
+template <typename T>
+Status StreamSweep<T>::prepare_block(int64_t i0, int64_t i1, StreamStats& stats) {
+  const int64_t nz = s_.nz;
+  conversions_.clear();
+  for (int64_t i = i0; i < i1; ++i) {
+    if (b_.kind == Boundary::Kind::kPeriodic || i < nz) {
+      DG_RETURN_IF_ERROR(claim_level0(((i % nz) + nz) % nz, stats));
+    }
+  }
+  conversion_status_.assign(conversions_.size(), Status::Ok());
+  const int last = layout_.stages.size() - 1;
+  block_z0_ = layout_.stage_output_plane(last, i0);
+  block_out_.assign(static_cast<size_t>(i1 - i0), -1);
+  block_hash_.assign(static_cast<size_t>(i1 - i0), 0);
+  for (int64_t i = i0; i < i1; ++i) {
+    const int64_t z = layout_.stage_output_plane(last, i);
+    if (z < layout_.from || z >= nz) continue;
+    DG_ASSIGN_OR_RETURN(const size_t b, io_.claim_write_buffer(stats));  // until finish_block
+    // What the trim leaves out is written as zeros, not as what the buffer held before
+    // (which depends on the order writes complete in): the files' bytes stay reproducible.
+    if (output_trimmed(z)) std::memset(io_.write_buffer(b).bytes, 0, io_.buffer_bytes());
+    block_out_[static_cast<size_t>(i - i0)] = static_cast<int>(b);
+  }
+  return Status::Ok();
+}
+
+// Claims a frame for level-0 plane p unless it has one, once its read has arrived; the
+// conversion into the frame is left to convert_level0_planes().
+template <typename T>
+Status StreamSweep<T>::claim_level0(int64_t p, StreamStats& stats) {
+  FramePool<T>& level0 = frames_.pool(0);
+  if (level0.has(p)) return Status::Ok();
+  DG_ASSIGN_OR_RETURN(const size_t b, io_.await_read(p, stats));
+  DG_RETURN_IF_ERROR(level0.acquire(p));
+  conversions_.push_back(b);
+  return Status::Ok();
+}
+
+// Level-0 planes from the disk layout into their frames, ghost frames filled by the
+// boundary rule, each checked against its checksum as it is copied (verified reads). Called
+// by every thread of the team; recycle_read_buffers() reports a mismatch.
+template <typename T>
+void StreamSweep<T>::convert_level0_planes() {
+  const bool verify = grid_.verifying();
+  FramePool<T>& level0 = frames_.pool(0);
+#pragma omp for schedule(static)
+  for (size_t c = 0; c < conversions_.size(); ++c) {
+    const SweepIo::Buffer& read = io_.read_buffer(conversions_[c]);
+    if (verify) {
+      PlaneHasher hash;
+      level0.load(read.plane, read.data<T>(), &hash);
+      conversion_status_[c] = grid_.verify_plane_hash(read.plane, hash.digest());
+    } else {
+      level0.load(read.plane, read.data<T>(), nullptr);
+    }
+    level0.fill_ghosts(read.plane);
+  }
+}
+
+// After the conversions: their read buffers take the next reads.
+template <typename T>
+Status StreamSweep<T>::recycle_read_buffers() {
+  for (const Status& st : conversion_status_) DG_RETURN_IF_ERROR(st);
+  return io_.recycle_reads(conversions_);
+}
+
+// The checksums of the planes the block completes, for finish_block to record. Called by
+// every thread of the team.
+template <typename T>
+void StreamSweep<T>::hash_block_outputs(int64_t i0, int64_t i1) {
+  const size_t bytes = static_cast<size_t>(m_.layout.plane_bytes);
+#pragma omp for schedule(static)
+  for (int64_t i = i0; i < i1; ++i) {
+    const int b = block_out_[static_cast<size_t>(i - i0)];
+    if (b >= 0) {
+      block_hash_[static_cast<size_t>(i - i0)] =
+          plane_hash(io_.write_buffer(static_cast<size_t>(b)).template data<T>(), bytes);
+    }
+  }
+}
+
+// After steps [i0, i1): write the finished planes, free the last stage's input planes it has
+// done with, read further ahead.
+template <typename T>
+Status StreamSweep<T>::finish_block(int64_t i0, int64_t i1, StreamStats& stats) {
+  const int last = layout_.stages.size() - 1;
+  for (int64_t i = i0; i < i1; ++i) {
+    const int b = block_out_[static_cast<size_t>(i - i0)];
+    if (b >= 0) {
+      DG_RETURN_IF_ERROR(io_.write_plane(static_cast<size_t>(b),
+                                         layout_.stage_output_plane(last, i),
+                                         block_hash_[static_cast<size_t>(i - i0)], stats));
+    }
+  }
+  frames_.release_stage_inputs(last, i0, i1);
+  return io_.read_ahead();  // the block's writes and the next reads in one system call
+}
+
+template class StreamSweep<float>;
+template class StreamSweep<double>;
+
+}  // namespace deepgrid::internal::stream
