@@ -2,7 +2,8 @@
 // suite with the method as its parameter: incore, stream, mmap, tiled): presets, both dtypes,
 // every boundary, odd shapes, bt from 1 to past the step count, step counts that bt does not
 // divide, forced tiles (tiled: forced blocks), one and three stripes, both I/O backends. Then
-// the stream engine's own cases and its memory plan.
+// the stream engine's own cases (stages, blocks, stopping, resuming, I/O faults); its plan and
+// cost model are stream_plan_test.cc.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "engines/subnormals.h"
 #include "engines/tiled_engine.h"
 #include "plan/plan.h"
+#include "planning_manifest.h"
 #include "reference.h"
 #include "temp_dir.h"
 #include "test_schemes.h"
@@ -31,6 +33,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::kCoupledScheme;
 using testing::kKernelScheme;
+using testing::planning_manifest;
 
 const Boundary kBoundaries[] = {
     {Boundary::Kind::kDirichlet, 0.5},
@@ -68,14 +71,6 @@ std::string describe(const Case& c, const Boundary& b) {
          " steps, bt " + std::to_string(c.bt) + ", cache bt " + std::to_string(c.cache_bt) + ", " +
          std::to_string(c.stripes) + " stripes, io " + std::string(io::backend_name(c.backend)) +
          (c.flush_subnormals ? ", subnormals flushed" : "");
-}
-
-// A manifest for planning only (no files): f32, one stripe, 8 MiB chunks.
-Manifest planning_manifest(const Shape& shape) {
-  Manifest m;
-  m.shape = shape;
-  m.layout = plan_layout(shape, DType::kF32, 1, 8 << 20, default_spare_planes(shape.nz)).value();
-  return m;
 }
 
 class StreamGolden : public ::testing::Test {
@@ -568,47 +563,6 @@ TEST_F(StreamGolden, PlansChargeTheCpuCostOfIoToCompute) {
               3 * 0.3 / (1 << 30) * 2 * grid_bytes / 2, 1e-12);
 }
 
-// Every sweep costs the engine's own work on the bytes it moves, however fast the disks: with
-// the rate sweeps sustained on the Xeon VM (2.28 GB/s), three sweeps of bt 16 looked as fast as
-// one of bt 48 to a planner that did not count it, and ran at 0.77 of the warm in-core rate
-// where bt 48 ran at 0.88-0.94.
-TEST(StreamPlan, EverySweepCostsTheEnginesWorkOnItsBytes) {
-  const Manifest m = planning_manifest({512, 512, 4096});
-  RunOptions ro;
-  ro.scheme = Stencil::preset("7pt").value();
-  ro.steps = 48;
-  ro.method = Method::kStream;
-  ro.threads = 2;
-  ro.mem_budget = 256 << 20;
-  MachineProfile machine;
-  machine.compute_mlups = 4113;
-  machine.disk_read_bps = machine.disk_write_bps = 1397e6;
-  machine.disk_sweep_bps = 2.28e9;
-  const RunPlan plan = plan_run(m, "", ro, machine).value();
-  EXPECT_EQ(plan.stream.sweeps, 1) << "bt " << plan.stream.bt;
-}
-
-// What a plan computes beyond the in-core engine's updates: shallower blocks read their
-// carried planes into the cache more often (measured 1.82x the compute with blocks of 1, 1.16x
-// with blocks of 3, against blocks of 26), and one-step stages are bound by memory.
-TEST(StreamPlan, ShallowBlocksAndStagesComputeMore) {
-  const Manifest m = planning_manifest({256, 256, 512});
-  const Stencil st = Stencil::preset("7pt").value();
-  StreamOptions opt;
-  opt.mem_budget = int64_t{1} << 30;
-  opt.bt = 8;
-  opt.cache_bt = 4;
-  auto factor = [&](int block) {
-    opt.block = block;
-    return plan_stream(m, st, Boundary{}, 100, opt).value().compute_factor;
-  };
-  EXPECT_DOUBLE_EQ(factor(1), 2.0);
-  EXPECT_GT(factor(3), factor(26));
-  EXPECT_LT(factor(26), 1.05);
-  opt.cache_bt = 1;
-  EXPECT_GT(factor(26), 2.0) << "one step per pass over the cache";
-}
-
 // Blocks of every depth: between blocks each (stage, tile) trades its carried planes with the
 // threads' rings, so planes pass between tiles, stages and threads; a scheme of several
 // fields carries planes of several components.
@@ -692,134 +646,6 @@ TEST_F(StreamGolden, TiledStopsBetweenPassesAndLeavesNoCopy) {
                   testing::reference_run(u, shape, st, Boundary{}, stats.steps), got),
               -1);
   }
-}
-
-TEST(TiledPlan, ForcedBlocksAndAClearMinimum) {
-  const Manifest m = planning_manifest({256, 256, 512});
-  const Stencil st = Stencil::preset("7pt").value();
-  TiledOptions opt;
-  opt.mem_budget = 16 << 20;
-  const TiledPlan p = plan_tiled(m, st, Boundary{}, 100, opt).value();
-  EXPECT_LE(static_cast<uint64_t>(p.memory_bytes), opt.mem_budget);
-  EXPECT_GE(p.redundancy, 1.0);
-  EXPECT_EQ(p.passes, (100 + p.bt - 1) / p.bt);
-  EXPECT_EQ(p.disk_bytes, m.layout.files[0].bytes) << "one second copy of the grid";
-  opt.bt = 4;
-  opt.block_y = 32;
-  opt.block_z = 16;
-  const TiledPlan forced = plan_tiled(m, st, Boundary{}, 100, opt).value();
-  EXPECT_EQ(forced.bt, 4);
-  EXPECT_EQ(forced.block_y, 32);
-  EXPECT_EQ(forced.block_z, 16);
-  EXPECT_EQ(forced.blocks, (256 / 32) * (512 / 16));
-  opt.block_z = 512;  // the whole grid's depth at 32 rows does not fit 16 MiB
-  EXPECT_FALSE(plan_tiled(m, st, Boundary{}, 100, opt).ok());
-  opt = TiledOptions{};
-  opt.mem_budget = 16 << 10;  // below two buffers of 3 rows by 3 planes of 272 values
-  auto tiny = plan_tiled(m, st, Boundary{}, 100, opt);
-  ASSERT_FALSE(tiny.ok());
-  EXPECT_EQ(tiny.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(tiny.status().message().find("minimum"), std::string::npos);
-  opt.mem_budget = 0;
-  EXPECT_FALSE(plan_tiled(m, st, Boundary{}, 100, opt).ok()) << "tiled needs a budget";
-}
-
-TEST(StreamPlan, CostModelAndAClearMinimum) {
-  const Manifest m = planning_manifest({256, 256, 4096});
-  const Stencil st = Stencil::preset("7pt").value();
-  StreamOptions opt;
-  opt.mem_budget = 64 << 20;
-  const StreamPlan p = plan_stream(m, st, Boundary{}, 100, opt).value();
-  EXPECT_LE(static_cast<uint64_t>(p.memory_bytes), opt.mem_budget);
-  EXPECT_GE(p.bt, 8) << "f32 at 0.6 disk bytes per update needs deep blocking";
-  EXPECT_GE(p.redundancy, 1.0);
-  opt.disk_bytes_per_update = 100;  // a disk as fast as memory: no need to block deeply
-  const StreamPlan fast = plan_stream(m, st, Boundary{}, 100, opt).value();
-  opt.io_cpu_updates_per_byte = 1;  // but every byte moved costs the CPUs an update's time
-  const StreamPlan costly_io = plan_stream(m, st, Boundary{}, 100, opt).value();
-  EXPECT_GT(costly_io.bt, fast.bt) << "fewer sweeps take less from the compute";
-  opt.io_cpu_updates_per_byte = 0;
-  opt.disk_bytes_per_update = 0.1;  // a slow disk: block as deep as the budget allows
-  const StreamPlan slow = plan_stream(m, st, Boundary{}, 100, opt).value();
-  EXPECT_LT(fast.bt, p.bt);
-  EXPECT_GT(slow.bt, p.bt);
-  opt.disk_bytes_per_update = 0.6;
-  opt.bt = 64;
-  opt.mem_budget = 16 << 20;
-  EXPECT_FALSE(plan_stream(m, st, Boundary{}, 100, opt).ok()) << "a forced bt over budget";
-  opt.bt = 0;
-  opt.mem_budget = 1 << 20;  // below 3 planes of 256 KiB plus buffers
-  auto tiny = plan_stream(m, st, Boundary{}, 100, opt);
-  ASSERT_FALSE(tiny.ok());
-  EXPECT_EQ(tiny.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(tiny.status().message().find("minimum"), std::string::npos);
-  opt.mem_budget = 0;
-  EXPECT_FALSE(plan_stream(m, st, Boundary{}, 100, opt).ok()) << "stream needs a budget";
-}
-
-// When the disk binds every plan, plans of as many sweeps move as many bytes: the deeper ones
-// only fit shallower blocks and compute more. The planner takes the deepest block among the
-// plans of its number of sweeps (on a 25 GiB grid in 1 GiB it took bt 14 with blocks of 3
-// z-steps, where bt 12 had blocks of 6 and ran 1.3 times as fast). Here, 36 steps in 2
-// sweeps: bt 18 fits blocks of 3, bt 19-24 blocks of 1.
-TEST(StreamPlan, PlansOfAsManySweepsWinByTheirCompute) {
-  const Manifest m = planning_manifest({2048, 2048, 1600});
-  const Stencil st = Stencil::preset("7pt").value();
-  StreamOptions opt;
-  opt.mem_budget = uint64_t{1} << 30;
-  // The disk of that run's plan: 1.15 x 395 MB/s over 2893 MLUP/s (machine.h), slow enough that
-  // every plan waits for it.
-  opt.disk_bytes_per_update = 1.15 * 395e6 / 2893e6;
-  const int64_t steps = 36;
-  const StreamPlan chosen = plan_stream(m, st, Boundary{}, steps, opt).value();
-  ASSERT_EQ(chosen.sweeps, 2) << "bt " << chosen.bt << ", blocks of " << chosen.block;
-  int compared = 0;
-  for (int bt = 1; bt <= steps; ++bt) {
-    if ((steps + bt - 1) / bt != chosen.sweeps || bt == chosen.bt) continue;
-    opt.bt = bt;
-    const Result<StreamPlan> other = plan_stream(m, st, Boundary{}, steps, opt);
-    if (!other.ok()) continue;  // deeper than fits
-    EXPECT_LE(other->block, chosen.block) << "bt " << bt << " against the chosen " << chosen.bt;
-    ++compared;
-  }
-  EXPECT_GT(compared, 0);
-}
-
-// A rate that sweeps sustained is taken as it is; a short measurement gets a wide margin. The
-// 25 GiB grid in 1 GiB, 24 steps, on a Xeon VM: reads measured 1397 MB/s, and with that margin
-// one sweep of bt 24 (blocks of 1 z-step) took 83.5 s, while bt 12 in two sweeps (blocks of 6)
-// took 51.4 s, its disks sustaining 2.1 GB/s of reads and writes. Even 1.6 GB/s sustained
-// makes two sweeps the faster plan.
-TEST(StreamPlan, AnObservedDiskRateIsTakenAsItIs) {
-  const Manifest m = planning_manifest({2048, 2048, 1600});
-  const Stencil st = Stencil::preset("7pt").value();
-  StreamOptions opt;
-  opt.mem_budget = uint64_t{1} << 30;
-  opt.disk_bytes_per_update = 1.15 * 1397e6 / 4113e6;
-  EXPECT_EQ(plan_stream(m, st, Boundary{}, 24, opt).value().sweeps, 1) << "as measured";
-  opt.disk_rate_observed = true;
-  const StreamPlan observed = plan_stream(m, st, Boundary{}, 24, opt).value();
-  EXPECT_EQ(observed.sweeps, 2) << "as sustained";
-  EXPECT_GE(observed.block, 6);
-}
-
-// Stages take turns in one frame store: a deeper sweep adds only the planes each stage carries
-// into the next block (2 rz), not a block of planes per stage.
-TEST(StreamPlan, StagesShareTheirPlanes) {
-  const Manifest m = planning_manifest({256, 256, 4096});
-  const Stencil st = Stencil::preset("7pt").value();
-  StreamOptions opt;
-  opt.mem_budget = int64_t{1} << 30;
-  opt.block = 20;
-  opt.cache_bt = 4;
-  auto frames = [&](int bt) {
-    opt.bt = bt;
-    const StreamPlan p = plan_stream(m, st, Boundary{}, 100, opt).value();
-    EXPECT_EQ(p.block, 20);
-    return p.frames;
-  };
-  EXPECT_EQ(frames(32) - frames(8), 6 * 2) << "8 stages against 2";
-  EXPECT_LT(frames(4), frames(8)) << "one stage needs no output frames";
 }
 
 }  // namespace
