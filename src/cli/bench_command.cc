@@ -1,0 +1,305 @@
+// deepgrid bench: the in-core engine's rate in memory against this machine's DRAM bandwidth,
+// or (--methods) one problem run on disk through several methods and compared as a table,
+// optionally swept over bt or the memory ratio and drawn as a line plot.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/command_support.h"
+#include "cli/commands.h"
+#include "cli/distributed_commands.h"
+#include "deepgrid/machine.h"
+#include "deepgrid/run.h"
+#include "plan/incore_bench.h"
+#include "run/methods_bench.h"
+#include "viz/line_plot.h"
+
+namespace deepgrid::cli {
+namespace {
+
+using nlohmann::json;
+
+struct BenchArgs {
+  std::string shape = "256x256x256", stencil = "7pt", dtype = "f32", boundary = "dirichlet:0";
+  std::string methods, dir = "scratch/bench", csv, sweep_bt, sweep_ratio, plot;
+  double mem_ratio = 16;
+  int64_t steps = 10;
+  int threads = 0, repeats = 3;
+  BlockingArgs blocking;
+  bool json = false, no_bandwidth = false;
+};
+
+std::vector<double> parse_numbers(const std::string& csv, const char* option) {
+  std::vector<double> out;
+  for (const std::string& item : split_csv(csv)) {
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (end != item.c_str() + item.size() || !(v >= 0)) {
+      check(invalid_argument(std::string(option) + " takes numbers like 1,2,4,8; got '" + item +
+                             "'"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The sweep as a line plot: MLUP/s against bt (or the memory ratio), one line per method.
+void plot_sweep(const BenchArgs& a, const MethodsBenchOptions& o,
+                const std::vector<MethodsBenchRow>& rows) {
+  const bool by_bt = !a.sweep_bt.empty();
+  LinePlot plot;
+  char ratio[64];
+  std::snprintf(ratio, sizeof ratio, ", --mem = grid / %g", o.mem_ratio);
+  plot.title = o.scheme.name() + " " + o.shape.to_string() + " " +
+               std::string(dtype_name(o.dtype)) + ", " + std::to_string(o.steps) + " steps" +
+               (by_bt ? ratio : "");
+  plot.x_label = by_bt ? "bt (time steps per pass)" : "memory ratio (grid / --mem)";
+  plot.y_label = "MLUP/s (whole run)";
+  plot.log2_x = true;
+  for (const MethodsBenchRow& r : rows) {
+    if (!r.skipped.empty() || (!by_bt && r.mem_ratio <= 0)) continue;
+    auto it = std::find_if(plot.series.begin(), plot.series.end(),
+                           [&](const PlotSeries& s) { return s.name == r.method; });
+    if (it == plot.series.end()) it = plot.series.insert(plot.series.end(), {r.method, {}});
+    it->points.push_back({by_bt ? std::max(1, r.bt) : r.mem_ratio, r.report.mlups()});
+  }
+  check(write_line_plot_png(plot, a.plot));
+}
+
+// The options of bench --methods; the arguments are checked in this order.
+MethodsBenchOptions methods_bench_options(const BenchArgs& a) {
+  MethodsBenchOptions o;
+  o.dir = a.dir;
+  o.shape = get(parse_shape(a.shape));
+  o.dtype = get(parse_dtype(a.dtype));
+  o.scheme = get(Scheme::resolve(a.stencil));
+  o.boundary = get(parse_boundary(a.boundary));
+  o.steps = a.steps;
+  if (o.steps < 1) check(invalid_argument("--steps must be >= 1"));
+  if (!(a.mem_ratio > 0)) check(invalid_argument("--mem-ratio must be > 0, e.g. 16"));
+  o.mem_ratio = a.mem_ratio;
+  o.threads = a.threads;
+  o.methods = split_csv(a.methods);
+  int bt = 0;
+  a.blocking.apply(&bt, &o.tile_x, &o.tile_y);
+  o.cache_bt = a.blocking.cache_bt;
+  if (bt > 0) o.bts = {bt};
+  if (!a.sweep_bt.empty()) {
+    o.bts.clear();
+    for (double v : parse_numbers(a.sweep_bt, "--sweep-bt")) o.bts.push_back(static_cast<int>(v));
+  }
+  if (!a.sweep_ratio.empty()) o.ratios = parse_numbers(a.sweep_ratio, "--sweep-ratio");
+  if (!a.plot.empty() && a.sweep_bt.empty() && a.sweep_ratio.empty()) {
+    check(invalid_argument("--plot draws a sweep; add --sweep-bt or --sweep-ratio"));
+  }
+  return o;
+}
+
+constexpr const char* kMethodsCsvHeader =
+    "method,bt,mem_ratio,mem_budget_bytes,seconds,mlups,gflops,ratio_to_incore,"
+    "ratio_to_incore_compute,ratio_to_incore_warm,bytes_read,bytes_written,compute_busy,io_wait,"
+    "disk_busy,peak_memory_bytes,stolen_cpu_share\n";
+
+// The table's title and column heads.
+void print_methods_heading(const MethodsBenchOptions& o, const std::vector<MethodsBenchRow>& rows) {
+  std::printf("%s %s %s %s, %lld steps, %d threads; out-of-core budget = grid / ratio\n",
+              o.scheme.name().c_str(), o.shape.to_string().c_str(),
+              std::string(dtype_name(o.dtype)).c_str(), o.boundary.to_string().c_str(),
+              static_cast<long long>(o.steps), rows.empty() ? 0 : rows.front().report.threads);
+  std::printf("%-7s %4s %6s %9s %8s %9s %7s %8s %9s %7s %9s %7s %7s %9s %10s %7s\n", "method", "bt",
+              "ratio", "mem", "time s", "MLUP/s", "GFlop/s", "/incore", "/incore*", "/warm", "read",
+              "compute", "io wait", "disk busy", "peak mem", "stolen");
+}
+
+// The share of the run's wall time that `part` seconds make.
+double share_of_run(const RunReport& p, double part) {
+  return p.seconds > 0 ? part / p.seconds : 0;
+}
+
+// A measured row as a line of the CSV file.
+std::string csv_row(const MethodsBenchRow& r) {
+  const RunReport& p = r.report;
+  const double compute_busy = share_of_run(p, p.compute_seconds);
+  const double io_wait = share_of_run(p, p.io_wait_seconds);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "%s,%d,%g,%llu,%.4f,%.1f,%.3f,%.4f,%.4f,%.4f,%llu,%llu,%.4f,%.4f,%s,%llu,%.4f\n",
+                r.method.c_str(), r.bt, r.mem_ratio, static_cast<unsigned long long>(r.mem_budget),
+                p.seconds, p.mlups(), p.gflops(), r.ratio_to_incore, r.compute_ratio_to_incore,
+                r.ratio_to_incore_warm, static_cast<unsigned long long>(p.bytes_read),
+                static_cast<unsigned long long>(p.bytes_written), compute_busy, io_wait,
+                r.disk_busy >= 0 ? std::to_string(r.disk_busy).c_str() : "",
+                static_cast<unsigned long long>(p.peak_memory), p.stolen_share());
+  return line;
+}
+
+// A measured row as JSON: its run's report and the comparison.
+json json_row(const MethodsBenchRow& r) {
+  const RunReport& p = r.report;
+  json j = json::parse(p.to_json());
+  j["mem_ratio"] = r.mem_ratio;
+  j["mem_budget_bytes"] = r.mem_budget;
+  j["ratio_to_incore"] = r.ratio_to_incore;
+  j["ratio_to_incore_compute"] = r.compute_ratio_to_incore;
+  j["ratio_to_incore_warm"] = r.ratio_to_incore_warm;
+  if (r.disk_busy >= 0) j["disk_busy"] = r.disk_busy;
+  return j;
+}
+
+// A measured row as a line of the table.
+void print_row(const MethodsBenchRow& r) {
+  const RunReport& p = r.report;
+  const double compute_busy = share_of_run(p, p.compute_seconds);
+  const double io_wait = share_of_run(p, p.io_wait_seconds);
+  std::printf(
+      "%-7s %4d %6s %9s %8.3f %9.1f %7.2f %8.3f %9.3f %7.3f %9s %6.0f%% %6.0f%% %9s %10s "
+      "%6.0f%%\n",
+      r.method.c_str(), r.bt,
+      r.mem_ratio > 0 ? (std::to_string(static_cast<int>(r.mem_ratio)) + "x").c_str() : "-",
+      r.mem_budget ? format_size(r.mem_budget).c_str() : "-", p.seconds, p.mlups(), p.gflops(),
+      r.ratio_to_incore, r.compute_ratio_to_incore, r.ratio_to_incore_warm,
+      format_size(p.bytes_read).c_str(), 100 * compute_busy, 100 * io_wait,
+      r.disk_busy >= 0 ? (std::to_string(std::lround(100 * r.disk_busy)) + "%").c_str() : "-",
+      format_size(p.peak_memory).c_str(), 100 * p.stolen_share());
+}
+
+// What the table's ratio columns compare with.
+void print_methods_notes(double incore_warm_mlups) {
+  std::printf(
+      "/incore: whole-run MLUP/s over in-core's whole run (load, compute, store); "
+      "/incore*: over in-core's compute phase alone;\n/warm: over the in-core engine's warm "
+      "in-memory rate on this shape in this run (%.1f MLUP/s), the strictest yardstick;\nstolen: "
+      "the machine's CPU time the hypervisor took during the run (virtual machines)\n",
+      incore_warm_mlups);
+}
+
+void write_csv(const std::string& path, const std::string& csv) {
+  std::ofstream out(path);
+  out << csv;
+  if (!out) check(Status(ErrorCode::kIo, "cannot write " + path));
+}
+
+// deepgrid bench --methods ...: one problem through several methods, as a table.
+int cmd_bench_methods(const BenchArgs& a) {
+  const MethodsBenchOptions o = methods_bench_options(a);
+  const MethodsBench bench = get(bench_methods(o));
+  const std::vector<MethodsBenchRow>& rows = bench.rows;
+  json all = json::array();
+  std::string csv = kMethodsCsvHeader;
+  if (!a.json) print_methods_heading(o, rows);
+  for (const MethodsBenchRow& r : rows) {
+    if (!r.skipped.empty()) {
+      if (!a.json) {
+        std::printf("%-7s %4d %5.0fx  skipped: %s\n", r.method.c_str(), r.bt, r.mem_ratio,
+                    r.skipped.c_str());
+      }
+      all.push_back(
+          {{"method", r.method}, {"bt", r.bt}, {"mem_ratio", r.mem_ratio}, {"skipped", r.skipped}});
+      continue;
+    }
+    csv += csv_row(r);
+    all.push_back(json_row(r));
+    if (!a.json) print_row(r);
+  }
+  if (!a.json) print_methods_notes(bench.incore_warm_mlups);
+  if (!a.csv.empty()) write_csv(a.csv, csv);
+  if (!a.plot.empty()) plot_sweep(a, o, rows);
+  if (a.json) std::printf("%s\n", all.dump().c_str());
+  return 0;
+}
+
+int cmd_bench(const BenchArgs& a) {
+  check(refuse_under_mpi("bench"));
+  if (!a.methods.empty()) return cmd_bench_methods(a);
+  const Shape shape = get(parse_shape(a.shape));
+  const Scheme stencil = get(Scheme::resolve(a.stencil));
+  const DType dtype = get(parse_dtype(a.dtype));
+  const Boundary boundary = get(parse_boundary(a.boundary));
+  if (a.steps < 1) check(invalid_argument("--steps must be >= 1"));
+  if (a.threads < 0) check(invalid_argument("--threads must be >= 1 (or 0 for all cores)"));
+  InCoreOptions opt;
+  opt.threads = a.threads;
+  a.blocking.apply(&opt.bt, &opt.tile_x, &opt.tile_y);
+  if (const int64_t tuned = get(tuned_cache_bytes(a.threads)); tuned > 0) opt.cache_bytes = tuned;
+  Bandwidth bw;
+  if (!a.no_bandwidth) bw = measure_bandwidth();
+  InCoreBench r =
+      get(bench_incore(shape, stencil, dtype, a.steps, opt, a.repeats, bw.copy_gbs, boundary));
+  if (a.json) {
+    json j = {{"method", "incore"},
+              {"stencil", r.stencil},
+              {"shape", r.shape},
+              {"bt", r.plan.bt},
+              {"tile_x", r.plan.tile_x},
+              {"tile_y", r.plan.tile_y},
+              {"dtype", r.dtype},
+              {"boundary", r.boundary},
+              {"threads", r.threads},
+              {"steps", r.steps},
+              {"seconds", r.seconds},
+              {"mlups", r.mlups},
+              {"gflops", r.gflops},
+              {"copy_bandwidth_gbs", bw.copy_gbs},
+              {"triad_bandwidth_gbs", bw.triad_gbs},
+              {"bandwidth_bound_mlups", r.bandwidth_bound_mlups}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf(
+        "in-core %s %s %s %s, %d threads, bt %d, tiles %lldx%lld, %lld steps: %.1f MLUP/s, "
+        "%.2f GFlop/s\n",
+        r.stencil.c_str(), r.shape.c_str(), r.dtype.c_str(), r.boundary.c_str(), r.threads,
+        r.plan.bt, static_cast<long long>(r.plan.tile_x), static_cast<long long>(r.plan.tile_y),
+        static_cast<long long>(r.steps), r.mlups, r.gflops);
+    if (!a.no_bandwidth) {
+      std::printf(
+          "DRAM bandwidth %.1f GB/s (copy), %.1f GB/s (triad): bound without cache reuse "
+          "%.1f MLUP/s (%.2fx of it reached)\n",
+          bw.copy_gbs, bw.triad_gbs, r.bandwidth_bound_mlups, r.mlups / r.bandwidth_bound_mlups);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  auto* bench =
+      app.add_subcommand("bench", "Measure the in-core engine and this machine's bandwidth");
+  bench->add_option("--shape", a->shape, "Grid extents")->capture_default_str();
+  bench->add_option("--stencil", a->stencil, "Preset or JSON file")->capture_default_str();
+  bench->add_option("--dtype", a->dtype, "f32 or f64")->capture_default_str();
+  bench->add_option("--boundary", a->boundary, "dirichlet:V | neumann | periodic")
+      ->capture_default_str();
+  bench->add_option("--steps", a->steps, "Steps per timed repeat")->capture_default_str();
+  bench->add_option("--threads", a->threads, "Threads (0: all cores)")->capture_default_str();
+  bench->add_option("--repeats", a->repeats, "Timed repeats (the best counts)")
+      ->capture_default_str();
+  a->blocking.add_to(bench);
+  bench->add_option(
+      "--methods", a->methods,
+      "Run one problem through these methods on disk and compare: e.g. "
+      "incore,stream,naive,mmap,tiled (without it: the in-core engine in memory only)");
+  bench->add_option("--mem-ratio", a->mem_ratio, "Out-of-core methods get --mem = grid size / this")
+      ->capture_default_str();
+  bench->add_option("--sweep-bt", a->sweep_bt, "Stream and tiled: run each bt, e.g. 1,2,4,8,16,32");
+  bench->add_option("--sweep-ratio", a->sweep_ratio,
+                    "Out-of-core: run each memory ratio, e.g. 1,2,4,8,16,32");
+  bench->add_option("--dir", a->dir, "Scratch directory for the grids (emptied after)")
+      ->capture_default_str();
+  bench->add_option("--csv", a->csv, "Also write the table as CSV");
+  bench->add_option("--plot", a->plot,
+                    "With --sweep-bt or --sweep-ratio: also draw MLUP/s against it as a PNG, one "
+                    "line per method");
+  bench->add_flag("--no-bandwidth", a->no_bandwidth, "Skip the DRAM bandwidth measurement");
+  bench->add_flag("--json", a->json, "Print as one JSON object");
+  return {bench, [a] { return cmd_bench(*a); }};
+}
+
+}  // namespace deepgrid::cli

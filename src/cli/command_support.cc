@@ -1,0 +1,79 @@
+#include "cli/command_support.h"
+
+#include <sstream>
+
+#include "cli/grid_fields.h"
+#include "deepgrid/geometry.h"
+#include "deepgrid/scheme.h"
+
+namespace deepgrid::cli {
+
+void check(const Status& s) {
+  if (!s.ok()) throw Failure{s};
+}
+
+int exit_code_for(ErrorCode code) {
+  if (code == ErrorCode::kBusy) return kExitBusy;
+  return code == ErrorCode::kIo || code == ErrorCode::kResource ? 1 : 2;
+}
+
+Grid open_to_read(const std::string& dir, bool verify) {
+  Grid g = get(Grid::open(dir));
+  if (!g.interrupted_sweep().empty()) {
+    check(invalid_argument("grid " + dir + " was interrupted in an in-place " +
+                           g.interrupted_sweep() +
+                           " and its planes mix two time steps; finish it with 'deepgrid run " +
+                           dir + " --resume --mem SIZE'"));
+  }
+  if (verify) check(g.enable_verification());
+  return g;
+}
+
+std::vector<std::string> split_csv(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+int field_index(const Manifest& m, const std::string& field) {
+  return get(field_component(m, field));
+}
+
+std::string schemes_help() {
+  std::string s;
+  for (const auto& n : scheme_preset_names()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+void BlockingArgs::add_to(CLI::App* cmd) {
+  cmd->add_option("--bt", bt,
+                  "Time steps per pass over memory (temporal blocking depth); 0: automatic")
+      ->capture_default_str();
+  cmd->add_option("--cache-bt", cache_bt,
+                  "Stream methods: steps per pass over the cache within one pass over the disk "
+                  "(two-level blocking); 0: automatic")
+      ->capture_default_str();
+  cmd->add_option("--tile", tile,
+                  "x-y tile of the wavefront, NXxNY; for --method tiled the blocks' extents "
+                  "along y and z, NYxNZ (default: automatic)");
+}
+
+void BlockingArgs::apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const {
+  if (bt < 0) check(invalid_argument("--bt must be >= 1 (or 0 for automatic)"));
+  if (cache_bt < 0) check(invalid_argument("--cache-bt must be >= 1 (or 0 for automatic)"));
+  *bt_out = bt;
+  if (tile.empty()) return;
+  const Result<Shape> t = parse_shape(tile);
+  if (!t.ok() || t->nz != 1) {
+    check(invalid_argument("--tile '" + tile +
+                           "' is not two positive extents NXxNY; write it as e.g. 256x32"));
+  }
+  *tile_x = t->nx;
+  *tile_y = t->ny;
+}
+
+}  // namespace deepgrid::cli

@@ -1,0 +1,56 @@
+// What the commands of the command line share: library errors on their way out (thrown as a
+// Failure, which main() turns into one line on stderr and an exit code), grids opened to read,
+// comma-separated lists, --field, and the blocking options of run, plan and bench.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "deepgrid/status.h"
+#include "deepgrid/store.h"
+
+namespace deepgrid::cli {
+
+// A library error on its way out of the CLI.
+struct Failure {
+  Status status;
+};
+
+template <typename T>
+T get(Result<T> r) {
+  if (!r.ok()) throw Failure{r.status()};
+  return std::move(r).value();
+}
+void check(const Status& s);
+
+// Exit codes besides 0, 1 (a failure while working) and 2 (bad input).
+inline constexpr int kExitBusy = 3;
+inline constexpr int kExitDamaged = 4;
+
+int exit_code_for(ErrorCode code);
+
+// Opens a grid to read, checking every plane read against its checksum when asked to.
+// A grid whose in-place sweep was interrupted mixes two time steps: its values mean nothing
+// until the sweep is finished.
+Grid open_to_read(const std::string& dir, bool verify);
+
+std::vector<std::string> split_csv(const std::string& s);
+
+int field_index(const Manifest& m, const std::string& field);
+
+// The scheme presets, comma-separated, for the help of --scheme.
+std::string schemes_help();
+
+// --bt, --cache-bt and --tile, shared by run, plan and bench.
+struct BlockingArgs {
+  int bt = 0, cache_bt = 0;
+  std::string tile;
+
+  void add_to(CLI::App* cmd);
+  void apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const;
+};
+
+}  // namespace deepgrid::cli

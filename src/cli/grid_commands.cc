@@ -1,0 +1,229 @@
+// deepgrid create, import and info: making a grid (empty, from a .npy file, or one field of it
+// filled from one) and describing one. Under mpirun, or for a distributed grid, the work goes
+// to distributed_commands.h.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "cli/command_support.h"
+#include "cli/commands.h"
+#include "cli/distributed_commands.h"
+#include "cli/grid_fields.h"
+#include "deepgrid/npy.h"
+#include "deepgrid/run.h"
+#include "deepgrid/store.h"
+#include "store/distributed_manifest.h"
+
+namespace deepgrid::cli {
+namespace {
+
+using nlohmann::json;
+
+// Whether the data hold the manifest's step, and what is left to finish.
+std::string grid_state(const Grid& g) {
+  const std::optional<RunRecord> run = unfinished_run(g);
+  const std::string finish = "; finish it with 'deepgrid run " + g.dir() + " --resume'";
+  if (!g.interrupted_sweep().empty()) {
+    if (!g.sweep_record()) return "DAMAGED: " + g.interrupted_sweep() + "; restore from a backup";
+    return "INTERRUPTED in an in-place " + g.interrupted_sweep() +
+           " (planes mix two time steps until it is finished)" + finish;
+  }
+  if (run) {
+    return "consistent at this step; an unfinished run to step " + std::to_string(run->step_to) +
+           " stopped here" + finish;
+  }
+  return "consistent (the data hold this time step)";
+}
+
+json manifest_json(const Grid& g) {
+  json j = json::parse(g.manifest().to_json());
+  j["directory"] = g.dir();
+  j["direct_io"] = g.direct_io();
+  j["bytes_on_disk"] = 0;
+  int64_t total = 0;
+  for (const auto& f : g.manifest().layout.files) total += f.bytes;
+  j["bytes_on_disk"] = total;
+  j["interrupted_sweep"] = g.interrupted_sweep();  // empty: the data hold the step shown
+  j["state"] = grid_state(g);
+  return j;
+}
+
+void print_info(const Grid& g) {
+  const Manifest& m = g.manifest();
+  int64_t total = 0;
+  for (const auto& f : m.layout.files) total += f.bytes;
+  std::printf("grid        %s\n", g.dir().c_str());
+  std::printf("shape       %s (numpy shape (%lld, %lld, %lld)), %s\n", m.shape.to_string().c_str(),
+              static_cast<long long>(m.shape.nz), static_cast<long long>(m.shape.ny),
+              static_cast<long long>(m.shape.nx), std::string(dtype_name(m.dtype)).c_str());
+  std::printf(
+      "values      %lld (%s)\n", static_cast<long long>(m.shape.points() * m.components()),
+      format_size(static_cast<uint64_t>(m.shape.points() * m.components()) * dtype_size(m.dtype))
+          .c_str());
+  if (!m.fields.empty()) std::printf("fields      %s\n", fields_text(m).substr(9).c_str());
+  std::printf("time step   %lld\n", static_cast<long long>(m.step));
+  std::printf("state       %s\n", grid_state(g).c_str());
+  std::printf(
+      "layout      planes of %s padded to %s, %lld spare slots, %lld slots per chunk, %zu "
+      "file%s, %s on disk\n",
+      format_size(static_cast<uint64_t>(m.layout.plane_bytes)).c_str(),
+      format_size(static_cast<uint64_t>(m.layout.plane_stride)).c_str(),
+      static_cast<long long>(m.layout.spare_planes),
+      static_cast<long long>(m.layout.planes_per_chunk), m.layout.files.size(),
+      m.layout.files.size() == 1 ? "" : "s", format_size(static_cast<uint64_t>(total)).c_str());
+  for (int f = 0; f < static_cast<int>(m.layout.files.size()); ++f) {
+    std::printf("  file %d    %s\n", f, g.file_path(f).c_str());
+  }
+  std::printf("direct I/O  %s\n",
+              g.direct_io() ? "yes (O_DIRECT)" : "no (filesystem refuses O_DIRECT)");
+  std::printf("history\n");
+  for (const auto& h : m.history) {
+    std::printf("  %s  %-7s %s\n", h.date.c_str(), h.command.c_str(), h.details.c_str());
+  }
+}
+
+struct CreateArgs {
+  std::string dir, shape, dtype = "f32", init = "zero", stores, scheme, procs;
+  int64_t spare_planes = -1;
+  bool json = false;
+};
+
+int cmd_create(const CreateArgs& a) {
+  CreateOptions opt;
+  opt.shape = get(parse_shape(a.shape));
+  opt.dtype = get(parse_dtype(a.dtype));
+  opt.init = get(parse_init(a.init));
+  if (!a.scheme.empty()) {  // a grid of the scheme's fields; it runs without --stencil
+    check(create_for_scheme(get(Scheme::resolve(a.scheme)), opt));
+  }
+  opt.stores = split_csv(a.stores);
+  if (a.spare_planes < -1) check(invalid_argument("--spare-planes must be >= 0"));
+  opt.spare_planes = a.spare_planes;
+  if (in_mpi_job()) {  // a distributed grid over the job's ranks
+    check(mpi_create(a.dir, opt, a.procs, a.json));
+    return 0;
+  }
+  check(refuse_procs_serially(a.procs));
+  Grid g = get(Grid::create(a.dir, opt));
+  if (a.json) {
+    std::printf("%s\n", manifest_json(g).dump().c_str());
+  } else {
+    std::printf("created %s: %s %s%s, init %s, %zu file%s%s\n", a.dir.c_str(),
+                opt.shape.to_string().c_str(), std::string(dtype_name(opt.dtype)).c_str(),
+                fields_text(g.manifest()).c_str(), opt.init.to_string().c_str(),
+                g.manifest().layout.files.size(), g.manifest().layout.files.size() == 1 ? "" : "s",
+                g.direct_io() ? "" : " (no O_DIRECT on this filesystem: buffered I/O)");
+  }
+  return 0;
+}
+
+struct InfoArgs {
+  std::string dir;
+  bool json = false;
+};
+
+int cmd_info(const std::string& dir, bool as_json) {
+  if (in_mpi_job() || is_distributed_grid(dir)) {
+    check(distributed_info(dir, as_json));
+    return 0;
+  }
+  Grid g = get(Grid::open(dir));
+  if (as_json)
+    std::printf("%s\n", manifest_json(g).dump().c_str());
+  else
+    print_info(g);
+  return 0;
+}
+
+struct ImportArgs {
+  std::string in, dir, stores, field, procs;
+};
+
+int cmd_import(const ImportArgs& a) {
+  if (!a.field.empty()) {
+    if (in_mpi_job()) {
+      check(mpi_import_field(a.in, a.dir, a.field));
+      return 0;
+    }
+    check(refuse_distributed(a.dir, "import --field"));
+    Grid g = get(Grid::open(a.dir, Grid::Mode::kReadWrite));
+    const int c = field_index(g.manifest(), a.field);
+    check(import_npy_field(a.in, g, c));
+    std::printf("imported %s into field %s of %s\n", a.in.c_str(), a.field.c_str(), a.dir.c_str());
+    return 0;
+  }
+  if (in_mpi_job()) {
+    check(mpi_import(a.in, a.dir, split_csv(a.stores), a.procs));
+    return 0;
+  }
+  check(refuse_procs_serially(a.procs));
+  Grid g = get(import_npy(a.in, a.dir, split_csv(a.stores)));
+  std::printf("imported %s into %s: %s %s\n", a.in.c_str(), a.dir.c_str(),
+              g.shape().to_string().c_str(), std::string(dtype_name(g.dtype())).c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_create_command(CLI::App& app) {
+  auto a = std::make_shared<CreateArgs>();
+  auto* create = app.add_subcommand("create", "Create a grid directory with an initial condition");
+  create->add_option("DIR", a->dir, "New grid directory (must not exist or be empty)")->required();
+  create->add_option("--shape", a->shape, "Extents NXxNYxNZ (x fastest), or NXxNY for 2D")
+      ->required();
+  create->add_option("--dtype", a->dtype, "f32 or f64")->capture_default_str();
+  create
+      ->add_option("--init", a->init,
+                   "zero | const:V | random:SEED | gaussian | sine (with --scheme: of every "
+                   "state field; coefficient fields get the scheme's value)")
+      ->capture_default_str();
+  create->add_option("--scheme,--kernel", a->scheme,
+                     "Make a grid of a scheme's fields (" + schemes_help() +
+                         ", a JSON file, docs/schemes.md, or a user's kernel library LIB.so, "
+                         "docs/kernels.md); 'deepgrid run' then runs it without "
+                         "--stencil. Fill a field with 'deepgrid import IN.npy DIR --field NAME'");
+  create->add_option("--store", a->stores,
+                     "Comma-separated data directories (e.g. one per SSD); chunks of planes are "
+                     "striped round-robin over them. Default: the grid directory");
+  create->add_option("--spare-planes", a->spare_planes,
+                     "Extra plane slots that let in-place sweeps be resumed after a crash "
+                     "(a sweep of bt steps needs more than bt * stencil z-radius; default "
+                     "max(64, nz/16))");
+  create->add_option(
+      "--procs", a->procs,
+      "Process grid PXxPYxPZ (product: the number of ranks) to split the grid over under "
+      "mpirun, e.g. 2x2x1 (default: chosen from the grid's shape)");
+  create->add_flag("--json", a->json, "Print the manifest as JSON");
+  return {create, [a] { return cmd_create(*a); }};
+}
+
+Command add_info_command(CLI::App& app) {
+  auto a = std::make_shared<InfoArgs>();
+  auto* info = app.add_subcommand("info", "Show a grid's shape, layout, time step and history");
+  info->add_option("DIR", a->dir, "Grid directory")->required();
+  info->add_flag("--json", a->json, "Print as one JSON object");
+  return {info, [a] { return cmd_info(a->dir, a->json); }};
+}
+
+Command add_import_command(CLI::App& app) {
+  auto a = std::make_shared<ImportArgs>();
+  auto* import = app.add_subcommand(
+      "import", "Create a grid from a .npy file, or fill one field of a grid (streamed)");
+  import->add_option("IN", a->in, "Input .npy: float32/float64, shape (nz, ny, nx) or (ny, nx)")
+      ->required();
+  import->add_option("DIR", a->dir, "New grid directory")->required();
+  import->add_option("--store", a->stores, "Comma-separated data directories");
+  import->add_option(
+      "--procs", a->procs,
+      "Process grid PXxPYxPZ (product: the number of ranks) to split the grid over under "
+      "mpirun, e.g. 2x2x1 (default: chosen from the grid's shape)");
+  import->add_option("--field", a->field,
+                     "Fill this field of the existing grid DIR (e.g. a velocity model made with "
+                     "'create --scheme'); the array must have the grid's shape and dtype");
+  return {import, [a] { return cmd_import(*a); }};
+}
+
+}  // namespace deepgrid::cli
