@@ -186,25 +186,120 @@ expect_error 2 "give an array of the grid's shape" mpi import "$tmp/small.npy" "
 [ "$(sha "$tmp/wd")" = "$(sha "$tmp/ws")" ] || fail "a refused import changed the grid"
 old_parts=$(find "$tmp/ssd0" "$tmp/d" -maxdepth 2 -name 'deepgrid-*.part.*' | wc -l)
 [ "$old_parts" -eq "$ranks" ] || fail "$old_parts parts on disk after redistributing, expected $ranks"
-# Runs killed at random moments (a rank killed with SIGKILL, or mpirun interrupted with SIGINT)
-# finish with the same command: the grid equals an uninterrupted run's, and so do the traces
-# with in-core parts (a streamed part killed in the middle of a sweep cannot redo the receivers'
+# Runs killed part-way (a rank killed with SIGKILL, or mpirun interrupted with SIGINT) finish
+# with the same command: the grid equals an uninterrupted run's, and so do the traces with
+# in-core parts (a streamed part killed in the middle of a sweep cannot redo the receivers'
 # values of the planes it had written: those steps' values are NaN, as serially).
-ranks_of() { grep -l "^PPid:[[:space:]]*$1\$" /proc/[0-9]*/status 2>/dev/null | cut -d/ -f3 || true; }
-kill_run_after() {  # SECONDS SIGNAL ARGS...: SIGKILL: one rank; SIGINT: mpirun itself
-  local delay=$1 signal=$2
+# The kill lands at a chosen round, not after a time (a loaded machine once let the runs end
+# before the kills): kill_at.py watches the traces file, where rank 0 writes each round's
+# receivers' values, and stops the run (SIGSTOP) once it holds the chosen step. With several
+# ranks one of them is stopped at every moment until then, so the run cannot go more than a
+# round past what was seen, however fast the machine (each round ends with a collective);
+# one rank alone runs in slices of half a millisecond between looks.
+cat >"$tmp/kill_at.py" <<'PY'
+import os, random, signal, struct, sys, time
+# kill_at.py PID TRACES STEP STEPS RANKS SIGNAL: PID is timeout's, whose child is mpirun.
+pid, traces, at, steps, ranks, sig = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]), sys.argv[6]
+
+def children(parent):
+    found = []
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/status") as f:
+                if any(l.split() == ["PPid:", str(parent)] for l in f):
+                    found.append(int(p))
+        except (OSError, ValueError):
+            pass
+    return found
+
+def done():  # the steps whose receivers' values the traces file holds (rows without NaN)
+    try:
+        data = open(traces, "rb").read()
+        size = struct.unpack_from("<H" if data[6] == 1 else "<I", data, 8)[0]
+        start = (10 if data[6] == 1 else 12) + size
+        if eval(data[start - size:start])["shape"] != (steps, (len(data) - start) // 8 // steps):
+            return 0
+    except (OSError, IndexError, SyntaxError, struct.error):
+        return 0
+    values = struct.unpack_from(f"<{(len(data) - start) // 8}d", data, start)
+    per_step = len(values) // steps
+    n = 0
+    while n < steps and all(v == v for v in values[n * per_step:(n + 1) * per_step]):
+        n += 1
+    return n
+
+def stop(p):  # stops p and waits until it is stopped (or gone)
+    try:
+        os.kill(p, signal.SIGSTOP)
+        while open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] not in "TtZX":
+            time.sleep(0.0001)
+    except (OSError, IndexError):
+        pass
+
+def go_on(p):
+    try:
+        os.kill(p, signal.SIGCONT)
+    except OSError:
+        pass
+
+deadline = time.monotonic() + 100
+def alive(p):
+    return os.path.exists(f"/proc/{p}") and time.monotonic() < deadline
+
+launcher = None
+while alive(pid) and not launcher:
+    launcher = next(iter(children(pid)), None)
+    time.sleep(0.001)
+rank_pids = []
+while launcher and alive(launcher) and len(rank_pids) < ranks:
+    rank_pids = children(launcher)
+    time.sleep(0.001)
+if len(rank_pids) != ranks:
+    sys.exit(f"kill_at.py: found {len(rank_pids)} of mpirun's {ranks} ranks")
+turn = 0
+while alive(launcher):
+    stop(rank_pids[turn % ranks])
+    if ranks > 1:
+        go_on(rank_pids[(turn - 1) % ranks])
+    seen = done()
+    if seen >= at:
+        break
+    if ranks == 1:
+        go_on(rank_pids[0])
+    time.sleep(0.0005 if ranks == 1 else 0.002)
+    turn += 1
+for p in rank_pids:
+    stop(p)
+seen = done()
+print(f"kill_at.py: the run stopped at step {seen} of {steps} (aimed at {at}), then SIG{sig}")
+if sig == "INT":
+    # mpirun lets its ranks go on (SIGCONT) and sends them SIGTERM a second later: they are
+    # held stopped until it is theirs, then stop at the end of their round.
+    os.kill(launcher, signal.SIGINT)
+    def told(p):  # whether p has SIGTERM or SIGINT pending, or has ended
+        try:
+            s = dict(l.split(":", 1) for l in open(f"/proc/{p}/status").read().splitlines())
+        except OSError:
+            return True
+        pending = int(s["SigPnd"], 16) | int(s["ShdPnd"], 16)
+        return pending & (1 << signal.SIGTERM - 1 | 1 << signal.SIGINT - 1) != 0 or s["State"].split()[0] in "ZX"
+    until = time.monotonic() + 10
+    while not all(told(p) for p in rank_pids) and time.monotonic() < until:
+        for p in rank_pids:
+            if not told(p):
+                stop(p)
+        time.sleep(0.0002)
+else:
+    os.kill(random.choice(rank_pids), signal.SIGKILL)
+for p in rank_pids:
+    go_on(p)
+PY
+kill_run_at() {  # STEP SIGNAL ARGS...: SIGKILL: one rank; SIGINT: mpirun itself
+  local at=$1 signal=$2
   shift 2
   timeout -k 10 120 "$mpiexec" --oversubscribe -n "$ranks" "$dg" "$@" >"$tmp/killed.out" 2>&1 &
   local pid=$!
-  sleep "$delay"
-  local launcher victim
-  launcher=$(ranks_of "$pid")  # timeout's child: mpirun
-  if [ "$signal" = INT ]; then
-    victim=$launcher
-  else
-    victim=$(ranks_of "$launcher" | shuf -n 1)
-  fi
-  [ -z "$victim" ] || kill -s "$signal" "$victim" 2>/dev/null || true
+  python3 "$tmp/kill_at.py" "$pid" "$tmp/k.npy" "$at" 24 "$ranks" "$signal" >"$tmp/kill_at.out" 2>&1 || true
   wait "$pid" || true
 }
 killed=0
@@ -220,9 +315,7 @@ for parts in incore naive; do
   cp -a "$tmp/k" "$tmp/k0"
   [ "$(find "$tmp/k" -maxdepth 1 -name 'deepgrid-*.part.*' | wc -l)" -eq "$ranks" ] ||
     fail "the kill test's parts are not in its directory"
-  start=$(date +%s%N)
   mpi run "$tmp/k" "${opts[@]}" 24 --traces "$tmp/k.npy" >/dev/null
-  whole_ms=$((($(date +%s%N) - start) / 1000000))
   [ "$(sha "$tmp/k")" = "$(sha "$tmp/ks")" ] || fail "the kill test's uninterrupted run differs"
   cmp "$tmp/k.npy" "$tmp/ks.npy" || fail "the kill test's uninterrupted traces differ"
   for trial in 1 2 3; do
@@ -231,9 +324,8 @@ for parts in incore naive; do
     cp -a "$tmp/k0" "$tmp/k"
     signal=KILL
     [ "$trial" -ne 3 ] || signal=INT
-    delay_ms=$((RANDOM % (whole_ms * 4 / 5) + 50))
-    kill_run_after "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))" "$signal" \
-      run "$tmp/k" "${opts[@]}" 24 --traces "$tmp/k.npy"
+    at=$((2 * (RANDOM % 6 + 1)))  # the end of one of the first 6 of 12 rounds
+    kill_run_at "$at" "$signal" run "$tmp/k" "${opts[@]}" 24 --traces "$tmp/k.npy"
     # A kill that lands after the run committed its last step (while the processes exit)
     # leaves a finished run: the same command again would be a new one.
     step=$("$dg" info "$tmp/k" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')
@@ -242,7 +334,7 @@ for parts in incore naive; do
       killed=$((killed + 1))
       mpi run "$tmp/k" "${opts[@]}" 24 --traces "$tmp/k.npy" >"$tmp/again.out" 2>&1 || rc=$?
     fi
-    context="$parts parts, SIG$signal after ${delay_ms} ms: $(cat "$tmp/killed.out") / $(cat "$tmp/again.out")"
+    context="$parts parts, SIG$signal at step $at: $(cat "$tmp/kill_at.out" "$tmp/killed.out") / $(cat "$tmp/again.out")"
     [ "$rc" -eq 0 ] || fail "the same command after a kill exited $rc; $context"
     [ "$(sha "$tmp/k")" = "$(sha "$tmp/ks")" ] || fail "killed and finished: the grid differs; $context"
     [ "$parts" = naive ] || cmp "$tmp/k.npy" "$tmp/ks.npy" ||
