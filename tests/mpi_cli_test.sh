@@ -278,11 +278,13 @@ if sig == "INT":
     os.kill(launcher, signal.SIGINT)
     def told(p):  # whether p has SIGTERM or SIGINT pending, or has ended
         try:
-            s = dict(l.split(":", 1) for l in open(f"/proc/{p}/status").read().splitlines())
+            status = [l.split() for l in open(f"/proc/{p}/status")]
         except OSError:
             return True
-        pending = int(s["SigPnd"], 16) | int(s["ShdPnd"], 16)
-        return pending & (1 << signal.SIGTERM - 1 | 1 << signal.SIGINT - 1) != 0 or s["State"].split()[0] in "ZX"
+        s = {l[0]: l[1] for l in status if len(l) > 1}
+        pending = int(s.get("SigPnd:", "0"), 16) | int(s.get("ShdPnd:", "0"), 16)
+        signals = 1 << signal.SIGTERM - 1 | 1 << signal.SIGINT - 1
+        return pending & signals != 0 or s.get("State:", "X") in "ZX"
     until = time.monotonic() + 10
     while not all(told(p) for p in rank_pids) and time.monotonic() < until:
         for p in rank_pids:
@@ -334,6 +336,7 @@ for parts in incore naive; do
       killed=$((killed + 1))
       mpi run "$tmp/k" "${opts[@]}" 24 --traces "$tmp/k.npy" >"$tmp/again.out" 2>&1 || rc=$?
     fi
+    echo "kill test: $parts parts, SIG$signal, step $step after the kill: $(cat "$tmp/kill_at.out")"
     context="$parts parts, SIG$signal at step $at: $(cat "$tmp/kill_at.out" "$tmp/killed.out") / $(cat "$tmp/again.out")"
     [ "$rc" -eq 0 ] || fail "the same command after a kill exited $rc; $context"
     [ "$(sha "$tmp/k")" = "$(sha "$tmp/ks")" ] || fail "killed and finished: the grid differs; $context"
