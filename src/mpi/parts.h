@@ -19,6 +19,7 @@
 #include "mpi/distributed_grid.h"
 #include "mpi/halo_exchange.h"
 #include "plan/plan.h"
+#include "run/lifecycle.h"
 #include "store/distributed_manifest.h"
 #include "store/grid_lock.h"
 #include "store/plane_rect.h"
@@ -188,11 +189,11 @@ struct GridProgress {
 // refuses parts that do not hold the grid's step.
 Result<GridProgress> grid_progress(const DistributedManifest& m);
 
-// What this run does: `opt` from the step the parts hold, or, with --resume or the same command
-// as the recorded run's, the rest of that run (its scheme, boundary and target replace opt's).
-Result<RunRecord> run_to_do(const DistributedManifest& m, const GridProgress& g,
-                            const std::optional<RunRecord>& recorded, RunOptions* opt,
-                            bool* resumed);
+// What this run does (decide_run, run/lifecycle.h): `opt` from the step the parts hold, or,
+// with --resume or the same command as the recorded run's, the rest of that run. Parts that
+// stand apart, or away from the grid's step, with no record saying why are damage.
+Result<RunToDo> run_to_do(const DistributedManifest& m, const GridProgress& g,
+                          const std::optional<RunRecord>& recorded, const RunOptions& opt);
 
 // --- run_report.cc: the ranks' figures
 

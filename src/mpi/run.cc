@@ -22,6 +22,7 @@
 #include "mpi/distributed_grid.h"
 #include "mpi/halo_exchange.h"
 #include "mpi/parts.h"
+#include "run/lifecycle.h"
 #include "run/resident_grid.h"
 
 namespace deepgrid::mpi {
@@ -231,15 +232,18 @@ Status DistributedRun::open(const std::optional<ProcessGrid>& procs) {
   opt_ = given_;
   share_machine(&opt_);
   const Manifest whole = m_.as_grid();
-  // (resuming, the stopped run's scheme replaces it in run_to_do)
+  // The scheme is checked before anything is settled (decide_run then keeps it; resuming, the
+  // stopped run's replaces it).
   auto scheme = given_.resume ? Result<Scheme>(given_.scheme) : scheme_for(whole, given_.scheme);
   DG_RETURN_IF_ERROR(agree(scheme.status()));
   opt_.scheme = std::move(scheme).value();
   DG_RETURN_IF_ERROR(settle_prepared(m_));
   DG_ASSIGN_OR_RETURN(progress_, grid_progress(m_));
-  auto todo = run_to_do(m_, progress_, recorded_run(m_), &opt_, &resumed_);
+  auto todo = run_to_do(m_, progress_, recorded_run(m_), opt_);
   DG_RETURN_IF_ERROR(agree(todo.status()));
-  run_ = std::move(todo).value();
+  opt_ = std::move(todo->options);
+  run_ = std::move(todo->record);
+  resumed_ = todo->resumed;
   DG_RETURN_IF_ERROR(check_run(whole, opt_));
   DG_ASSIGN_OR_RETURN(
       all_probes_,
@@ -266,10 +270,9 @@ Status DistributedRun::leave_room() {
     DG_RETURN_IF_ERROR(check_part_budget(laid_out, opt_, run_.step_to - progress_.at));
   }
   // The run's traces, on rank 0 (resumed: with what the stopped run saved).
-  traces_ = run_traces(run_.step_from, run_.step_to,
-                       rank() == 0 ? static_cast<int64_t>(all_probes_.receivers.size()) : 0,
-                       held_steps_, held_from_ + 1);
-  if (resumed_) load_held_rows(&traces_, opt_.traces_path);
+  traces_ =
+      traces_of_run(run_, rank() == 0 ? static_cast<int64_t>(all_probes_.receivers.size()) : 0,
+                    held_steps_, held_from_, resumed_, opt_.traces_path);
   return Status::Ok();
 }
 
@@ -286,9 +289,7 @@ Status DistributedRun::record_start() {
   m_.step = progress_.at;
   if (!resumed_) {  // the record's range must hold the manifest's step
     if (m_.step != recorded_step) DG_RETURN_IF_ERROR(write_on_root(dir_, m_));
-    DG_RETURN_IF_ERROR(agree(rank() == 0
-                                 ? internal::write_file_atomic(dir_, kRunRecordName, run_.to_json())
-                                 : Status::Ok()));
+    DG_RETURN_IF_ERROR(agree(rank() == 0 ? save_run_record(dir_, run_) : Status::Ok()));
   }
   return Status::Ok();
 }
@@ -426,18 +427,11 @@ Result<bool> DistributedRun::rounds_through_files() {
 Result<DistributedRunReport> DistributedRun::commit() {
   DistributedRunReport report = this->report(k_, run_.step_to, part_->direct_io());
   m_.step = run_.step_to;
-  json details = {{"stencil", json::parse(opt_.scheme.to_json())},
-                  {"boundary", report.total.boundary},
-                  {"ranks", size()},
-                  {"process_grid", m_.procs.to_string()},
-                  {"exchange_bt", k_},
-                  {"steps", run_.step_to - run_.step_from},
-                  {"step_from", run_.step_from},
-                  {"step_to", run_.step_to}};
-  if (resumed_) details["resumed"] = true;
-  m_.history.push_back({utc_now(), "run", details.dump()});
+  m_.history.push_back(run_history(
+      opt_, run_.step_from, run_.step_to, resumed_,
+      {{"ranks", size()}, {"process_grid", m_.procs.to_string()}, {"exchange_bt", k_}}));
   DG_RETURN_IF_ERROR(write_on_root(dir_, m_));
-  if (rank() == 0) ::unlink(internal::join_path(dir_, kRunRecordName).c_str());
+  if (rank() == 0) drop_run_record(dir_);
   ::unlink(part_traces_path(*part_).c_str());
   return report;
 }

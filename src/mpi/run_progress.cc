@@ -82,41 +82,34 @@ Result<GridProgress> detail::grid_progress(const DistributedManifest& m) {
 }
 
 std::optional<RunRecord> recorded_run(const DistributedManifest& m) {
-  std::string text;
+  std::string text;  // rank 0 reads the record; every rank gets it
   if (rank() == 0) {
-    auto read = internal::read_small_file(internal::join_path(m.dir, kRunRecordName));
-    if (read.ok()) text = std::move(read).value();
+    if (const std::optional<RunRecord> r = read_run_record(m.dir, m.step)) text = r->to_json();
   }
   text = broadcast(text);
   if (text.empty()) return std::nullopt;
   auto r = RunRecord::from_json(text);
-  if (!r.ok() || m.step < r->step_from || m.step > r->step_to) return std::nullopt;
+  if (!r.ok()) return std::nullopt;
   return std::move(r).value();
 }
 
-Result<RunRecord> detail::run_to_do(const DistributedManifest& m, const GridProgress& g,
-                                    const std::optional<RunRecord>& recorded, RunOptions* opt,
-                                    bool* resumed) {
-  *resumed = recorded && (opt->resume || repeats(*recorded, *opt));
-  if (*resumed) {
-    DG_ASSIGN_OR_RETURN(*opt, rest_of(*recorded, g.at, std::move(*opt)));
-    return *recorded;
-  }
-  if (opt->resume) {
-    return invalid_argument(m.dir + " has no unfinished run to resume (it is at step " +
-                            std::to_string(g.at) + "); give --steps to start one");
-  }
-  if (g.mid_round && recorded) {
-    return invalid_argument(m.dir + " holds " + recorded->describe() +
-                            ", stopped part-way; finish it with 'mpirun -n " +
-                            std::to_string(m.ranks()) + " deepgrid run " + m.dir + " --resume'");
-  }
-  if (g.mid_round || (g.at != m.step && !recorded)) {
+Result<RunToDo> detail::run_to_do(const DistributedManifest& m, const GridProgress& g,
+                                  const std::optional<RunRecord>& recorded, const RunOptions& opt) {
+  RunStart at;
+  at.dir = m.dir;
+  at.step = g.at;
+  at.recorded = recorded;
+  at.stopped_part_way = g.mid_round;
+  at.stopped_how = "stopped part-way";
+  at.resume_command =
+      "mpirun -n " + std::to_string(m.ranks()) + " deepgrid run " + m.dir + " --resume";
+  DG_ASSIGN_OR_RETURN(RunToDo todo, decide_run(m.as_grid(), at, opt));
+  if (!todo.resumed && (g.mid_round || (g.at != m.step && !recorded))) {
     return corrupt("the parts of " + m.dir + " stand at time step " + std::to_string(g.at) +
                    " but the grid is at step " + std::to_string(m.step) +
                    " and no run record says why; restore the grid from a backup");
   }
-  return record_of(*opt, g.at, opt->method);
+  return todo;
 }
 
 }  // namespace deepgrid::mpi
