@@ -1,6 +1,7 @@
-// The command line's side of distributed grids (distributed.h): info, checksum and export of
-// one (serially, or under mpirun), and create and run under mpirun. Builds without MPI keep
-// the serial part; under mpirun they refuse with a message saying how to build with MPI.
+// The command line's side of distributed grids (store/distributed_manifest.h): info, checksum
+// and export of one (serially, or under mpirun), and create and run under mpirun. Builds
+// without MPI keep the serial part; under mpirun they refuse with a message saying how to
+// build with MPI.
 #pragma once
 
 #include <string>

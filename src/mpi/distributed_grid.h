@@ -1,8 +1,9 @@
-// The distributed grid's commands under mpirun: each rank works on its own part (distributed.h)
-// and the ranks meet in collective phases that end in agree() (comm.h), so a failing rank
-// stops them all with its message. Every function here is collective over MPI_COMM_WORLD.
-// Defined by concern: create.cc, gather.cc, run.cc (with relayout.cc, part_traces.cc and
-// run_progress.cc), run_report.cc, run_plan.cc; parts.cc and parts.h hold what they share.
+// The distributed grid's commands under mpirun: each rank works on its own part
+// (store/distributed_manifest.h) and the ranks meet in collective phases that end in agree()
+// (comm.h), so a failing rank stops them all with its message. Every function here is collective
+// over MPI_COMM_WORLD. Defined by concern: create.cc, gather.cc, run.cc (with relayout.cc,
+// part_traces.cc and run_progress.cc), run_report.cc, run_plan.cc; parts.cc and parts.h hold what
+// they share.
 #pragma once
 
 #include <array>
