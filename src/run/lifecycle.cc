@@ -1,5 +1,7 @@
 #include "run/lifecycle.h"
 
+#include <unistd.h>
+
 #include <string>
 #include <utility>
 #include <vector>
