@@ -189,11 +189,15 @@ struct GridProgress {
 // refuses parts that do not hold the grid's step.
 Result<GridProgress> grid_progress(const DistributedManifest& m);
 
-// What this run does (decide_run, run/lifecycle.h): `opt` from the step the parts hold, or,
-// with --resume or the same command as the recorded run's, the rest of that run. Parts that
-// stand apart, or away from the grid's step, with no record saying why are damage.
-Result<RunToDo> run_to_do(const DistributedManifest& m, const GridProgress& g,
-                          const std::optional<RunRecord>& recorded, const RunOptions& opt);
+// Where the grid stands for decide_run (run/lifecycle.h): the step the parts hold (or the one a
+// round cut short is to reach), the recorded run, whether a round was cut short.
+RunStart run_start(const DistributedManifest& m, const GridProgress& g,
+                   std::optional<RunRecord> recorded);
+
+// For a run decide_run did not find to resume: parts that stand apart, or away from the grid's
+// step, with no record saying why are damage.
+Status check_parts_stand(const DistributedManifest& m, const GridProgress& g, const RunStart& at,
+                         const RunToDo& todo);
 
 // --- run_report.cc: the ranks' figures
 

@@ -164,14 +164,14 @@ Result<bool> finish_round(const DistributedManifest& m, const GridProgress& prog
   return !stopped;
 }
 
-// One rank's run_distributed, step by step: what its steps share. run_distributed takes them in
-// order; each one is collective. Not to be moved: the part's engine options hold pointers into
+// One rank's driver of the run lifecycle (run/lifecycle.h): the grid split into parts over the
+// ranks, every step collective. Not to be moved: the part's engine options hold pointers into
 // it (after_each_pass).
-class DistributedRun {
+class DistributedRun final : public RunDriver {
  public:
-  DistributedRun(const std::string& dir, const RunOptions& given)
+  DistributedRun(const std::string& dir, const std::optional<ProcessGrid>& procs)
       : dir_(dir),
-        given_(given),
+        procs_(procs),
         t0_(std::chrono::steady_clock::now()),
         wait0_(agree_wait_seconds()),
         stolen0_(stolen_cpu_seconds()) {
@@ -180,33 +180,48 @@ class DistributedRun {
   DistributedRun(const DistributedRun&) = delete;
   DistributedRun& operator=(const DistributedRun&) = delete;
 
-  Status open(const std::optional<ProcessGrid>& procs);
-  Status leave_room();
-  Result<bool> finish_stopped_round();
-  Status record_start();
-  Status lay_out();
-  Result<bool> rounds_in_memory();
-  Result<bool> rounds_through_files();
-  Result<DistributedRunReport> commit();
-  DistributedRunReport report_so_far();
+  Result<RunStart> open(RunOptions& options) override;
+  const Manifest& whole() const override { return whole_; }
+  Status agree(Status status) override { return mpi::agree(std::move(status)); }
+  Status check(RunToDo& todo) override;
+  Status prepare(RunToDo&) override { return leave_room(); }
+  Result<bool> resume(const RunToDo&) override { return finish_stopped_round(); }
+  Status record(RunToDo&) override;
+  Result<Advanced> advance(const RunToDo& todo) override;
+  Status commit(int64_t step, HistoryEntry entry) override;
+  nlohmann::json history_details() const override {
+    return {{"ranks", size()}, {"process_grid", m_.procs.to_string()}, {"exchange_bt", k_}};
+  }
+  void drop_record() override;
+
+  // The report of the run that ended as `end` says.
+  DistributedRunReport report(const RunEnd& end);
 
  private:
   const PartInfo& info() const { return m_.parts[static_cast<size_t>(rank())]; }
+  Status leave_room();
+  Result<bool> finish_stopped_round();
+  Status lay_out();
+  Result<bool> rounds_in_memory();
+  Result<bool> rounds_through_files();
   Result<bool> round_in_memory(HaloExchange& exchange);
+  DistributedRunReport report_so_far();
   DistributedRunReport report(int k, int64_t to, bool direct_io);
 
   const std::string dir_;
-  const RunOptions given_;
+  const std::optional<ProcessGrid> procs_;
   const std::chrono::steady_clock::time_point t0_;
   const double wait0_;
   const double stolen0_;
   DistributedManifest m_;
+  Manifest whole_;  // m_ as one grid
   // Rank 0 holds DIR's lock for the run: a second run of the grid is refused before it lays
   // out or redistributes anything.
   std::optional<internal::GridLock> lock_;
   RunOptions opt_;  // with the grid's own scheme when none is given (each rank loads a user's
                     // kernel library itself)
   GridProgress progress_;
+  RunStart start_;
   bool resumed_ = false;
   RunRecord run_;
   ResolvedProbes all_probes_;
@@ -225,34 +240,39 @@ class DistributedRun {
   std::optional<ResidentGrid> held_;
 };
 
-// The grid, loaded and locked, with its parts settled; what the run does, checked.
-Status DistributedRun::open(const std::optional<ProcessGrid>& procs) {
+// The grid, loaded and locked, with its parts settled: where every part stands. The scheme is
+// checked before anything is settled (decide_run then keeps it; resuming, the stopped run's
+// replaces it).
+Result<RunStart> DistributedRun::open(RunOptions& options) {
   DG_ASSIGN_OR_RETURN(m_, load_distributed(dir_));
   DG_ASSIGN_OR_RETURN(lock_, lock_on_root(dir_));
-  opt_ = given_;
-  share_machine(&opt_);
-  const Manifest whole = m_.as_grid();
-  // The scheme is checked before anything is settled (decide_run then keeps it; resuming, the
-  // stopped run's replaces it).
-  auto scheme = given_.resume ? Result<Scheme>(given_.scheme) : scheme_for(whole, given_.scheme);
+  share_machine(&options);
+  whole_ = m_.as_grid();
+  auto scheme =
+      options.resume ? Result<Scheme>(options.scheme) : scheme_for(whole_, options.scheme);
   DG_RETURN_IF_ERROR(agree(scheme.status()));
-  opt_.scheme = std::move(scheme).value();
+  options.scheme = std::move(scheme).value();
   DG_RETURN_IF_ERROR(settle_prepared(m_));
   DG_ASSIGN_OR_RETURN(progress_, grid_progress(m_));
-  auto todo = run_to_do(m_, progress_, recorded_run(m_), opt_);
-  DG_RETURN_IF_ERROR(agree(todo.status()));
-  opt_ = std::move(todo->options);
-  run_ = std::move(todo->record);
-  resumed_ = todo->resumed;
-  DG_RETURN_IF_ERROR(check_run(whole, opt_));
+  start_ = run_start(m_, progress_, recorded_run(m_));
+  return start_;
+}
+
+// What decide_run chose, checked against the parts, the grid and the probes.
+Status DistributedRun::check(RunToDo& todo) {
+  DG_RETURN_IF_ERROR(agree(check_parts_stand(m_, progress_, start_, todo)));
+  opt_ = todo.options;
+  run_ = todo.record;
+  resumed_ = todo.resumed;
+  DG_RETURN_IF_ERROR(check_run(whole_, opt_));
   DG_ASSIGN_OR_RETURN(
       all_probes_,
       resolve_probes(opt_.probes, m_.shape,
-                     whole.fields.empty() ? std::vector<std::string>{"u"} : whole.fields));
+                     whole_.fields.empty() ? std::vector<std::string>{"u"} : whole_.fields));
   // (rank 0 alone writes the traces file: its directory need not exist on other machines)
   DG_RETURN_IF_ERROR(
       agree(rank() == 0 ? check_traces_destination(all_probes_, opt_.traces_path) : Status::Ok()));
-  DG_ASSIGN_OR_RETURN(grid_, run_process_grid(m_, procs));
+  DG_ASSIGN_OR_RETURN(grid_, run_process_grid(m_, procs_));
   return Status::Ok();
 }
 
@@ -283,15 +303,13 @@ Result<bool> DistributedRun::finish_stopped_round() {
   return finish_round(m_, progress_, held_from_, opt_, all_probes_, run_, &traces_, &mine_);
 }
 
-// The grid's step where every part stands; a new run's range recorded before its first round.
-Status DistributedRun::record_start() {
+// A new run's range recorded before its first round, the grid's step first moved to where
+// every part stands (the record's range must hold it).
+Status DistributedRun::record(RunToDo&) {
   const int64_t recorded_step = m_.step;
   m_.step = progress_.at;
-  if (!resumed_) {  // the record's range must hold the manifest's step
-    if (m_.step != recorded_step) DG_RETURN_IF_ERROR(write_on_root(dir_, m_));
-    DG_RETURN_IF_ERROR(agree(rank() == 0 ? save_run_record(dir_, run_) : Status::Ok()));
-  }
-  return Status::Ok();
+  if (m_.step != recorded_step) DG_RETURN_IF_ERROR(write_on_root(dir_, m_));
+  return agree(rank() == 0 ? save_run_record(dir_, run_) : Status::Ok());
 }
 
 // The grid split over the run's process grid and its parts given the halos of the exchange
@@ -421,19 +439,37 @@ Result<bool> DistributedRun::rounds_through_files() {
   return true;
 }
 
-// The finished run: its report, and the grid's step and history committed; the records go (a
-// stop before here leaves them; the same command again then finds the run done). The parts'
-// round records are finished ones already.
-Result<DistributedRunReport> DistributedRun::commit() {
-  DistributedRunReport report = this->report(k_, run_.step_to, part_->direct_io());
-  m_.step = run_.step_to;
-  m_.history.push_back(run_history(
-      opt_, run_.step_from, run_.step_to, resumed_,
-      {{"ranks", size()}, {"process_grid", m_.procs.to_string()}, {"exchange_bt", k_}}));
-  DG_RETURN_IF_ERROR(write_on_root(dir_, m_));
+// The laid-out parts through their rounds: the steps of the whole run, or nothing to commit
+// when the progress callback stopped them (the records stay).
+Result<Advanced> DistributedRun::advance(const RunToDo&) {
+  m_.step = progress_.at;
+  DG_RETURN_IF_ERROR(lay_out());
+  DG_ASSIGN_OR_RETURN(bool going_on, rounds_in_memory());
+  if (going_on) {
+    DG_ASSIGN_OR_RETURN(going_on, rounds_through_files());
+  }
+  if (!going_on) return Advanced{false};
+  return Advanced{true, run_.step_from, run_.step_to};
+}
+
+// The finished run's step and history in the top-level manifest (the parts' round records are
+// finished ones already).
+Status DistributedRun::commit(int64_t step, HistoryEntry entry) {
+  m_.step = step;
+  m_.history.push_back(std::move(entry));
+  return write_on_root(dir_, m_);
+}
+
+// Done: the records go (a stop before here leaves them; the same command again then finds the
+// run done).
+void DistributedRun::drop_record() {
   if (rank() == 0) drop_run_record(dir_);
   ::unlink(part_traces_path(*part_).c_str());
-  return report;
+}
+
+DistributedRunReport DistributedRun::report(const RunEnd& end) {
+  if (!end.committed) return report_so_far();
+  return report(k_, run_.step_to, part_->direct_io());
 }
 
 // The report of a run the progress callback stopped, up to the step every part reached: before
@@ -463,19 +499,9 @@ void share_machine(RunOptions* opt) {
 
 Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& given,
                                              const std::optional<ProcessGrid>& procs) {
-  DistributedRun run(dir, given);
-  DG_RETURN_IF_ERROR(run.open(procs));
-  DG_RETURN_IF_ERROR(run.leave_room());
-  DG_ASSIGN_OR_RETURN(bool going_on, run.finish_stopped_round());
-  if (!going_on) return run.report_so_far();  // the records stay
-  DG_RETURN_IF_ERROR(run.record_start());
-  DG_RETURN_IF_ERROR(run.lay_out());
-  DG_ASSIGN_OR_RETURN(going_on, run.rounds_in_memory());
-  if (going_on) {
-    DG_ASSIGN_OR_RETURN(going_on, run.rounds_through_files());
-  }
-  if (!going_on) return run.report_so_far();  // the records stay
-  return run.commit();
+  DistributedRun run(dir, procs);
+  DG_ASSIGN_OR_RETURN(const RunEnd end, run_lifecycle(run, given));
+  return run.report(end);
 }
 
 }  // namespace deepgrid::mpi

@@ -93,23 +93,27 @@ std::optional<RunRecord> recorded_run(const DistributedManifest& m) {
   return std::move(r).value();
 }
 
-Result<RunToDo> detail::run_to_do(const DistributedManifest& m, const GridProgress& g,
-                                  const std::optional<RunRecord>& recorded, const RunOptions& opt) {
+RunStart detail::run_start(const DistributedManifest& m, const GridProgress& g,
+                           std::optional<RunRecord> recorded) {
   RunStart at;
   at.dir = m.dir;
   at.step = g.at;
-  at.recorded = recorded;
+  at.recorded = std::move(recorded);
   at.stopped_part_way = g.mid_round;
   at.stopped_how = "stopped part-way";
   at.resume_command =
       "mpirun -n " + std::to_string(m.ranks()) + " deepgrid run " + m.dir + " --resume";
-  DG_ASSIGN_OR_RETURN(RunToDo todo, decide_run(m.as_grid(), at, opt));
-  if (!todo.resumed && (g.mid_round || (g.at != m.step && !recorded))) {
+  return at;
+}
+
+Status detail::check_parts_stand(const DistributedManifest& m, const GridProgress& g,
+                                 const RunStart& at, const RunToDo& todo) {
+  if (!todo.resumed && (g.mid_round || (g.at != m.step && !at.recorded))) {
     return corrupt("the parts of " + m.dir + " stand at time step " + std::to_string(g.at) +
                    " but the grid is at step " + std::to_string(m.step) +
                    " and no run record says why; restore the grid from a backup");
   }
-  return todo;
+  return Status::Ok();
 }
 
 }  // namespace deepgrid::mpi

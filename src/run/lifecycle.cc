@@ -183,4 +183,28 @@ Status save_run_record(const std::string& dir, const RunRecord& record) {
 
 void drop_run_record(const std::string& dir) { ::unlink(run_record_path(dir).c_str()); }
 
+Result<RunEnd> run_lifecycle(RunDriver& driver, RunOptions given) {
+  DG_ASSIGN_OR_RETURN(const RunStart at, driver.open(given));
+  auto decided = decide_run(driver.whole(), at, std::move(given));
+  DG_RETURN_IF_ERROR(driver.agree(decided.status()));
+  RunEnd end{std::move(decided).value()};
+  RunToDo& todo = end.todo;
+  DG_RETURN_IF_ERROR(driver.check(todo));
+  DG_RETURN_IF_ERROR(driver.prepare(todo));
+  if (todo.resumed) {
+    DG_ASSIGN_OR_RETURN(const bool going_on, driver.resume(todo));
+    if (!going_on) return end;  // the records stay
+  }
+  if (!todo.resumed) DG_RETURN_IF_ERROR(driver.record(todo));
+  DG_ASSIGN_OR_RETURN(const Advanced advanced, driver.advance(todo));
+  if (!advanced.commit) return end;  // the records stay
+  DG_RETURN_IF_ERROR(
+      driver.commit(advanced.to, run_history(todo.options, advanced.from, advanced.to, todo.resumed,
+                                             driver.history_details())));
+  end.committed = true;
+  end.finished = advanced.to == todo.record.step_to;
+  if (end.finished) driver.drop_record();  // else resumable
+  return end;
+}
+
 }  // namespace deepgrid

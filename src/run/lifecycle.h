@@ -1,12 +1,13 @@
-// The steps every run goes through, each written once here for the two drivers: the serial
-// run (run_grid, run.cc) and the distributed one (mpi/run_distributed). A driver says where
-// its grid stands (one grid, or parts agreed over the ranks) and how it advances; the rules of
-// what a command is to do, what the run record holds, which traces a run keeps and what the
-// history says are these:
+// The run lifecycle, written once for the two drivers: the serial run (run_grid, run.cc) and
+// the distributed one (mpi::run_distributed, mpi/run.cc). run_lifecycle takes every run through
 //
-//   open -> check -> what to do (start, or finish a stopped run: decide_run) -> probes and
-//   traces (traces_of_run) -> plan -> record (save_run_record) -> advance -> commit with a
-//   history entry (run_history) -> drop the record -> report.
+//   open -> decide (start, or finish a stopped run) -> check -> prepare (probes, traces, plan,
+//   budget) -> resume (finish what a stop cut short) -> record -> advance -> commit with a
+//   history entry -> drop the record
+//
+// and a RunDriver supplies what differs: one grid, or parts over ranks that agree at every
+// step. The rules the steps follow (decide_run, traces_of_run, run_history, the run record's
+// I/O) are here too; the report is the driver's.
 #pragma once
 
 #include <cstdint>
@@ -63,5 +64,54 @@ std::optional<RunRecord> read_run_record(const std::string& dir, int64_t step);
 Status save_run_record(const std::string& dir, const RunRecord& record);
 // Removes it: the run is done (or never changed anything).
 void drop_run_record(const std::string& dir);
+
+// What the advance step did: the steps a history entry records (none when nothing is to be
+// committed: a distributed run stopped part-way leaves its grid where every part stands).
+struct Advanced {
+  bool commit = true;
+  int64_t from = 0, to = 0;
+};
+
+// What a kind of grid does at each step of run_lifecycle. Every call is made by every process
+// of the run in the same order (a distributed driver's calls are collective).
+class RunDriver {
+ public:
+  virtual ~RunDriver() = default;
+  // Opens (and locks) the grid; where it stands. May set what the options leave to the
+  // driver (a distributed run's threads per rank, the scheme checked before anything settles).
+  virtual Result<RunStart> open(RunOptions& options) = 0;
+  // The grid as a whole (its manifest), for decide_run.
+  virtual const Manifest& whole() const = 0;
+  // A status every process of the run holds alike (a distributed run agrees over its ranks).
+  virtual Status agree(Status status) { return status; }
+  // Checks and adapts what decide_run chose (the driver's own rules), with nothing changed yet.
+  virtual Status check(RunToDo& todo) = 0;
+  // Probes, traces, the plan and the budget: everything that can refuse the run before
+  // anything changes.
+  virtual Status prepare(RunToDo& todo) = 0;
+  // Resuming: finishes what a stop cut short before this run goes on (a distributed round);
+  // false when the progress callback stopped it again.
+  virtual Result<bool> resume(const RunToDo& todo) = 0;
+  // Records a new run (save_run_record) before anything changes toward it.
+  virtual Status record(RunToDo& todo) = 0;
+  virtual Result<Advanced> advance(const RunToDo& todo) = 0;
+  // Commits the grid at the step advance reached, with `entry` in its history.
+  virtual Status commit(int64_t step, HistoryEntry entry) = 0;
+  // The run's fields in its history entry besides those every run has (run_history).
+  virtual nlohmann::json history_details() const = 0;
+  // The run reached its end: its record goes.
+  virtual void drop_record() = 0;
+};
+
+// How a run ended: what it did (todo), whether the grid was committed, and whether the run
+// reached the record's end (else it stopped, and the record stays for the same command).
+struct RunEnd {
+  RunToDo todo;
+  bool committed = false;
+  bool finished = false;
+};
+
+// Takes a run through the lifecycle with `driver`, as the options `given` ask.
+Result<RunEnd> run_lifecycle(RunDriver& driver, RunOptions given);
 
 }  // namespace deepgrid

@@ -158,11 +158,10 @@ RunRecord run_of_sweep(const SweepRecord& sweep) {
   return r;
 }
 
-// What this command is to do on this grid (decide_run). A run killed after its last commit
-// left its record: the same command again notices that it is done (0 steps) rather than
-// starting over. A sweep interrupted in its middle is finished first by the stream engine with
-// its own depth; nothing else may run before it.
-Result<RunToDo> run_to_do(const Grid& grid, const RunOptions& given) {
+// Where the grid stands for decide_run. A run killed after its last commit left its record: the
+// same command again notices that it is done (0 steps) rather than starting over. A sweep
+// interrupted in its middle is the run to finish, and nothing else may run before it.
+Result<RunStart> where_it_stands(const Grid& grid) {
   const auto& sweep = grid.sweep_record();
   if (!grid.interrupted_sweep().empty() && !sweep) {
     return corrupt("grid " + grid.dir() + " was interrupted in an in-place " +
@@ -177,13 +176,16 @@ Result<RunToDo> run_to_do(const Grid& grid, const RunOptions& given) {
   at.stopped_part_way = sweep.has_value();
   at.stopped_how = "interrupted in the middle of a sweep";
   at.resume_command = "deepgrid run " + grid.dir() + " --resume";
-  DG_ASSIGN_OR_RETURN(RunToDo todo, decide_run(grid.manifest(), at, given));
-  if (sweep) {  // (its stencil and boundary are the run's: advance_stream checks them again)
-    RunOptions& opt = todo.options;
-    opt.method = opt.method == Method::kNaive ? Method::kNaive : Method::kStream;
-    opt.bt = sweep->levels;
+  return at;
+}
+
+// A sweep interrupted in its middle is finished first by the stream engine with its own
+// depth (its stencil and boundary are the run's: advance_stream checks them again).
+void finish_the_sweep_first(const Grid& grid, RunOptions* opt) {
+  if (const auto& sweep = grid.sweep_record()) {
+    opt->method = opt->method == Method::kNaive ? Method::kNaive : Method::kStream;
+    opt->bt = sweep->levels;
   }
-  return todo;
 }
 
 }  // namespace
@@ -263,7 +265,9 @@ Status commit_run(Grid& grid, const RunPlan& plan, const Manifest& after) {
 
 Result<RunOptions> options_to_finish(const Grid& grid, RunOptions base) {
   base.resume = true;
-  DG_ASSIGN_OR_RETURN(RunToDo todo, run_to_do(grid, std::move(base)));
+  DG_ASSIGN_OR_RETURN(const RunStart at, where_it_stands(grid));
+  DG_ASSIGN_OR_RETURN(RunToDo todo, decide_run(grid.manifest(), at, std::move(base)));
+  finish_the_sweep_first(grid, &todo.options);
   return std::move(todo.options);
 }
 
@@ -280,55 +284,99 @@ Result<RunReport> advance_grid(Grid& grid, const RunOptions& opt, const Resolved
   return r;
 }
 
-// The serial driver of the run lifecycle (lifecycle.h).
-Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const double stolen0 = stolen_cpu_seconds();
-  DG_ASSIGN_OR_RETURN(Grid grid, Grid::open(dir, Grid::Mode::kReadWrite));
-  DG_ASSIGN_OR_RETURN(RunToDo todo, run_to_do(grid, given));
-  const RunOptions& opt = todo.options;
-  const int64_t step0 = grid.manifest().step;
-  DG_ASSIGN_OR_RETURN(ProbesOfRun probes, prepare_probes(grid, todo));
-  if (probes.traces.receivers > 0) probes.resolved.traces = &probes.traces;
-  DG_ASSIGN_OR_RETURN(RunOptions with_traces, leave_room_for_traces(opt, probes.traces));
-  DG_ASSIGN_OR_RETURN(const RunPlan plan, prepare_run(grid, with_traces));
-  if (!todo.resumed) {  // (resuming, the record that brought us here stays until it is done)
-    todo.record.method = std::string(method_name(plan.method));
-    DG_RETURN_IF_ERROR(save_run_record(dir, todo.record));
+namespace {
+
+// The serial driver of the run lifecycle (lifecycle.h): one grid, open read-write for the run.
+class GridRun final : public RunDriver {
+ public:
+  explicit GridRun(std::string dir) : dir_(std::move(dir)) {}
+
+  Result<RunStart> open(RunOptions&) override {
+    DG_ASSIGN_OR_RETURN(grid_, Grid::open(dir_, Grid::Mode::kReadWrite));
+    step0_ = grid_->manifest().step;
+    return where_it_stands(*grid_);
   }
+  const Manifest& whole() const override { return grid_->manifest(); }
+  Status check(RunToDo& todo) override {
+    finish_the_sweep_first(*grid_, &todo.options);
+    return Status::Ok();
+  }
+  Status prepare(RunToDo& todo) override {
+    DG_ASSIGN_OR_RETURN(probes_, prepare_probes(*grid_, todo));
+    if (probes_.traces.receivers > 0) probes_.resolved.traces = &probes_.traces;
+    DG_ASSIGN_OR_RETURN(engine_options_, leave_room_for_traces(todo.options, probes_.traces));
+    DG_ASSIGN_OR_RETURN(plan_, prepare_run(*grid_, engine_options_));
+    return Status::Ok();
+  }
+  // An interrupted sweep is finished by the stream engine, as the first of the run's.
+  Result<bool> resume(const RunToDo&) override { return true; }
+  Status record(RunToDo& todo) override {
+    todo.record.method = std::string(method_name(plan_.method));
+    return save_run_record(dir_, todo.record);
+  }
+  Result<Advanced> advance(const RunToDo& todo) override;
+  Status commit(int64_t step, HistoryEntry entry) override {
+    Manifest after = grid_->manifest();
+    after.step = step;
+    after.history.push_back(std::move(entry));
+    return commit_run(*grid_, plan_, after);
+  }
+  nlohmann::json history_details() const override { return {{"method", report_.method}}; }
+  void drop_record() override { drop_run_record(dir_); }
+
+  const RunReport& report() const { return report_; }
+
+ private:
+  const std::string dir_;
+  std::optional<Grid> grid_;
+  int64_t step0_ = 0;
+  ProbesOfRun probes_;
+  RunOptions engine_options_;  // the run's, with what the receivers' values leave of --mem
+  RunPlan plan_;
+  RunReport report_;
+};
+
+// The planned engine's advance; the steps it did are committed, a stopped run's too (its
+// record stays, and the same command finishes it).
+Result<Advanced> GridRun::advance(const RunToDo& todo) {
+  const RunOptions& opt = todo.options;
+  const bool keeps_traces = probes_.resolved.traces != nullptr && !opt.traces_path.empty();
   // Every pass ends by saving what the receivers recorded, and the next pass's are held. The
   // rows are synced before the grid commits the steps: after every sweep of the methods that
   // commit each one, else at the end or a stop (a sync per pass made a 4000-step in-core run
   // with 2048 receivers take 1.2 s instead of 0.9 s, and 0.56 s without receivers).
-  if (probes.resolved.traces != nullptr && !opt.traces_path.empty()) {
-    with_traces.progress = [&](int64_t done, int64_t total) {
+  if (keeps_traces) {
+    engine_options_.progress = [&](int64_t done, int64_t total) {
       const bool go_on = !opt.progress || opt.progress(done, total);
-      const bool commits = !writes_replacement(plan.method) || !go_on || done == total;
-      const Status saved = write_traces_npy(probes.traces, opt.traces_path, commits);
-      if (saved.ok()) hold_from(&probes.traces, step0 + done + 1);  // (else: saved at the end)
+      const bool commits = !writes_replacement(plan_.method) || !go_on || done == total;
+      const Status saved = write_traces_npy(probes_.traces, opt.traces_path, commits);
+      if (saved.ok()) hold_from(&probes_.traces, step0_ + done + 1);  // (else: saved at the end)
       return saved.ok() && go_on;
     };
   }
-  auto result =
-      run_prepared(grid, with_traces, plan, probes.resolved.empty() ? nullptr : &probes.resolved);
-  if (probes.resolved.traces != nullptr && !opt.traces_path.empty()) {
-    DG_RETURN_IF_ERROR(write_traces_npy(probes.traces, opt.traces_path));
-  }
+  auto result = run_prepared(*grid_, engine_options_, plan_,
+                             probes_.resolved.empty() ? nullptr : &probes_.resolved);
+  if (keeps_traces) DG_RETURN_IF_ERROR(write_traces_npy(probes_.traces, opt.traces_path));
   if (!result.ok()) {
     // A run that failed before changing anything leaves nothing behind either.
-    const bool changed = grid.manifest().step != step0 ||
-                         ::access(internal::join_path(dir, kSweepRecordName).c_str(), F_OK) == 0;
-    if (!changed && !todo.resumed) drop_run_record(dir);
+    const bool changed = grid_->manifest().step != step0_ ||
+                         ::access(internal::join_path(dir_, kSweepRecordName).c_str(), F_OK) == 0;
+    if (!changed && !todo.resumed) drop_run_record(dir_);
     return result.status();
   }
-  RunReport r = std::move(result).value();
-  Manifest after = grid.manifest();
-  after.step = r.step_to;
-  after.history.push_back(
-      run_history(opt, r.step_from, r.step_to, todo.resumed, {{"method", r.method}}));
-  DG_RETURN_IF_ERROR(commit_run(grid, plan, after));
-  r.resumed = todo.resumed;
-  if (r.steps == opt.steps) drop_run_record(dir);  // else resumable
+  report_ = std::move(result).value();
+  report_.resumed = todo.resumed;
+  return Advanced{true, report_.step_from, report_.step_to};
+}
+
+}  // namespace
+
+Result<RunReport> run_grid(const std::string& dir, const RunOptions& given) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double stolen0 = stolen_cpu_seconds();
+  GridRun run(dir);
+  DG_RETURN_IF_ERROR(run_lifecycle(run, given).status());
+  RunReport r = run.report();
   r.seconds = seconds_since(t0);
   r.peak_memory = peak_resident_bytes();
   r.record_steal_since(stolen0);
