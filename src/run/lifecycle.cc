@@ -191,11 +191,12 @@ Result<RunEnd> run_lifecycle(RunDriver& driver, RunOptions given) {
   RunToDo& todo = end.todo;
   DG_RETURN_IF_ERROR(driver.check(todo));
   DG_RETURN_IF_ERROR(driver.prepare(todo));
-  if (todo.resumed) {
+  if (todo.resumed) {  // (the record that brought us here stays until the run is done)
     DG_ASSIGN_OR_RETURN(const bool going_on, driver.resume(todo));
     if (!going_on) return end;  // the records stay
+  } else {
+    DG_RETURN_IF_ERROR(driver.record(todo));
   }
-  if (!todo.resumed) DG_RETURN_IF_ERROR(driver.record(todo));
   DG_ASSIGN_OR_RETURN(const Advanced advanced, driver.advance(todo));
   if (!advanced.commit) return end;  // the records stay
   DG_RETURN_IF_ERROR(
