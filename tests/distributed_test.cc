@@ -188,8 +188,9 @@ DistributedManifest two_parts() {
   m.step = 12;
   m.procs = {{2, 1, 1}};
   const std::vector<Block> blocks = decompose(m.shape, m.procs);
-  m.parts = {{blocks[0], {{0, 0, 0}, {2, 0, 0}}, "/ssd/0/p", {"/ssd/0"}},
-             {blocks[1], {{2, 0, 0}, {0, 0, 0}}, "/ssd/1/p", {"/ssd/1"}}};
+  m.parts = {
+      {blocks[0], {{0, 0, 0}, {2, 0, 0}}, "/ssd/0/deepgrid-0123456789abcdef.part.0", {"/ssd/0"}},
+      {blocks[1], {{2, 0, 0}, {0, 0, 0}}, "/ssd/1/deepgrid-0123456789abcdef.part.1", {"/ssd/1"}}};
   m.history.push_back({"2026-11-22T20:34:04Z", "create", "{\"ranks\":2}"});
   return m;
 }
@@ -280,14 +281,46 @@ TEST(DistributedManifest, InconsistentManifestsAreRefused) {
   EXPECT_EQ(DistributedManifest::from_json("not json").status().code(), ErrorCode::kCorrupt);
 }
 
+// A part is where deepgrid puts it, in its first store or beside the manifest: a crafted
+// manifest cannot lead a run, a re-layout or a removal to a directory outside the grid.
+TEST(DistributedManifest, PartsOutsideTheirRootAreRefused) {
+  auto refused = [](auto change) {
+    DistributedManifest m = two_parts();
+    change(m);
+    const Status st = DistributedManifest::from_json(m.to_json()).status();
+    return st.code() == ErrorCode::kCorrupt;
+  };
+  EXPECT_TRUE(refused([](auto& m) { m.parts[0].dir = "/home/someone"; }));
+  EXPECT_TRUE(
+      refused([](auto& m) { m.parts[0].dir = "/ssd/0/../deepgrid-0123456789abcdef.part.0"; }));
+  EXPECT_TRUE(refused([](auto& m) { m.parts[1].dir = "/ssd/1/deepgrid-0123456789abcdef.part.0"; }));
+  EXPECT_TRUE(refused([](auto& m) { m.parts[0].stores = {"ssd/0"}; }));
+  EXPECT_TRUE(refused([](auto& m) { m.id = "../../x"; }));
+  EXPECT_TRUE(refused([](auto& m) {
+    m.parts[0].stores.clear();
+    m.parts[0].dir = "/elsewhere/victim";
+  }));
+  // Without stores, a part is found beside the manifest whatever directory it was made in
+  // (a grid directory moved as a whole still opens); a store's path is made normal.
+  DistributedManifest m = two_parts();
+  m.parts[0].stores.clear();
+  m.parts[0].dir = "/old/place/deepgrid-0123456789abcdef.part.0";
+  m.parts[1].stores = {"/ssd/x/../1/"};
+  m.parts[1].dir = "/ssd/1/deepgrid-0123456789abcdef.part.1";
+  auto placed = distributed_manifest_in(m.to_json(), "/new/place");
+  ASSERT_TRUE(placed.ok()) << placed.status().message();
+  EXPECT_EQ(placed->parts[0].dir, "/new/place/deepgrid-0123456789abcdef.part.0");
+  EXPECT_EQ(placed->parts[1].stores, std::vector<std::string>{"/ssd/1"});
+}
+
 // A version 4 manifest (z-slabs, written before process grids) still opens, as px = py = 1.
 TEST(DistributedManifest, ZSlabManifestsOfVersion4StillOpen) {
   const std::string v4 =
       R"({"format": "deepgrid-distributed", "version": 4, "id": "0123456789abcdef",
     "shape": {"nx": 8, "ny": 6, "nz": 10}, "dtype": "f32", "byte_order": "little", "step": 3,
     "decomposition": {"axis": "z", "ranks": 2, "parts": [
-      {"rank": 0, "z0": 0, "z1": 5, "halo_below": 0, "halo_above": 2, "dir": "/a/p0", "stores": []},
-      {"rank": 1, "z0": 5, "z1": 10, "halo_below": 2, "halo_above": 0, "dir": "/a/p1", "stores": []}]},
+      {"rank": 0, "z0": 0, "z1": 5, "halo_below": 0, "halo_above": 2, "dir": "/a/deepgrid-0123456789abcdef.part.0", "stores": []},
+      {"rank": 1, "z0": 5, "z1": 10, "halo_below": 2, "halo_above": 0, "dir": "/a/deepgrid-0123456789abcdef.part.1", "stores": []}]},
     "history": []})";
   auto m = DistributedManifest::from_json(v4);
   ASSERT_TRUE(m.ok()) << m.status().message();

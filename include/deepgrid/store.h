@@ -48,7 +48,9 @@ inline constexpr int kManifestVersion = 4;
 inline constexpr int kOneFieldManifestVersion = 3;
 
 struct DataFile {
-  std::string path;  // relative to the grid directory, or absolute
+  // data.<f>.dgd in the grid directory, or <store f>/deepgrid-<id>.<f>.dgd (and the
+  // replacement names .b.dgd): a manifest naming anything else is refused (docs/security.md)
+  std::string path;
   int64_t bytes = 0;
 };
 
@@ -84,6 +86,9 @@ struct Manifest {
   int64_t step = 0;
   int64_t base = 0;                 // plane z is in slot (z + base) mod slots(); in [0, slots())
   int64_t checksum_generation = 0;  // names the checksum table; 0: none recorded (version 1)
+  // The store directories the grid was created with (absolute, normal), one per data file;
+  // empty when the data are in the grid directory. Only 'deepgrid relocate' changes them.
+  std::vector<std::string> stores;
   // The components of a plane, in order (scheme.h): empty for a grid of one field. A plane
   // holds nx * ny values of each component, one component after another.
   std::vector<std::string> fields;
@@ -276,6 +281,24 @@ class Grid {
   mutable uint64_t bytes_read_ = 0;
   uint64_t bytes_written_ = 0;
 };
+
+// What relocate_grid did with each data file: copied to its new store, or found there already
+// (copied by the user, e.g. with the disks); and whether the files were compared with the
+// grid's checksums.
+struct Relocation {
+  int copied = 0;
+  int found = 0;
+  bool checked = false;
+};
+
+// Moves a grid's data files to new store directories, one per data file (as many as the grid
+// has): each is copied there, or taken where a copy is there already; their sizes and, when
+// the grid has checksums, every plane are checked; then the manifest records the new stores and
+// the old files are removed. The one way a grid's stores change (a manifest naming files
+// elsewhere is refused, docs/security.md); a grid whose data are in its own directory moves
+// with it. Refused while an in-place sweep or a prepared commit is unfinished; on failure the
+// grid is as it was.
+Result<Relocation> relocate_grid(const std::string& dir, const std::vector<std::string>& stores);
 
 // Current time as ISO 8601 UTC ("2026-11-22T20:25:30Z").
 std::string utc_now();

@@ -39,6 +39,12 @@ std::vector<std::string> split_csv(const std::string& s) {
   return out;
 }
 
+std::string join_csv(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
 int field_index(const Manifest& m, const std::string& field) {
   return get(field_component(m, field));
 }

@@ -38,6 +38,7 @@ int exit_code_for(ErrorCode code);
 Grid open_to_read(const std::string& dir, bool verify);
 
 std::vector<std::string> split_csv(const std::string& s);
+std::string join_csv(const std::vector<std::string>& items);
 
 int field_index(const Manifest& m, const std::string& field);
 

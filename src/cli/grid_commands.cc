@@ -74,6 +74,8 @@ void print_info(const Grid& g) {
       static_cast<long long>(m.layout.spare_planes),
       static_cast<long long>(m.layout.planes_per_chunk), m.layout.files.size(),
       m.layout.files.size() == 1 ? "" : "s", format_size(static_cast<uint64_t>(total)).c_str());
+  std::printf("stores      %s\n", m.stores.empty() ? "none: the data are in the grid directory"
+                                                   : join_csv(m.stores).c_str());
   for (int f = 0; f < static_cast<int>(m.layout.files.size()); ++f) {
     std::printf("  file %d    %s\n", f, g.file_path(f).c_str());
   }
@@ -224,6 +226,50 @@ Command add_import_command(CLI::App& app) {
                      "Fill this field of the existing grid DIR (e.g. a velocity model made with "
                      "'create --scheme'); the array must have the grid's shape and dtype");
   return {import, [a] { return cmd_import(*a); }};
+}
+
+struct RelocateArgs {
+  std::string dir, stores;
+  bool json = false;
+};
+
+int cmd_relocate(const RelocateArgs& a) {
+  check(refuse_under_mpi("relocate"));
+  check(refuse_distributed(a.dir, "relocate"));
+  const Relocation r = get(relocate_grid(a.dir, split_csv(a.stores)));
+  const Manifest m = get(Grid::open(a.dir)).manifest();
+  if (a.json) {
+    std::printf("%s\n", json{{"directory", a.dir},
+                             {"stores", m.stores},
+                             {"copied", r.copied},
+                             {"found", r.found},
+                             {"checked", r.checked}}
+                            .dump()
+                            .c_str());
+    return 0;
+  }
+  std::printf(
+      "relocated %s to %s: %d data file%s copied, %d found in place%s\n", a.dir.c_str(),
+      join_csv(m.stores).c_str(), r.copied, r.copied == 1 ? "" : "s", r.found,
+      r.checked ? ", every plane matches the grid's checksums" : " (no checksums to check)");
+  return 0;
+}
+
+Command add_relocate_command(CLI::App& app) {
+  auto a = std::make_shared<RelocateArgs>();
+  auto* relocate = app.add_subcommand(
+      "relocate",
+      "Move a grid's data files to new store directories (new disks), and record them: the "
+      "one way to change where a grid's data live (docs/security.md)");
+  relocate->add_option("DIR", a->dir, "Grid directory")->required();
+  relocate
+      ->add_option("--store", a->stores,
+                   "Comma-separated new data directories, as many as the grid has (each "
+                   "file is copied there, or taken as it is where a copy is already there, "
+                   "and checked against the grid's checksums)")
+      ->required();
+  relocate->add_flag("--json", a->json, "Print as one JSON object");
+  return {relocate, [a] { return cmd_relocate(*a); }};
 }
 
 }  // namespace deepgrid::cli

@@ -70,7 +70,8 @@ Status write_file_atomic(const std::string& dir, const std::string& name,
                          std::span<const std::string_view> pieces) {
   const std::string final_path = join_path(dir, name);
   const std::string tmp = final_path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ::unlink(tmp.c_str());  // (a leftover of a crash, or something planted there)
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return errno_status(errno, "create", tmp);
   Status st;
   int64_t at = 0;
@@ -90,9 +91,10 @@ Status write_file_atomic(const std::string& dir, const std::string& name,
   return fsync_path(dir);
 }
 
-Result<std::string> read_small_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_status(errno, "open", path);
+namespace {
+
+// Everything the open file `fd` holds; closes it.
+Result<std::string> read_all_and_close(int fd, const std::string& path) {
   std::string out;
   char buf[65536];
   while (true) {
@@ -110,17 +112,46 @@ Result<std::string> read_small_file(const std::string& path) {
   return out;
 }
 
-Result<int> open_data_file(const std::string& path, int flags, bool* direct) {
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_DIRECT, 0644);
-  if (fd >= 0) {
-    *direct = true;
-    return fd;
+// Opens one of deepgrid's own files (`flags` without O_NOFOLLOW), first with O_DIRECT when
+// `direct` is given (then *direct says whether the filesystem took it): a symbolic link or
+// anything but a regular file is refused with a one-line error naming it.
+Result<int> open_own_file(const std::string& path, int flags, bool* direct = nullptr) {
+  flags |= O_NOFOLLOW | O_CLOEXEC;
+  int fd = -1;
+  if (direct != nullptr) {
+    fd = ::open(path.c_str(), flags | O_DIRECT, 0644);
+    *direct = fd >= 0;
   }
-  if (errno != EINVAL) return errno_status(errno, "open", path);
-  fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+  if (fd < 0 && (direct == nullptr || errno == EINVAL)) fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0 && errno == ELOOP) {
+    return invalid_argument(path +
+                            " is a symbolic link, which deepgrid does not follow in a grid "
+                            "(docs/security.md); put the file itself there");
+  }
   if (fd < 0) return errno_status(errno, "open", path);
-  *direct = false;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return invalid_argument(path + " is not a regular file; a grid holds only regular files");
+  }
   return fd;
+}
+
+}  // namespace
+
+Result<std::string> read_small_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status(errno, "open", path);
+  return read_all_and_close(fd, path);
+}
+
+Result<std::string> read_own_file(const std::string& path) {
+  DG_ASSIGN_OR_RETURN(const int fd, open_own_file(path, O_RDONLY));
+  return read_all_and_close(fd, path);
+}
+
+Result<int> open_data_file(const std::string& path, int flags, bool* direct) {
+  return open_own_file(path, flags, direct);
 }
 
 Status check_free_space(const std::vector<SpaceNeed>& needs, const std::string& purpose) {

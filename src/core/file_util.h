@@ -17,17 +17,25 @@ namespace deepgrid::internal {
 Status pread_full(int fd, void* buf, size_t n, int64_t offset, const std::string& path);
 Status pwrite_full(int fd, const void* buf, size_t n, int64_t offset, const std::string& path);
 
-// Writes `text` to DIR/NAME atomically: temporary file, fsync, rename, fsync DIR.
+// Writes `text` to DIR/NAME atomically: temporary file, fsync, rename, fsync DIR. The
+// temporary file is made anew (a file or link left in its place is removed, never written
+// through).
 Status write_file_atomic(const std::string& dir, const std::string& name, const std::string& text);
 // The same for content in pieces, written one after another (nothing copies them together).
 Status write_file_atomic(const std::string& dir, const std::string& name,
                          std::initializer_list<std::string_view> pieces);
 Status write_file_atomic(const std::string& dir, const std::string& name,
                          std::span<const std::string_view> pieces);
+// A file the user named (a scheme, a probes file): whatever `path` leads to.
 Result<std::string> read_small_file(const std::string& path);
+// A file deepgrid wrote itself in a grid directory (manifest, checksum table, records): only
+// a regular file, and not through a symbolic link, so that a crafted grid cannot make deepgrid
+// read a file outside it (docs/security.md).
+Result<std::string> read_own_file(const std::string& path);
 
 // Opens a data file with O_DIRECT where the filesystem allows it (else without; *direct says
-// which).
+// which). A symbolic link is refused and so is anything but a regular file: data files are
+// deepgrid's own, and a link in their place would lead its writes outside the grid.
 Result<int> open_data_file(const std::string& path, int flags, bool* direct);
 
 // Bytes available to unprivileged users on the filesystem holding `path`.

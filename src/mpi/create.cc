@@ -18,6 +18,7 @@
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
 #include "mpi/parts.h"
+#include "store/grid_paths.h"
 
 namespace deepgrid::mpi {
 
@@ -151,7 +152,7 @@ Result<PartInfo> detail::create_part(const std::string& dir, const std::string& 
   PartInfo info;
   info.block = block;
   info.stores = expand_rank(global.stores, rank());
-  for (std::string& s : info.stores) s = internal::absolute_path(s);
+  for (std::string& s : info.stores) s = internal::normal_store_path(s);
   for (const std::string& s : info.stores) {  // the part's directory goes into the first
     if (!internal::is_directory(s)) {
       return invalid_argument("store directory " + s + " does not exist; create it first");

@@ -126,9 +126,7 @@ Result<DistributedManifest> load_distributed(const std::string& dir) {
     if (m.ok()) text = m->to_json();
   }
   DG_RETURN_IF_ERROR(agree(st));
-  DG_ASSIGN_OR_RETURN(DistributedManifest m, DistributedManifest::from_json(broadcast(text)));
-  m.dir = dir;
-  return m;
+  return distributed_manifest_in(broadcast(text), dir);
 }
 
 }  // namespace deepgrid::mpi

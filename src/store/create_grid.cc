@@ -18,6 +18,7 @@
 #include "deepgrid/store.h"
 #include "store/grid_files.h"
 #include "store/grid_lock.h"
+#include "store/grid_paths.h"
 #include "store/json_fields.h"
 
 namespace deepgrid {
@@ -88,27 +89,12 @@ Result<bool> check_new_grid_dir(const std::string& dir) {
   return existed;
 }
 
-Status check_store_dirs(const std::vector<std::string>& stores) {
-  for (const auto& s : stores) {
-    if (!internal::is_directory(s)) {
-      return invalid_argument("store directory " + s + " does not exist; create it first");
-    }
-    if (::access(s.c_str(), W_OK) != 0) {
-      return invalid_argument("store directory " + s + " is not writable; fix its permissions");
-    }
-  }
-  return Status::Ok();
-}
-
-// Names the data files: data.0.dgd in the grid directory, or deepgrid-<id>.<f>.dgd in each
-// store directory, one file per store.
-void name_data_files(Layout* layout, const std::vector<std::string>& stores,
-                     const std::string& id) {
-  for (size_t f = 0; f < layout->files.size(); ++f) {
-    layout->files[f].path =
-        stores.empty() ? "data.0.dgd"
-                       : internal::join_path(internal::absolute_path(stores[f]),
-                                             "deepgrid-" + id + "." + std::to_string(f) + ".dgd");
+// Records the stores (absolute, normal) and names the data files in them (grid_paths.h).
+void name_data_files(Manifest* m, const std::vector<std::string>& stores) {
+  m->stores.clear();
+  for (const std::string& s : stores) m->stores.push_back(internal::normal_store_path(s));
+  for (size_t f = 0; f < m->layout.files.size(); ++f) {
+    m->layout.files[f].path = internal::data_file_path(m->id, m->stores, f);
   }
 }
 
@@ -184,9 +170,9 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   Layout& layout = planned.layout;
   // Check everything before touching the disk.
   DG_ASSIGN_OR_RETURN(const bool dir_existed, check_new_grid_dir(dir));
-  DG_RETURN_IF_ERROR(check_store_dirs(opt.stores));
-  const std::string id = random_id();
-  name_data_files(&layout, opt.stores, id);
+  DG_RETURN_IF_ERROR(internal::check_store_dirs(opt.stores));
+  planned.id = random_id();
+  name_data_files(&planned, opt.stores);
   DG_RETURN_IF_ERROR(
       check_free_space(layout, opt.stores, dir_existed ? dir : internal::parent_path(dir)));
 
@@ -194,7 +180,6 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   g.dir_ = dir;
   g.checksums_ = PlaneChecksums(opt.shape.nz);
   g.manifest_ = planned;
-  g.manifest_.id = id;
   g.manifest_.history.push_back(creation_record(opt));
 
   auto cleanup = [&](Status st) -> Status {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/file_util.h"
+#include "store/grid_paths.h"
 #include "store/json_fields.h"
 #include "store/plane_rect.h"
 
@@ -18,6 +19,33 @@ namespace {
 
 constexpr const char* kManifestName = "manifest.json";
 constexpr const char* kFormatName = "deepgrid-distributed";
+
+// Each part is where deepgrid puts it (grid_paths.h): deepgrid-<id>.part.<rank> in its first
+// store (which its directory is then made to be, lexically normal), or beside the manifest
+// (whose directory read_distributed_manifest sets). Anything else is refused, so that a crafted
+// manifest cannot make a run, a re-layout or a removal reach a directory outside the grid.
+Status confine_parts(DistributedManifest* m) {
+  for (size_t r = 0; r < m->parts.size(); ++r) {
+    PartInfo& p = m->parts[r];
+    const std::string name = internal::part_name(m->id, static_cast<int>(r));
+    for (std::string& s : p.stores) {
+      if (s.empty() || s[0] != '/') return internal::check_store_path(s);
+      s = internal::normal_store_path(s);
+    }
+    const std::string expected =
+        p.stores.empty() ? name : internal::join_path(p.stores.front(), name);
+    const std::string given = p.stores.empty() ? std::filesystem::path(p.dir).filename().string()
+                                               : internal::normal_store_path(p.dir);
+    if (given != expected) {
+      return corrupt("part " + std::to_string(r) + " is in '" + p.dir.substr(0, 200) +
+                     "', not in " + (p.stores.empty() ? "the grid directory as " : "") + expected +
+                     " where deepgrid puts it; refusing a grid that points outside itself "
+                     "(docs/security.md)");
+    }
+    p.dir = expected;
+  }
+  return Status::Ok();
+}
 
 Status check_decomposition(const DistributedManifest& m) {
   DG_RETURN_IF_ERROR(validate_shape(m.shape));
@@ -172,22 +200,31 @@ Result<DistributedManifest> DistributedManifest::from_json(std::string_view text
     return corrupt(std::string("manifest is missing a field or has a wrong type: ") + e.what());
   }
   DG_RETURN_IF_ERROR(check_decomposition(m).with_context("manifest"));
+  DG_RETURN_IF_ERROR(confine_parts(&m).with_context("manifest"));
   return m;
 }
 
 bool is_distributed_grid(const std::string& dir) {
-  auto text = internal::read_small_file(internal::join_path(dir, kManifestName));
+  auto text = internal::read_own_file(internal::join_path(dir, kManifestName));
   if (!text.ok()) return false;
   const json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   return j.is_object() && j.value("format", "") == kFormatName;
 }
 
+Result<DistributedManifest> distributed_manifest_in(std::string_view text, const std::string& dir) {
+  DG_ASSIGN_OR_RETURN(DistributedManifest m, DistributedManifest::from_json(text));
+  m.dir = dir;
+  for (PartInfo& p : m.parts) {  // (parts without stores are beside the manifest, confine_parts)
+    if (p.stores.empty()) p.dir = internal::join_path(dir, p.dir);
+  }
+  return m;
+}
+
 Result<DistributedManifest> read_distributed_manifest(const std::string& dir) {
   const std::string path = internal::join_path(dir, kManifestName);
-  DG_ASSIGN_OR_RETURN(std::string text, internal::read_small_file(path));
-  auto m = DistributedManifest::from_json(text);
+  DG_ASSIGN_OR_RETURN(std::string text, internal::read_own_file(path));
+  auto m = distributed_manifest_in(text, dir);
   if (!m.ok()) return m.status().with_context(path);
-  m->dir = dir;
   return m;
 }
 
@@ -197,8 +234,9 @@ Status write_distributed_manifest(const std::string& dir, const DistributedManif
 
 std::string part_directory(const std::string& dir, const std::string& id, int rank,
                            const std::vector<std::string>& stores) {
-  const std::string name = "deepgrid-" + id + ".part." + std::to_string(rank);
-  return internal::join_path(internal::absolute_path(stores.empty() ? dir : stores.front()), name);
+  return internal::join_path(
+      stores.empty() ? internal::absolute_path(dir) : internal::normal_store_path(stores.front()),
+      internal::part_name(id, rank));
 }
 
 Result<Grid> open_part_as_is(const DistributedManifest& m, int rank, Grid::Mode mode) {

@@ -62,9 +62,15 @@ struct DistributedManifest {
   // scheme; no layout, no history): for the checks and choices that serial grids make.
   Manifest as_grid() const;
   std::string to_json() const;
-  // Parses and checks the decomposition's consistency (not the parts).
+  // Parses and checks the decomposition's consistency (not the parts) and that every part is
+  // where deepgrid puts it (docs/security.md); a part without stores is then named by its
+  // directory's name alone, to be found beside the manifest (distributed_manifest_in).
   static Result<DistributedManifest> from_json(std::string_view text);
 };
+
+// The manifest `text` of the distributed grid in `dir`: from_json, with `dir` recorded and the
+// parts without stores found in it.
+Result<DistributedManifest> distributed_manifest_in(std::string_view text, const std::string& dir);
 
 // Whether DIR's manifest is a distributed grid's (false for serial grids and non-grids).
 bool is_distributed_grid(const std::string& dir);

@@ -18,6 +18,7 @@
 #include "deepgrid/store.h"
 #include "store/grid_files.h"
 #include "store/grid_lock.h"
+#include "store/grid_paths.h"
 #include "store/json_fields.h"
 
 namespace deepgrid {
@@ -26,18 +27,12 @@ using internal::AlignedBuffer;
 using internal::expected_file_bytes;
 using internal::GridLock;
 using internal::kManifestName;
+using internal::replacement_name;
 using nlohmann::json;
 
 namespace {
 
 constexpr const char* kPreparedName = "prepared.json";
-
-// The other name of a data file: writers of a whole new state alternate between the two.
-std::string replacement_name(const std::string& path) {
-  constexpr std::string_view kExt = ".dgd", kAlt = ".b.dgd";
-  if (path.ends_with(kAlt)) return path.substr(0, path.size() - kAlt.size()) + std::string(kExt);
-  return path.substr(0, path.size() - kExt.size()) + std::string(kAlt);
-}
 
 }  // namespace
 
@@ -56,7 +51,7 @@ Status Grid::load_checksums() {
   checksums_ = PlaneChecksums(manifest_.shape.nz);
   if (manifest_.checksum_generation == 0) return Status::Ok();
   const std::string path = checksum_path(manifest_.checksum_generation);
-  auto text = internal::read_small_file(path);
+  auto text = internal::read_own_file(path);
   if (!text.ok()) {
     checksum_problem_ = text.status().message();
     return Status::Ok();
@@ -164,7 +159,7 @@ Result<Grid> Grid::open(const std::string& dir, Mode mode) {
   DG_ASSIGN_OR_RETURN(GridLock lock,
                       GridLock::acquire(dir, mode == Mode::kReadWrite ? GridLock::Kind::kExclusive
                                                                       : GridLock::Kind::kShared));
-  DG_ASSIGN_OR_RETURN(std::string text, internal::read_small_file(mpath));
+  DG_ASSIGN_OR_RETURN(std::string text, internal::read_own_file(mpath));
   auto m = Manifest::from_json(text);
   if (!m.ok()) return m.status().with_context(mpath);
   Grid g;
@@ -180,14 +175,14 @@ Result<Grid> Grid::open(const std::string& dir, Mode mode) {
 }
 
 void Grid::load_prepared() {
-  auto text = internal::read_small_file(internal::join_path(dir_, kPreparedName));
+  auto text = internal::read_own_file(internal::join_path(dir_, kPreparedName));
   if (!text.ok()) return;
   auto m = Manifest::from_json(*text);
   if (m.ok()) prepared_ = std::move(m).value();  // (unreadable: never finished, so discarded)
 }
 
 void Grid::load_sweep_record() {
-  auto text = internal::read_small_file(internal::join_path(dir_, kSweepRecordName));
+  auto text = internal::read_own_file(internal::join_path(dir_, kSweepRecordName));
   if (!text.ok()) return;  // no record: the data hold the manifest's step
   auto record = SweepRecord::from_json(*text);
   if (!record.ok()) {

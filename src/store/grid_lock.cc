@@ -72,9 +72,14 @@ Status busy(const std::string& dir, int fd, GridLock::Kind kind) {
 
 Result<GridLock> GridLock::acquire(const std::string& dir, Kind kind) {
   const std::string path = join_path(dir, kLockFileName);
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // (a link in the lock's place is refused: it would create or lock a file outside the grid)
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0 && (errno == EACCES || errno == EROFS))
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ELOOP) {
+    return invalid_argument(path + " is a symbolic link, which deepgrid does not follow in a " +
+                            "grid (docs/security.md); remove it");
+  }
   if (fd < 0) {
     if (kind == Kind::kShared && (errno == EACCES || errno == EROFS)) return GridLock();
     return errno_status(errno, "open lock file", path);

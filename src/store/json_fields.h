@@ -13,6 +13,7 @@
 #include "deepgrid/geometry.h"
 #include "deepgrid/status.h"
 #include "deepgrid/store.h"
+#include "store/grid_paths.h"
 
 namespace deepgrid::internal {
 
@@ -35,6 +36,7 @@ struct GridHeader {
 inline Result<GridHeader> read_grid_header(const nlohmann::json& j) {
   GridHeader h;
   h.id = j.at("id").get<std::string>();
+  DG_RETURN_IF_ERROR(check_grid_id(h.id));
   const nlohmann::json& s = j.at("shape");
   h.shape = {integer_at(s, "nx"), integer_at(s, "ny"), integer_at(s, "nz")};
   auto dt = parse_dtype(j.at("dtype").get<std::string>());

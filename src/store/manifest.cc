@@ -18,6 +18,7 @@
 #include "deepgrid/store.h"
 #include "store/grid_files.h"
 #include "store/grid_lock.h"
+#include "store/grid_paths.h"
 #include "store/json_fields.h"
 
 namespace deepgrid {
@@ -82,6 +83,7 @@ std::string Manifest::to_json() const {
   for (const auto& f : layout.files) files.push_back({{"path", f.path}, {"bytes", f.bytes}});
   json j = internal::grid_header_json(kFormatName, version, {id, shape, dtype, step});
   j["base"] = base;
+  if (!stores.empty()) j["stores"] = stores;
   j["layout"] = {{"plane_bytes", layout.plane_bytes},
                  {"plane_stride", layout.plane_stride},
                  {"planes_per_chunk", layout.planes_per_chunk},
@@ -130,6 +132,9 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
     for (const auto& f : l.at("files")) {
       m.layout.files.push_back({f.at("path").get<std::string>(), integer_at(f, "bytes")});
     }
+    // (recorded since 2026-11-26; before, the data files' own directories)
+    m.stores = j.contains("stores") ? j.at("stores").get<std::vector<std::string>>()
+                                    : internal::stores_of_files(m.layout.files);
     if (const auto c = j.find("checksums"); c != j.end()) {
       if (c->at("algorithm").get<std::string>() != kChecksumAlgorithm) {
         return unsupported(
@@ -144,6 +149,7 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
   } catch (const std::exception& e) {  // json::exception, or integer_at's
     return corrupt(std::string("manifest is missing a field or has a wrong type: ") + e.what());
   }
+  DG_RETURN_IF_ERROR(internal::check_data_files(m.id, m.stores, m.layout.files));
   Status shape_ok = validate_shape(m.shape);
   if (!shape_ok.ok()) return corrupt("manifest: " + shape_ok.message());
   // planes_per_chunk and the spare slots are bounded before anything multiplies them.

@@ -72,6 +72,10 @@ Result<SweepRecord> SweepRecord::from_json(std::string_view text) {
     r.flush_subnormals = j.value("flush_subnormals", false);  // (absent before 2026-11-25)
     r.side_file = j.at("side_file").get<std::string>();
     r.started = j.at("started").get<std::string>();
+    if (!r.side_file.empty() && r.side_file != kSideFileName) {  // (a name a sweep creates)
+      return corrupt("sweep record names side file '" + r.side_file.substr(0, 200) +
+                     "'; deepgrid's is " + kSideFileName + " (docs/security.md)");
+    }
     if (r.levels < 1 || r.done < 0 || r.spare < 0 || r.base_from < 0 ||
         static_cast<int64_t>(r.hashes.size()) != r.done) {
       return corrupt("sweep record is inconsistent (levels, done and hashes disagree)");

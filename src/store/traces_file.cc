@@ -73,7 +73,7 @@ Status write_traces_npy(Traces& t, const std::string& path, bool sync) {
   }
   const size_t row_bytes = static_cast<size_t>(t.receivers) * sizeof(double);
   const auto* values = reinterpret_cast<const char*>(t.values.data());
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return errno_status(errno, "open", path);
   Status st;
   const int64_t rows = t.held_steps(), row0 = t.held_from - t.first_step;

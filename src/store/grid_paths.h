@@ -1,0 +1,46 @@
+// The names of every file a grid's manifest leads deepgrid to open, and the rules that confine
+// them (docs/security.md): a grid directory is data, not authority. A manifest names data files
+// only as deepgrid names them itself, in the grid directory or in the store directories the
+// grid was created with, and a distributed grid's parts only as deepgrid names them beside it
+// or in their first store; anything else is refused before a file is opened.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "deepgrid/status.h"
+#include "deepgrid/store.h"
+
+namespace deepgrid::internal {
+
+// A grid's id as create makes it (16 hex digits): 1 to 64 letters, digits, '-' or '_', since
+// it is part of the names of the grid's files in its stores.
+Status check_grid_id(const std::string& id);
+
+// A store directory as a manifest records it: absolute and lexically normal (no ".", "..",
+// empty components or trailing '/'). `path` made so, for create and relocate.
+std::string normal_store_path(const std::string& path);
+Status check_store_path(const std::string& path);
+// Each store directory a user gives exists and is writable (kInvalidArgument with the fix).
+Status check_store_dirs(const std::vector<std::string>& stores);
+
+// Where data file f of grid `id` goes: data.<f>.dgd in the grid directory (no stores), or
+// <store f>/deepgrid-<id>.<f>.dgd.
+std::string data_file_path(const std::string& id, const std::vector<std::string>& stores, size_t f);
+// The other name of a data file (x.dgd <-> x.b.dgd): writers of a whole new state alternate.
+std::string replacement_name(const std::string& path);
+
+// Ok when every data file is named as data_file_path names file f (or its replacement), in
+// the stores recorded; else kCorrupt naming the first that is not and the rule it breaks.
+Status check_data_files(const std::string& id, const std::vector<std::string>& stores,
+                        const std::vector<DataFile>& files);
+// The stores of a manifest written before they were recorded: the directories of its data
+// files when they are absolute, else none (check_data_files then checks them).
+std::vector<std::string> stores_of_files(const std::vector<DataFile>& files);
+
+// The name of rank r's part of distributed grid `id` (a directory beside the grid's manifest,
+// or in the part's first store).
+std::string part_name(const std::string& id, int rank);
+
+}  // namespace deepgrid::internal
