@@ -19,8 +19,13 @@ namespace deepgrid {
 Status check_run(const Manifest& m, const RunOptions& options);
 
 // The scheme a run of the grid uses: `given` unless it is empty, else the grid's own
-// (Manifest::scheme); kInvalidArgument when there is neither.
+// (Manifest::scheme, loaded as Scheme::from_grid_record: a kernel library only with the hash
+// recorded); kInvalidArgument when there is neither.
 Result<Scheme> scheme_for(const Manifest& m, const Scheme& given);
+// The scheme record a grid keeps after a run with `ran`: a grid whose own scheme names a kernel
+// library records the one the run used (given with --kernel, the build the user accepted, with
+// its hash); any other keeps `recorded`.
+std::string scheme_to_record(const std::string& recorded, const Scheme& ran);
 
 // Advances the grid in DIR by options.steps steps. On success the data files hold the new
 // state and the manifest's step and history are updated atomically. A run stopped by the

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -62,6 +63,17 @@ struct SchemeUpdate {
 inline constexpr int kMaxFieldLevels = 8;
 inline constexpr int kMaxTermFactors = 8;
 
+// The kernel library a scheme's record names, read without loading it: what 'deepgrid info'
+// shows, so that the code a grid would run can be checked before it runs.
+struct KernelPin {
+  std::string path;
+  std::string sha256;  // empty in a record made before deepgrid pinned kernels
+};
+// The pin of a record naming a kernel library; nothing for any other record.
+std::optional<KernelPin> kernel_pin_of(std::string_view scheme_record);
+// The SHA-256 of the file at `path` now (hashed, not loaded).
+Result<std::string> file_sha256(const std::string& path);
+
 class Scheme {
  public:
   Scheme() = default;
@@ -77,8 +89,10 @@ class Scheme {
   // JSON file's directory; "fields", if given, must match the library's).
   static Result<Scheme> from_json(std::string_view json_text, std::string name = "custom",
                                   std::string_view base_dir = {});
-  // The scheme of a user's kernel library (its path).
-  static Result<Scheme> from_kernel(const std::string& library_path);
+  // The scheme of a user's kernel library (its path); when `sha256` is given the library's file
+  // must have that SHA-256 (checked before it is loaded).
+  static Result<Scheme> from_kernel(const std::string& library_path,
+                                    const std::string& sha256 = "");
   // A built-in scheme: wave2, wave4, wave8 (acoustic wave, 2nd/4th/8th order in space),
   // heat-var (heat diffusion with a conductivity field).
   static Result<Scheme> preset(std::string_view name);
@@ -87,6 +101,10 @@ class Scheme {
   // Parses a stencil's or a scheme's JSON (records, files): to_json()'s output.
   static Result<Scheme> from_record(std::string_view json_text, std::string name = "custom",
                                     std::string_view base_dir = {});
+  // The same for a record a grid holds (its manifest's scheme, an unfinished run's record),
+  // which is data, not authority (docs/security.md): a kernel library it names must be named
+  // by absolute path with its SHA-256, and is loaded only when its file has that hash.
+  static Result<Scheme> from_grid_record(std::string_view json_text);
 
   const std::string& name() const { return name_; }
   const std::vector<SchemeField>& fields() const { return fields_; }
@@ -126,8 +144,9 @@ class Scheme {
  private:
   Status finish();  // derives components, carried pairs and radii; validates
   Status use_kernel(std::shared_ptr<const KernelLibrary> kernel);
-  // from_json's form naming a kernel library.
-  static Result<Scheme> kernel_scheme(std::string_view json_text, std::string_view base_dir);
+  // from_json's form naming a kernel library; `pinned`: it must carry the library's SHA-256.
+  static Result<Scheme> kernel_scheme(std::string_view json_text, std::string_view base_dir,
+                                      bool pinned);
 
   std::string name_;
   std::vector<SchemeField> fields_;

@@ -169,6 +169,7 @@ Status distributed_info(const std::string& dir, bool as_json) {
     json j = json::parse(m.to_json());
     j["directory"] = dir;
     j["parts_state"] = parts;
+    j["kernel"] = kernel_json(m.as_grid());
     std::printf("%s\n", j.dump().c_str());
     return Status::Ok();
   }
@@ -180,6 +181,7 @@ Status distributed_info(const std::string& dir, bool as_json) {
   if (!m.fields.empty()) {
     std::printf("fields      %s\n", fields_text(m.as_grid()).substr(9).c_str());
   }
+  std::printf("%s", kernel_lines(m.as_grid()).c_str());
   std::printf("time step   %lld\n", static_cast<long long>(m.step));
   std::printf("parts\n");
   for (const std::string& p : parts) std::printf("  %s\n", p.c_str());
@@ -303,7 +305,7 @@ Result<int> mpi_run(const std::string& dir, RunOptions options, const std::strin
   {  // the grid's own scheme unless one is given, or the stopped run's when resuming; each
      // rank loads a user's kernel itself
     const std::optional<RunRecord> stopped = options.resume ? mpi::recorded_run(m) : std::nullopt;
-    auto scheme = stopped          ? Scheme::from_record(stopped->stencil)
+    auto scheme = stopped          ? Scheme::from_grid_record(stopped->stencil)
                   : options.resume ? Result<Scheme>(options.scheme)  // refused by the run
                                    : scheme_for(m.as_grid(), options.scheme);
     DG_RETURN_IF_ERROR(mpi::agree(scheme.status()));

@@ -48,6 +48,7 @@ json manifest_json(const Grid& g) {
   j["bytes_on_disk"] = total;
   j["interrupted_sweep"] = g.interrupted_sweep();  // empty: the data hold the step shown
   j["state"] = grid_state(g);
+  j["kernel"] = kernel_json(g.manifest());
   return j;
 }
 
@@ -64,6 +65,7 @@ void print_info(const Grid& g) {
       format_size(static_cast<uint64_t>(m.shape.points() * m.components()) * dtype_size(m.dtype))
           .c_str());
   if (!m.fields.empty()) std::printf("fields      %s\n", fields_text(m).substr(9).c_str());
+  std::printf("%s", kernel_lines(m).c_str());
   std::printf("time step   %lld\n", static_cast<long long>(m.step));
   std::printf("state       %s\n", grid_state(g).c_str());
   std::printf(

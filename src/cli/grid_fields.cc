@@ -1,5 +1,7 @@
 #include "cli/grid_fields.h"
 
+#include <optional>
+
 #include "deepgrid/scheme.h"
 
 namespace deepgrid::cli {
@@ -8,10 +10,54 @@ std::string fields_text(const Manifest& m) {
   if (m.fields.empty()) return "";
   std::string s = ", fields ";
   for (size_t i = 0; i < m.fields.size(); ++i) s += (i ? ", " : "") + m.fields[i];
-  if (!m.scheme.empty()) {
-    if (auto sc = Scheme::from_record(m.scheme); sc.ok()) s += " (scheme " + sc->name() + ")";
+  // (the record's name, read without loading a kernel library it may name)
+  const auto record = nlohmann::json::parse(m.scheme, nullptr, /*allow_exceptions=*/false);
+  if (record.is_object() && record.contains("name") && record["name"].is_string()) {
+    s += " (scheme " + record["name"].get<std::string>() + ")";
   }
   return s;
+}
+
+namespace {
+
+// The pin and what the file at its path holds now.
+struct KernelState {
+  KernelPin pin;
+  Result<std::string> now;
+};
+
+std::optional<KernelState> kernel_state(const Manifest& m) {
+  auto pin = kernel_pin_of(m.scheme);
+  if (!pin) return std::nullopt;
+  return KernelState{*pin, file_sha256(pin->path)};
+}
+
+}  // namespace
+
+std::string kernel_lines(const Manifest& m) {
+  const auto k = kernel_state(m);
+  if (!k) return "";
+  std::string verdict;
+  if (!k->now.ok()) {
+    verdict = "the file cannot be read: " + k->now.status().message();
+  } else if (k->pin.sha256.empty()) {
+    verdict = "none recorded; the file has " + *k->now;
+  } else {
+    verdict = *k->now == k->pin.sha256 ? "recorded; the file matches, runs load it"
+                                       : "recorded; the file now has " + *k->now +
+                                             ", so runs refuse it until --kernel accepts it";
+  }
+  return "kernel      " + k->pin.path + " (its code runs in every run of this grid)\n" +
+         "sha256      " + (k->pin.sha256.empty() ? "-" : k->pin.sha256) + " (" + verdict + ")\n";
+}
+
+nlohmann::json kernel_json(const Manifest& m) {
+  const auto k = kernel_state(m);
+  if (!k) return nullptr;
+  return {{"path", k->pin.path},
+          {"sha256", k->pin.sha256},
+          {"file_sha256", k->now.ok() ? nlohmann::json(*k->now) : nlohmann::json(nullptr)},
+          {"matches", k->now.ok() && *k->now == k->pin.sha256}};
 }
 
 Result<int> field_component(const Manifest& m, const std::string& field) {

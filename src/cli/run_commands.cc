@@ -134,7 +134,7 @@ int cmd_run(RunArgs a) {
       check(check_run(g.manifest(), opt));
       opt.scheme = planned.scheme = get(scheme_for(g.manifest(), opt.scheme));
     } else if (const auto r = unfinished_run(g)) {
-      planned.scheme = get(Scheme::from_record(r->stencil));
+      planned.scheme = get(Scheme::from_grid_record(r->stencil));
     }
     if (planned.scheme.component_count() > 0) opt.machine = machine_for(a, g, planned);
   }

@@ -1,3 +1,4 @@
+// A user's kernel library loaded: pinned by hash (kernel_pin.h), described and checked.
 #include "model/kernel_library.h"
 
 #include <dlfcn.h>
@@ -6,6 +7,7 @@
 #include <filesystem>
 
 #include "deepgrid/stencil.h"
+#include "model/kernel_pin.h"
 
 namespace deepgrid {
 namespace {
@@ -39,23 +41,28 @@ Result<std::vector<SchemeField>> kernel_fields(const dg_kernel_info& info) {
 
 }  // namespace
 
-Result<std::shared_ptr<const KernelLibrary>> KernelLibrary::open(const std::string& path) {
+Result<std::shared_ptr<const KernelLibrary>> KernelLibrary::open(
+    const std::string& path, const std::string& expected_sha256) {
   std::shared_ptr<KernelLibrary> lib(new KernelLibrary());
-  DG_RETURN_IF_ERROR(lib->load(path));
+  DG_RETURN_IF_ERROR(lib->load(path, expected_sha256));
   return std::shared_ptr<const KernelLibrary>(std::move(lib));
 }
 
-Status KernelLibrary::load(const std::string& path) {
+Status KernelLibrary::load(const std::string& path, const std::string& expected_sha256) {
   std::error_code ec;
   path_ = std::filesystem::absolute(path, ec).lexically_normal().string();
   if (ec || !std::filesystem::is_regular_file(path_, ec)) {
     return invalid_argument("kernel library " + path +
                             " does not exist; build it (docs/kernels.md) or fix the path");
   }
+  DG_ASSIGN_OR_RETURN(const internal::KernelFile file,
+                      internal::open_kernel_file(path_, expected_sha256));
+  sha256_ = file.sha256;
   handle_ = ::dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) {
     return invalid_argument("cannot load kernel library " + path_ + ": " + ::dlerror());
   }
+  DG_RETURN_IF_ERROR(internal::check_mapped(handle_, file, path_));
   auto symbol = [&](const char* name) { return ::dlsym(handle_, name); };
   auto describe = reinterpret_cast<dg_kernel_describe_fn>(symbol("dg_kernel_describe"));
   if (describe == nullptr) {

@@ -1,13 +1,18 @@
 #include "deepgrid/scheme.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/file_util.h"
+#include "core/sha256.h"
 #include "model/kernel_library.h"
 
 namespace deepgrid {
@@ -160,7 +165,7 @@ Result<Scheme> Scheme::from_json(std::string_view json_text, std::string name,
       "(docs/schemes.md)";
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_argument("scheme JSON is malformed" + std::string(kForm));
-  if (j.is_object() && j.contains("kernel")) return kernel_scheme(json_text, base_dir);
+  if (j.is_object() && j.contains("kernel")) return kernel_scheme(json_text, base_dir, false);
   if (!j.is_object() || !j.contains("fields") || !j["fields"].is_array() || !j.contains("update") ||
       !j["update"].is_object()) {
     return invalid_argument("scheme JSON needs \"fields\" and \"update\"" + std::string(kForm));
@@ -234,15 +239,17 @@ Result<Scheme> Scheme::from_json(std::string_view json_text, std::string name,
   return s;
 }
 
-Result<Scheme> Scheme::from_kernel(const std::string& library_path) {
-  DG_ASSIGN_OR_RETURN(std::shared_ptr<const KernelLibrary> lib, KernelLibrary::open(library_path));
+Result<Scheme> Scheme::from_kernel(const std::string& library_path, const std::string& sha256) {
+  DG_ASSIGN_OR_RETURN(std::shared_ptr<const KernelLibrary> lib,
+                      KernelLibrary::open(library_path, sha256));
   Scheme s;
   auto used = s.use_kernel(std::move(lib));
   if (!used.ok()) return used.with_context("kernel library " + library_path);
   return s;
 }
 
-Result<Scheme> Scheme::kernel_scheme(std::string_view json_text, std::string_view base_dir) {
+Result<Scheme> Scheme::kernel_scheme(std::string_view json_text, std::string_view base_dir,
+                                     bool pinned) {
   const json j = json::parse(json_text);  // parsed before, by from_json
   if (!j["kernel"].is_string() || j.contains("update")) {
     return invalid_argument(
@@ -250,8 +257,22 @@ Result<Scheme> Scheme::kernel_scheme(std::string_view json_text, std::string_vie
         "{\"kernel\": \"./libgrayscott.so\"}");
   }
   std::filesystem::path path = j["kernel"].get<std::string>();
+  const json sha = j.value("sha256", json(""));
+  const std::string sha256 = sha.is_string() ? sha.get<std::string>() : sha.dump();
+  if (!sha256.empty() && !internal::is_sha256_hex(sha256)) {
+    return invalid_argument(
+        "a scheme's \"sha256\" must be the kernel library's SHA-256 (64 hex "
+        "digits); leave it out to take the library as it is");
+  }
+  if (pinned && (sha256.empty() || path.is_relative())) {
+    return invalid_argument("the grid names kernel library " + path.string() +
+                            " without its recorded SHA-256 (made before deepgrid pinned "
+                            "kernels, or edited); check it is the code you mean to run, then "
+                            "pass --kernel " +
+                            path.string() + " to run it and record its hash");
+  }
   if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
-  DG_ASSIGN_OR_RETURN(Scheme s, from_kernel(path.string()));
+  DG_ASSIGN_OR_RETURN(Scheme s, from_kernel(path.string(), sha256));
   if (j.contains("name") && j["name"].is_string()) s.name_ = j["name"].get<std::string>();
   if (!j.contains("fields")) return s;
   // Declared fields must be the library's; their values (a new grid's) may differ.
@@ -376,6 +397,27 @@ Result<Scheme> Scheme::from_record(std::string_view json_text, std::string name,
   return from_json(json_text, std::move(name), base_dir);
 }
 
+Result<Scheme> Scheme::from_grid_record(std::string_view json_text) {
+  const json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("kernel")) return kernel_scheme(json_text, {}, true);
+  return from_record(json_text);
+}
+
+std::optional<KernelPin> kernel_pin_of(std::string_view scheme_record) {
+  const json j = json::parse(scheme_record, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("kernel") || !j["kernel"].is_string()) return std::nullopt;
+  const json sha = j.value("sha256", json(""));
+  return KernelPin{j["kernel"].get<std::string>(), sha.is_string() ? sha.get<std::string>() : ""};
+}
+
+Result<std::string> file_sha256(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status(errno, "open", path);
+  auto sha = internal::sha256_of_file(fd, path);
+  ::close(fd);
+  return sha;
+}
+
 Result<Scheme> Scheme::resolve(std::string_view name_or_file) {
   const std::string s(name_or_file);
   if (is_kernel_library(s)) return from_kernel(s);
@@ -439,7 +481,13 @@ int Scheme::flops_per_update() const {
 std::string Scheme::to_json() const {
   if (is_stencil_) return stencil().to_json();
   const json fields = fields_json(fields_);
-  if (kernel_) return json{{"name", name_}, {"kernel", kernel_->path()}, {"fields", fields}}.dump();
+  if (kernel_) {
+    return json{{"name", name_},
+                {"kernel", kernel_->path()},
+                {"sha256", kernel_->sha256()},
+                {"fields", fields}}
+        .dump();
+  }
   json update = json::object();
   for (const SchemeUpdate& u : updates_) {
     json terms = json::array();

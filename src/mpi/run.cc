@@ -188,7 +188,7 @@ class DistributedRun final : public RunDriver {
   Result<bool> resume(const RunToDo&) override { return finish_stopped_round(); }
   Status record(RunToDo&) override;
   Result<Advanced> advance(const RunToDo& todo) override;
-  Status commit(int64_t step, HistoryEntry entry) override;
+  Status commit(int64_t step, const std::string& scheme, HistoryEntry entry) override;
   nlohmann::json history_details() const override {
     return {{"ranks", size()}, {"process_grid", m_.procs.to_string()}, {"exchange_bt", k_}};
   }
@@ -454,8 +454,9 @@ Result<Advanced> DistributedRun::advance(const RunToDo&) {
 
 // The finished run's step and history in the top-level manifest (the parts' round records are
 // finished ones already).
-Status DistributedRun::commit(int64_t step, HistoryEntry entry) {
+Status DistributedRun::commit(int64_t step, const std::string& scheme, HistoryEntry entry) {
   m_.step = step;
+  m_.scheme = scheme;
   m_.history.push_back(std::move(entry));
   return write_on_root(dir_, m_);
 }

@@ -43,7 +43,7 @@ Result<Scheme> scheme_for(const Manifest& m, const Scheme& given) {
         "no stencil or scheme given and the grid has none of its own; give "
         "--stencil (e.g. 7pt) or --scheme (e.g. wave8)");
   }
-  auto s = Scheme::from_record(m.scheme);
+  auto s = Scheme::from_grid_record(m.scheme);
   if (s.ok()) return s;
   // A kernel library that moved or changed is the user's to fix; anything else is damage.
   const auto record = nlohmann::json::parse(m.scheme, nullptr, /*allow_exceptions=*/false);
@@ -52,6 +52,10 @@ Result<Scheme> scheme_for(const Manifest& m, const Scheme& given) {
     return s.status().with_context("the grid's scheme");
   }
   return corrupt("the grid's own scheme does not parse: " + s.status().message());
+}
+
+std::string scheme_to_record(const std::string& recorded, const Scheme& ran) {
+  return kernel_pin_of(recorded) && ran.kernel() ? ran.to_json() : recorded;
 }
 
 Status check_run(const Manifest& m, const RunOptions& opt) {
@@ -113,7 +117,7 @@ bool repeats(const RunRecord& run, const RunOptions& opt) {
 }
 
 Result<RunOptions> rest_of(const RunRecord& run, int64_t step, RunOptions opt) {
-  DG_ASSIGN_OR_RETURN(opt.scheme, Scheme::from_record(run.stencil));
+  DG_ASSIGN_OR_RETURN(opt.scheme, Scheme::from_grid_record(run.stencil));
   DG_ASSIGN_OR_RETURN(opt.boundary, parse_boundary(run.boundary));
   DG_ASSIGN_OR_RETURN(const Method m, parse_method(run.method));
   if (opt.method == Method::kAuto) opt.method = m;
@@ -170,7 +174,7 @@ std::string run_record_path(const std::string& dir) {
 }  // namespace
 
 std::optional<RunRecord> read_run_record(const std::string& dir, int64_t step) {
-  auto text = internal::read_small_file(run_record_path(dir));
+  auto text = internal::read_own_file(run_record_path(dir));
   if (!text.ok()) return std::nullopt;
   auto r = RunRecord::from_json(*text);
   if (!r.ok() || step < r->step_from || step > r->step_to) return std::nullopt;
@@ -199,9 +203,10 @@ Result<RunEnd> run_lifecycle(RunDriver& driver, RunOptions given) {
   }
   DG_ASSIGN_OR_RETURN(const Advanced advanced, driver.advance(todo));
   if (!advanced.commit) return end;  // the records stay
-  DG_RETURN_IF_ERROR(
-      driver.commit(advanced.to, run_history(todo.options, advanced.from, advanced.to, todo.resumed,
-                                             driver.history_details())));
+  DG_RETURN_IF_ERROR(driver.commit(advanced.to,
+                                   scheme_to_record(driver.whole().scheme, todo.options.scheme),
+                                   run_history(todo.options, advanced.from, advanced.to,
+                                               todo.resumed, driver.history_details())));
   end.committed = true;
   end.finished = advanced.to == todo.record.step_to;
   if (end.finished) driver.drop_record();  // else resumable

@@ -95,8 +95,9 @@ class RunDriver {
   // Records a new run (save_run_record) before anything changes toward it.
   virtual Status record(RunToDo& todo) = 0;
   virtual Result<Advanced> advance(const RunToDo& todo) = 0;
-  // Commits the grid at the step advance reached, with `entry` in its history.
-  virtual Status commit(int64_t step, HistoryEntry entry) = 0;
+  // Commits the grid at the step advance reached, with `scheme` as its own (scheme_to_record)
+  // and `entry` in its history.
+  virtual Status commit(int64_t step, const std::string& scheme, HistoryEntry entry) = 0;
   // The run's fields in its history entry besides those every run has (run_history).
   virtual nlohmann::json history_details() const = 0;
   // The run reached its end: its record goes.

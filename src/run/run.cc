@@ -315,9 +315,10 @@ class GridRun final : public RunDriver {
     return save_run_record(dir_, todo.record);
   }
   Result<Advanced> advance(const RunToDo& todo) override;
-  Status commit(int64_t step, HistoryEntry entry) override {
+  Status commit(int64_t step, const std::string& scheme, HistoryEntry entry) override {
     Manifest after = grid_->manifest();
     after.step = step;
+    after.scheme = scheme;
     after.history.push_back(std::move(entry));
     return commit_run(*grid_, plan_, after);
   }

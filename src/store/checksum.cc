@@ -1,13 +1,12 @@
 #include "deepgrid/checksum.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <vector>
 
+#include "core/sha256.h"
 #include "deepgrid/plane_transfer.h"
 
 namespace deepgrid {
@@ -30,10 +29,8 @@ Result<GridSummary> summarize_grid_planes(const Manifest& m, const io::PlaneSour
 }
 
 Result<GridSummary> summarize_planes(const Shape& s, DType dtype, const io::PlaneSource& planes) {
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-    return Status(ErrorCode::kResource, "cannot initialise SHA-256");
-  }
+  internal::Sha256 sha;
+  if (!sha.ok()) return Status(ErrorCode::kResource, "cannot initialise SHA-256");
   GridSummary out;
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   long double sum = 0, sum_sq = 0;
@@ -42,7 +39,7 @@ Result<GridSummary> summarize_planes(const Shape& s, DType dtype, const io::Plan
     const size_t count = static_cast<size_t>(s.plane_points());
     return planes([&](int64_t, const void* values) {
       const T* v = static_cast<const T*>(values);
-      EVP_DigestUpdate(ctx.get(), v, count * sizeof(T));  // x86-64: little-endian
+      sha.update(v, count * sizeof(T));  // x86-64: little-endian
       for (size_t i = 0; i < count; ++i) {
         const double x = v[i];
         if (std::isnan(x)) {
@@ -58,14 +55,7 @@ Result<GridSummary> summarize_planes(const Shape& s, DType dtype, const io::Plan
     });
   });
   DG_RETURN_IF_ERROR(st);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &len);
-  static const char* kHex = "0123456789abcdef";
-  for (unsigned i = 0; i < len; ++i) {
-    out.sha256 += kHex[digest[i] >> 4];
-    out.sha256 += kHex[digest[i] & 15];
-  }
+  out.sha256 = sha.hex();
   const int64_t finite = s.points() - out.nan_count;
   out.min = finite > 0 ? lo : std::nan("");
   out.max = finite > 0 ? hi : std::nan("");
