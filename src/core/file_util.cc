@@ -114,9 +114,10 @@ Result<std::string> read_all_and_close(int fd, const std::string& path) {
 
 // Opens one of deepgrid's own files (`flags` without O_NOFOLLOW), first with O_DIRECT when
 // `direct` is given (then *direct says whether the filesystem took it): a symbolic link or
-// anything but a regular file is refused with a one-line error naming it.
+// anything but a regular file is refused with a one-line error naming it (O_NONBLOCK, which
+// regular files ignore, keeps a FIFO in a file's place from blocking the open).
 Result<int> open_own_file(const std::string& path, int flags, bool* direct = nullptr) {
-  flags |= O_NOFOLLOW | O_CLOEXEC;
+  flags |= O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
   int fd = -1;
   if (direct != nullptr) {
     fd = ::open(path.c_str(), flags | O_DIRECT, 0644);
@@ -124,15 +125,15 @@ Result<int> open_own_file(const std::string& path, int flags, bool* direct = nul
   }
   if (fd < 0 && (direct == nullptr || errno == EINVAL)) fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0 && errno == ELOOP) {
-    return invalid_argument(path +
-                            " is a symbolic link, which deepgrid does not follow in a grid "
-                            "(docs/security.md); put the file itself there");
+    return corrupt(path +
+                   " is a symbolic link, which deepgrid does not follow in a grid "
+                   "(docs/security.md); put the file itself there");
   }
   if (fd < 0) return errno_status(errno, "open", path);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return invalid_argument(path + " is not a regular file; a grid holds only regular files");
+    return corrupt(path + " is not a regular file; a grid holds only regular files");
   }
   return fd;
 }

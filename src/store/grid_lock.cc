@@ -77,8 +77,8 @@ Result<GridLock> GridLock::acquire(const std::string& dir, Kind kind) {
   if (fd < 0 && (errno == EACCES || errno == EROFS))
     fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && errno == ELOOP) {
-    return invalid_argument(path + " is a symbolic link, which deepgrid does not follow in a " +
-                            "grid (docs/security.md); remove it");
+    return corrupt(path + " is a symbolic link, which deepgrid does not follow in a " +
+                   "grid (docs/security.md); remove it");
   }
   if (fd < 0) {
     if (kind == Kind::kShared && (errno == EACCES || errno == EROFS)) return GridLock();
