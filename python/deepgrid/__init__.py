@@ -12,7 +12,7 @@ Schemes of several fields (the acoustic wave equation and its velocity model):
 """
 
 from . import schemes, stencils
-from ._grid import Field, Grid, create, open
+from ._grid import Field, Grid, create, open, relocate
 from ._interop import from_array, from_hdf5, from_npy, from_zarr
 from ._plot import plot_bench
 from ._run import run
@@ -56,6 +56,7 @@ __all__ = [
     "from_zarr",
     "open",
     "plot_bench",
+    "relocate",
     "run",
     "schemes",
     "stencils",

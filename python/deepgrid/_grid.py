@@ -105,7 +105,7 @@ class Grid:
     def scheme(self) -> Scheme | None:
         """The scheme the grid was made for (``create(..., scheme=...)``), which
         :func:`deepgrid.run` runs when given no stencil; ``None`` for a grid of one field."""
-        return Scheme._from_record(self._scheme_json) if self._scheme_json else None
+        return Scheme._from_grid_record(self._scheme_json) if self._scheme_json else None
 
     def field(self, name: str | None = None) -> Field:
         """The view of field ``name`` (``g.field("m")`` is ``g["m"]``); the first state field
@@ -356,3 +356,11 @@ def open(path: str | os.PathLike[str], mode: str = "r") -> Grid:  # noqa: A001 (
 
         raise InvalidArgument(f"mode must be 'r' or 'r+'; got {mode!r}")
     return Grid(_core.open_grid(os.fspath(path), mode == "r+"), mode)
+
+
+def relocate(path: str | os.PathLike[str], store: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
+    """Moves a grid's data files to new ``store`` directories (new disks), one per data file, and
+    records them: each file is copied there, or taken where a copy is already there, and checked
+    against the grid's checksums. The one way to change where a grid's data live
+    (docs/security.md). Returns ``{"copied": n, "found": n, "checked": bool}``."""
+    return dict(_core.relocate(os.fspath(path), [os.fspath(s) for s in store]))

@@ -66,9 +66,11 @@ class Scheme:
         return cls(json.loads(text), name=name)
 
     @classmethod
-    def _from_record(cls, text: str) -> Scheme:
+    def _from_grid_record(cls, text: str) -> Scheme:
+        """The scheme a grid recorded; a kernel library it names loads only as the build
+        whose SHA-256 the grid holds (docs/security.md)."""
         s = cls.__new__(cls)
-        s._native = _core.Scheme.from_record(text)
+        s._native = _core.Scheme.from_grid_record(text)
         return s
 
     @property

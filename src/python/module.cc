@@ -324,6 +324,18 @@ void bind_grid_files(nb::module_& m) {
         return without_gil([&] { return import_npy(npy, path, stores); });
       },
       "npy"_a, "path"_a, "stores"_a, "Creates a grid from a .npy file, one chunk at a time");
+  m.def(
+      "relocate",
+      [](const std::string& path, const std::vector<std::string>& stores) {
+        const Relocation r = without_gil([&] { return relocate_grid(path, stores); });
+        nb::dict out;
+        out["copied"] = r.copied;
+        out["found"] = r.found;
+        out["checked"] = r.checked;
+        return out;
+      },
+      "path"_a, "stores"_a,
+      "Moves a grid's data files to new store directories and records them (docs/security.md)");
 }
 
 // Stencils and schemes: presets, parsing, checking.
@@ -354,6 +366,10 @@ void bind_stencils(nb::module_& m) {
       .def_static(
           "from_record", [](const std::string& text) { return get(Scheme::from_record(text)); },
           "text"_a, "A stencil's or a scheme's JSON, as to_json() writes it")
+      .def_static(
+          "from_grid_record",
+          [](const std::string& text) { return get(Scheme::from_grid_record(text)); }, "text"_a,
+          "A scheme a grid recorded: a kernel library only as the build its SHA-256 names")
       .def_static(
           "resolve",
           [](const std::string& name_or_file) { return get(Scheme::resolve(name_or_file)); },

@@ -1,9 +1,12 @@
 """Library errors arrive as deepgrid.Error subclasses with the library's message."""
 
 import os
+import json
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +90,62 @@ grid = _core.open_grid(sys.argv[1], True)
 print("holding", flush=True)
 time.sleep(60)
 """
+
+
+def _bait(tmp_path, size):
+    """A file outside the grid that a crafted manifest points at; returns it and its bytes."""
+    (tmp_path / "outside").mkdir()
+    bait = tmp_path / "outside" / "data.0.dgd"
+    content = os.urandom(size)
+    bait.write_bytes(content)
+    return bait, content
+
+
+def test_a_manifest_pointing_outside_the_grid_is_refused(tmp_path):
+    g = deepgrid.create(tmp_path / "g", (4, 8, 8), init="random:1")
+    manifest = tmp_path / "g" / "manifest.json"
+    m = json.loads(manifest.read_text())
+    bait, content = _bait(tmp_path, m["layout"]["files"][0]["bytes"])
+    for path in (str(bait), "../outside/data.0.dgd"):
+        m["layout"]["files"][0]["path"] = path
+        manifest.write_text(json.dumps(m))
+        with pytest.raises(deepgrid.CorruptGrid, match="outside itself"):
+            deepgrid.open(g.path, "r+")
+        with pytest.raises(deepgrid.CorruptGrid, match="outside itself"):
+            deepgrid.run(g.path, "7pt", 1)
+    assert bait.read_bytes() == content
+
+
+def _build_test_kernel(out, *defines):
+    """tests/kernels/test_kernel.c built as a user would (docs/kernels.md)."""
+    root = Path(__file__).resolve().parents[2]
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler (cc) to build the test kernel with")
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", f"-I{root / 'include'}", *defines,
+                    str(root / "tests" / "kernels" / "test_kernel.c"), "-o", str(out)], check=True)
+
+
+def test_a_kernel_library_rebuilt_after_create_is_refused(tmp_path):
+    lib = tmp_path / "libk.so"
+    _build_test_kernel(lib)
+    g = deepgrid.create(tmp_path / "g", (4, 8, 8), scheme=str(lib))
+    assert g.info()["scheme"]["sha256"]
+    _build_test_kernel(tmp_path / "new.so", "-DTEST_KERNEL_F32_ONLY")
+    os.replace(tmp_path / "new.so", lib)  # another build in its place
+    with pytest.raises(deepgrid.InvalidArgument, match="SHA-256"):
+        deepgrid.run(g.path, steps=1)
+    with pytest.raises(deepgrid.InvalidArgument, match="SHA-256"):
+        deepgrid.open(g.path).scheme  # noqa: B018 (the property loads the library)
+
+
+def test_relocate_moves_the_data_to_new_stores(tmp_path):
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+    g = deepgrid.create(tmp_path / "g", (4, 8, 8), init="random:2", store=[tmp_path / "a"])
+    before = g[:]
+    assert deepgrid.relocate(g.path, [tmp_path / "b"]) == {"copied": 1, "found": 0, "checked": True}
+    assert not any((tmp_path / "a").iterdir())
+    again = deepgrid.open(g.path)
+    assert again.info()["stores"] == [str(tmp_path / "b")]
+    assert (again[:] == before).all()
