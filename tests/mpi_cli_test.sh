@@ -240,6 +240,25 @@ for parts in incore naive; do
       fail "killed and finished: the traces differ; $context"
   done
 done
+
+# A crafted part (docs/security.md): the last rank's part names a data file outside the grid.
+# Every rank checks its own part, so the run is refused on all of them with the bait unchanged.
+rm -rf "$tmp/c" "$tmp/outside"
+mkdir -p "$tmp/outside"
+mpi create "$tmp/c" --shape "$shape" --init gaussian >/dev/null
+last=$(find "$tmp/c" -maxdepth 1 -name "deepgrid-*.part.$((ranks - 1))")
+python3 - "$last/manifest.json" "$tmp/outside/bait" <<'PY'
+import json, os, sys
+m = json.load(open(sys.argv[1]))
+f = m["layout"]["files"][0]
+open(sys.argv[2], "wb").write(os.urandom(f["bytes"]))
+f["path"] = sys.argv[2]
+json.dump(m, open(sys.argv[1], "w"))
+PY
+bait=$(sha256sum <"$tmp/outside/bait")
+expect_error 2 "outside itself" mpi run "$tmp/c" --stencil 7pt --steps 1 --threads 1
+[ "$(sha256sum <"$tmp/outside/bait")" = "$bait" ] || fail "a crafted part's run changed a file outside the grid"
+echo "crafted part: refused"
 [ "$killed" -ge 2 ] || fail "only $killed of 6 kills landed before the run ended; the kill test tested nothing"
 echo "kill test: $killed of 6 runs stopped part-way and finished with the same command"
 echo "ok: $ranks ranks"
