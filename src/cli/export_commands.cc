@@ -21,7 +21,21 @@ struct ExportArgs {
   bool verify = false;
 };
 
+// The format OUT names, which export writes: .npy. The others a user may expect come from the
+// Python package, which the refusal names.
+Status check_export_format(const std::string& out) {
+  if (out.ends_with(".npy")) return Status::Ok();
+  const size_t dot = out.find_last_of("./");
+  const std::string ext = dot != std::string::npos && out[dot] == '.' ? out.substr(dot) : "";
+  return invalid_argument(
+      "deepgrid export writes .npy files, and " + out + " is " +
+      (ext.empty() ? std::string("not named so") : "named " + ext) +
+      "; name it OUT.npy, or write HDF5 (.h5), zarr, dask or xarray with the Python package: "
+      "deepgrid.open(DIR).to_hdf5(...), .to_zarr(...) (docs/python.md)");
+}
+
 int cmd_export(const ExportArgs& a) {
+  check(check_export_format(a.out));
   if (in_mpi_job() || is_distributed_grid(a.dir)) {
     check(distributed_export(a.dir, a.out, a.verify, a.field));
     if (!prints()) return 0;
