@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from ._extras import require
 from ._grid import Field, Grid, as_field, create
 from .errors import InvalidArgument
 
@@ -63,7 +64,7 @@ def from_array(
 
 def from_zarr(source: Any, path: str | os.PathLike[str], **kwargs: Any) -> Grid:
     """Creates a grid from a zarr array (or the path of one); options as :func:`from_array`."""
-    import zarr
+    zarr = require("zarr", "from_zarr")
 
     array = zarr.open_array(source, mode="r") if isinstance(source, (str, os.PathLike)) else source
     return from_array(array, path, **kwargs)
@@ -75,7 +76,7 @@ def from_hdf5(
     """Creates a grid from an h5py dataset, or from ``dataset`` in the HDF5 file ``source``."""
     if not isinstance(source, (str, os.PathLike)):
         return from_array(source, path, **kwargs)
-    import h5py
+    h5py = require("h5py", "from_hdf5")
 
     if dataset is None:
         raise InvalidArgument("name the dataset: from_hdf5(file, path, dataset='name')")
@@ -95,7 +96,7 @@ def to_zarr(
     """Writes the grid to a new zarr v3 array at ``store`` (a path or a zarr store), in
     chunks of ``planes`` z-planes; extra keyword arguments go to ``zarr.create_array``.
     The array's attributes record the grid's step and path."""
-    import zarr
+    zarr = require("zarr", "to_zarr")
 
     nz, ny, nx = grid.shape
     kwargs.setdefault("chunks", (min(planes or grid.chunk_planes(), nz), ny, nx))
@@ -110,7 +111,7 @@ def to_zarr(
 def to_hdf5(grid: Grid | Field, file: Any, name: str = "grid", *, planes: int | None = None, **kwargs: Any) -> None:
     """Writes the grid to dataset ``name`` of an HDF5 file (a path, or an open h5py File or
     Group); extra keyword arguments go to ``create_dataset`` (e.g. compression="gzip")."""
-    import h5py
+    h5py = require("h5py", "to_hdf5")
 
     if isinstance(file, (str, os.PathLike)):
         with h5py.File(file, "a") as f:
@@ -140,7 +141,7 @@ class _DaskSource:
 def to_dask(grid: Grid | Field, planes: int | None = None) -> Any:
     """A lazy dask array, chunked along z (``planes`` planes per chunk, default the layout's).
     Reads happen when it is computed, so it sees the grid as it is then."""
-    import dask.array as da
+    da = require("dask.array", "to_dask")
 
     nz, ny, nx = grid.shape
     name = f"deepgrid-{grid.info()['id']}-{as_field(grid).name}-step{grid.step}-{planes}"
@@ -154,7 +155,7 @@ def to_dask(grid: Grid | Field, planes: int | None = None) -> Any:
 def to_xarray(grid: Grid | Field, planes: int | None = None) -> Any:
     """A lazy xarray DataArray over :func:`to_dask`, dims (z, y, x) with index coordinates,
     the grid's step and path in ``attrs``."""
-    import xarray as xr
+    xr = require("xarray", "to_xarray")
 
     nz, ny, nx = grid.shape
     return xr.DataArray(

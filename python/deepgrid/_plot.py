@@ -7,6 +7,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
+from ._extras import require
 from ._grid import Field, Grid, as_field
 from .errors import InvalidArgument
 
@@ -55,7 +56,7 @@ def plot_slice(
 ) -> matplotlib.axes.Axes:
     """Draws the slice across one axis (``z="mid"`` by default; an index or ``"mid"``) with
     a colour bar and axis labels, reading only that slice. ``out`` also saves the figure."""
-    import matplotlib.pyplot as plt
+    plt = require("matplotlib.pyplot", "plot")
 
     axis, value = _slice_axis(z, y, x)
     index = _resolve_index(value, grid.shape[_AXIS_NUMBER[axis]], axis)
@@ -106,7 +107,7 @@ def plot_bench(
 ) -> matplotlib.axes.Axes:
     """Bar chart of `deepgrid bench` results: a --csv file, a --json output file, or a list of
     row dicts. ``metric``: a column such as mlups, gflops, seconds, ratio_to_incore."""
-    import matplotlib.pyplot as plt
+    plt = require("matplotlib.pyplot", "plot_bench")
 
     rows = [r for r in _bench_rows(source) if not r.get("skipped")]
     if not rows:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from ._extras import require
 from ._grid import Grid
 from .errors import InvalidArgument
 from .schemes import Scheme, SchemeLike
@@ -47,9 +48,7 @@ class _TqdmProgress:
     """A tqdm bar over the steps, fed by the run's per-pass callback."""
 
     def __init__(self) -> None:
-        from tqdm.auto import tqdm
-
-        self._tqdm = tqdm
+        self._tqdm = require("tqdm.auto", "run's progress bar").tqdm
         self._bar: Any = None
 
     def __call__(self, done: int, total: int) -> None:

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -25,11 +26,14 @@ namespace {
 
 using nlohmann::json;
 
+// --steps when the command line has none (a negative number given is refused as such).
+constexpr int64_t kStepsNotGiven = std::numeric_limits<int64_t>::min();
+
 struct RunArgs {
   std::string dir, stencil, coeffs, method = "auto", boundary = "dirichlet:0", mem, io = "uring",
                                     procs;
   std::string probes, traces;
-  int64_t steps = -1;
+  int64_t steps = kStepsNotGiven;
   int threads = 0;
   double checkpoint = -1;  // automatic
   BlockingArgs blocking;
@@ -66,7 +70,7 @@ RunOptions run_options(const RunArgs& a) {
     }
     opt.scheme = get(opt.scheme.stencil().with_coefficients(a.coeffs));
   }
-  opt.steps = a.steps;
+  opt.steps = a.steps == kStepsNotGiven ? -1 : a.steps;  // (negative: refused by check_run)
   opt.boundary = get(parse_boundary(a.boundary));
   opt.method = get(parse_method(a.method));
   if (a.threads < 0) check(invalid_argument("--threads must be >= 1 (or 0 for all cores)"));
@@ -116,7 +120,7 @@ void join_alone_if_distributed(const std::string& dir, const std::string& comman
 }
 
 int cmd_run(RunArgs a) {
-  if (!a.resume && a.steps < 0) {
+  if (!a.resume && a.steps == kStepsNotGiven) {
     check(
         invalid_argument("give the number of steps with --steps N, or --resume to finish an "
                          "interrupted run"));
@@ -194,10 +198,18 @@ int cmd_plan(const RunArgs& a) {
       std::snprintf(sweeps, sizeof sweeps, ", %.0f MB/s of reads and writes in earlier sweeps",
                     machine.disk_sweep_bps / 1e6);
     }
+    char compute[160] =
+        "in-core rate not measured (--mem leaves too little for a meaningful "
+        "sample): the planner used its default balance of disk and compute, "
+        "and predicts no time";
+    if (machine.compute_mlups > 0) {
+      std::snprintf(compute, sizeof compute, "in-core %.0f MLUP/s on a sample of this stencil",
+                    machine.compute_mlups);
+    }
     std::printf(
-        "machine     in-core %.0f MLUP/s on a sample of this stencil; disk %.0f MB/s "
+        "machine     %s; disk %.0f MB/s "
         "(O_DIRECT reads of this grid, 8 in flight)%s%s; tiles sized for %s per thread; %s\n",
-        machine.compute_mlups, machine.disk_read_bps / 1e6, sweeps, io_cost,
+        compute, machine.disk_read_bps / 1e6, sweeps, io_cost,
         machine.cache_bytes > 0 ? format_size(static_cast<uint64_t>(machine.cache_bytes)).c_str()
                                 : "the default working set",
         machine.cached ? ("cached in " + machine_cache_path() + ", --remeasure to refresh").c_str()

@@ -149,3 +149,14 @@ def test_relocate_moves_the_data_to_new_stores(tmp_path):
     again = deepgrid.open(g.path)
     assert again.info()["stores"] == [str(tmp_path / "b")]
     assert (again[:] == before).all()
+
+
+def test_a_missing_extra_names_the_feature_and_the_install(tmp_path, monkeypatch):
+    g = deepgrid.create(tmp_path / "g", (2, 8, 8))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ModuleNotFoundError, match=r"plot needs matplotlib.*deepgrid\[interop\]"):
+        g.plot()
+    monkeypatch.setitem(sys.modules, "h5py", None)
+    with pytest.raises(ModuleNotFoundError, match=r"to_hdf5 needs h5py"):
+        g.to_hdf5(tmp_path / "g.h5")
