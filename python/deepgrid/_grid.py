@@ -48,6 +48,11 @@ class Grid:
         self._scheme_json: str = native.scheme_json
         self._main = Field(self, _main_field(self._fields, self._scheme_json))
 
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        # By path and mode: a worker process (dask, Ray, concurrent.futures) opens the grid as
+        # it is when it gets it.
+        return (open, (self._path, self._mode))
+
     @property
     def _open(self) -> _core.Grid:
         """The grid opened to read (a shared lock, so reads in several threads coexist)."""
@@ -203,6 +208,9 @@ class Field:
         self._grid = grid
         self._name = name
         self._component = grid.fields.index(name)
+
+    def __reduce__(self) -> tuple[Any, tuple[Grid, str]]:
+        return (Field, (self._grid, self._name))
 
     @property
     def grid(self) -> Grid:

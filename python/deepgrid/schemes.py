@@ -65,6 +65,11 @@ class Scheme:
         """Parses a scheme's (or a stencil's) JSON text; ``name`` when the text gives none."""
         return cls(json.loads(text), name=name)
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # By its record: a kernel scheme carries its library's SHA-256, so a worker process
+        # loads the same build or refuses (docs/security.md).
+        return (Scheme._from_grid_record, (self.to_json(),))
+
     @classmethod
     def _from_grid_record(cls, text: str) -> Scheme:
         """The scheme a grid recorded; a kernel library it names loads only as the build

@@ -184,3 +184,30 @@ def test_ctrl_c_stops_cleanly(tmp_path):
     fresh = deepgrid.create(tmp_path / "f", (32, 64, 64), init="random:4")
     deepgrid.run(fresh, "27pt", step, method="incore", progress=False)
     assert sha256_of(g) == sha256_of(fresh)
+
+
+def _shot(grid, scheme, steps):
+    """One shot in a worker process: what dask or Ray would fan out."""
+    return deepgrid.run(grid, scheme, steps, progress=False)
+
+
+def test_grids_schemes_and_reports_travel_to_worker_processes(tmp_path):
+    import multiprocessing
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    grids = [deepgrid.create(tmp_path / f"shot{i}", (8, 16, 16), scheme="wave2", init="gaussian")
+             for i in range(3)]
+    scheme = deepgrid.Scheme("wave2")
+    assert pickle.loads(pickle.dumps(scheme)) == scheme
+    field = pickle.loads(pickle.dumps(grids[0]["m"]))
+    assert field.name == "m" and field.grid.path == grids[0].path
+    spawn = multiprocessing.get_context("spawn")  # (OpenMP is not safe in forked children)
+    with ProcessPoolExecutor(2, mp_context=spawn) as pool:
+        reports = list(pool.map(_shot, grids[:2], [scheme] * 2, [3, 5]))
+    assert [r["steps"] for r in reports] == [3, 5]
+    assert pickle.loads(pickle.dumps(reports[1]))["step_to"] == 5
+    reopened = [pickle.loads(pickle.dumps(g)) for g in grids[:2]]
+    assert [g.step for g in reopened] == [3, 5]  # opened as they are now
+    deepgrid.run(grids[2], scheme, 3, progress=False)  # the same shot in this process
+    assert np.array_equal(grids[2][:], reopened[0][:])
