@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/file_util.h"
+#include "core/sha256.h"
 #include "deepgrid/run.h"
 #include "deepgrid/scheme.h"
 #include "deepgrid/store.h"
@@ -219,7 +220,7 @@ TEST_F(KernelPins, TheRecordCarriesTheHashAndALoadChecksIt) {
   const Scheme s = Scheme::from_kernel(tmp_ / "libk.so").value();
   const json record = json::parse(s.to_json());
   const std::string pinned = record["sha256"];
-  EXPECT_EQ(pinned, file_sha256(tmp_ / "liba.so").value());
+  EXPECT_EQ(pinned, internal::sha256_of_path(tmp_ / "liba.so").value());
   EXPECT_EQ(kernel_pin_of(s.to_json())->sha256, pinned);
   EXPECT_FALSE(kernel_pin_of(Scheme::preset("wave2").value().to_json()));
   EXPECT_TRUE(Scheme::from_grid_record(s.to_json()).ok());
@@ -229,7 +230,8 @@ TEST_F(KernelPins, TheRecordCarriesTheHashAndALoadChecksIt) {
   const Status swapped = Scheme::from_grid_record(s.to_json()).status();
   EXPECT_EQ(swapped.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(swapped.message().find(pinned), std::string::npos) << swapped.message();
-  EXPECT_NE(swapped.message().find(file_sha256(tmp_ / "libb.so").value()), std::string::npos);
+  EXPECT_NE(swapped.message().find(internal::sha256_of_path(tmp_ / "libb.so").value()),
+            std::string::npos);
   EXPECT_NE(swapped.message().find("--kernel"), std::string::npos);
   // This process holds the first build, loaded through the link: loading the link again while
   // it leads to another file is refused too (glibc would hand back the first).

@@ -71,8 +71,6 @@ struct KernelPin {
 };
 // The pin of a record naming a kernel library; nothing for any other record.
 std::optional<KernelPin> kernel_pin_of(std::string_view scheme_record);
-// The SHA-256 of the file at `path` now (hashed, not loaded).
-Result<std::string> file_sha256(const std::string& path);
 
 class Scheme {
  public:

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "core/sha256.h"
 #include "deepgrid/scheme.h"
 
 namespace deepgrid::cli {
@@ -29,7 +30,7 @@ struct KernelState {
 std::optional<KernelState> kernel_state(const Manifest& m) {
   auto pin = kernel_pin_of(m.scheme);
   if (!pin) return std::nullopt;
-  return KernelState{*pin, file_sha256(pin->path)};
+  return KernelState{*pin, internal::sha256_of_path(pin->path)};
 }
 
 }  // namespace

@@ -91,6 +91,12 @@ Status write_file_atomic(const std::string& dir, const std::string& name,
   return fsync_path(dir);
 }
 
+Status link_refused(const std::string& path) {
+  return corrupt(path +
+                 " is a symbolic link, which deepgrid does not follow in a grid "
+                 "(docs/security.md); put the file itself there");
+}
+
 namespace {
 
 // Everything the open file `fd` holds; closes it.
@@ -124,11 +130,7 @@ Result<int> open_own_file(const std::string& path, int flags, bool* direct = nul
     *direct = fd >= 0;
   }
   if (fd < 0 && (direct == nullptr || errno == EINVAL)) fd = ::open(path.c_str(), flags, 0644);
-  if (fd < 0 && errno == ELOOP) {
-    return corrupt(path +
-                   " is a symbolic link, which deepgrid does not follow in a grid "
-                   "(docs/security.md); put the file itself there");
-  }
+  if (fd < 0 && errno == ELOOP) return link_refused(path);
   if (fd < 0) return errno_status(errno, "open", path);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -1,16 +1,34 @@
 // internal: POSIX file helpers that turn errno into Status in one place.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "deepgrid/status.h"
 
 namespace deepgrid::internal {
+
+// An open file descriptor (-1: none), closed when this goes; movable, not copyable.
+struct OwnedFd {
+  int fd = -1;
+
+  OwnedFd() = default;
+  OwnedFd(OwnedFd&& other) noexcept : fd(std::exchange(other.fd, -1)) {}
+  OwnedFd& operator=(OwnedFd&&) = delete;
+  ~OwnedFd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The refusal of a symbolic link found where one of deepgrid's own files belongs.
+Status link_refused(const std::string& path);
 
 // Full-length pread/pwrite (retrying EINTR and short transfers). A read that meets end of
 // file reports the file and offset as corrupt.

@@ -1,11 +1,14 @@
 #include "core/sha256.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <vector>
+
+#include "core/file_util.h"
 
 namespace deepgrid::internal {
 
@@ -54,6 +57,13 @@ Result<std::string> sha256_of_file(int fd, const std::string& path) {
   std::string hex = sha.hex();
   if (hex.empty()) return Status(ErrorCode::kResource, "SHA-256 of " + path + " failed");
   return hex;
+}
+
+Result<std::string> sha256_of_path(const std::string& path) {
+  OwnedFd file;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file.fd < 0) return errno_status(errno, "open", path);
+  return sha256_of_file(file.fd, path);
 }
 
 bool is_sha256_hex(const std::string& text) {

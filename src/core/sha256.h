@@ -28,6 +28,9 @@ class Sha256 {
 // The SHA-256 of everything an open file holds (read from offset 0; `path` names it in errors).
 Result<std::string> sha256_of_file(int fd, const std::string& path);
 
+// The same of the file at `path` (opened, hashed, closed).
+Result<std::string> sha256_of_path(const std::string& path);
+
 // Whether `text` has the form of a hex SHA-256 (64 lowercase hex digits).
 bool is_sha256_hex(const std::string& text);
 

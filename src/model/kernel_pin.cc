@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <utility>
 
 #include "core/sha256.h"
 
@@ -46,26 +45,16 @@ Status check_allowed(const std::string& path) {
 
 }  // namespace
 
-KernelFile::KernelFile(KernelFile&& other) noexcept
-    : fd(std::exchange(other.fd, -1)),
-      sha256(std::move(other.sha256)),
-      dev(other.dev),
-      ino(other.ino) {}
-
-KernelFile::~KernelFile() {
-  if (fd >= 0) ::close(fd);
-}
-
 Result<KernelFile> open_kernel_file(const std::string& path, const std::string& expected_sha256) {
   DG_RETURN_IF_ERROR(check_allowed(path));
   KernelFile file;
-  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (file.fd < 0) return errno_status(errno, "open kernel library", path);
+  const int fd = file.descriptor.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status(errno, "open kernel library", path);
   struct stat st {};
-  if (::fstat(file.fd, &st) != 0) return errno_status(errno, "stat", path);
+  if (::fstat(fd, &st) != 0) return errno_status(errno, "stat", path);
   file.dev = st.st_dev;
   file.ino = st.st_ino;
-  DG_ASSIGN_OR_RETURN(file.sha256, sha256_of_file(file.fd, path));
+  DG_ASSIGN_OR_RETURN(file.sha256, sha256_of_file(fd, path));
   if (!expected_sha256.empty() && file.sha256 != expected_sha256) {
     return invalid_argument("kernel library " + path + " has SHA-256 " + file.sha256 +
                             ", not the " + expected_sha256 +

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "core/file_util.h"
 #include "deepgrid/status.h"
 
 namespace deepgrid::internal {
@@ -16,17 +17,13 @@ namespace deepgrid::internal {
 // libraries outside them (after resolving symbolic links) are refused.
 inline constexpr const char* kKernelDirsVariable = "DEEPGRID_KERNEL_DIRS";
 
-// A kernel library's file, open and hashed, not loaded.
+// A kernel library's file, open and hashed, not loaded. It stays open until the library is
+// loaded, so that its inode cannot be freed and reused by another file meanwhile.
 struct KernelFile {
-  int fd = -1;
+  OwnedFd descriptor;
   std::string sha256;
   dev_t dev = 0;
   ino_t ino = 0;
-
-  KernelFile() = default;
-  KernelFile(KernelFile&& other) noexcept;
-  KernelFile& operator=(KernelFile&&) = delete;
-  ~KernelFile();
 };
 
 // Opens and hashes the library at `path` (absolute): refused when it is outside the directories

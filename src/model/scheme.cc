@@ -1,11 +1,7 @@
 #include "deepgrid/scheme.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -408,14 +404,6 @@ std::optional<KernelPin> kernel_pin_of(std::string_view scheme_record) {
   if (!j.is_object() || !j.contains("kernel") || !j["kernel"].is_string()) return std::nullopt;
   const json sha = j.value("sha256", json(""));
   return KernelPin{j["kernel"].get<std::string>(), sha.is_string() ? sha.get<std::string>() : ""};
-}
-
-Result<std::string> file_sha256(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_status(errno, "open", path);
-  auto sha = internal::sha256_of_file(fd, path);
-  ::close(fd);
-  return sha;
 }
 
 Result<Scheme> Scheme::resolve(std::string_view name_or_file) {

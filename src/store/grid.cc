@@ -27,14 +27,11 @@ using internal::AlignedBuffer;
 using internal::expected_file_bytes;
 using internal::GridLock;
 using internal::kManifestName;
+using internal::kPreparedName;
 using internal::replacement_name;
 using nlohmann::json;
 
-namespace {
-
-constexpr const char* kPreparedName = "prepared.json";
-
-}  // namespace
+namespace {}  // namespace
 
 Grid::Grid(Grid&&) noexcept = default;
 Grid& Grid::operator=(Grid&&) noexcept = default;

@@ -10,6 +10,8 @@
 namespace deepgrid::internal {
 
 inline constexpr const char* kManifestName = "manifest.json";
+// A replacement made ready beside the grid's files and not committed yet (Grid::prepared).
+inline constexpr const char* kPreparedName = "prepared.json";
 
 // Exact size of data file f: the end of the last slot it holds.
 int64_t expected_file_bytes(const Shape& s, const Layout& l, size_t f);

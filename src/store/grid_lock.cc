@@ -76,10 +76,7 @@ Result<GridLock> GridLock::acquire(const std::string& dir, Kind kind) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0 && (errno == EACCES || errno == EROFS))
     fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 && errno == ELOOP) {
-    return corrupt(path + " is a symbolic link, which deepgrid does not follow in a " +
-                   "grid (docs/security.md); remove it");
-  }
+  if (fd < 0 && errno == ELOOP) return link_refused(path);
   if (fd < 0) {
     if (kind == Kind::kShared && (errno == EACCES || errno == EROFS)) return GridLock();
     return errno_status(errno, "open lock file", path);

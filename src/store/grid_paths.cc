@@ -61,8 +61,10 @@ std::string data_file_path(const std::string& id, const std::vector<std::string>
                         : join_path(stores[f], "deepgrid-" + id + "." + n + ".dgd");
 }
 
+bool is_replacement_name(const std::string& path) { return path.ends_with(kReplacementExt); }
+
 std::string replacement_name(const std::string& path) {
-  if (path.ends_with(kReplacementExt)) {
+  if (is_replacement_name(path)) {
     return path.substr(0, path.size() - kReplacementExt.size()) + std::string(kDataExt);
   }
   return path.substr(0, path.size() - kDataExt.size()) + std::string(kReplacementExt);
@@ -70,7 +72,6 @@ std::string replacement_name(const std::string& path) {
 
 Status check_data_files(const std::string& id, const std::vector<std::string>& stores,
                         const std::vector<DataFile>& files) {
-  DG_RETURN_IF_ERROR(check_grid_id(id));
   if (!stores.empty() && stores.size() != files.size()) {
     return corrupt("manifest records " + std::to_string(stores.size()) + " store directories for " +
                    std::to_string(files.size()) + " data files; the manifest is damaged");

@@ -30,9 +30,11 @@ Status check_store_dirs(const std::vector<std::string>& stores);
 std::string data_file_path(const std::string& id, const std::vector<std::string>& stores, size_t f);
 // The other name of a data file (x.dgd <-> x.b.dgd): writers of a whole new state alternate.
 std::string replacement_name(const std::string& path);
+bool is_replacement_name(const std::string& path);  // x.b.dgd
 
 // Ok when every data file is named as data_file_path names file f (or its replacement), in
-// the stores recorded; else kCorrupt naming the first that is not and the rule it breaks.
+// the stores recorded; else kCorrupt naming the first that is not. `id` has passed
+// check_grid_id (read_grid_header checks it first).
 Status check_data_files(const std::string& id, const std::vector<std::string>& stores,
                         const std::vector<DataFile>& files);
 // The stores of a manifest written before they were recorded: the directories of its data

@@ -34,18 +34,10 @@ std::string dict_value(const std::string& header, const std::string& key) {
   return pos == std::string::npos ? std::string() : header.substr(pos);
 }
 
-// RAII file descriptor.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 }  // namespace
 
 Result<NpyHeader> read_npy_header(const std::string& path) {
-  Fd f;
+  internal::OwnedFd f;
   f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (f.fd < 0) return errno_status(errno, "open", path);
   char pre[12];
@@ -121,7 +113,7 @@ Result<Grid> import_npy(const std::string& npy_path, const std::string& dir,
   opt.dtype = h.dtype;
   opt.stores = stores;
   DG_ASSIGN_OR_RETURN(Grid grid, Grid::create(dir, opt));
-  Fd f;
+  internal::OwnedFd f;
   f.fd = ::open(npy_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (f.fd < 0) return errno_status(errno, "open", npy_path);
   const int64_t plane_bytes = grid.manifest().layout.plane_bytes;
@@ -157,7 +149,7 @@ Status import_npy_field(const std::string& npy_path, Grid& grid, int component) 
   DG_ASSIGN_OR_RETURN(NpyHeader h, read_npy_header(npy_path));
   const Manifest& m = grid.manifest();
   DG_RETURN_IF_ERROR(check_npy_fits(h, npy_path, m.shape, m.dtype));
-  Fd f;
+  internal::OwnedFd f;
   f.fd = ::open(npy_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (f.fd < 0) return errno_status(errno, "open", npy_path);
   const int64_t plane_bytes = m.shape.plane_points() * static_cast<int64_t>(dtype_size(m.dtype));
@@ -201,7 +193,7 @@ Status export_npy_planes(const Shape& s, DType dtype, const io::PlaneSource& pla
   const std::string header = npy_header(dtype, {s.nz, s.ny, s.nx});
 
   const std::string tmp = npy_path + ".tmp";
-  Fd f;
+  internal::OwnedFd f;
   f.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (f.fd < 0) return errno_status(errno, "create", tmp);
   auto fail = [&](Status st) {

@@ -24,16 +24,6 @@ using internal::join_path;
 
 namespace {
 
-constexpr const char* kPreparedName = "prepared.json";
-
-// An open file descriptor, closed with it.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 bool exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
@@ -43,11 +33,11 @@ bool exists(const std::string& path) {
 // file's size) into `to`, made anew via to.tmp, durably.
 Status copy_data_file(const std::string& from, const std::string& to, int64_t bytes) {
   bool direct = false;
-  Fd in;
+  internal::OwnedFd in;
   DG_ASSIGN_OR_RETURN(in.fd, internal::open_data_file(from, O_RDONLY, &direct));
   const std::string tmp = to + ".tmp";
   ::unlink(tmp.c_str());
-  Fd out;
+  internal::OwnedFd out;
   DG_ASSIGN_OR_RETURN(out.fd, internal::open_data_file(tmp, O_WRONLY | O_CREAT | O_EXCL, &direct));
   internal::AlignedBuffer buf(8 << 20);
   Status st = buf.ok() ? Status::Ok() : Status(ErrorCode::kResource, "out of memory for a copy");
@@ -70,7 +60,7 @@ Status copy_data_file(const std::string& from, const std::string& to, int64_t by
 // every plane read from them matches it: what was copied, or found in place, holds the grid's
 // values. Whether the planes were compared.
 Result<bool> check_moved_files(const std::string& dir, const Manifest& m) {
-  std::vector<Fd> fds(m.layout.files.size());
+  std::vector<internal::OwnedFd> fds(m.layout.files.size());
   for (size_t f = 0; f < fds.size(); ++f) {
     const DataFile& file = m.layout.files[f];
     bool direct = false;
@@ -107,7 +97,7 @@ Result<bool> check_moved_files(const std::string& dir, const Manifest& m) {
 
 // What relocate_grid needs of the grid before it moves anything.
 Status check_relocatable(const std::string& dir, const Manifest& m, size_t stores) {
-  for (const char* pending : {kSweepRecordName, kPreparedName}) {
+  for (const char* pending : {kSweepRecordName, internal::kPreparedName}) {
     if (exists(join_path(dir, pending))) {
       return invalid_argument("grid " + dir +
                               " has an unfinished in-place sweep or commit; finish it with "
@@ -155,7 +145,7 @@ Result<Relocation> relocate_grid(const std::string& dir, const std::vector<std::
   for (size_t f = 0; f < m.layout.files.size(); ++f) {
     const std::string& from = m.layout.files[f].path;
     std::string to = internal::data_file_path(m.id, next.stores, f);
-    if (from.ends_with(".b.dgd")) to = internal::replacement_name(to);  // (the same name kind)
+    if (internal::is_replacement_name(from)) to = internal::replacement_name(to);
     next.layout.files[f].path = to;
     if (to == from) continue;
     if (exists(to)) {
