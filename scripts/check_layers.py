@@ -34,7 +34,7 @@ PUBLIC = {
     "kernel.h": "model",
     "direct_io.h": "io",
     "store.h": "store", "integrity.h": "store", "resume.h": "store", "plane_transfer.h": "store",
-    "box_io.h": "store", "npy.h": "store", "traces_file.h": "store", "checksum.h": "store", "fsck.h": "store",
+    "box_io.h": "store", "npy.h": "store", "traces_file.h": "store", "checksum.h": "store", "fsck.h": "store", "vtkhdf.h": "store",
     "machine.h": "plan", "run_options.h": "plan",
     "run.h": "run", "report.h": "run",
     "image.h": "viz",

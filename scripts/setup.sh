@@ -17,6 +17,7 @@ packages=(
   libssl-dev                 # SHA-256 (OpenSSL libcrypto) for checksums
   liburing-dev               # io_uring (out-of-core engine)
   libxxhash-dev              # XXH3 per-plane checksums (fsck, --verify)
+  libhdf5-dev                # VTKHDF files for ParaView/VisIt (export, run --snapshots)
   libasan8 libubsan1          # ASan+UBSan build
   clang-14 libomp-14-dev       # TSan build: clang with LLVM's OpenMP and its Archer tool
   python3-venv python3-dev     # the Python package: a project venv, headers for the module

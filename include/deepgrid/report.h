@@ -31,9 +31,11 @@ struct RunReport {
   bool direct_io = false;      // the data files were opened with O_DIRECT
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
-  uint64_t peak_memory = 0;    // the process's peak resident set (VmHWM)
-  uint64_t engine_memory = 0;  // bytes the engine allocated for grids and buffers
-  bool resumed = false;        // this run finished an interrupted one (resume.h)
+  uint64_t peak_memory = 0;     // the process's peak resident set (VmHWM)
+  uint64_t engine_memory = 0;   // bytes the engine allocated for grids and buffers
+  bool resumed = false;         // this run finished an interrupted one (resume.h)
+  int64_t snapshots = 0;        // snapshots written (RunOptions::snapshots)
+  double snapshot_seconds = 0;  // wall time spent writing them
   // On a virtual machine: CPU time the hypervisor took from this machine's `cpus` CPUs during
   // the run, summed over them (machine-wide, /proc/stat steal). The host's own work for the
   // guest (its disk emulation, other guests) shows up here, and the run's speed includes it.

@@ -14,6 +14,7 @@
 #include "deepgrid/progress.h"
 #include "deepgrid/scheme.h"
 #include "deepgrid/status.h"
+#include "deepgrid/vtkhdf.h"
 
 namespace deepgrid {
 
@@ -25,6 +26,16 @@ namespace deepgrid {
 enum class Method { kAuto, kInCore, kStream, kNaive, kMmap, kTiled };
 Result<Method> parse_method(std::string_view text);
 std::string_view method_name(Method m);  // the name parse_method accepts
+
+// Snapshots during a run: the grid (or the fields `format` names) at every `every`-th step,
+// steps counted from the grid's creation, added to the series in `dir` (vtkhdf.h) as the run
+// reaches them; a run that starts on such a step and finds no file of it takes that one too.
+struct Snapshots {
+  std::string dir;
+  int64_t every = 0;  // 0: none
+  VtkhdfOptions format;
+  bool wanted() const { return every > 0; }
+};
 
 struct RunOptions {
   // What to run: a stencil (a Scheme converts from one) or a scheme of several fields. Left
@@ -54,6 +65,7 @@ struct RunOptions {
   // in the rest. The values stay in memory and count against mem_budget.
   Probes probes;
   std::string traces_path;
+  Snapshots snapshots;
   // A distributed run's part: where it lies in the whole grid, whose coordinates users'
   // kernels see (geometry.h). Default: the grid is the whole grid.
   GridPlacement placement;

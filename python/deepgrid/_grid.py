@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _core
 from ._indexing import check_writable, select
-from .errors import UnknownField
+from .errors import InvalidArgument, UnknownField
 from .schemes import Scheme, SchemeLike
 
 if TYPE_CHECKING:
@@ -179,6 +179,27 @@ class Grid:
         """Writes the first state field (or ``field``) to a .npy file of shape (nz, ny, nx)."""
         self.field(field).to_npy(path)
 
+    def to_vtkhdf(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        spacing: float | Sequence[float] = 1.0,
+        origin: float | Sequence[float] = 0.0,
+        downsample: int = 1,
+        fields: Sequence[str] | None = None,
+    ) -> None:
+        """Writes the grid to a VTKHDF file that ParaView, VisIt and PyVista open: every field
+        (or ``fields``) a named point array, ``spacing`` and ``origin`` one number or (x, y, z),
+        every ``downsample``-th point along each axis. Streamed plane by plane."""
+        names = self._fields if fields is None else tuple(fields)
+        for name in names:
+            self.field(name)  # (an unknown name raises here, naming the grid's fields)
+        components = [self._fields.index(n) for n in names]
+        self._open.export_vtkhdf(
+            os.fspath(path), _xyz(spacing, "spacing"), _xyz(origin, "origin"), int(downsample),
+            components,
+        )
+
     def to_zarr(self, store: Any, field: str | None = None, **kwargs: Any) -> zarr.Array:
         """Writes a field to a new zarr v3 array (see :func:`deepgrid._interop.to_zarr`)."""
         return self.field(field).to_zarr(store, **kwargs)
@@ -314,6 +335,16 @@ class Field:
 def as_field(source: Grid | Field) -> Field:
     """A field as it is, a grid as its first state field (what interop and plots read)."""
     return source if isinstance(source, Field) else source.field()
+
+
+def _xyz(value: float | Sequence[float], what: str) -> tuple[float, float, float]:
+    """One number for every axis, or three (x, y, z)."""
+    if isinstance(value, (int, float)):
+        return (float(value),) * 3
+    values = tuple(float(v) for v in value)
+    if len(values) != 3:
+        raise InvalidArgument(f"{what} is {value!r}; give one number or three, (x, y, z)")
+    return values  # type: ignore[return-value]
 
 
 def _main_field(fields: tuple[str, ...], scheme_json: str) -> str:

@@ -6,15 +6,15 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from . import _core
 from ._extras import require
-from ._grid import Grid
-from .errors import InvalidArgument
+from ._grid import Grid, _xyz
+from .errors import InvalidArgument, UnknownField
 from .schemes import Scheme, SchemeLike
 
 ProgressCallback = Callable[[int, int], "bool | None"]
@@ -78,6 +78,12 @@ def run(
     resume: bool = False,
     flush_subnormals: bool = False,
     progress: bool | ProgressCallback | None = None,
+    snapshots: str | os.PathLike[str] | None = None,
+    every: int = 0,
+    snapshot_fields: Sequence[str] | None = None,
+    spacing: float | Sequence[float] = 1.0,
+    origin: float | Sequence[float] = 0.0,
+    downsample: int = 1,
 ) -> dict[str, Any]:
     """Advances the grid ``steps`` steps and returns the run report as a dict.
 
@@ -97,6 +103,12 @@ def run(
     method gives the same bits). ``progress``: ``None`` shows a tqdm bar when stderr is a
     terminal, ``True`` always, ``False`` never; a callable ``progress(done, total)`` is called
     after each pass instead (returning ``False`` stops the run after that pass).
+
+    ``snapshots``: a directory that receives the grid (or ``snapshot_fields``) at every
+    ``every``-th step (counted from the grid's creation) as VTKHDF files, with
+    ``series.vtkhdf`` for ParaView to open as one animation; ``spacing``, ``origin`` (one
+    number or (x, y, z)) and ``downsample`` as for :meth:`Grid.to_vtkhdf`
+    (docs/visualisation.md). ``report["snapshots"]`` counts those written.
 
     The GIL is released while the engine works, so other threads keep running. Ctrl-C stops
     the run after the current pass, with the grid consistent at the steps done (recorded in
@@ -127,6 +139,21 @@ def run(
     args.tile_x, args.tile_y = tile if tile is not None else (0, 0)
     args.resume = resume
     args.flush_subnormals = flush_subnormals
+    if snapshots is not None:
+        fields = _core.open_grid(path, False).fields or ["u"]
+        names = fields if snapshot_fields is None else list(snapshot_fields)
+        unknown = [n for n in names if n not in fields]
+        if unknown:
+            raise UnknownField(
+                f"grid {path} has no field {unknown[0]!r}; its fields are {', '.join(fields)}"
+            )
+        args.snapshots = os.fspath(snapshots)
+        args.every = int(every)
+        args.snapshot_components = [fields.index(n) for n in names]
+        args.spacing, args.origin = _xyz(spacing, "spacing"), _xyz(origin, "origin")
+        args.downsample = int(downsample)
+    elif every:
+        raise InvalidArgument("every= needs snapshots=: the directory to write them into")
     bar = None
     callback = progress if callable(progress) else None
     if progress is True or (progress is None and sys.stderr is not None and sys.stderr.isatty()):

@@ -1,5 +1,7 @@
 #include "cli/command_support.h"
 
+#include <array>
+#include <cstdlib>
 #include <sstream>
 
 #include "cli/grid_fields.h"
@@ -80,6 +82,58 @@ void BlockingArgs::apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const {
   }
   *tile_x = t->nx;
   *tile_y = t->ny;
+}
+
+}  // namespace deepgrid::cli
+
+namespace deepgrid::cli {
+namespace {
+
+// "10" (every axis) or "10,10,5" (x, y, z), as --spacing and --origin take them.
+Result<std::array<double, 3>> parse_xyz(const std::string& option, const std::string& text,
+                                        double fill) {
+  std::array<double, 3> v{fill, fill, fill};
+  if (text.empty()) return v;
+  const std::vector<std::string> items = split_csv(text);
+  if (items.size() != 1 && items.size() != 3) {
+    return invalid_argument(option + " is '" + text + "'; give one number for every axis or " +
+                            "three, x,y,z (e.g. " + option + " 10,10,5)");
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string& item = items[items.size() == 1 ? 0 : i];
+    char* end = nullptr;
+    v[i] = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0') {
+      return invalid_argument(option + " is '" + text + "'; give numbers, e.g. " + option +
+                              " 10,10,5");
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+void VtkhdfArgs::add_to(CLI::App* cmd, const std::string& fields_option, const std::string& what) {
+  cmd->add_option(fields_option, fields, what);
+  cmd->add_option("--spacing", spacing,
+                  "VTKHDF: distance between grid points, one number or x,y,z (default 1)");
+  cmd->add_option("--origin", origin,
+                  "VTKHDF: coordinates of point (0,0,0), one number or x,y,z (default 0)");
+  cmd->add_option("--downsample", downsample,
+                  "VTKHDF: keep every K-th point along each axis, for a quick look at a huge grid");
+}
+
+Result<VtkhdfOptions> VtkhdfArgs::options(const Manifest& m) const {
+  VtkhdfOptions o;
+  DG_ASSIGN_OR_RETURN(o.spacing, parse_xyz("--spacing", spacing, 1));
+  DG_ASSIGN_OR_RETURN(o.origin, parse_xyz("--origin", origin, 0));
+  o.downsample = downsample;
+  for (const std::string& f : split_csv(fields)) {
+    DG_ASSIGN_OR_RETURN(const int c, field_component(m, f));
+    o.components.push_back(c);
+  }
+  DG_RETURN_IF_ERROR(check_vtkhdf_options(m, o));
+  return o;
 }
 
 }  // namespace deepgrid::cli

@@ -1,6 +1,7 @@
 // What the commands of the command line share: library errors on their way out (thrown as a
 // Failure, which main() turns into one line on stderr and an exit code), grids opened to read,
-// comma-separated lists, --field, and the blocking options of run, plan and bench.
+// comma-separated lists, --field, the blocking options of run, plan and bench, and the VTKHDF
+// options of export and run --snapshots.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 
 #include "deepgrid/status.h"
 #include "deepgrid/store.h"
+#include "deepgrid/vtkhdf.h"
 
 namespace deepgrid::cli {
 
@@ -52,6 +54,18 @@ struct BlockingArgs {
 
   void add_to(CLI::App* cmd);
   void apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const;
+};
+
+// --fields, --spacing, --origin and --downsample of VTKHDF output (export, run --snapshots).
+struct VtkhdfArgs {
+  std::string fields, spacing, origin;
+  int64_t downsample = 1;
+
+  // `fields_option`: the option naming the fields (export: --field, run: --fields).
+  void add_to(CLI::App* cmd, const std::string& fields_option, const std::string& what);
+  bool given() const { return !spacing.empty() || !origin.empty() || downsample != 1; }
+  // The options for a grid `m` describes, or what is wrong with them.
+  Result<VtkhdfOptions> options(const Manifest& m) const;
 };
 
 }  // namespace deepgrid::cli

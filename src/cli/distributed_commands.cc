@@ -204,20 +204,17 @@ Result<GridSummary> distributed_summary(const std::string& dir, bool verify,
   return summarize_grid_planes(grid, planes(m, verify), component);
 }
 
-Status distributed_export(const std::string& dir, const std::string& out, bool verify,
-                          const std::string& field) {
+Status distributed_export(const std::string& dir, bool verify, const GridWriter& write) {
   DG_ASSIGN_OR_RETURN(const DistributedManifest m, load(dir));
   const Manifest grid = m.as_grid();
-  DG_ASSIGN_OR_RETURN(const int component, field_component(grid, field));
-  const io::PlaneSource source = io::component_of(planes(m, verify), grid, component);
+  const io::PlaneSource source = planes(m, verify);
 #ifdef DEEPGRID_MPI
   if (in_mpi_job()) {
-    return on_printing_rank(source, [&](const io::PlaneSource& planes) {
-      return export_npy_planes(m.shape, m.dtype, planes, out);
-    });
+    return on_printing_rank(source,
+                            [&](const io::PlaneSource& planes) { return write(grid, planes); });
   }
 #endif
-  return export_npy_planes(m.shape, m.dtype, source, out);
+  return write(grid, source);
 }
 
 Result<SliceImageInfo> distributed_plot(const std::string& dir, SliceSpec slice,

@@ -4,11 +4,13 @@
 // build with MPI.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "deepgrid/checksum.h"
 #include "deepgrid/image.h"
+#include "deepgrid/plane_transfer.h"
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
 
@@ -28,12 +30,13 @@ bool prints();
 
 // deepgrid info / checksum / export of a distributed grid. The summary (and the grid's time
 // step) is that of the printing rank. `field`: --field, one field of a grid of several (empty:
-// the checksum covers every component, export writes the first).
+// the checksum covers every component). Export hands the printing rank's `write` every plane.
 Status distributed_info(const std::string& dir, bool as_json);
 Result<GridSummary> distributed_summary(const std::string& dir, bool verify,
                                         const std::string& field, int64_t* step);
-Status distributed_export(const std::string& dir, const std::string& out, bool verify,
-                          const std::string& field);
+// A writer of a whole grid (`whole` describes it) from its planes, every component of each.
+using GridWriter = std::function<Status(const Manifest& whole, const io::PlaneSource& planes)>;
+Status distributed_export(const std::string& dir, bool verify, const GridWriter& write);
 // deepgrid plot of a distributed grid: the printing rank writes the PNG and gets its figures.
 Result<SliceImageInfo> distributed_plot(const std::string& dir, SliceSpec slice,
                                         const std::string& out, const std::string& field);

@@ -1,4 +1,5 @@
-// deepgrid export and plot: a grid's values out, as a .npy array or as a PNG of one slice.
+// deepgrid export and plot: a grid's values out, as a .npy array, a VTKHDF file (ParaView) or
+// a PNG of one slice.
 // A distributed grid, or one under mpirun, goes to distributed_commands.h.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -8,40 +9,70 @@
 #include "cli/command_support.h"
 #include "cli/commands.h"
 #include "cli/distributed_commands.h"
+#include "cli/grid_fields.h"
 #include "deepgrid/image.h"
 #include "deepgrid/npy.h"
 #include "deepgrid/store.h"
+#include "deepgrid/vtkhdf.h"
 #include "store/distributed_manifest.h"
 
 namespace deepgrid::cli {
 namespace {
 
 struct ExportArgs {
-  std::string dir, out, field;
+  std::string dir, out;
+  VtkhdfArgs vtkhdf;  // (its fields: --field)
   bool verify = false;
 };
 
-// The format OUT names, which export writes: .npy. The others a user may expect come from the
-// Python package, which the refusal names.
-Status check_export_format(const std::string& out) {
-  if (out.ends_with(".npy")) return Status::Ok();
+enum class ExportFormat { kNpy, kVtkhdf };
+
+// The format OUT's name asks for. HDF5 names (.h5, .hdf5) get the VTKHDF layout: h5py and
+// other HDF5 tools read it as they read any HDF5 file, and ParaView opens it as VTKHDF.
+Result<ExportFormat> export_format(const std::string& out) {
+  if (out.ends_with(".npy")) return ExportFormat::kNpy;
+  for (const char* ext : {".vtkhdf", ".hdf", ".h5", ".hdf5"}) {
+    if (out.ends_with(ext)) return ExportFormat::kVtkhdf;
+  }
   const size_t dot = out.find_last_of("./");
   const std::string ext = dot != std::string::npos && out[dot] == '.' ? out.substr(dot) : "";
   return invalid_argument(
-      "deepgrid export writes .npy files, and " + out + " is " +
-      (ext.empty() ? std::string("not named so") : "named " + ext) +
-      "; name it OUT.npy, or write HDF5 (.h5), zarr, dask or xarray with the Python package: "
-      "deepgrid.open(DIR).to_hdf5(...), .to_zarr(...) (docs/python.md)");
+      "deepgrid export writes .npy, .vtkhdf (ParaView, VisIt, PyVista) and .h5/.hdf5 files, "
+      "and " +
+      out + " is " + (ext.empty() ? std::string("not named so") : "named " + ext) +
+      "; name it so, or write zarr, dask or xarray with the Python package: "
+      "deepgrid.open(DIR).to_zarr(...) (docs/python.md)");
+}
+
+// The writer of OUT for a grid whose planes come whole (every component). It returns what is
+// wrong rather than throwing: under mpirun the other ranks wait on its outcome.
+GridWriter writer_of(const ExportArgs& a, ExportFormat format) {
+  if (format == ExportFormat::kNpy) {
+    return [&a](const Manifest& m, const io::PlaneSource& planes) -> Status {
+      DG_ASSIGN_OR_RETURN(const int c, field_component(m, a.vtkhdf.fields));
+      return export_npy_planes(m.shape, m.dtype, io::component_of(planes, m, c), a.out);
+    };
+  }
+  return [&a](const Manifest& m, const io::PlaneSource& planes) -> Status {
+    DG_ASSIGN_OR_RETURN(const VtkhdfOptions o, a.vtkhdf.options(m));
+    return write_vtkhdf(m, planes, m.step, a.out, o);
+  };
 }
 
 int cmd_export(const ExportArgs& a) {
-  check(check_export_format(a.out));
+  const ExportFormat format = get(export_format(a.out));
+  if (format == ExportFormat::kNpy && a.vtkhdf.given()) {
+    check(
+        invalid_argument("--spacing, --origin and --downsample are for .vtkhdf and .h5 "
+                         "output; a .npy holds the grid's values only"));
+  }
+  const GridWriter write = writer_of(a, format);
   if (in_mpi_job() || is_distributed_grid(a.dir)) {
-    check(distributed_export(a.dir, a.out, a.verify, a.field));
+    check(distributed_export(a.dir, a.verify, write));
     if (!prints()) return 0;
   } else {
     const Grid g = open_to_read(a.dir, a.verify);
-    check(export_npy(g, a.out, field_index(g.manifest(), a.field)));
+    check(write(g.manifest(), io::planes_of(g)));
   }
   std::printf("exported %s to %s\n", a.dir.c_str(), a.out.c_str());
   return 0;
@@ -73,12 +104,18 @@ int cmd_plot(const std::string& dir, const std::string& slice, const std::string
 
 Command add_export_command(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
-  auto* exp = app.add_subcommand("export", "Write a grid to a .npy file (streamed)");
+  auto* exp = app.add_subcommand(
+      "export",
+      "Write a grid to .npy, or to .vtkhdf/.h5 for ParaView, VisIt and PyVista (streamed)");
   exp->add_option("DIR", a->dir, "Grid directory")->required();
-  exp->add_option("OUT", a->out, "Output .npy, shape (nz, ny, nx)")->required();
+  exp->add_option("OUT", a->out,
+                  "Output file; its extension picks the format: .npy (one field, shape (nz, ny, "
+                  "nx)), .vtkhdf or .h5/.hdf5 (VTKHDF ImageData, every field a named array)")
+      ->required();
   exp->add_flag("--verify", a->verify, "Check every plane against its recorded checksum");
-  exp->add_option("--field", a->field,
-                  "The field to write, of a grid of several (default: the first, the state)");
+  a->vtkhdf.add_to(exp, "--field",
+                   "The field to write (.npy: one, default the first; .vtkhdf: a "
+                   "comma-separated list, default every field)");
   return {exp, [a] { return cmd_export(*a); }};
 }
 

@@ -32,8 +32,9 @@ constexpr int64_t kStepsNotGiven = std::numeric_limits<int64_t>::min();
 struct RunArgs {
   std::string dir, stencil, coeffs, method = "auto", boundary = "dirichlet:0", mem, io = "uring",
                                     procs;
-  std::string probes, traces;
-  int64_t steps = kStepsNotGiven;
+  std::string probes, traces, snapshots;
+  int64_t steps = kStepsNotGiven, every = 0;
+  VtkhdfArgs snapshot_format;  // (its fields: --fields)
   int threads = 0;
   double checkpoint = -1;  // automatic
   BlockingArgs blocking;
@@ -89,6 +90,13 @@ RunOptions run_options(const RunArgs& a) {
                            "docs/schemes.md)"));
   }
   opt.traces_path = a.traces;
+  opt.snapshots.dir = a.snapshots;
+  opt.snapshots.every = a.every;
+  if (a.snapshots.empty() && (a.snapshot_format.given() || !a.snapshot_format.fields.empty())) {
+    check(
+        invalid_argument("--fields, --spacing, --origin and --downsample describe snapshots; "
+                         "give --snapshots DIR --every K with them"));
+  }
   opt.checkpoint_seconds = a.checkpoint;
   return opt;
 }
@@ -128,6 +136,12 @@ int cmd_run(RunArgs a) {
   RunOptions opt = run_options(a);
   join_alone_if_distributed(a.dir, "run");
   if (in_mpi_job()) {
+    if (!a.snapshots.empty()) {
+      check(
+          invalid_argument("--snapshots is not taken by distributed runs yet; run the grid "
+                           "serially (deepgrid run, its parts gathered), or 'mpirun ... "
+                           "deepgrid export' at the steps you need"));
+    }
     return get(mpi_run(a.dir, opt, a.procs, parts_need_machine(a, opt), a.remeasure, a.json));
   }
   check(refuse_procs_serially(a.procs));
@@ -141,6 +155,7 @@ int cmd_run(RunArgs a) {
       planned.scheme = get(Scheme::from_grid_record(r->stencil));
     }
     if (planned.scheme.component_count() > 0) opt.machine = machine_for(a, g, planned);
+    if (!a.snapshots.empty()) opt.snapshots.format = get(a.snapshot_format.options(g.manifest()));
   }
   install_interrupt_handler();
   opt.progress = terminal_progress("run");
@@ -292,6 +307,16 @@ Command add_run_command(CLI::App& app) {
   run->add_option("--traces", a->traces,
                   "Where the receivers' values go: a .npy of float64, one row per step, one "
                   "column per receiver (saved after every pass: the steps it recorded)");
+  run->add_option("--snapshots", a->snapshots,
+                  "Directory for snapshots of the grid taken during the run (made if missing): a "
+                  "VTKHDF file per snapshot and series.vtkhdf, which ParaView opens as one "
+                  "animation (docs/visualisation.md)");
+  run->add_option("--every", a->every,
+                  "With --snapshots: take one at every K-th step (steps counted from the grid's "
+                  "creation: --every 10 takes steps 10, 20, ...)");
+  a->snapshot_format.add_to(run, "--fields",
+                            "With --snapshots: the fields they hold, comma-separated (default: "
+                            "every field)");
   return {run, [a] { return cmd_run(*a); }};
 }
 

@@ -7,11 +7,13 @@
 // of deepgrid.errors with the library's message.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +28,7 @@
 #include "deepgrid/scheme.h"
 #include "deepgrid/stencil.h"
 #include "deepgrid/store.h"
+#include "deepgrid/vtkhdf.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -209,6 +212,11 @@ struct RunArgs {
   int threads = 0, bt = 0;
   int64_t tile_x = 0, tile_y = 0;
   bool resume = false, flush_subnormals = false;
+  // Snapshots (RunOptions::snapshots): directory, every K steps, their VTKHDF form.
+  std::string snapshots;
+  int64_t every = 0, downsample = 1;
+  std::vector<int> snapshot_components;
+  std::array<double, 3> spacing{1, 1, 1}, origin{0, 0, 0};
 };
 
 std::string run(const std::string& path, const RunArgs& a, nb::object progress) {
@@ -227,6 +235,7 @@ std::string run(const std::string& path, const RunArgs& a, nb::object progress) 
   o.tile_y = a.tile_y;
   o.resume = a.resume;
   o.flush_subnormals = a.flush_subnormals;
+  o.snapshots = {a.snapshots, a.every, {a.origin, a.spacing, a.downsample, a.snapshot_components}};
   o.machine.cache_bytes = get(tuned_cache_bytes(a.threads, false, a.mem));
   auto callback = std::make_shared<RunCallback>(RunCallback{std::move(progress), {}});
   o.progress = [callback](int64_t done, int64_t total) { return (*callback)(done, total); };
@@ -308,7 +317,17 @@ void bind_grid(nb::module_& m) {
             without_gil([&] { return export_npy(g, path, component); });
           },
           "path"_a, "component"_a = 0,
-          "Writes a component of the grid to a .npy file, one chunk of planes at a time");
+          "Writes a component of the grid to a .npy file, one chunk of planes at a time")
+      .def(
+          "export_vtkhdf",
+          [](const Grid& g, const std::string& path, std::array<double, 3> spacing,
+             std::array<double, 3> origin, int64_t downsample, std::vector<int> components) {
+            const VtkhdfOptions o{origin, spacing, downsample, std::move(components)};
+            without_gil([&] { return export_vtkhdf(g, path, o); });
+          },
+          "path"_a, "spacing"_a, "origin"_a, "downsample"_a, "components"_a,
+          "Writes the grid to a VTKHDF ImageData file (x, y, z spacing and origin; every "
+          "downsample-th point; the components listed, or every one), plane by plane");
 }
 
 // Creating, opening and importing grid directories.
@@ -415,6 +434,12 @@ void bind_run(nb::module_& m) {
       .def_rw("tile_x", &RunArgs::tile_x)
       .def_rw("tile_y", &RunArgs::tile_y)
       .def_rw("resume", &RunArgs::resume)
+      .def_rw("snapshots", &RunArgs::snapshots)
+      .def_rw("every", &RunArgs::every)
+      .def_rw("downsample", &RunArgs::downsample)
+      .def_rw("snapshot_components", &RunArgs::snapshot_components)
+      .def_rw("spacing", &RunArgs::spacing)
+      .def_rw("origin", &RunArgs::origin)
       .def_rw("flush_subnormals", &RunArgs::flush_subnormals);
   m.def("run", &run, "path"_a, "args"_a, "progress"_a.none(),
         "Advances the grid in path; returns the run report as JSON. progress(done, total) is "

@@ -52,6 +52,8 @@ std::string RunReport::to_json() const {
       {"engine_memory_bytes", engine_memory},
       {"stolen_cpu_seconds", stolen_cpu_seconds},
       {"cpus", cpus},
+      {"snapshots", snapshots},
+      {"snapshot_seconds", snapshot_seconds},
   };
   return j.dump();
 }
@@ -78,6 +80,11 @@ std::string RunReport::to_text() const {
                 format_size(bytes_written).c_str(), disk_note.c_str(),
                 format_size(peak_memory).c_str(), format_size(engine_memory).c_str());
   std::string text = buf;
+  if (snapshots > 0) {
+    std::snprintf(buf, sizeof buf, "snapshots   %lld written in %.3f s\n",
+                  static_cast<long long>(snapshots), snapshot_seconds);
+    text += buf;
+  }
   // Shown from 1% of the machine's CPU time on, so that bare metal and idle hosts stay quiet.
   if (stolen_share() >= 0.01) {
     std::snprintf(buf, sizeof buf,

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "deepgrid/plane_transfer.h"
 #include "engines/incore_engine.h"
@@ -131,6 +132,19 @@ void ResidentGrid::write_box(const Block& box, const std::byte* in) {
     // (kFromPacked only reads `packed`)
     engine_->copy_rect(z, box, const_cast<std::byte*>(in), internal::RectCopy::kFromPacked);
   }
+}
+
+io::PlaneSource ResidentGrid::planes(const Shape& shape) const {
+  return [this, shape](const io::PlaneConsumer& consume) {
+    Block plane{{Span{0, shape.nx}, Span{0, shape.ny}, Span{0, 1}}};
+    std::vector<std::byte> values(engine_->format.rect_bytes(plane));
+    for (int64_t z = 0; z < shape.nz; ++z) {
+      plane[kAxisZ] = Span{z, z + 1};
+      read_box(plane, values.data());
+      DG_RETURN_IF_ERROR(consume(z, values.data()));
+    }
+    return Status::Ok();
+  };
 }
 
 Status ResidentGrid::write_replacement(Grid& grid) const {

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "core/decomposition.h"
+#include "deepgrid/plane_transfer.h"
 #include "deepgrid/probes.h"
 #include "deepgrid/report.h"
 #include "deepgrid/run.h"
@@ -44,6 +45,10 @@ class ResidentGrid {
   // (as Grid::read_planes gives a whole plane), plane after plane.
   void read_box(const Block& box, std::byte* out) const;
   void write_box(const Block& box, const std::byte* in);
+
+  // The state held, plane by plane in order (every component of each, packed), for what reads
+  // a grid's planes (a snapshot). Holds one plane.
+  io::PlaneSource planes(const Shape& shape) const;
 
   // Writes the state held into the grid's replacement files (Grid::create_replacement), for
   // the caller to commit (commit_replacement, or prepare_replacement and commit_prepared).

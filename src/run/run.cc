@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/file_util.h"
@@ -22,17 +25,72 @@
 #include "plan/preflight.h"
 #include "run/lifecycle.h"
 #include "run/resident_grid.h"
+#include "run/snapshots.h"
 
 namespace deepgrid {
 namespace {
 
 using internal::seconds_since;
 
+// A part of a run adds its figures to the run's; the first gives the plan's (method, bt...).
+void add_part(RunReport* run, const RunReport& part, bool first) {
+  if (first) {
+    const int64_t snapshots = run->snapshots;
+    const double snapshot_seconds = run->snapshot_seconds;
+    *run = part;
+    run->snapshots = snapshots;
+    run->snapshot_seconds = snapshot_seconds;
+    return;
+  }
+  run->steps += part.steps;
+  run->compute_seconds += part.compute_seconds;
+  run->io_wait_seconds += part.io_wait_seconds;
+  run->bytes_read += part.bytes_read;
+  run->bytes_written += part.bytes_written;
+  run->engine_memory = std::max(run->engine_memory, part.engine_memory);
+}
+
+// A run in parts that end on its snapshot steps (one part when it takes none): `run_part`
+// advances part.steps steps from `step`, then `snapshot` takes the one due there. The parts'
+// progress is reported as the whole run's; a part that stops early ends the run.
+using RunPart = std::function<Result<RunReport>(const RunOptions& part, int64_t step)>;
+using TakeSnapshot = std::function<Status(int64_t step, RunReport* report)>;
+Result<RunReport> run_in_parts(const RunOptions& opt, int64_t step, const RunPart& run_part,
+                               const TakeSnapshot& snapshot) {
+  RunReport run;
+  int64_t left = opt.steps;
+  bool first = true;
+  do {
+    RunOptions part = opt;
+    part.steps = steps_to_next_snapshot(opt.snapshots, step, left);
+    if (opt.progress && part.steps < opt.steps) {
+      part.progress = [&opt, before = opt.steps - left](int64_t done, int64_t) {
+        return opt.progress(before + done, opt.steps);
+      };
+    }
+    DG_ASSIGN_OR_RETURN(const RunReport r, run_part(part, step));
+    add_part(&run, r, std::exchange(first, false));
+    step += r.steps;
+    left -= r.steps;
+    if (r.steps < part.steps) break;
+    if (snapshot_due(opt.snapshots, step)) DG_RETURN_IF_ERROR(snapshot(step, &run));
+  } while (left > 0);
+  return run;
+}
+
 Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& plan,
                              const ResolvedProbes* probes) {
   const auto t0 = std::chrono::steady_clock::now();
   DG_ASSIGN_OR_RETURN(ResidentGrid held, ResidentGrid::load(grid, opt, plan));
-  RunReport r = held.advance(opt, grid.manifest().step, probes);
+  const Manifest& m = grid.manifest();
+  DG_ASSIGN_OR_RETURN(
+      RunReport r,
+      run_in_parts(
+          opt, m.step,
+          [&](const RunOptions& part, int64_t step) { return held.advance(part, step, probes); },
+          [&](int64_t step, RunReport* report) {
+            return take_snapshot(m, opt.snapshots, held.planes(m.shape), step, report);
+          }));
   // The new state goes into a replacement of the data files, committed by run_grid: a crash
   // before that leaves the grid at its old step.
   DG_RETURN_IF_ERROR(held.write_replacement(grid));
@@ -42,8 +100,8 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   return r;
 }
 
-Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& plan,
-                             const ResolvedProbes* probes) {
+Result<RunReport> run_stream_part(Grid& grid, const RunOptions& opt, const RunPlan& plan,
+                                  const ResolvedProbes* probes) {
   StreamOptions so = plan.stream_options;
   so.probes = probes;
   so.placement = opt.placement;
@@ -68,6 +126,17 @@ Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& p
   r.bytes_written = stats.bytes_written;
   r.engine_memory = plan.memory_bytes;
   return r;
+}
+
+// The stream methods commit every sweep's step: a snapshot reads the grid at its step.
+Result<RunReport> run_stream(Grid& grid, const RunOptions& opt, const RunPlan& plan,
+                             const ResolvedProbes* probes) {
+  return run_in_parts(
+      opt, grid.manifest().step,
+      [&](const RunOptions& part, int64_t) { return run_stream_part(grid, part, plan, probes); },
+      [&](int64_t step, RunReport* report) {
+        return take_snapshot(grid.manifest(), opt.snapshots, io::planes_of(grid), step, report);
+      });
 }
 
 // The tiled method writes blocks (parts of planes): afterwards every plane is read back and
@@ -256,6 +325,26 @@ Result<RunOptions> leave_room_for_traces(RunOptions opt, const Traces& t) {
   return opt;
 }
 
+// A snapshot's buffers count against --mem beside the engine's.
+Result<RunOptions> leave_room_for_snapshots(RunOptions opt, const Manifest& m) {
+  if (!opt.snapshots.wanted() || opt.mem_budget == 0) return opt;
+  const uint64_t need = snapshot_memory(m);
+  if (need >= opt.mem_budget) {
+    return Status(ErrorCode::kResource, "--mem " + format_size(opt.mem_budget) +
+                                            " leaves no room beside a snapshot's " +
+                                            format_size(need) + " of planes; give more --mem");
+  }
+  opt.mem_budget -= need;
+  return opt;
+}
+
+// What the planner plans for: a run that takes snapshots runs in parts of at most `every`
+// steps, so that passes (bt) fit between them.
+RunOptions planned_part(RunOptions opt) {
+  if (opt.snapshots.wanted()) opt.steps = std::min(opt.steps, opt.snapshots.every);
+  return opt;
+}
+
 // Commits `after` as the plan's method wrote: its replacement files, or the files in place.
 Status commit_run(Grid& grid, const RunPlan& plan, const Manifest& after) {
   return writes_replacement(plan.method) ? grid.commit_replacement(after) : grid.commit(after);
@@ -305,8 +394,10 @@ class GridRun final : public RunDriver {
     DG_ASSIGN_OR_RETURN(probes_, prepare_probes(*grid_, todo));
     if (probes_.traces.receivers > 0) probes_.resolved.traces = &probes_.traces;
     DG_ASSIGN_OR_RETURN(engine_options_, leave_room_for_traces(todo.options, probes_.traces));
-    DG_ASSIGN_OR_RETURN(plan_, prepare_run(*grid_, engine_options_));
-    return Status::Ok();
+    DG_ASSIGN_OR_RETURN(engine_options_, leave_room_for_snapshots(engine_options_, whole()));
+    DG_ASSIGN_OR_RETURN(plan_, prepare_run(*grid_, planned_part(engine_options_)));
+    return check_snapshots(whole(), todo.options.snapshots, plan_.method, whole().step,
+                           todo.record.step_to);
   }
   // An interrupted sweep is finished by the stream engine, as the first of the run's.
   Result<bool> resume(const RunToDo&) override { return true; }
@@ -355,8 +446,16 @@ Result<Advanced> GridRun::advance(const RunToDo& todo) {
       return saved.ok() && go_on;
     };
   }
+  RunReport start;  // a resumed run's first snapshot, when its step's file is missing
+  if (const Status st = take_missing_snapshot(*grid_, opt.snapshots, &start); !st.ok()) {
+    return st;
+  }
   auto result = run_prepared(*grid_, engine_options_, plan_,
                              probes_.resolved.empty() ? nullptr : &probes_.resolved);
+  if (result.ok()) {
+    result->snapshots += start.snapshots;
+    result->snapshot_seconds += start.snapshot_seconds;
+  }
   if (keeps_traces) DG_RETURN_IF_ERROR(write_traces_npy(probes_.traces, opt.traces_path));
   if (!result.ok()) {
     // A run that failed before changing anything leaves nothing behind either.

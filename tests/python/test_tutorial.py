@@ -18,4 +18,6 @@ def test_tutorial_runs(tmp_path, monkeypatch):
         exec(compile(block, f"docs/python.md block {i + 1}", "exec"), namespace)
     assert (tmp_path / "heat.png").stat().st_size > 0
     assert namespace["calls"] == [2, 4, 6, 8, 10]
-    assert namespace["g"].step == 65
+    assert namespace["g"].step == 75  # (65 before the snapshots' run of 10 steps)
+    movie = sorted(os.listdir(tmp_path / "heat-movie"))
+    assert movie[0] == "series.vtkhdf" and len(movie) == 4  # steps 65 (the start), 70, 75
