@@ -23,6 +23,7 @@ packages=(
   python3-venv python3-dev     # the Python package: a project venv, headers for the module
   libclang-rt-14-dev           # libFuzzer targets (scripts/fuzz.sh)
   openmpi-bin libopenmpi-dev   # distributed grids: mpirun -n P deepgrid ... (MPI build)
+  slurm-wlm munge             # tests/slurm_test.sh: a one-node Slurm (srun --mpi=pmix, sbatch)
 )
 
 missing=()
