@@ -82,7 +82,7 @@ mkdir -p "$tmp/state" "$tmp/spool"
 : >"$tmp/plugstack.conf"
 # The node as slurmd sees it (CPUs, sockets, memory); addresses on the loopback interface, so
 # that a host name that does not resolve does not matter.
-node=$(slurmd -C | head -n 1)
+node=$(timeout 10 slurmd -C | head -n 1)
 cat >"$tmp/slurm.conf" <<EOF
 ClusterName=dgtest
 SlurmctldHost=$host(127.0.0.1)
