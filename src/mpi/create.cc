@@ -18,6 +18,7 @@
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
 #include "mpi/parts.h"
+#include "store/grid_files.h"
 #include "store/grid_paths.h"
 
 namespace deepgrid::mpi {
@@ -41,19 +42,8 @@ std::vector<std::string> expand_rank(const std::vector<std::string>& patterns, i
 
 // Rank 0's part of create: DIR must be new (or empty) and is made here.
 Status make_top_directory(const std::string& dir, bool* made) {
-  if (internal::is_directory(dir)) {
-    DG_ASSIGN_OR_RETURN(bool empty, internal::directory_is_empty(dir));
-    if (!empty) {
-      return invalid_argument("directory " + dir +
-                              " exists and is not empty; choose a new directory for the grid");
-    }
-    return Status::Ok();
-  }
-  const std::string parent = internal::parent_path(dir);
-  if (!internal::is_directory(parent)) {
-    return invalid_argument("parent directory " + parent + " of " + dir +
-                            " does not exist; create it first");
-  }
+  DG_ASSIGN_OR_RETURN(const bool existed, internal::check_new_grid_dir(dir));
+  if (existed) return Status::Ok();
   if (::mkdir(dir.c_str(), 0755) != 0) return errno_status(errno, "create directory", dir);
   *made = true;
   return Status::Ok();

@@ -53,11 +53,7 @@ Result<Manifest> manifest_for(const CreateOptions& opt) {
   return m;
 }
 
-namespace {
-
-// Whether `dir` already exists (empty): a new grid goes into an empty or new directory whose
-// parent exists, and where this process may write.
-Result<bool> check_new_grid_dir(const std::string& dir) {
+Result<bool> internal::check_new_grid_dir(const std::string& dir) {
   const bool existed = internal::is_directory(dir);
   if (existed) {
     DG_ASSIGN_OR_RETURN(bool empty, internal::directory_is_empty(dir));
@@ -88,6 +84,8 @@ Result<bool> check_new_grid_dir(const std::string& dir) {
   }
   return existed;
 }
+
+namespace {
 
 // Records the stores (absolute, normal) and names the data files in them (grid_paths.h).
 void name_data_files(Manifest* m, const std::vector<std::string>& stores) {
@@ -169,7 +167,7 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   DG_ASSIGN_OR_RETURN(Manifest planned, manifest_for(opt));
   Layout& layout = planned.layout;
   // Check everything before touching the disk.
-  DG_ASSIGN_OR_RETURN(const bool dir_existed, check_new_grid_dir(dir));
+  DG_ASSIGN_OR_RETURN(const bool dir_existed, internal::check_new_grid_dir(dir));
   DG_RETURN_IF_ERROR(internal::check_store_dirs(opt.stores));
   planned.id = random_id();
   name_data_files(&planned, opt.stores);
