@@ -517,6 +517,10 @@ std::vector<BadInputCase> missing_directory_cases() {
              return std::vector<std::string>{"checksum", std::move(d)};
            }},
           {"Run", [](std::string d) { return run_args(std::move(d)); }},
+          {"Split",
+           [](std::string d) {
+             return std::vector<std::string>{"split", std::move(d), "{tmp}/new"};
+           }},
       };
   for (const auto& [name, args] : commands) {
     cases.emplace_back(name + "MissingDirectory", Setup{}, args("{tmp}/missing"),
@@ -571,15 +575,14 @@ void sweep_record_with_side_file_outside(const fs::path& tmp) {
                  "started": "2026-11-26T00:00:00Z"})");
 }
 
-// A distributed grid of one part whose manifest names a grid outside it as that part.
-void distributed_part_outside(const fs::path& tmp) {
-  const fs::path victim = outside(tmp) / "victim";
-  ASSERT_TRUE(Succeeded(run_cli({"create", victim.string(), "--shape", "16x16x4"})));
+// A distributed grid of one part in {tmp}/grid, its manifest naming `part_dir` as the part
+// (which is not made).
+void write_one_part_grid(const fs::path& tmp, const std::string& part_dir) {
   fs::create_directory(tmp / "grid");
   const json part = {{"rank", 0},
                      {"box", {{"x", {0, 16}}, {"y", {0, 16}}, {"z", {0, 4}}}},
                      {"halo", {{"x", {0, 0}}, {"y", {0, 0}}, {"z", {0, 0}}}},
-                     {"dir", victim.string()},
+                     {"dir", part_dir},
                      {"stores", json::array()}};
   const json m = {{"format", "deepgrid-distributed"},
                   {"version", 5},
@@ -591,6 +594,13 @@ void distributed_part_outside(const fs::path& tmp) {
                   {"decomposition", {{"process_grid", {1, 1, 1}}, {"ranks", 1}, {"parts", {part}}}},
                   {"history", json::array()}};
   write_file(manifest_of(tmp), m.dump(2) + "\n");
+}
+
+// A distributed grid of one part whose manifest names a grid outside it as that part.
+void distributed_part_outside(const fs::path& tmp) {
+  const fs::path victim = outside(tmp) / "victim";
+  ASSERT_TRUE(Succeeded(run_cli({"create", victim.string(), "--shape", "16x16x4"})));
+  write_one_part_grid(tmp, victim.string());
 }
 
 // A grid of the test kernel made through {tmp}/libk.so, a symbolic link to a copy of it.
@@ -698,12 +708,36 @@ std::vector<BadInputCase> trust_cases() {
   };
 }
 
+// deepgrid split (without mpirun, a job of one rank): a serial grid into a new directory.
+std::vector<BadInputCase> split_cases() {
+  const std::vector<std::string> split = {"split", kGrid, "{tmp}/new"};
+  return {
+      {"SplitIntoADirectoryThatIsNotNew",
+       then(kGrid16, directory("new", true)),
+       split,
+       {"not empty"}},
+      {"SplitIntoTheGridItself", kGrid16, {"split", kGrid, kGrid}, {"the grid to split"}},
+      {"SplitADistributedGrid",
+       [](const fs::path& tmp) { write_one_part_grid(tmp, "deepgrid-0123456789abcdef.part.0"); },
+       split,
+       {"distributed grid already"}},
+      {"SplitAGridWithAnUnfinishedRun",
+       then(kGrid16, file_with("grid/run.json",
+                               R"({"format": "deepgrid-run", "step_from": 0, "step_to": 10,
+                                   "stencil": {"name": "7pt"}, "boundary": "periodic",
+                                   "method": "stream", "flush_subnormals": false,
+                                   "started": "2026-11-26T00:00:00Z"})")),
+       split,
+       {"--resume"}},
+  };
+}
+
 // The catalogue: every case, in the order of docs/bad_input.md.
 std::vector<BadInputCase> bad_input_cases() {
   std::vector<BadInputCase> cases;
-  for (const auto& table :
-       {create_cases, kernel_cases, run_option_cases, scheme_and_probe_cases, broken_grid_cases,
-        damaged_value_cases, more_option_cases, missing_directory_cases, trust_cases}) {
+  for (const auto& table : {create_cases, kernel_cases, run_option_cases, scheme_and_probe_cases,
+                            broken_grid_cases, damaged_value_cases, more_option_cases, split_cases,
+                            missing_directory_cases, trust_cases}) {
     for (BadInputCase& c : table()) cases.push_back(std::move(c));
   }
   return cases;

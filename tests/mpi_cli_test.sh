@@ -186,6 +186,48 @@ expect_error 2 "give an array of the grid's shape" mpi import "$tmp/small.npy" "
 [ "$(sha "$tmp/wd")" = "$(sha "$tmp/ws")" ] || fail "a refused import changed the grid"
 old_parts=$(find "$tmp/ssd0" "$tmp/d" -maxdepth 2 -name 'deepgrid-*.part.*' | wc -l)
 [ "$old_parts" -eq "$ranks" ] || fail "$old_parts parts on disk after redistributing, expected $ranks"
+# A serial grid split over the ranks (deepgrid split), of one field and of a scheme's several
+# (--procs, per-rank stores, --verify): runs of it under mpirun equal the serial grid's run the
+# same way, bitwise, and the serial grid stays as it was. Under mpirun a serial grid is
+# refused with the command that splits it; split refuses a directory that is not new, a grid
+# distributed already and no grid, changing nothing.
+"$dg" create "$tmp/s7" --shape "$shape" --init random:3 >/dev/null
+"$dg" run "$tmp/s7" --stencil 7pt --steps 2 --boundary periodic --threads 1 >/dev/null
+"$dg" create "$tmp/sw" --shape "$shape" --scheme wave2 --init gaussian >/dev/null
+"$dg" import "$tmp/serial.npy" "$tmp/sw" --field m >/dev/null
+"$dg" run "$tmp/sw" --steps 3 --boundary neumann --threads 1 >/dev/null
+s7=$(sha "$tmp/s7") sw=$(sha "$tmp/sw")
+mpi split "$tmp/s7" "$tmp/p7" --procs "$procs" --store "$tmp/ssd1/%r" >/dev/null
+mpi split "$tmp/sw" "$tmp/pw" --verify >/dev/null
+[ "$(sha "$tmp/s7")" = "$s7" ] && [ "$(sha "$tmp/sw")" = "$sw" ] || fail "split changed the serial grid"
+[ "$(sha "$tmp/p7")" = "$s7" ] && [ "$(sha "$tmp/pw")" = "$sw" ] || fail "the split grid's values differ"
+mpi info "$tmp/pw" --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert j["step"] == 3 and j["decomposition"]["ranks"] == '"$ranks"' and j["fields"] == ["u", "u@1", "m"], j
+assert [h["command"] for h in j["history"]] == ["create", "run", "split"], j["history"]'
+mpi run "$tmp/p7" --stencil 7pt --steps 5 --boundary periodic --threads 1 --bt 2 >/dev/null
+"$dg" run "$tmp/s7" --stencil 7pt --steps 5 --boundary periodic --threads 1 >/dev/null
+[ "$(sha "$tmp/p7")" = "$(sha "$tmp/s7")" ] || fail "a run of the split 7pt grid differs from the serial run"
+mpi run "$tmp/pw" --steps 4 --boundary neumann --threads 1 >/dev/null
+"$dg" run "$tmp/sw" --steps 4 --boundary neumann --threads 1 >/dev/null
+[ "$(sha "$tmp/pw")" = "$(sha "$tmp/sw")" ] || fail "a run of the split wave2 grid differs from the serial run"
+expect_error 2 "split it over the ranks first with 'mpirun -n P deepgrid split $tmp/s7 NEW_DIR'" \
+  mpi run "$tmp/s7" --stencil 7pt --steps 1
+s7=$(sha "$tmp/s7")
+cp "$tmp/pw/manifest.json" "$tmp/pw.manifest"
+expect_error 2 "exists and is not empty" mpi split "$tmp/s7" "$tmp/pw"
+cmp "$tmp/pw/manifest.json" "$tmp/pw.manifest" >/dev/null || fail "a refused split changed the grid in its way"
+expect_error 2 "is a distributed grid already (over $ranks rank" mpi split "$tmp/p7" "$tmp/x"
+expect_error 2 "does not exist" mpi split "$tmp/none" "$tmp/x"
+expect_error 2 "has $((ranks + 1)) ranks but the job has $ranks" \
+  mpi split "$tmp/s7" "$tmp/x" --procs "$((ranks + 1))x1x1"
+[ ! -e "$tmp/x" ] || fail "a refused split left $tmp/x"
+[ "$(sha "$tmp/s7")" = "$s7" ] || fail "a refused split changed the serial grid"
+# Without mpirun, a job of one rank: a grid of one part, which mpirun splits again.
+"$dg" split "$tmp/s7" "$tmp/p1" >/dev/null 2>&1
+"$dg" info "$tmp/p1" | grep "distributed over 1 rank" >/dev/null || fail "serial split: not one part"
+[ "$(sha "$tmp/p1")" = "$s7" ] || fail "serial split: the values differ"
 # Runs killed part-way (a rank killed with SIGKILL, or mpirun interrupted with SIGINT) finish
 # with the same command: the grid equals an uninterrupted run's, and so do the traces with
 # in-core parts (a streamed part killed in the middle of a sweep cannot redo the receivers'

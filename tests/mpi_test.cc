@@ -99,6 +99,50 @@ TEST(Distributed, InitialValuesAreTheSerialGrids) {
   }
 }
 
+// A serial grid split over the ranks (deepgrid split) on every process grid the job allows,
+// each rank reading its block in boxes of one plane, of a few, and of all, or whole planes
+// verified: the parts hold the serial grid's values, time step, fields and history.
+TEST(Distributed, SplitSerialGridsHoldTheirValues) {
+  SharedTempDir tmp;
+  const Shape s{11, 9, 7};
+  const std::string serial = tmp / "serial";
+  Status made;
+  if (mpi::rank() == 0) {
+    auto g = Grid::create(serial, random_grid(s, DType::kF32, testing_scheme("wave4")));
+    made = g.status();
+    if (made.ok()) {  // at a later step, with a history
+      Manifest m = g->manifest();
+      m.step = 5;
+      m.history.push_back({"2026-11-26T00:00:00Z", "run", "{}"});
+      made = g->commit(m);
+    }
+  }
+  ASSERT_TRUE(mpi::agree(made).ok()) << made.message();
+  const Manifest whole = Grid::open(serial)->manifest();
+  const std::vector<float> want = random_grid_values<float>(s, whole.components());
+  std::vector<ProcessGrid> grids = grids_splitting_x_or_y();
+  grids.push_back({{1, 1, mpi::size()}});
+  int made_grids = 0;
+  for (const ProcessGrid& g : grids) {
+    for (const int64_t read_bytes : {int64_t{1}, int64_t{1000}, mpi::kFillBatchBytes, int64_t{0}}) {
+      const std::string dir = tmp / ("split" + std::to_string(made_grids++));
+      const bool verify = read_bytes == 0;
+      auto m = mpi::split_distributed(serial, dir, {}, g, verify, read_bytes);
+      ASSERT_TRUE(m.ok()) << m.status().message();
+      EXPECT_EQ(m->step, 5);
+      EXPECT_EQ(m->fields, whole.fields);
+      EXPECT_EQ(m->scheme, whole.scheme);
+      ASSERT_EQ(m->history.size(), whole.history.size() + 1);
+      EXPECT_EQ(m->history[whole.history.size() - 1].command, "run");
+      EXPECT_EQ(m->history.back().command, "split");
+      const std::vector<float> got = gather_values<float>(dir);
+      if (mpi::rank() == 0) {
+        EXPECT_EQ(first_bitwise_difference(got, want), -1) << g.to_string() << " " << read_bytes;
+      }
+    }
+  }
+}
+
 // Blocks split along x and y (2x1x1, 1x2x1, 2x2x1, 1x2x2, 2x1x2, ... as the job's ranks allow):
 // faces, edges and corners exchanged, fake edges at the blocks' inner sides under every
 // boundary, radius 1 and 2, in-core and streamed parts, and halos larger than the budget.

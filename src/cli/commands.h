@@ -18,6 +18,7 @@ struct Command {
 Command add_create_command(CLI::App& app);
 Command add_info_command(CLI::App& app);
 Command add_import_command(CLI::App& app);
+Command add_split_command(CLI::App& app);
 Command add_relocate_command(CLI::App& app);
 // run_commands.cc: advancing a grid, and the plan of it.
 Command add_run_command(CLI::App& app);

@@ -278,6 +278,30 @@ Status mpi_import(const std::string& npy_path, const std::string& dir,
 #endif
 }
 
+Status mpi_split(const std::string& serial_dir, const std::string& dir,
+                 const std::vector<std::string>& stores, const std::string& procs, bool verify,
+                 bool as_json) {
+#ifdef DEEPGRID_MPI
+  DG_ASSIGN_OR_RETURN(const std::optional<ProcessGrid> grid, procs_option(procs));
+  DG_ASSIGN_OR_RETURN(const DistributedManifest m,
+                      mpi::split_distributed(serial_dir, dir, stores, grid, verify));
+  if (!prints()) return Status::Ok();
+  if (as_json) {
+    std::printf("%s", m.to_json().c_str());
+  } else {
+    std::printf("split %s into %s: %s %s%s at time step %lld, %d part%s (process grid %s)\n",
+                serial_dir.c_str(), dir.c_str(), m.shape.to_string().c_str(),
+                std::string(dtype_name(m.dtype)).c_str(), fields_text(m.as_grid()).c_str(),
+                static_cast<long long>(m.step), m.ranks(), m.ranks() == 1 ? "" : "s",
+                m.procs.to_string().c_str());
+  }
+  return Status::Ok();
+#else
+  (void)serial_dir, (void)dir, (void)stores, (void)procs, (void)verify, (void)as_json;
+  return built_without_mpi();
+#endif
+}
+
 Status mpi_import_field(const std::string& npy_path, const std::string& dir,
                         const std::string& field) {
 #ifdef DEEPGRID_MPI
@@ -368,7 +392,7 @@ Status refuse_under_mpi(const std::string& command) {
   if (!in_mpi_job()) return Status::Ok();
   return invalid_argument("'deepgrid " + command +
                           "' does not run under mpirun; run it without mpirun (create, import, "
-                          "run, info, checksum, export and plot work under mpirun)");
+                          "split, run, info, checksum, export and plot work under mpirun)");
 }
 
 }  // namespace deepgrid::cli

@@ -41,14 +41,19 @@ Status distributed_export(const std::string& dir, bool verify, const GridWriter&
 Result<SliceImageInfo> distributed_plot(const std::string& dir, SliceSpec slice,
                                         const std::string& out, const std::string& field);
 
-// mpirun -n P deepgrid create / import / run. `measure_machine`: the run may stream, so each rank
-// needs this machine's rates for its part (rank 0 measures first; the others find its cache);
-// otherwise the ranks get the tiles' tuning the same way.
-// `procs`: --procs PXxPYxPZ as given (empty: chosen, or for run the grid's own).
+// mpirun -n P deepgrid create / import / split / run. `measure_machine`: the run may stream, so
+// each rank needs this machine's rates for its part (rank 0 measures first; the others find its
+// cache); otherwise the ranks get the tiles' tuning the same way. `procs`: --procs PXxPYxPZ as
+// given (empty: chosen, or for run the grid's own).
 Status mpi_create(const std::string& dir, const CreateOptions& options, const std::string& procs,
                   bool as_json);
 Status mpi_import(const std::string& npy_path, const std::string& dir,
                   const std::vector<std::string>& stores, const std::string& procs);
+// mpirun -n P deepgrid split SERIAL_DIR DIR: a distributed grid of the serial grid's values.
+// `verify`: the serial grid's planes are checked against its checksums as they are read.
+Status mpi_split(const std::string& serial_dir, const std::string& dir,
+                 const std::vector<std::string>& stores, const std::string& procs, bool verify,
+                 bool as_json);
 // mpirun -n P deepgrid import IN.npy DIR --field NAME: one field of distributed grid DIR.
 Status mpi_import_field(const std::string& npy_path, const std::string& dir,
                         const std::string& field);

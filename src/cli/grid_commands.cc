@@ -1,6 +1,6 @@
-// deepgrid create, import and info: making a grid (empty, from a .npy file, or one field of it
-// filled from one) and describing one. Under mpirun, or for a distributed grid, the work goes
-// to distributed_commands.h.
+// deepgrid create, import, split and info: making a grid (empty, from a .npy file, or one field
+// of it filled from one; a distributed one from a serial one) and describing one. Under
+// mpirun, or for a distributed grid, the work goes to distributed_commands.h.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -15,7 +15,9 @@
 #include "deepgrid/npy.h"
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
+#include "run/lifecycle.h"
 #include "store/distributed_manifest.h"
+#include "store/grid_files.h"
 
 namespace deepgrid::cli {
 namespace {
@@ -170,6 +172,31 @@ int cmd_import(const ImportArgs& a) {
   return 0;
 }
 
+struct SplitArgs {
+  std::string src, dir, stores, procs;
+  bool verify = false, json = false;
+};
+
+int cmd_split(const SplitArgs& a) {
+  const bool alone = !in_mpi_job();
+  if (alone) {  // a job of one rank, as a serial run of a distributed grid
+    check(refuse_procs_serially(a.procs));
+    // The input is checked before MPI starts (the library checks it again), so that a build
+    // or a machine where MPI cannot start alone still says first what is wrong with it.
+    check(open_to_split(a.src, a.dir).status());
+    check(internal::check_new_grid_dir(a.dir).status());
+    check(start_mpi_alone());
+  }
+  check(mpi_split(a.src, a.dir, split_csv(a.stores), a.procs, a.verify, a.json));
+  if (alone && !a.json) {
+    std::fprintf(stderr,
+                 "deepgrid: without mpirun the grid has one part; 'mpirun -n P deepgrid run %s' "
+                 "splits it again over P ranks\n",
+                 a.dir.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 Command add_create_command(CLI::App& app) {
@@ -228,6 +255,29 @@ Command add_import_command(CLI::App& app) {
                      "Fill this field of the existing grid DIR (e.g. a velocity model made with "
                      "'create --scheme'); the array must have the grid's shape and dtype");
   return {import, [a] { return cmd_import(*a); }};
+}
+
+Command add_split_command(CLI::App& app) {
+  auto a = std::make_shared<SplitArgs>();
+  auto* split = app.add_subcommand(
+      "split",
+      "Make a distributed grid of a serial grid's values under mpirun -n P (the serial grid "
+      "stays as it is; each rank reads its own block)");
+  split->add_option("SERIAL_DIR", a->src, "Serial grid directory")->required();
+  split->add_option("DIR", a->dir, "New distributed grid directory (must not exist or be empty)")
+      ->required();
+  split->add_option("--store", a->stores,
+                    "Comma-separated data directories of each rank's part; %r stands for the "
+                    "rank (e.g. /ssd0/%r,/ssd1/%r). Default: the grid directory");
+  split->add_option(
+      "--procs", a->procs,
+      "Process grid PXxPYxPZ (product: the number of ranks), e.g. 2x2x1 (default: chosen from "
+      "the grid's shape, as create does)");
+  split->add_flag("--verify", a->verify,
+                  "Check the serial grid's planes against its checksums as they are read (each "
+                  "rank then reads whole planes, not only its block)");
+  split->add_flag("--json", a->json, "Print the new grid's manifest as JSON");
+  return {split, [a] { return cmd_split(*a); }};
 }
 
 struct RelocateArgs {

@@ -1,6 +1,7 @@
-// Creating and importing distributed grids: each rank makes its own part (an ordinary grid)
-// with its block's values, and rank 0 the manifest naming them all, or, when any rank fails,
-// nothing stays behind. A field imported into an existing grid goes into each part in place.
+// Creating, importing and splitting distributed grids: each rank makes its own part (an
+// ordinary grid) with its block's values (an initial condition's, a .npy file's, a serial
+// grid's), and rank 0 the manifest naming them all, or, when any rank fails, nothing stays
+// behind. A field imported into an existing grid goes into each part in place.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
 #include "mpi/parts.h"
+#include "run/lifecycle.h"
 #include "store/grid_files.h"
 #include "store/grid_paths.h"
 
@@ -134,6 +136,85 @@ BlockSource npy_planes(const std::string& path, const NpyHeader& header) {
   return source;
 }
 
+// The block's rectangle of each plane of a serial grid, read in boxes of as many of the
+// block's planes as `read_bytes` holds (at least one) (read_box: only the block's rows leave the
+// disk), one box per component, and handed out plane by plane packed as the part's planes are.
+class BoxReader {
+ public:
+  BoxReader(const Grid& src, const Block& block, int64_t read_bytes)
+      : src_(src),
+        block_(block),
+        rect_{block.size(kAxisX), block.size(kAxisY), src.manifest().components(),
+              dtype_size(src.dtype())},
+        batch_(std::clamp<int64_t>(read_bytes / static_cast<int64_t>(rect_.bytes()), 1,
+                                   block.size(kAxisZ))),
+        boxes_(static_cast<size_t>(batch_) * rect_.bytes()) {}
+
+  // Global plane z of the block (planes asked for in increasing order), into `out`.
+  Status plane(int64_t z, std::byte* out) {
+    if (first_ < 0 || z < first_ || z >= first_ + count_) DG_RETURN_IF_ERROR(read_from(z));
+    const size_t field_plane = rect_.bytes() / static_cast<size_t>(rect_.components);
+    // Component c's boxes lie one after another: plane z of c is (c * count_ + z - first_)
+    // field planes in.
+    const internal::PlaneLayout layout = {static_cast<size_t>(rect_.nx) * rect_.value_bytes,
+                                          static_cast<size_t>(count_) * field_plane};
+    const Block whole = {{Span{0, rect_.nx}, Span{0, rect_.ny}, Span{0, 1}}};
+    internal::copy_rect(boxes_.data() + static_cast<size_t>(z - first_) * field_plane, layout,
+                        rect_, whole, out, internal::RectCopy::kToPacked);
+    return Status::Ok();
+  }
+
+ private:
+  Status read_from(int64_t z) {
+    count_ = std::min(batch_, block_[kAxisZ].hi - z);
+    first_ = z;
+    const size_t component_bytes =
+        static_cast<size_t>(count_) * rect_.bytes() / static_cast<size_t>(rect_.components);
+    for (int c = 0; c < rect_.components; ++c) {
+      Box box;
+      box.z = {z, count_, 1};
+      box.y = {block_[kAxisY].lo, rect_.ny, 1};
+      box.x = {block_[kAxisX].lo, rect_.nx, 1};
+      box.component = c;
+      DG_RETURN_IF_ERROR(
+          read_box(src_, box, boxes_.data() + static_cast<size_t>(c) * component_bytes));
+    }
+    return Status::Ok();
+  }
+
+  const Grid& src_;
+  const Block block_;
+  const internal::PlaneFormat rect_;  // the block's planes
+  const int64_t batch_;               // planes read at once
+  std::vector<std::byte> boxes_;
+  int64_t first_ = -1, count_ = 0;  // the planes in boxes_
+};
+
+// The values of serial grid `src` (held open while the parts are filled) at the same global
+// coordinates, at its step and with its history. Each rank reads its block alone (BoxReader);
+// when src verifies its reads (enable_verification), whole planes instead, as its checksums
+// cover whole planes only.
+BlockSource serial_grid(const Grid& src, int64_t read_bytes) {
+  BlockSource source;
+  source.command = "split";
+  source.details = {{"from", internal::absolute_path(src.dir())},
+                    {"from_id", src.manifest().id},
+                    {"step", src.manifest().step}};
+  source.step = src.manifest().step;
+  source.history = src.manifest().history;
+  source.fill = [&src, read_bytes](Grid& part, const Block& block) -> Status {
+    if (src.verifying()) {
+      return write_block_from_planes(part, block, src.shape(), [&](int64_t z, std::byte* plane) {
+        return src.read_planes(z, 1, plane);
+      });
+    }
+    BoxReader reader(src, block, read_bytes);
+    return write_block(part, block,
+                       [&](int64_t z, std::byte* out) { return reader.plane(z, out); });
+  };
+  return source;
+}
+
 }  // namespace
 
 Result<PartInfo> detail::create_part(const std::string& dir, const std::string& id,
@@ -187,6 +268,8 @@ Result<DistributedManifest> make_distributed(const std::string& dir, const Creat
   m.id = broadcast(rank() == 0 ? new_id() : std::string());
   m.shape = options.shape;
   m.dtype = options.dtype;
+  m.step = source.step;
+  m.history = source.history;
   for (const FieldInit& f : options.fields) m.fields.push_back(f.name);
   m.scheme = options.scheme;
   m.procs = grid;
@@ -233,6 +316,19 @@ Result<DistributedManifest> import_distributed(const std::string& npy_path, cons
   return make_distributed(dir, options, procs, npy_planes(npy_path, *header));
 }
 
+Result<DistributedManifest> split_distributed(const std::string& serial_dir, const std::string& dir,
+                                              const std::vector<std::string>& stores,
+                                              const std::optional<ProcessGrid>& procs, bool verify,
+                                              int64_t read_bytes) {
+  Result<Grid> src = open_to_split(serial_dir, dir);
+  Status opened = src.status();
+  if (opened.ok() && verify) opened = src->enable_verification();
+  DG_RETURN_IF_ERROR(agree(opened));
+  CreateOptions options = grid_options(src->manifest());
+  options.stores = stores;
+  return make_distributed(dir, options, procs, serial_grid(*src, read_bytes));
+}
+
 namespace {
 
 // Writes component `component` of the part's block from the .npy file, some planes at a time.
@@ -242,8 +338,8 @@ Status import_block_field(const std::string& npy_path, const NpyHeader& header, 
   if (fd < 0) return errno_status(errno, "open", npy_path);
   const internal::PlaneFormat global = internal::plane_format(header.shape, header.dtype, 1);
   const Block& b = info.block;
-  const int64_t batch =
-      std::clamp<int64_t>((64 << 20) / static_cast<int64_t>(global.bytes()), 1, b.size(kAxisZ));
+  const int64_t batch = std::clamp<int64_t>(kFillBatchBytes / static_cast<int64_t>(global.bytes()),
+                                            1, b.size(kAxisZ));
   std::vector<std::byte> plane(global.bytes());
   std::vector<std::byte> values(static_cast<size_t>(batch) * global.rect_bytes(b));
   Status st;

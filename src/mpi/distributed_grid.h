@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,22 @@ Result<DistributedManifest> create_distributed(const std::string& dir, const Cre
 Result<DistributedManifest> import_distributed(const std::string& npy_path, const std::string& dir,
                                                const std::vector<std::string>& stores,
                                                const std::optional<ProcessGrid>& procs = {});
+
+// At most what a rank reads at once while it fills its part from a file or another grid (at
+// least one plane of its block): memory stays bounded however large the part is.
+inline constexpr int64_t kFillBatchBytes = int64_t{64} << 20;
+
+// Creates distributed grid DIR holding the values of serial grid SERIAL_DIR, which every rank
+// can read (one machine, or a shared filesystem) and which stays as it is (open_to_split,
+// run/lifecycle.h, says which grids are refused): its shape, dtype, fields, scheme, time step
+// and history, then a "split" entry. Each rank reads its block only, as many planes at a time
+// as `read_bytes` holds (at least one; `verify`: whole planes, one at a time, checked against
+// SERIAL_DIR's checksums), into its part; parts and stores as create_distributed makes them.
+Result<DistributedManifest> split_distributed(const std::string& serial_dir, const std::string& dir,
+                                              const std::vector<std::string>& stores,
+                                              const std::optional<ProcessGrid>& procs = {},
+                                              bool verify = false,
+                                              int64_t read_bytes = kFillBatchBytes);
 
 // Replaces component `component` (a coefficient field, an initial state) of distributed grid
 // DIR with the values of a .npy file of the grid's shape and dtype that every rank can read:

@@ -49,7 +49,7 @@ CreateOptions part_options(const CreateOptions& global, const PartInfo& info) {
   return opt;
 }
 
-CreateOptions grid_options(const DistributedManifest& m) {
+CreateOptions grid_options(const Manifest& m) {
   CreateOptions opt;
   opt.shape = m.shape;
   opt.dtype = m.dtype;

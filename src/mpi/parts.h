@@ -38,8 +38,9 @@ Status commit_with_history(Grid& grid, int64_t step, const std::string& command,
 // fields (zeros: the part's values are written afterwards) and scheme, its stores.
 CreateOptions part_options(const CreateOptions& global, const PartInfo& info);
 
-// The options a grid like `m` was created with (fields without their initial values).
-CreateOptions grid_options(const DistributedManifest& m);
+// The options a grid like `m` (a distributed grid's as_grid(), or a serial grid's) was created
+// with: shape, dtype, fields without their initial values, scheme; no stores.
+CreateOptions grid_options(const Manifest& m);
 
 // Every rank's view of its own part, shared: the parts' directories and halos.
 void share_parts(DistributedManifest* m, const PartInfo& mine);
@@ -71,9 +72,12 @@ Status settle_prepared(const DistributedManifest& m);
 // grid's history says about it.
 struct BlockSource {
   std::function<Status(Grid& part, const Block& block)> fill;
-  std::string command;  // "create", "import", "redistribute"
+  std::string command;  // "create", "import", "redistribute", "split"
   nlohmann::json details;
   int64_t step = 0;  // the time step of the values
+  // The values' history before the new grid (a split serial grid's): the new grid's history
+  // starts with it.
+  std::vector<HistoryEntry> history;
 };
 
 // Fills a new part (the block, no halos) plane by plane: produce(z, values) writes the block's

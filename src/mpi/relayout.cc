@@ -101,7 +101,7 @@ Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExt
   if (added) return Status::Ok();
   PartInfo fresh_info = *info;
   fresh_info.halo = need;
-  const CreateOptions opt = part_options(grid_options(m), fresh_info);
+  const CreateOptions opt = part_options(grid_options(m.as_grid()), fresh_info);
   const Status copied = [&]() -> Status {
     DG_ASSIGN_OR_RETURN(Grid fresh, Grid::create(fresh_dir, opt));
     DG_ASSIGN_OR_RETURN(Grid old, open_part(m, rank(), Grid::Mode::kReadOnly));
@@ -240,7 +240,7 @@ Status detail::redistribute(const std::string& dir, DistributedManifest* m,
   const DistributedManifest old = *m;
   DistributedManifest next = split_as(old, procs);
   next.id = broadcast(rank() == 0 ? new_id() : std::string());
-  CreateOptions options = grid_options(old);
+  CreateOptions options = grid_options(old.as_grid());
   options.stores = old.parts[static_cast<size_t>(rank() % old.ranks())].stores;
   auto part = create_part(dir, next.id, options, old_parts(old, verify),
                           next.parts[static_cast<size_t>(rank())].block);

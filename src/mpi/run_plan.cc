@@ -22,7 +22,8 @@ Result<RunPlan> detail::plan_part(const DistributedManifest& next, const RunOpti
   if (laid_out != nullptr) *laid_out = mine;
   RunOptions part_opt = engine_options(opt, mine, next);
   part_opt.steps = steps;
-  DG_ASSIGN_OR_RETURN(const Manifest part, manifest_for(part_options(grid_options(next), mine)));
+  DG_ASSIGN_OR_RETURN(const Manifest part,
+                      manifest_for(part_options(grid_options(next.as_grid()), mine)));
   return plan_run(part, next.dir, part_opt, part_opt.machine);
 }
 

@@ -2,13 +2,16 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
 #include "core/file_util.h"
 #include "deepgrid/traces_file.h"
 #include "engines/subnormals.h"
+#include "store/distributed_manifest.h"
 
 namespace deepgrid {
 namespace {
@@ -186,6 +189,33 @@ Status save_run_record(const std::string& dir, const RunRecord& record) {
 }
 
 void drop_run_record(const std::string& dir) { ::unlink(run_record_path(dir).c_str()); }
+
+Result<Grid> open_to_split(const std::string& dir, const std::string& new_dir) {
+  std::error_code ec;
+  if (internal::absolute_path(dir) == internal::absolute_path(new_dir) ||
+      std::filesystem::equivalent(dir, new_dir, ec)) {
+    return invalid_argument(new_dir + " is the grid to split; give a new directory for the " +
+                            "split grid (" + dir + " stays as it is)");
+  }
+  if (is_distributed_grid(dir)) {
+    auto m = read_distributed_manifest(dir);
+    const std::string over =
+        m.ok() ? " (over " + std::to_string(m->ranks()) + (m->ranks() == 1 ? " rank)" : " ranks)")
+               : "";
+    return invalid_argument(dir + " is a distributed grid already" + over +
+                            "; run it under mpirun as it is ('mpirun -n P deepgrid run " + dir +
+                            "' splits it again over P ranks)");
+  }
+  DG_ASSIGN_OR_RETURN(Grid g, Grid::open(dir));
+  const std::optional<RunRecord> run = unfinished_run(g);
+  if (run || !g.interrupted_sweep().empty()) {
+    return invalid_argument(
+        dir + " has an unfinished run" +
+        (run ? " (" + run->describe() + ")" : " (" + g.interrupted_sweep() + ")") +
+        "; finish it with 'deepgrid run " + dir + " --resume' before splitting the grid");
+  }
+  return g;
+}
 
 Result<RunEnd> run_lifecycle(RunDriver& driver, RunOptions given) {
   DG_ASSIGN_OR_RETURN(const RunStart at, driver.open(given));

@@ -65,6 +65,14 @@ Status save_run_record(const std::string& dir, const RunRecord& record);
 // Removes it: the run is done (or never changed anything).
 void drop_run_record(const std::string& dir);
 
+// Serial grid DIR opened read-only (its lock shared: no writer while it is read) for a copy
+// of its values into the new grid NEW_DIR ('deepgrid split'). Refused with the fix, changing
+// nothing, when NEW_DIR is DIR, DIR is a distributed grid or no grid, or its planes may not
+// all hold its time step (an in-place sweep interrupted), or a run of it is unfinished: its
+// record stays with DIR, so the copy could not finish it. (NEW_DIR itself is checked where it
+// is made.)
+Result<Grid> open_to_split(const std::string& dir, const std::string& new_dir);
+
 // What the advance step did: the steps a history entry records (none when nothing is to be
 // committed: a distributed run stopped part-way leaves its grid where every part stands).
 struct Advanced {

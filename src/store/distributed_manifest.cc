@@ -223,6 +223,12 @@ Result<DistributedManifest> distributed_manifest_in(std::string_view text, const
 Result<DistributedManifest> read_distributed_manifest(const std::string& dir) {
   const std::string path = internal::join_path(dir, kManifestName);
   DG_ASSIGN_OR_RETURN(std::string text, internal::read_own_file(path));
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.value("format", "") == "deepgrid-grid") {  // (named here with the fix)
+    return invalid_argument(dir + " is a serial grid; run the command without mpirun, or split " +
+                            "it over the ranks first with 'mpirun -n P deepgrid split " + dir +
+                            " NEW_DIR'");
+  }
   auto m = distributed_manifest_in(text, dir);
   if (!m.ok()) return m.status().with_context(path);
   return m;
