@@ -136,9 +136,10 @@ BlockSource npy_planes(const std::string& path, const NpyHeader& header) {
   return source;
 }
 
-// The block's rectangle of each plane of a serial grid, read in boxes of as many of the
-// block's planes as `read_bytes` holds (at least one) (read_box: only the block's rows leave the
-// disk), one box per component, and handed out plane by plane packed as the part's planes are.
+// The block's rectangle of each plane of a serial grid, handed out plane by plane packed as
+// the part's planes are. The planes are read in boxes (read_box: only the blocks of the disk
+// that hold the block's rows are read), one per component, of as many planes as `read_bytes`
+// holds, at least one.
 class BoxReader {
  public:
   BoxReader(const Grid& src, const Block& block, int64_t read_bytes)
