@@ -1,7 +1,5 @@
 #include "deepgrid/image.h"
 
-#include <png.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -10,20 +8,20 @@
 #include <functional>
 #include <vector>
 
-#include "viz/png_file.h"
+#include "viz/canvas.h"
 
 namespace deepgrid {
 namespace {
 
 // Nine samples of matplotlib's viridis, interpolated linearly.
-std::array<unsigned char, 3> viridis(double t) {
+internal::Rgb viridis(double t) {
   static const double kStops[][3] = {{68, 1, 84},    {71, 44, 122},  {59, 81, 139},
                                      {44, 113, 142}, {33, 144, 141}, {39, 173, 129},
                                      {92, 200, 99},  {170, 220, 50}, {253, 231, 37}};
   t = std::clamp(std::isnan(t) ? 0.0 : t, 0.0, 1.0) * 8;
   const int i = std::min(7, static_cast<int>(t));
   const double f = t - i;
-  std::array<unsigned char, 3> rgb{};
+  internal::Rgb rgb{};
   for (int c = 0; c < 3; ++c) {
     rgb[c] = static_cast<unsigned char>(std::lround(kStops[i][c] * (1 - f) + kStops[i + 1][c] * f));
   }
@@ -142,51 +140,22 @@ Result<SliceImageInfo> write_slice_png(const Manifest& m, const PlaneRange& read
   const int64_t bar = std::max<int64_t>(8, w * scale / 16), gap = bar / 2;
   info.width = w * scale + gap + bar;
   info.height = h * scale;
-  std::vector<unsigned char> rgb(static_cast<size_t>(info.width * info.height * 3), 255);
+  internal::Canvas c(static_cast<int>(info.width), static_cast<int>(info.height));
   const double span = info.max > info.min ? info.max - info.min : 1;
   for (int64_t py = 0; py < info.height; ++py) {
     const int64_t y = h - 1 - py / scale;  // y (or z) grows upwards
-    unsigned char* row = rgb.data() + py * info.width * 3;
+    const int iy = static_cast<int>(py);
     for (int64_t px = 0; px < w * scale; ++px) {
-      auto c = viridis((v[static_cast<size_t>(y * w + px / scale)] - info.min) / span);
-      std::copy(c.begin(), c.end(), row + px * 3);
+      c.blend(static_cast<int>(px), iy,
+              viridis((v[static_cast<size_t>(y * w + px / scale)] - info.min) / span));
     }
-    auto c = viridis(1.0 - static_cast<double>(py) / std::max<int64_t>(1, info.height - 1));
+    auto bar_rgb = viridis(1.0 - static_cast<double>(py) / std::max<int64_t>(1, info.height - 1));
     for (int64_t px = w * scale + gap; px < info.width; ++px)
-      std::copy(c.begin(), c.end(), row + px * 3);
+      c.blend(static_cast<int>(px), iy, bar_rgb);
   }
-  DG_RETURN_IF_ERROR(internal::write_rgb_png(path, info.width, info.height, rgb));
+  DG_RETURN_IF_ERROR(c.write_png(path));
   return info;
 }
 
 }  // namespace
 }  // namespace deepgrid
-
-namespace deepgrid::internal {
-
-Status write_rgb_png(const std::string& path, int64_t w, int64_t h,
-                     const std::vector<unsigned char>& rgb) {
-  FILE* fp = std::fopen(path.c_str(), "wb");
-  if (fp == nullptr) return errno_status(errno, "create", path);
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png ? png_create_info_struct(png) : nullptr;
-  if (png == nullptr || info == nullptr || setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    std::fclose(fp);
-    return Status(ErrorCode::kIo, "cannot write PNG " + path);
-  }
-  png_init_io(png, fp);
-  png_set_IHDR(png, info, static_cast<png_uint_32>(w), static_cast<png_uint_32>(h), 8,
-               PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-               PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (int64_t y = 0; y < h; ++y) {
-    png_write_row(png, const_cast<png_bytep>(rgb.data() + y * w * 3));
-  }
-  png_write_end(png, nullptr);
-  png_destroy_write_struct(&png, &info);
-  if (std::fclose(fp) != 0) return errno_status(errno, "close", path);
-  return Status::Ok();
-}
-
-}  // namespace deepgrid::internal
