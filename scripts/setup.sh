@@ -13,7 +13,7 @@ packages=(
   nlohmann-json3-dev         # manifests, stencil files, --json reports
   libcli11-dev               # command-line parsing
   libpng-dev                 # PNG slices and plots
-  libfreetype-dev fonts-dejavu-core  # text in bench --plot PNGs
+  libfreetype-dev fonts-dejavu-core  # text in plot and bench --plot PNGs
   libssl-dev                 # SHA-256 (OpenSSL libcrypto) for checksums
   liburing-dev               # io_uring (out-of-core engine)
   libxxhash-dev              # XXH3 per-plane checksums (fsck, --verify)

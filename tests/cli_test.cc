@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli_runner.h"
@@ -144,11 +145,34 @@ TEST_F(CliTest, StripingOverStoresDoesNotChangeResults) {
   EXPECT_EQ(checksum_of(striped), checksum_of(plain));
 }
 
-TEST_F(CliTest, PlotWritesAPng) {
+// The PNG's width and height from its header (IHDR: big-endian at bytes 16 and 20).
+std::pair<uint32_t, uint32_t> png_size(const std::string& bytes) {
+  const auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t i = at; i < at + 4; ++i) v = v << 8 | static_cast<unsigned char>(bytes.at(i));
+    return v;
+  };
+  return {be32(16), be32(20)};
+}
+
+// The picture's pixels are checked in image_test.cc; here what plot says and writes.
+TEST_F(CliTest, PlotWritesAPngAndSaysWhatItDrew) {
   const std::string g = create("g", kShape, {"--init", "gaussian"});
+  ASSERT_TRUE(Succeeded(run_cli({"run", g, "--stencil", "7pt", "--steps", "2"})));
   const std::string png = tmp_ / "out.png";
-  ASSERT_TRUE(Succeeded(run_cli({"plot", g, "--slice", "z=mid", "-o", png})));
-  EXPECT_EQ(read_file(png).substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  const RunResult r = run_cli({"plot", g, "--slice", "z=mid", "-o", png});
+  ASSERT_TRUE(Succeeded(r));
+  const std::string bytes = read_file(png);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  const auto [w, h] = png_size(bytes);
+  std::string expected = "(";
+  expected += std::to_string(w);
+  expected += "x";
+  expected += std::to_string(h);
+  expected += " pixels): g: z = 9, step 2; 37x23 cells of 13x13 pixels;";
+  EXPECT_NE(r.out.find(expected), std::string::npos) << r;
+  EXPECT_GT(w, 37u * 13);  // the cells, axes and colour bar
+  EXPECT_GT(h, 23u * 13);
 }
 
 // plan shows what the comparison methods would do, with the disk space they need.

@@ -229,13 +229,13 @@ Result<SliceImageInfo> distributed_plot(const std::string& dir, SliceSpec slice,
   if (in_mpi_job()) {
     Result<SliceImageInfo> drawn = SliceImageInfo{};  // (what the other ranks return)
     DG_RETURN_IF_ERROR(on_printing_rank(source, [&](const io::PlaneSource& planes) {
-      drawn = write_slice_png(grid, planes, slice, out);
+      drawn = write_slice_png(grid, planes, slice, out, grid_display_name(dir));
       return drawn.status();
     }));
     return drawn;
   }
 #endif
-  return write_slice_png(grid, source, slice, out);
+  return write_slice_png(grid, source, slice, out, grid_display_name(dir));
 }
 
 Status mpi_create(const std::string& dir, const CreateOptions& options, const std::string& procs,

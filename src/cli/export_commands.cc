@@ -2,6 +2,7 @@
 // a PNG of one slice.
 // A distributed grid, or one under mpirun, goes to distributed_commands.h.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -94,9 +95,16 @@ int cmd_plot(const std::string& dir, const std::string& slice, const std::string
     spec.component = field_index(g.manifest(), field);
     info = get(write_slice_png(g, spec, out));
   }
-  std::printf("wrote %s: slice %s, %lldx%lld pixels, colours from %.6g (dark) to %.6g (bright)\n",
-              out.c_str(), slice.c_str(), static_cast<long long>(info.width),
-              static_cast<long long>(info.height), info.min, info.max);
+  // How the cells were drawn: "37x23 cells of 13x13 pixels", "2100x1200 cells, 3x3 to a pixel".
+  std::string cells = std::to_string(info.cells_x) + "x" + std::to_string(info.cells_y) + " cells";
+  const int64_t k = std::max(info.scale, info.block);
+  if (k > 1) {
+    cells += (info.block > 1 ? ", " : " of ") + std::to_string(k) + "x" + std::to_string(k);
+    cells += info.block > 1 ? " to a pixel (averaged)" : " pixels";
+  }
+  std::printf("wrote %s (%lldx%lld pixels): %s; %s; colours from %.6g (dark) to %.6g (bright)\n",
+              out.c_str(), static_cast<long long>(info.width), static_cast<long long>(info.height),
+              info.title.c_str(), cells.c_str(), info.min, info.max);
   return 0;
 }
 
