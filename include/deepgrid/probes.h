@@ -116,6 +116,9 @@ Result<ResolvedProbes> resolve_probes(const Probes& probes, const Shape& shape,
 // that cannot be written (a directory, or in a directory missing or not writable). Checked
 // before a run changes anything: the first save comes only after its first pass.
 Status check_traces_destination(const ResolvedProbes& probes, const std::string& traces_path);
+// The same for any file about to be written at `path` (a directory there, a directory missing
+// or not writable), named `what` in the message (e.g. "--traces out.npy").
+Status check_output_file(const std::string& path, const std::string& what);
 
 // Where an engine applies probes: `probes` (null: none) to a run whose state starts at
 // absolute step `step` (level k of a pass starting there computes step + k), on a grid placed

@@ -15,6 +15,7 @@
 #include "deepgrid/scheme.h"
 #include "deepgrid/status.h"
 #include "deepgrid/vtkhdf.h"
+#include "deepgrid/traces_file.h"
 
 namespace deepgrid {
 
@@ -63,9 +64,13 @@ struct RunOptions {
   // float64, one row per step of the run, one column per receiver), saved after every pass
   // (the rows that changed) so that a stopped run keeps what it recorded; a resumed run fills
   // in the rest. The values stay in memory and count against mem_budget.
+  // A traces_path named .sgy or .segy (traces_format) is a SEG-Y file: the run records into
+  // traces_npy_path(traces_path) as above and writes the SEG-Y file from it, with `segy`'s
+  // sample interval and spacing, when the run finishes (a stopped run, once resumed to its end).
   Probes probes;
   std::string traces_path;
   Snapshots snapshots;
+  SegyOptions segy;
   // A distributed run's part: where it lies in the whole grid, whose coordinates users'
   // kernels see (geometry.h). Default: the grid is the whole grid.
   GridPlacement placement;

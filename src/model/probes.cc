@@ -177,17 +177,21 @@ Status check_traces_destination(const ResolvedProbes& probes, const std::string&
     return invalid_argument(
         "the probes have receivers; say where their values go with --traces OUT.npy");
   }
-  if (internal::is_directory(traces_path)) {
-    return invalid_argument("--traces " + traces_path + " is a directory; give a file name, e.g. " +
-                            internal::join_path(traces_path, "traces.npy"));
+  return check_output_file(traces_path, "--traces " + traces_path);
+}
+
+Status check_output_file(const std::string& path, const std::string& what) {
+  if (internal::is_directory(path)) {
+    return invalid_argument(what + " is a directory; give a file name, e.g. " +
+                            internal::join_path(path, "traces.npy"));
   }
-  const std::string dir = internal::parent_path(traces_path);
+  const std::string dir = internal::parent_path(path);
   if (!internal::is_directory(dir)) {
-    return invalid_argument("--traces " + traces_path + ": directory " + dir +
+    return invalid_argument(what + ": directory " + dir +
                             " does not exist; create it or choose another path");
   }
   if (::access(dir.c_str(), W_OK) != 0) {
-    return invalid_argument("--traces " + traces_path + ": directory " + dir +
+    return invalid_argument(what + ": directory " + dir +
                             " is not writable; choose another path or fix its permissions");
   }
   return Status::Ok();

@@ -193,6 +193,7 @@ class DistributedRun final : public RunDriver {
     return {{"ranks", size()}, {"process_grid", m_.procs.to_string()}, {"exchange_bt", k_}};
   }
   void drop_record() override;
+  bool writes_traces() const override { return rank() == 0; }
 
   // The report of the run that ended as `end` says.
   DistributedRunReport report(const RunEnd& end);

@@ -217,12 +217,45 @@ Result<Grid> open_to_split(const std::string& dir, const std::string& new_dir) {
   return g;
 }
 
+namespace {
+
+// Where a run's traces go as SEG-Y (empty: not as SEG-Y); `options` then record into the .npy
+// beside it. Checks what can be checked before the grid is opened (resuming, the steps come
+// from the record: checked again once decided).
+Result<std::string> segy_destination(RunOptions* options) {
+  if (options->traces_path.empty()) return std::string();
+  DG_ASSIGN_OR_RETURN(const TracesFormat format, traces_format(options->traces_path));
+  if (format != TracesFormat::kSegy) return std::string();
+  const int64_t steps = options->resume ? 1 : options->steps;
+  DG_RETURN_IF_ERROR(check_segy(options->segy, steps, options->probes, "--dt"));
+  std::string segy = std::exchange(options->traces_path, traces_npy_path(options->traces_path));
+  return segy;
+}
+
+// The SEG-Y file of a finished run's traces, from the .npy its receivers filled.
+Status write_run_segy(const RunToDo& todo, const std::string& grid, const std::string& segy) {
+  const RunOptions& opt = todo.options;
+  SegyOptions o = opt.segy;
+  o.grid = grid;
+  o.first_step = todo.record.step_from + 1;
+  return write_traces_segy(opt.traces_path, opt.probes, segy, o)
+      .with_context("the run finished and its traces are in " + opt.traces_path +
+                    ", from which 'deepgrid traces' can write " + segy);
+}
+
+}  // namespace
+
 Result<RunEnd> run_lifecycle(RunDriver& driver, RunOptions given) {
+  DG_ASSIGN_OR_RETURN(const std::string segy, segy_destination(&given));
   DG_ASSIGN_OR_RETURN(const RunStart at, driver.open(given));
   auto decided = decide_run(driver.whole(), at, std::move(given));
   DG_RETURN_IF_ERROR(driver.agree(decided.status()));
   RunEnd end{std::move(decided).value()};
   RunToDo& todo = end.todo;
+  if (!segy.empty()) {  // (the same on every process)
+    DG_RETURN_IF_ERROR(check_segy(todo.options.segy, todo.record.step_to - todo.record.step_from,
+                                  todo.options.probes, "--dt"));
+  }
   DG_RETURN_IF_ERROR(driver.check(todo));
   DG_RETURN_IF_ERROR(driver.prepare(todo));
   if (todo.resumed) {  // (the record that brought us here stays until the run is done)
@@ -240,6 +273,10 @@ Result<RunEnd> run_lifecycle(RunDriver& driver, RunOptions given) {
   end.committed = true;
   end.finished = advanced.to == todo.record.step_to;
   if (end.finished) driver.drop_record();  // else resumable
+  if (end.finished && !segy.empty()) {
+    DG_RETURN_IF_ERROR(
+        driver.agree(driver.writes_traces() ? write_run_segy(todo, at.dir, segy) : Status::Ok()));
+  }
   return end;
 }
 

@@ -110,6 +110,8 @@ class RunDriver {
   virtual nlohmann::json history_details() const = 0;
   // The run reached its end: its record goes.
   virtual void drop_record() = 0;
+  // Whether this process writes the run's traces files (a distributed run: rank 0 alone).
+  virtual bool writes_traces() const { return true; }
 };
 
 // How a run ended: what it did (todo), whether the grid was committed, and whether the run
@@ -120,7 +122,10 @@ struct RunEnd {
   bool finished = false;
 };
 
-// Takes a run through the lifecycle with `driver`, as the options `given` ask.
+// Takes a run through the lifecycle with `driver`, as the options `given` ask. Traces going to
+// a SEG-Y file are recorded in the .npy beside it (traces_npy_path) and written as SEG-Y when
+// the run reaches its end; an unknown traces format, or SEG-Y options that cannot be written,
+// are refused before the driver opens the grid.
 Result<RunEnd> run_lifecycle(RunDriver& driver, RunOptions given);
 
 }  // namespace deepgrid

@@ -103,11 +103,16 @@ Status write_traces_npy(Traces& t, const std::string& path, bool sync) {
   return st;
 }
 
-Result<Traces> read_traces_npy(const std::string& path) {
+Result<NpyHeader> read_traces_header(const std::string& path) {
   DG_ASSIGN_OR_RETURN(const NpyHeader h, read_npy_header(path));
   if (h.dtype != DType::kF64 || h.shape.nz != 1) {
     return invalid_argument(path + " is not a traces file (float64, shape (steps, receivers))");
   }
+  return h;
+}
+
+Result<Traces> read_traces_npy(const std::string& path) {
+  DG_ASSIGN_OR_RETURN(const NpyHeader h, read_traces_header(path));
   Traces t = run_traces(0, h.shape.ny, h.shape.nx);
   DG_RETURN_IF_ERROR(read_held_rows(&t, path, h));
   t.saved_path = path;
