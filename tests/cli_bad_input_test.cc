@@ -18,6 +18,7 @@
 
 #include "cli_runner.h"
 #include "damage.h"
+#include "deepgrid/npy.h"
 #include "temp_dir.h"
 
 namespace {
@@ -360,6 +361,54 @@ std::vector<BadInputCase> scheme_and_probe_cases() {
        {"run", kGrid, "--stencil", "7pt", "--steps", "100", "--mem", "1MiB", "--probes",
         "{tmp}/r.json", "--traces", "{tmp}/t.npy"},
        {"--mem", "receivers"}},
+  };
+}
+
+// Traces as SEG-Y (run --traces OUT.sgy, deepgrid traces): formats, --dt, --spacing.
+std::vector<BadInputCase> segy_cases() {
+  const Setup probes = then(kGrid16, file_with("r.json", receivers_json(2)));
+  auto run_traces = [](std::vector<std::string> more) {
+    more.insert(more.begin(), {"--probes", "{tmp}/r.json", "--traces", "{tmp}/t.sgy"});
+    return run_with_stencil("7pt", more);
+  };
+  // A traces file of 5 steps and 2 receivers, as run --traces t.npy writes it.
+  const Setup npy = then(probes, [](const fs::path& tmp) {
+    const std::string header = deepgrid::npy_header(deepgrid::DType::kF64, {5, 2});
+    write_file(tmp / "t.npy", header + std::string(5 * 2 * sizeof(double), '\0'));
+  });
+  auto convert = [](std::vector<std::string> more) {
+    std::vector<std::string> args = {"traces", "{tmp}/t.npy", "{tmp}/t.sgy", "--probes",
+                                     "{tmp}/r.json"};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  return {
+      {"RunTracesUnknownFormat",
+       probes,
+       run_with_stencil("7pt", {"--probes", "{tmp}/r.json", "--traces", "{tmp}/t.csv"}),
+       {".sgy", ".npy"}},
+      {"RunSegyTracesWithoutDt", probes, run_traces({}), {"--dt"}},
+      {"RunSegyTracesZeroDt", probes, run_traces({"--dt", "0"}), {"--dt"}},
+      {"RunSegyTracesDtTooLong", probes, run_traces({"--dt", "0.05"}), {"32767 microseconds"}},
+      {"RunDtWithNpyTraces",
+       probes,
+       run_with_stencil("7pt",
+                        {"--probes", "{tmp}/r.json", "--traces", "{tmp}/t.npy", "--dt", "1"}),
+       {"SEG-Y"}},
+      {"RunSegyTracesWithoutReceivers",
+       then(kGrid16, file_with("r.json", R"({"sources": [{"at": [1, 1, 1], "series": [1]}]})")),
+       run_traces({"--dt", "0.001"}),
+       {"no receivers"}},
+      {"TracesWithoutDt", npy, convert({}), {"--dt"}},
+      {"TracesBadSpacing", npy, convert({"--dt", "0.001", "--spacing", "1,2"}), {"--spacing"}},
+      {"TracesToNpy",
+       npy,
+       {"traces", "{tmp}/t.npy", "{tmp}/u.npy", "--probes", "{tmp}/r.json", "--dt", "1"},
+       {".sgy"}},
+      {"TracesOfOtherReceivers",
+       then(npy, file_with("r.json", receivers_json(3))),
+       convert({"--dt", "0.001"}),
+       {"2 columns", "3 receivers"}},
   };
 }
 
@@ -736,7 +785,8 @@ std::vector<BadInputCase> split_cases() {
 std::vector<BadInputCase> bad_input_cases() {
   std::vector<BadInputCase> cases;
   for (const auto& table : {create_cases, kernel_cases, run_option_cases, scheme_and_probe_cases,
-                            broken_grid_cases, damaged_value_cases, more_option_cases, split_cases,
+                            segy_cases, broken_grid_cases, damaged_value_cases, more_option_cases,
+                            split_cases,
                             missing_directory_cases, trust_cases}) {
     for (BadInputCase& c : table()) cases.push_back(std::move(c));
   }

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "cli/grid_fields.h"
@@ -84,10 +85,24 @@ void BlockingArgs::apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const {
   *tile_y = t->ny;
 }
 
-}  // namespace deepgrid::cli
+void SegyArgs::add_to(CLI::App* cmd) {  // (run's --spacing serves --snapshots too)
+  cmd->add_option("--dt", dt,
+                  "SEG-Y traces: seconds per step, the sample interval (required for SEG-Y; "
+                  "written in whole microseconds, 1 to 32767)");
+  cmd->add_option("--spacing", spacing,
+                  "Metres per grid cell, DX or DX,DY,DZ (default 1): the coordinates in SEG-Y "
+                  "trace headers are cells x spacing, and snapshots' points lie this far apart");
+}
 
-namespace deepgrid::cli {
 namespace {
+
+// A number written whole as `text`, or nothing.
+std::optional<double> parse_number(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) return std::nullopt;
+  return v;
+}
 
 // "10" (every axis) or "10,10,5" (x, y, z), as --spacing and --origin take them.
 Result<std::array<double, 3>> parse_xyz(const std::string& option, const std::string& text,
@@ -100,23 +115,37 @@ Result<std::array<double, 3>> parse_xyz(const std::string& option, const std::st
                             "three, x,y,z (e.g. " + option + " 10,10,5)");
   }
   for (size_t i = 0; i < 3; ++i) {
-    const std::string& item = items[items.size() == 1 ? 0 : i];
-    char* end = nullptr;
-    v[i] = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0') {
+    const std::optional<double> x = parse_number(items[items.size() == 1 ? 0 : i]);
+    if (!x) {
       return invalid_argument(option + " is '" + text + "'; give numbers, e.g. " + option +
                               " 10,10,5");
     }
+    v[i] = *x;
   }
   return v;
 }
 
 }  // namespace
 
-void VtkhdfArgs::add_to(CLI::App* cmd, const std::string& fields_option, const std::string& what) {
+SegyOptions SegyArgs::options() const {
+  SegyOptions o;
+  if (!dt.empty()) {
+    const auto v = parse_number(dt);
+    if (!v) check(invalid_argument("--dt " + dt + " is not a number of seconds; e.g. --dt 0.001"));
+    o.dt = *v;
+  }
+  o.spacing = get(parse_xyz("--spacing", spacing, 1));
+  return o;
+}
+
+
+void VtkhdfArgs::add_to(CLI::App* cmd, const std::string& fields_option, const std::string& what,
+                        bool with_spacing) {
   cmd->add_option(fields_option, fields, what);
-  cmd->add_option("--spacing", spacing,
-                  "VTKHDF: distance between grid points, one number or x,y,z (default 1)");
+  if (with_spacing) {
+    cmd->add_option("--spacing", spacing,
+                    "VTKHDF: distance between grid points, one number or x,y,z (default 1)");
+  }
   cmd->add_option("--origin", origin,
                   "VTKHDF: coordinates of point (0,0,0), one number or x,y,z (default 0)");
   cmd->add_option("--downsample", downsample,

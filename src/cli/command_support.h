@@ -1,7 +1,7 @@
 // What the commands of the command line share: library errors on their way out (thrown as a
 // Failure, which main() turns into one line on stderr and an exit code), grids opened to read,
-// comma-separated lists, --field, the blocking options of run, plan and bench, and the VTKHDF
-// options of export and run --snapshots.
+// comma-separated lists, --field, the blocking options of run, plan and bench, the VTKHDF
+// options of export and run --snapshots, and the SEG-Y options of run and traces.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,6 +13,7 @@
 #include "deepgrid/status.h"
 #include "deepgrid/store.h"
 #include "deepgrid/vtkhdf.h"
+#include "deepgrid/traces_file.h"
 
 namespace deepgrid::cli {
 
@@ -62,10 +63,22 @@ struct VtkhdfArgs {
   int64_t downsample = 1;
 
   // `fields_option`: the option naming the fields (export: --field, run: --fields).
-  void add_to(CLI::App* cmd, const std::string& fields_option, const std::string& what);
+  // `spacing`: whether to add --spacing too (run shares SegyArgs' --spacing).
+  void add_to(CLI::App* cmd, const std::string& fields_option, const std::string& what,
+              bool spacing = true);
   bool given() const { return !spacing.empty() || !origin.empty() || downsample != 1; }
   // The options for a grid `m` describes, or what is wrong with them.
   Result<VtkhdfOptions> options(const Manifest& m) const;
+};
+
+// --dt and --spacing: what a SEG-Y traces file says besides the samples (run, traces).
+struct SegyArgs {
+  std::string dt, spacing;
+
+  void add_to(CLI::App* cmd);
+  bool given() const { return !dt.empty() || !spacing.empty(); }
+  // The options as given (dt 0 when not given: check_segy asks for it).
+  SegyOptions options() const;
 };
 
 }  // namespace deepgrid::cli

@@ -29,6 +29,8 @@ Command add_fsck_command(CLI::App& app);
 // export_commands.cc: the values out of a grid, as an array or a picture.
 Command add_export_command(CLI::App& app);
 Command add_plot_command(CLI::App& app);
+// traces_command.cc: receivers' traces converted to SEG-Y.
+Command add_traces_command(CLI::App& app);
 // bench_command.cc: measuring the engines and this machine.
 Command add_bench_command(CLI::App& app);
 

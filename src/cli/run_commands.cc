@@ -33,8 +33,9 @@ struct RunArgs {
   std::string dir, stencil, coeffs, method = "auto", boundary = "dirichlet:0", mem, io = "uring",
                                     procs;
   std::string probes, traces, snapshots;
+  SegyArgs segy;  // (its --spacing serves the snapshots too)
   int64_t steps = kStepsNotGiven, every = 0;
-  VtkhdfArgs snapshot_format;  // (its fields: --fields)
+  VtkhdfArgs snapshot_format;  // (its fields: --fields; no --spacing of its own)
   int threads = 0;
   double checkpoint = -1;  // automatic
   BlockingArgs blocking;
@@ -90,12 +91,20 @@ RunOptions run_options(const RunArgs& a) {
                            "docs/schemes.md)"));
   }
   opt.traces_path = a.traces;
+  const bool segy = !a.traces.empty() && get(traces_format(a.traces)) == TracesFormat::kSegy;
+  if ((!a.segy.dt.empty() && !segy) || (!a.segy.spacing.empty() && !segy && a.snapshots.empty())) {
+    check(invalid_argument(
+        "--dt and --spacing describe SEG-Y traces (and --spacing snapshots): name them --traces "
+        "OUT.sgy (or give --snapshots DIR), or leave --dt and --spacing out"));
+  }
+  opt.segy = a.segy.options();
+  if (segy && !a.resume) check(check_segy(opt.segy, a.steps, opt.probes, "--dt"));
   opt.snapshots.dir = a.snapshots;
   opt.snapshots.every = a.every;
   if (a.snapshots.empty() && (a.snapshot_format.given() || !a.snapshot_format.fields.empty())) {
     check(
-        invalid_argument("--fields, --spacing, --origin and --downsample describe snapshots; "
-                         "give --snapshots DIR --every K with them"));
+        invalid_argument("--fields, --origin and --downsample describe snapshots; give "
+                         "--snapshots DIR --every K with them"));
   }
   opt.checkpoint_seconds = a.checkpoint;
   return opt;
@@ -127,6 +136,15 @@ void join_alone_if_distributed(const std::string& dir, const std::string& comman
   check(start_mpi_alone());
 }
 
+// The options a resumed run needs to go on recording the receivers, as given to this one.
+std::string traces_args(const RunArgs& a) {
+  if (a.traces.empty()) return "";
+  std::string s = " --probes " + a.probes + " --traces " + a.traces;
+  if (!a.segy.dt.empty()) s += " --dt " + a.segy.dt;
+  if (!a.segy.spacing.empty()) s += " --spacing " + a.segy.spacing;
+  return s;
+}
+
 int cmd_run(RunArgs a) {
   if (!a.resume && a.steps == kStepsNotGiven) {
     check(
@@ -155,7 +173,11 @@ int cmd_run(RunArgs a) {
       planned.scheme = get(Scheme::from_grid_record(r->stencil));
     }
     if (planned.scheme.component_count() > 0) opt.machine = machine_for(a, g, planned);
-    if (!a.snapshots.empty()) opt.snapshots.format = get(a.snapshot_format.options(g.manifest()));
+    if (!a.snapshots.empty()) {
+      VtkhdfArgs format = a.snapshot_format;
+      format.spacing = a.segy.spacing;
+      opt.snapshots.format = get(format.options(g.manifest()));
+    }
   }
   install_interrupt_handler();
   opt.progress = terminal_progress("run");
@@ -168,9 +190,10 @@ int cmd_run(RunArgs a) {
   if (r.step_to < r.step_target) {
     std::fprintf(stderr,
                  "stopped early: the grid holds time step %lld (consistent); finish the "
-                 "remaining %lld steps with 'deepgrid run %s --resume'\n",
+                 "remaining %lld steps with 'deepgrid run %s --resume%s'\n",
                  static_cast<long long>(r.step_to),
-                 static_cast<long long>(r.step_target - r.step_to), a.dir.c_str());
+                 static_cast<long long>(r.step_target - r.step_to), a.dir.c_str(),
+                 traces_args(a).c_str());
     return kExitStopped;
   }
   return 0;
@@ -306,7 +329,9 @@ Command add_run_command(CLI::App& app) {
                   "receivers (points recorded every step); see docs/schemes.md");
   run->add_option("--traces", a->traces,
                   "Where the receivers' values go: a .npy of float64, one row per step, one "
-                  "column per receiver (saved after every pass: the steps it recorded)");
+                  "column per receiver (saved after every pass: the steps it recorded); or "
+                  "OUT.sgy / OUT.segy, SEG-Y rev 1 written when the run finishes from OUT.sgy.npy, "
+                  "recorded beside it as a .npy is (needs --dt)");
   run->add_option("--snapshots", a->snapshots,
                   "Directory for snapshots of the grid taken during the run (made if missing): a "
                   "VTKHDF file per snapshot and series.vtkhdf, which ParaView opens as one "
@@ -316,7 +341,9 @@ Command add_run_command(CLI::App& app) {
                   "creation: --every 10 takes steps 10, 20, ...)");
   a->snapshot_format.add_to(run, "--fields",
                             "With --snapshots: the fields they hold, comma-separated (default: "
-                            "every field)");
+                            "every field)",
+                            /*spacing=*/false);
+  a->segy.add_to(run);
   return {run, [a] { return cmd_run(*a); }};
 }
 
