@@ -376,9 +376,8 @@ std::vector<BadInputCase> segy_cases() {
     const std::string header = deepgrid::npy_header(deepgrid::DType::kF64, {5, 2});
     write_file(tmp / "t.npy", header + std::string(5 * 2 * sizeof(double), '\0'));
   });
-  auto convert = [](std::vector<std::string> more) {
-    std::vector<std::string> args = {"traces", "{tmp}/t.npy", "{tmp}/t.sgy", "--probes",
-                                     "{tmp}/r.json"};
+  auto convert = [](std::vector<std::string> more, std::string out = "{tmp}/t.sgy") {
+    std::vector<std::string> args = {"traces", "{tmp}/t.npy", out, "--probes", "{tmp}/r.json"};
     args.insert(args.end(), more.begin(), more.end());
     return args;
   };
@@ -401,10 +400,7 @@ std::vector<BadInputCase> segy_cases() {
        {"no receivers"}},
       {"TracesWithoutDt", npy, convert({}), {"--dt"}},
       {"TracesBadSpacing", npy, convert({"--dt", "0.001", "--spacing", "1,2"}), {"--spacing"}},
-      {"TracesToNpy",
-       npy,
-       {"traces", "{tmp}/t.npy", "{tmp}/u.npy", "--probes", "{tmp}/r.json", "--dt", "1"},
-       {".sgy"}},
+      {"TracesToNpy", npy, convert({"--dt", "0.001"}, "{tmp}/u.npy"), {".sgy"}},
       {"TracesOfOtherReceivers",
        then(npy, file_with("r.json", receivers_json(3))),
        convert({"--dt", "0.001"}),

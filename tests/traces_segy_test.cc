@@ -117,7 +117,7 @@ TEST(SegyTraces, ReadBackBySegyioWithHeadersAndCoordinates) {
   o.grid = "g";
   o.first_step = 101;
   const std::string out = tmp / "t.sgy";
-  ASSERT_TRUE(write_traces_segy(v, steps, p, out, o).ok());
+  ASSERT_TRUE(write_traces_segy(v, steps, 3, p, out, o).ok());
   const ReadBack r = read_segy(out);
   ASSERT_EQ(r.traces.size(), 3u);
   expect_samples(r, v, steps);
@@ -199,7 +199,8 @@ TEST(SegyTraces, WhatSegyCannotHoldIsRefusedAndNothingIsWritten) {
   Probes two = p;
   two.receivers.pop_back();
   const std::string out = tmp / "t.sgy";
-  EXPECT_TRUE(write_traces_segy(v, 20, two, out, o).ok());
+  EXPECT_TRUE(write_traces_segy(v, 20, 2, two, out, o).ok());
+  EXPECT_NE(write_traces_segy(v, 20, 2, p, out, o).message().find("2 columns"), std::string::npos);
   Traces t = run_traces(0, 20, 2);
   ASSERT_TRUE(write_traces_npy(t, tmp / "two.npy").ok());
   const Status st = write_traces_segy(tmp / "two.npy", p, tmp / "u.sgy", o);

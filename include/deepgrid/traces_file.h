@@ -67,10 +67,12 @@ Status check_segy(const SegyOptions& options, int64_t steps, const Probes& probe
 // Writes `out` as a SEG-Y rev 1 file (big-endian IEEE float32 samples, format code 5): a
 // textual header (EBCDIC) saying what made it, a binary header, and one trace per receiver of
 // `probes`, in their order, with its coordinates and the first source's (docs/schemes.md), its
-// samples the rows of a (steps, receivers) float64 array rounded to float32. Written whole to
-// a temporary file renamed over `out`, so that a failure leaves `out` as it was.
-Status write_traces_segy(std::span<const double> values, int64_t steps, const Probes& probes,
-                         const std::string& out, const SegyOptions& options);
+// samples the rows of a (steps, receivers) float64 array rounded to float32 (its receivers
+// must be those of `probes`). Written whole to
+// a temporary file renamed over `out`, so that a failure leaves `out` as it was. `out` must be
+// named .sgy or .segy.
+Status write_traces_segy(std::span<const double> values, int64_t steps, int64_t receivers,
+                         const Probes& probes, const std::string& out, const SegyOptions& options);
 // The same from a traces file (.npy of float64, shape (steps, receivers)), read a bounded
 // chunk at a time: never the whole file in memory.
 Status write_traces_segy(const std::string& npy_path, const Probes& probes, const std::string& out,

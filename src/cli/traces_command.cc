@@ -25,9 +25,6 @@ int cmd_traces(const TracesArgs& a) {
                          "writes); " +
                          a.in + " is not one"));
   }
-  if (get(traces_format(a.out)) != TracesFormat::kSegy) {
-    check(invalid_argument("traces writes SEG-Y: name " + a.out + " .sgy or .segy"));
-  }
   const Probes probes = get(read_probes(a.probes));
   const SegyOptions options = a.segy.options();
   // Everything that can be checked before reading the values, so that bad input changes nothing.

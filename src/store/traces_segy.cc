@@ -282,6 +282,10 @@ struct SegyWrite {
 // to out.tmp, synced and renamed over `out`.
 Status write_segy(const RowSource& rows, int64_t steps, int64_t receivers, const Probes& probes,
                   const std::string& out, const SegyOptions& o, size_t chunk_bytes = kChunkBytes) {
+  const auto format = traces_format(out);
+  if (!format.ok() || *format != TracesFormat::kSegy) {
+    return invalid_argument(out + ": a SEG-Y file is named .sgy or .segy; rename it");
+  }
   DG_RETURN_IF_ERROR(check_segy(o, steps, probes, "dt"));
   if (receivers != static_cast<int64_t>(probes.receivers.size())) {
     return invalid_argument("the traces have " + std::to_string(receivers) +
@@ -367,10 +371,9 @@ Status check_segy(const SegyOptions& o, int64_t steps, const Probes& probes,
   return Status::Ok();
 }
 
-Status write_traces_segy(std::span<const double> values, int64_t steps, const Probes& probes,
-                         const std::string& out, const SegyOptions& options) {
-  const auto receivers = static_cast<int64_t>(probes.receivers.size());
-  if (values.size() != static_cast<size_t>(steps * receivers)) {
+Status write_traces_segy(std::span<const double> values, int64_t steps, int64_t receivers,
+                         const Probes& probes, const std::string& out, const SegyOptions& options) {
+  if (steps < 0 || receivers < 0 || values.size() != static_cast<size_t>(steps * receivers)) {
     return invalid_argument("the traces hold " + std::to_string(values.size()) +
                             " values, not steps x receivers = " + std::to_string(steps) + " x " +
                             std::to_string(receivers));
