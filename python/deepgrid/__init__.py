@@ -16,6 +16,7 @@ from ._grid import Field, Grid, create, open, relocate
 from ._interop import from_array, from_hdf5, from_npy, from_zarr
 from ._plot import plot_bench
 from ._run import run
+from ._traces import traces_to_segy
 from .errors import (
     CorruptGrid,
     Error,
@@ -60,4 +61,5 @@ __all__ = [
     "run",
     "schemes",
     "stencils",
+    "traces_to_segy",
 ]

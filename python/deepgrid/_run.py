@@ -68,6 +68,8 @@ def run(
     *,
     probes: Probes | None = None,
     traces: str | os.PathLike[str] | None = None,
+    dt: float | None = None,
+    spacing: float | Sequence[float] = 1.0,
     mem: int | str | None = None,
     method: str = "auto",
     boundary: str = "dirichlet:0",
@@ -81,7 +83,6 @@ def run(
     snapshots: str | os.PathLike[str] | None = None,
     every: int = 0,
     snapshot_fields: Sequence[str] | None = None,
-    spacing: float | Sequence[float] = 1.0,
     origin: float | Sequence[float] = 0.0,
     downsample: int = 1,
 ) -> dict[str, Any]:
@@ -94,7 +95,10 @@ def run(
     ``probes``: point sources and receivers (docs/schemes.md), a probes JSON file or a dict of
     its form. The receivers' traces, an array of float64 (steps, receivers), are returned as
     ``report["traces"]``, and also written to ``traces`` (.npy) when given; a stopped run keeps
-    what it recorded there, and ``resume=True`` fills in the rest.
+    what it recorded there, and ``resume=True`` fills in the rest. ``traces`` named .sgy or
+    .segy is written as SEG-Y when the run finishes (recorded meanwhile in ``traces + ".npy"``),
+    with ``dt`` seconds per step (required) and ``spacing`` metres per cell, as
+    :func:`traces_to_segy` writes it.
 
     Options are those of ``deepgrid run``: ``mem`` a hard memory cap (``"2GiB"`` or bytes),
     ``method`` auto | incore | stream | naive, ``boundary`` ``dirichlet:V`` | ``neumann`` |
@@ -129,6 +133,10 @@ def run(
     args = _core.RunArgs()
     args.stencil_json = Scheme(stencil).to_json() if stencil is not None else ""
     args.probes_json = _probes_json(probes)
+    if dt is not None:
+
+        args.segy_dt = float(dt)
+        args.segy_spacing = _xyz(spacing, "spacing")
     args.steps = int(steps or 0)
     args.boundary = boundary
     args.method = method
@@ -167,5 +175,5 @@ def run(
             if bar is not None:
                 bar.close()
         if args.traces:
-            report["traces"] = np.load(args.traces)
+            report["traces"] = np.load(_core.traces_npy_path(args.traces))
     return report

@@ -16,6 +16,7 @@
 #include <array>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "deepgrid/scheme.h"
 #include "deepgrid/stencil.h"
 #include "deepgrid/store.h"
+#include "deepgrid/traces_file.h"
 #include "deepgrid/vtkhdf.h"
 
 namespace nb = nanobind;
@@ -202,10 +204,42 @@ struct RunCallback {
   }
 };
 
+// The SEG-Y options of traces_to_segy and run (traces_file.h).
+SegyOptions segy_options(double dt, const std::tuple<double, double, double>& spacing) {
+  SegyOptions o;
+  o.dt = dt;
+  o.spacing = {std::get<0>(spacing), std::get<1>(spacing), std::get<2>(spacing)};
+  return o;
+}
+
+using TracesArray = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+// Receivers' traces as SEG-Y: from a .npy traces file, or from an array (steps, receivers).
+void traces_npy_to_segy(const std::string& npy_path, const std::string& out,
+                        const std::string& probes_json, double dt,
+                        const std::tuple<double, double, double>& spacing) {
+  const Probes probes = get(parse_probes(probes_json));
+  nb::gil_scoped_release release;
+  check(write_traces_segy(npy_path, probes, out, segy_options(dt, spacing)));
+}
+
+void traces_array_to_segy(const TracesArray& values, const std::string& out,
+                          const std::string& probes_json, double dt,
+                          const std::tuple<double, double, double>& spacing) {
+  const Probes probes = get(parse_probes(probes_json));
+  const std::span<const double> v(values.data(), values.size());
+  nb::gil_scoped_release release;
+  check(write_traces_segy(v, static_cast<int64_t>(values.shape(0)),
+                          static_cast<int64_t>(values.shape(1)), probes, out,
+                          segy_options(dt, spacing)));
+}
+
 struct RunArgs {
   std::string stencil_json;  // empty: the grid's own scheme
   std::string probes_json;   // empty: none
   std::string traces;
+  double segy_dt = 0;  // traces named .sgy / .segy: SegyOptions
+  std::tuple<double, double, double> segy_spacing = {1, 1, 1};
   int64_t steps = 0;
   std::string boundary, method, io;
   uint64_t mem = 0;
@@ -224,6 +258,7 @@ std::string run(const std::string& path, const RunArgs& a, nb::object progress) 
   if (!a.stencil_json.empty()) o.scheme = get(Scheme::from_record(a.stencil_json));
   if (!a.probes_json.empty()) o.probes = get(parse_probes(a.probes_json));
   o.traces_path = a.traces;
+  o.segy = segy_options(a.segy_dt, a.segy_spacing);
   o.steps = a.steps;
   o.boundary = get(parse_boundary(a.boundary));
   o.method = get(parse_method(a.method));
@@ -424,6 +459,8 @@ void bind_run(nb::module_& m) {
       .def_rw("stencil_json", &RunArgs::stencil_json)
       .def_rw("probes_json", &RunArgs::probes_json)
       .def_rw("traces", &RunArgs::traces)
+      .def_rw("segy_dt", &RunArgs::segy_dt)
+      .def_rw("segy_spacing", &RunArgs::segy_spacing)
       .def_rw("steps", &RunArgs::steps)
       .def_rw("boundary", &RunArgs::boundary)
       .def_rw("method", &RunArgs::method)
@@ -441,6 +478,12 @@ void bind_run(nb::module_& m) {
       .def_rw("spacing", &RunArgs::spacing)
       .def_rw("origin", &RunArgs::origin)
       .def_rw("flush_subnormals", &RunArgs::flush_subnormals);
+  m.def("traces_npy_path", &traces_npy_path, "path"_a,
+        "The .npy a run records traces going to path into (path itself, or path + '.npy')");
+  m.def("traces_npy_to_segy", &traces_npy_to_segy, "npy_path"_a, "out"_a, "probes_json"_a, "dt"_a,
+        "spacing"_a, "Writes a .npy traces file as SEG-Y rev 1 (traces_file.h)");
+  m.def("traces_array_to_segy", &traces_array_to_segy, "values"_a, "out"_a, "probes_json"_a, "dt"_a,
+        "spacing"_a, "Writes traces of shape (steps, receivers) as SEG-Y rev 1");
   m.def("run", &run, "path"_a, "args"_a, "progress"_a.none(),
         "Advances the grid in path; returns the run report as JSON. progress(done, total) is "
         "called after each pass (returning False stops the run cleanly)");
