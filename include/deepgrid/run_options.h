@@ -14,8 +14,8 @@
 #include "deepgrid/progress.h"
 #include "deepgrid/scheme.h"
 #include "deepgrid/status.h"
-#include "deepgrid/vtkhdf.h"
 #include "deepgrid/traces_file.h"
+#include "deepgrid/vtkhdf.h"
 
 namespace deepgrid {
 

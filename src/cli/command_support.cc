@@ -138,7 +138,6 @@ SegyOptions SegyArgs::options() const {
   return o;
 }
 
-
 void VtkhdfArgs::add_to(CLI::App* cmd, const std::string& fields_option, const std::string& what,
                         bool with_spacing) {
   cmd->add_option(fields_option, fields, what);

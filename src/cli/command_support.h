@@ -12,8 +12,8 @@
 
 #include "deepgrid/status.h"
 #include "deepgrid/store.h"
-#include "deepgrid/vtkhdf.h"
 #include "deepgrid/traces_file.h"
+#include "deepgrid/vtkhdf.h"
 
 namespace deepgrid::cli {
 
