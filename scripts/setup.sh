@@ -18,6 +18,7 @@ packages=(
   liburing-dev               # io_uring (out-of-core engine)
   libxxhash-dev              # XXH3 per-plane checksums (fsck, --verify)
   libhdf5-dev                # VTKHDF files for ParaView/VisIt (export, run --snapshots)
+  hdf5-tools                 # h5diff: the MPI test compares distributed runs' snapshots
   libsegyio-dev              # SEG-Y receiver traces (run --traces OUT.sgy, deepgrid traces)
   libasan8 libubsan1          # ASan+UBSan build
   clang-14 libomp-14-dev       # TSan build: clang with LLVM's OpenMP and its Archer tool

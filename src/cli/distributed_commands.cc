@@ -55,27 +55,6 @@ std::vector<std::string> describe(const DistributedManifest& m) {
 }
 
 #ifdef DEEPGRID_MPI
-// Under mpirun: `work` on the printing rank, reading `source` while the other ranks feed it
-// their planes; every rank gets its outcome. When `work` ends without reading the planes (it
-// failed first, e.g. it could not create its file), they are read and dropped: the other
-// ranks would otherwise wait for ever to send them.
-Status on_printing_rank(const io::PlaneSource& source,
-                        const std::function<Status(const io::PlaneSource&)>& work) {
-  bool read = false;
-  Status st;
-  if (prints()) {
-    st = work([&](const io::PlaneConsumer& consume) {
-      read = true;
-      return source(consume);
-    });
-  }
-  if (!read) {
-    const Status fed = source([](int64_t, const void*) { return Status::Ok(); });
-    if (st.ok()) st = fed;
-  }
-  return mpi::agree(st);
-}
-
 // options->machine for a run of `m` under mpirun: the rates when it may stream
 // (`measure_machine`), else the tiles' tuning; rank 0 first: the others then read its cache
 // (same disks).
@@ -210,8 +189,8 @@ Status distributed_export(const std::string& dir, bool verify, const GridWriter&
   const io::PlaneSource source = planes(m, verify);
 #ifdef DEEPGRID_MPI
   if (in_mpi_job()) {
-    return on_printing_rank(source,
-                            [&](const io::PlaneSource& planes) { return write(grid, planes); });
+    return mpi::on_root_with_planes(
+        source, [&](const io::PlaneSource& planes) { return write(grid, planes); });
   }
 #endif
   return write(grid, source);
@@ -228,7 +207,7 @@ Result<SliceImageInfo> distributed_plot(const std::string& dir, SliceSpec slice,
 #ifdef DEEPGRID_MPI
   if (in_mpi_job()) {
     Result<SliceImageInfo> drawn = SliceImageInfo{};  // (what the other ranks return)
-    DG_RETURN_IF_ERROR(on_printing_rank(source, [&](const io::PlaneSource& planes) {
+    DG_RETURN_IF_ERROR(mpi::on_root_with_planes(source, [&](const io::PlaneSource& planes) {
       drawn = write_slice_png(grid, planes, slice, out, grid_display_name(dir));
       return drawn.status();
     }));

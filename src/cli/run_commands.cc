@@ -110,6 +110,14 @@ RunOptions run_options(const RunArgs& a) {
   return opt;
 }
 
+// The VTKHDF form of the run's snapshots of a grid `m` describes (run's --spacing serves them
+// and SEG-Y traces alike).
+VtkhdfOptions snapshot_format(const RunArgs& a, const Manifest& m) {
+  VtkhdfArgs format = a.snapshot_format;
+  format.spacing = a.segy.spacing;
+  return get(format.options(m));
+}
+
 // needs_machine for a distributed run's parts: --bt is the exchange depth there, and the
 // parts' engines plan their own.
 bool parts_need_machine(const RunArgs& a, RunOptions opt) {
@@ -155,10 +163,8 @@ int cmd_run(RunArgs a) {
   join_alone_if_distributed(a.dir, "run");
   if (in_mpi_job()) {
     if (!a.snapshots.empty()) {
-      check(
-          invalid_argument("--snapshots is not taken by distributed runs yet; run the grid "
-                           "serially (deepgrid run, its parts gathered), or 'mpirun ... "
-                           "deepgrid export' at the steps you need"));
+      const Manifest whole = get(read_distributed_manifest(a.dir)).as_grid();
+      opt.snapshots.format = snapshot_format(a, whole);
     }
     return get(mpi_run(a.dir, opt, a.procs, parts_need_machine(a, opt), a.remeasure, a.json));
   }
@@ -173,11 +179,7 @@ int cmd_run(RunArgs a) {
       planned.scheme = get(Scheme::from_grid_record(r->stencil));
     }
     if (planned.scheme.component_count() > 0) opt.machine = machine_for(a, g, planned);
-    if (!a.snapshots.empty()) {
-      VtkhdfArgs format = a.snapshot_format;
-      format.spacing = a.segy.spacing;
-      opt.snapshots.format = get(format.options(g.manifest()));
-    }
+    if (!a.snapshots.empty()) opt.snapshots.format = snapshot_format(a, g.manifest());
   }
   install_interrupt_handler();
   opt.progress = terminal_progress("run");

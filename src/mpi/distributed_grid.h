@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -150,8 +151,16 @@ Result<DistributedManifest> load_distributed(const std::string& dir);
 
 // Every global plane in order on rank 0 (each rank reads its part and sends its slab there;
 // with a different number of ranks than parts, rank 0 reads all parts itself). `consume` is
-// called on rank 0 only.
-Status gather_planes(const DistributedManifest& m, bool verify, const io::PlaneConsumer& consume);
+// called on rank 0 only. `held`: this rank's part when the caller holds it open (a run's, as
+// many as ranks), read through it rather than opened again.
+Status gather_planes(const DistributedManifest& m, bool verify, const io::PlaneConsumer& consume,
+                     const Grid* held = nullptr);
+// Rank 0's `work` reading the planes `gathered` (gather_planes) hands it, while the other ranks
+// feed them; when `work` ends without reading them (it failed first), they are read and
+// dropped, since the other ranks would otherwise wait for ever to send them. Every rank gets
+// the outcome. Collective.
+Status on_root_with_planes(const io::PlaneSource& gathered,
+                           const std::function<Status(const io::PlaneSource&)>& work);
 
 // describe_part of every part in rank order, on rank 0: each rank describes its own (or, with
 // a different number of ranks than parts, rank 0 describes them all).

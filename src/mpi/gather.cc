@@ -2,6 +2,7 @@
 // blocks the ranks send, and the parts' descriptions. With another number of ranks than parts,
 // rank 0 reads every part itself.
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,13 +20,23 @@ namespace {
 // of one plane, or the error's message.
 constexpr int kPlaneTag = 7;
 
-void send_blocks_to_root(const DistributedManifest& m, bool verify) {
+// This rank's part: `held` when the caller holds it open (a run's), else opened to read into
+// `opened`, verifying when asked to.
+Result<const Grid*> own_part(const DistributedManifest& m, bool verify, const Grid* held,
+                             std::optional<Grid>* opened) {
+  if (held != nullptr) return held;
+  DG_ASSIGN_OR_RETURN(Grid part, open_part(m, rank(), Grid::Mode::kReadOnly));
+  if (verify) DG_RETURN_IF_ERROR(part.enable_verification());
+  return &opened->emplace(std::move(part));
+}
+
+void send_blocks_to_root(const DistributedManifest& m, bool verify, const Grid* held) {
   const PartInfo& info = m.parts[static_cast<size_t>(rank())];
   std::vector<std::byte> msg(sizeof(int64_t) + global_format(m).rect_bytes(info.block));
   Status st = [&]() -> Status {
-    DG_ASSIGN_OR_RETURN(Grid part, open_part(m, rank(), Grid::Mode::kReadOnly));
-    if (verify) DG_RETURN_IF_ERROR(part.enable_verification());
-    return read_block_planes(part, info, [&](int64_t, const std::byte* values) {
+    std::optional<Grid> opened;
+    DG_ASSIGN_OR_RETURN(const Grid* part, own_part(m, verify, held, &opened));
+    return read_block_planes(*part, info, [&](int64_t, const std::byte* values) {
       std::memcpy(msg.data() + sizeof(int64_t), values, msg.size() - sizeof(int64_t));
       send(msg.data(), msg.size(), 0, kPlaneTag);
       return Status::Ok();
@@ -58,14 +69,14 @@ Status receive_block_plane(int r, std::vector<std::byte>* msg, std::byte* values
 // Rank 0 assembles every global plane from the ranks' rectangles (its own read from its part),
 // z-layer of blocks after z-layer; after an error it still drains the other ranks' messages.
 Status assemble_planes_on_root(const DistributedManifest& m, bool verify,
-                               const io::PlaneConsumer& consume) {
+                               const io::PlaneConsumer& consume, const Grid* held) {
   const internal::PlaneFormat format = global_format(m);
   std::vector<std::byte> global(format.bytes());
   std::vector<std::byte> plane, msg, values;
   std::vector<bool> failed(static_cast<size_t>(m.ranks()), false);
   Status first;
-  auto own = open_part(m, 0, Grid::Mode::kReadOnly);
-  if (own.ok() && verify) first = own->enable_verification();
+  std::optional<Grid> opened;
+  const Result<const Grid*> own = own_part(m, verify, held, &opened);
   if (!own.ok()) first = own.status(), failed[0] = true;
   const int layer = m.procs.p[0] * m.procs.p[1];
   for (int lo = 0; lo < m.ranks(); lo += layer) {
@@ -75,7 +86,7 @@ Status assemble_planes_on_root(const DistributedManifest& m, bool verify,
         if (failed[static_cast<size_t>(r)]) continue;
         const PartInfo& info = m.parts[static_cast<size_t>(r)];
         values.resize(format.rect_bytes(info.block));
-        const Status got = r == 0 ? read_rect(*own, z - info.origin(kAxisZ),
+        const Status got = r == 0 ? read_rect(**own, z - info.origin(kAxisZ),
                                               info.to_local(info.block), &plane, values.data())
                                   : receive_block_plane(r, &msg, values.data());
         if (!got.ok()) {
@@ -94,15 +105,33 @@ Status assemble_planes_on_root(const DistributedManifest& m, bool verify,
 
 }  // namespace
 
-Status gather_planes(const DistributedManifest& m, bool verify, const io::PlaneConsumer& consume) {
+Status gather_planes(const DistributedManifest& m, bool verify, const io::PlaneConsumer& consume,
+                     const Grid* held) {
   if (m.ranks() != size()) {  // rank 0 reads every part itself
     return agree(rank() == 0 ? read_distributed_planes(m, verify, consume) : Status::Ok());
   }
   if (rank() != 0) {
-    send_blocks_to_root(m, verify);
+    send_blocks_to_root(m, verify, held);
     return agree(Status::Ok());
   }
-  return agree(assemble_planes_on_root(m, verify, consume));
+  return agree(assemble_planes_on_root(m, verify, consume, held));
+}
+
+Status on_root_with_planes(const io::PlaneSource& gathered,
+                           const std::function<Status(const io::PlaneSource&)>& work) {
+  bool read = false;
+  Status st;
+  if (rank() == 0) {
+    st = work([&](const io::PlaneConsumer& consume) {
+      read = true;
+      return gathered(consume);
+    });
+  }
+  if (!read) {
+    const Status fed = gathered([](int64_t, const void*) { return Status::Ok(); });
+    if (st.ok()) st = fed;
+  }
+  return agree(st);
 }
 
 std::vector<std::string> describe_parts(const DistributedManifest& m) {

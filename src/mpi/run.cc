@@ -24,6 +24,7 @@
 #include "mpi/parts.h"
 #include "run/lifecycle.h"
 #include "run/resident_grid.h"
+#include "run/snapshots.h"
 
 namespace deepgrid::mpi {
 
@@ -206,6 +207,8 @@ class DistributedRun final : public RunDriver {
   Result<bool> rounds_in_memory();
   Result<bool> rounds_through_files();
   Result<bool> round_in_memory(HaloExchange& exchange);
+  int64_t round_steps() const;
+  Status take_snapshot_of_parts(int64_t step);
   DistributedRunReport report_so_far();
   DistributedRunReport report(int k, int64_t to, bool direct_io);
 
@@ -239,6 +242,7 @@ class DistributedRun final : public RunDriver {
   int64_t step_ = 0;  // the first of the round under way
   uint64_t exchange_buffers_ = 0;
   std::optional<ResidentGrid> held_;
+  RunReport snapshots_;  // the snapshots this run took and their time (rank 0 writes them)
 };
 
 // The grid, loaded and locked, with its parts settled: where every part stands. The scheme is
@@ -266,6 +270,10 @@ Status DistributedRun::check(RunToDo& todo) {
   run_ = todo.record;
   resumed_ = todo.resumed;
   DG_RETURN_IF_ERROR(check_run(whole_, opt_));
+  // (rank 0 alone writes the snapshots, as it writes the traces)
+  DG_RETURN_IF_ERROR(agree(
+      rank() == 0 ? check_snapshots(whole_, opt_.snapshots, opt_.method, progress_.at, run_.step_to)
+                  : Status::Ok()));
   DG_ASSIGN_OR_RETURN(
       all_probes_,
       resolve_probes(opt_.probes, m_.shape,
@@ -280,6 +288,7 @@ Status DistributedRun::check(RunToDo& todo) {
 // The receivers' values of a round and each part's engine within --mem, checked before
 // anything is laid out again; the run's traces made.
 Status DistributedRun::leave_room() {
+  DG_ASSIGN_OR_RETURN(opt_, leave_room_for_snapshots(std::move(opt_), whole_));
   // The receivers' values are held one round at a time: resuming, first the steps since the
   // last round's start, which may be in the streamed parts' files only.
   held_from_ = std::max(run_.step_from, progress_.round_from);
@@ -330,6 +339,7 @@ Status DistributedRun::lay_out() {
   probes_ = part_share(all_probes_, info(), m_, opt_, run_, m_.step, held_steps_, nullptr);
   probes_.resolved.traces = probes_.traces.receivers > 0 ? &probes_.traces : nullptr;
   part_opt_ = engine_options(opt_, info(), m_);
+  part_opt_.snapshots = {};  // (the run takes them of the whole grid, between rounds)
   step_ = m_.step;
   part_opt_.progress = after_each_pass(*part_, probes_, opt_, run_, &step_);
   mine_.part_planes = info().shape().nz;
@@ -343,7 +353,7 @@ Status DistributedRun::lay_out() {
 Result<bool> DistributedRun::rounds_in_memory() {
   auto last_commit = std::chrono::steady_clock::now();
   RunOptions first_round = part_opt_;
-  first_round.steps = std::min<int64_t>(k_, run_.step_to - step_);
+  first_round.steps = round_steps();
   DG_ASSIGN_OR_RETURN(held_, hold_in_memory(*part_, first_round, run_, step_, &mine_));
   double commit_seconds = seconds_since(last_commit);  // until the first commit: the load's
   last_commit = std::chrono::steady_clock::now();
@@ -358,6 +368,12 @@ Result<bool> DistributedRun::rounds_in_memory() {
   bool stop = false;
   while (step_ < run_.step_to && !stop) {
     DG_ASSIGN_OR_RETURN(stop, round_in_memory(exchange));
+    if (!stop && snapshot_due(opt_.snapshots, step_)) {  // (read from the parts' files)
+      DG_RETURN_IF_ERROR(commit_held(*part_, *held_, step_, &mine_));
+      DG_RETURN_IF_ERROR(take_snapshot_of_parts(step_));
+      last_commit = std::chrono::steady_clock::now();
+      continue;
+    }
     if (!stop && step_ < run_.step_to &&
         any_rank(
             checkpoint_due(opt_.checkpoint_seconds, seconds_since(last_commit), commit_seconds))) {
@@ -387,7 +403,7 @@ Result<bool> DistributedRun::round_in_memory(HaloExchange& exchange) {
     DG_RETURN_IF_ERROR(ex.status());
   }
   RunOptions round = part_opt_;
-  round.steps = std::min<int64_t>(k_, run_.step_to - step_);
+  round.steps = round_steps();
   bool asked_to_stop = false;  // the parts stop together, at the end of a round
   round.progress = [&](int64_t done, int64_t) {
     asked_to_stop = asked_to_stop ||
@@ -415,7 +431,7 @@ Result<bool> DistributedRun::rounds_through_files() {
     DG_ASSIGN_OR_RETURN(const ExchangeStats ex,
                         exchange_halos(planes_of(*part_), transfers_, exchange_buffers_));
     add_exchange(&mine_, ex);
-    part_opt_.steps = std::min<int64_t>(k_, run_.step_to - step_);
+    part_opt_.steps = round_steps();
     // The halos are in place on every rank: from here each part can finish the round alone.
     Status recorded = commit_with_history(*part_, step_, "", {});
     if (recorded.ok()) recorded = record_run(*part_, part_opt_);
@@ -436,8 +452,26 @@ Result<bool> DistributedRun::rounds_through_files() {
                                               step_ + part_opt_.steps));
     }
     if (stopped) return false;
+    if (snapshot_due(opt_.snapshots, step_ + part_opt_.steps)) {
+      DG_RETURN_IF_ERROR(take_snapshot_of_parts(step_ + part_opt_.steps));
+    }
   }
   return true;
+}
+
+// Rounds end on the steps of the run's snapshots (none crosses one).
+int64_t DistributedRun::round_steps() const {
+  return steps_to_next_snapshot(opt_.snapshots, step_, std::min<int64_t>(k_, run_.step_to - step_));
+}
+
+// The snapshot of `step`, which every part's files hold: gathered on rank 0, which writes it.
+Status DistributedRun::take_snapshot_of_parts(int64_t step) {
+  const io::PlaneSource gathered = [&](const io::PlaneConsumer& consume) {
+    return gather_planes(m_, /*verify=*/false, consume, &*part_);
+  };
+  return on_root_with_planes(gathered, [&](const io::PlaneSource& planes) {
+    return take_snapshot(whole_, opt_.snapshots, planes, step, &snapshots_);
+  });
 }
 
 // The laid-out parts through their rounds: the steps of the whole run, or nothing to commit
@@ -445,6 +479,12 @@ Result<bool> DistributedRun::rounds_through_files() {
 Result<Advanced> DistributedRun::advance(const RunToDo&) {
   m_.step = progress_.at;
   DG_RETURN_IF_ERROR(lay_out());
+  // A run starting on a snapshot step whose file is missing (a crash after a round's commit)
+  // takes it first.
+  if (snapshot_due(opt_.snapshots, step_) &&
+      any_rank(rank() == 0 && !has_snapshot(opt_.snapshots, step_))) {
+    DG_RETURN_IF_ERROR(take_snapshot_of_parts(step_));
+  }
   DG_ASSIGN_OR_RETURN(bool going_on, rounds_in_memory());
   if (going_on) {
     DG_ASSIGN_OR_RETURN(going_on, rounds_through_files());
@@ -489,6 +529,8 @@ DistributedRunReport DistributedRun::report(int k, int64_t to, bool direct_io) {
   DistributedRunReport r = gather_report(mine_, m_, opt_, k, progress_.from, to, run_, direct_io);
   r.total.resumed = resumed_;
   r.total.seconds = seconds_since(t0_);
+  r.total.snapshots = snapshots_.snapshots;  // (rank 0's: it writes them)
+  r.total.snapshot_seconds = snapshots_.snapshot_seconds;
   return r;
 }
 

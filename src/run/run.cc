@@ -325,19 +325,6 @@ Result<RunOptions> leave_room_for_traces(RunOptions opt, const Traces& t) {
   return opt;
 }
 
-// A snapshot's buffers count against --mem beside the engine's.
-Result<RunOptions> leave_room_for_snapshots(RunOptions opt, const Manifest& m) {
-  if (!opt.snapshots.wanted() || opt.mem_budget == 0) return opt;
-  const uint64_t need = snapshot_memory(m);
-  if (need >= opt.mem_budget) {
-    return Status(ErrorCode::kResource, "--mem " + format_size(opt.mem_budget) +
-                                            " leaves no room beside a snapshot's " +
-                                            format_size(need) + " of planes; give more --mem");
-  }
-  opt.mem_budget -= need;
-  return opt;
-}
-
 // What the planner plans for: a run that takes snapshots runs in parts of at most `every`
 // steps, so that passes (bt) fit between them.
 RunOptions planned_part(RunOptions opt) {

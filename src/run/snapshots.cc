@@ -60,9 +60,25 @@ Status check_snapshots(const Manifest& m, const Snapshots& s, Method method, int
                                     std::to_string(count) + " snapshots in " + s.dir);
 }
 
+bool has_snapshot(const Snapshots& s, int64_t step) {
+  return ::access(internal::join_path(s.dir, series_file_name(step)).c_str(), F_OK) == 0;
+}
+
 uint64_t snapshot_memory(const Manifest& m) {
   return static_cast<uint64_t>(io::plane_transfer_bytes(m)) +
          static_cast<uint64_t>(m.shape.plane_points()) * dtype_size(m.dtype);
+}
+
+Result<RunOptions> leave_room_for_snapshots(RunOptions opt, const Manifest& m) {
+  if (!opt.snapshots.wanted() || opt.mem_budget == 0) return opt;
+  const uint64_t need = snapshot_memory(m);
+  if (need >= opt.mem_budget) {
+    return Status(ErrorCode::kResource, "--mem " + format_size(opt.mem_budget) +
+                                            " leaves no room beside a snapshot's " +
+                                            format_size(need) + " of planes; give more --mem");
+  }
+  opt.mem_budget -= need;
+  return opt;
 }
 
 Status take_snapshot(const Manifest& m, const Snapshots& s, const io::PlaneSource& planes,
@@ -78,8 +94,7 @@ Status take_missing_snapshot(const Grid& grid, const Snapshots& s, RunReport* re
   const int64_t step = grid.manifest().step;
   // (A grid in the middle of a sweep mixes two steps: its sweep is finished first.)
   if (!snapshot_due(s, step) || grid.sweep_record()) return Status::Ok();
-  const std::string file = internal::join_path(s.dir, series_file_name(step));
-  if (::access(file.c_str(), F_OK) == 0) return Status::Ok();
+  if (has_snapshot(s, step)) return Status::Ok();
   return take_snapshot(grid.manifest(), s, io::planes_of(grid), step, report);
 }
 

@@ -19,6 +19,9 @@ inline bool snapshot_due(const Snapshots& s, int64_t step) {
   return s.wanted() && step % s.every == 0;
 }
 
+// Whether the series holds the file of `step` already.
+bool has_snapshot(const Snapshots& s, int64_t step);
+
 // Ok, or why the snapshots of a run of grid `m` from step `from` to step `to` cannot be taken:
 // the method cannot stop on its way (tiled), the options or the directory do not suit the
 // grid (check_series_dir), or the disk holding the directory has no room for all of them.
@@ -27,6 +30,10 @@ Status check_snapshots(const Manifest& m, const Snapshots& s, Method method, int
 // Bytes a snapshot holds in memory beside the engine: the planes read in flight and one
 // downsampled plane.
 uint64_t snapshot_memory(const Manifest& m);
+
+// `opt` with a snapshot's buffers (snapshot_memory) taken from its --mem for the engine;
+// kResource when they fill it.
+Result<RunOptions> leave_room_for_snapshots(RunOptions opt, const Manifest& m);
 
 // Writes the snapshot of `step` from `planes` (every component of each plane) into the
 // series, counting it and its time in `report`.
