@@ -118,8 +118,12 @@ std::string textual_header(const SegyOptions& o, int64_t steps, const Probes& pr
   char buf[160];
   std::vector<std::string> lines;
   auto line = [&](const char* fmt, auto... args) {
-    std::snprintf(buf, sizeof buf, fmt, args...);
-    lines.emplace_back(buf);
+    if constexpr (sizeof...(args) == 0) {  // (a format without arguments is the line itself)
+      lines.emplace_back(fmt);
+    } else {
+      std::snprintf(buf, sizeof buf, fmt, args...);
+      lines.emplace_back(buf);
+    }
   };
   line("Receiver traces written by deepgrid (SEG-Y rev 1, IEEE float32 big-endian)");
   line("Grid: %s", o.grid.empty() ? "not known (converted from a traces file)" : o.grid.c_str());
