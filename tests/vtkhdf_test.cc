@@ -43,28 +43,24 @@ std::vector<double> read_dataset(const std::string& file, const std::string& nam
 }
 
 // Every value of component `c` of a grid, in (z, y, x) order, as doubles.
-std::vector<double> values_of(const std::string& dir, int c) {
-  const Grid g = Grid::open(dir).value();
+template <typename T>
+std::vector<double> values_as(const Grid& g, int c) {
   const Shape s = g.shape();
-  const int comps = g.manifest().components();
-  std::vector<double> out;
   const size_t plane = static_cast<size_t>(s.plane_points());
-  if (g.dtype() == DType::kF32) {
-    std::vector<float> all(static_cast<size_t>(s.nz) * plane * static_cast<size_t>(comps));
-    EXPECT_TRUE(g.read_planes(0, s.nz, all.data()).ok());
-    for (int64_t z = 0; z < s.nz; ++z) {
-      const float* p = all.data() + (static_cast<size_t>(z * comps + c)) * plane;
-      out.insert(out.end(), p, p + plane);
-    }
-  } else {
-    std::vector<double> all(static_cast<size_t>(s.nz) * plane * static_cast<size_t>(comps));
-    EXPECT_TRUE(g.read_planes(0, s.nz, all.data()).ok());
-    for (int64_t z = 0; z < s.nz; ++z) {
-      const double* p = all.data() + (static_cast<size_t>(z * comps + c)) * plane;
-      out.insert(out.end(), p, p + plane);
-    }
+  const int comps = g.manifest().components();
+  std::vector<T> all(static_cast<size_t>(s.nz) * plane * static_cast<size_t>(comps));
+  EXPECT_TRUE(g.read_planes(0, s.nz, all.data()).ok());
+  std::vector<double> out;
+  for (int64_t z = 0; z < s.nz; ++z) {
+    const T* p = all.data() + static_cast<size_t>(z * comps + c) * plane;
+    out.insert(out.end(), p, p + plane);
   }
   return out;
+}
+
+std::vector<double> values_of(const std::string& dir, int c) {
+  const Grid g = Grid::open(dir).value();
+  return g.dtype() == DType::kF32 ? values_as<float>(g, c) : values_as<double>(g, c);
 }
 
 std::string make_wave_grid(const std::string& dir, DType dtype) {

@@ -96,6 +96,10 @@ struct Manifest {
   std::vector<HistoryEntry> history;
 
   int components() const { return fields.empty() ? 1 : static_cast<int>(fields.size()); }
+  // The components' names: `fields`, or {"u"} for a grid of one field.
+  std::vector<std::string> field_names() const {
+    return fields.empty() ? std::vector<std::string>{"u"} : fields;
+  }
   // The index of component `name` ("u" names the only one of a plain grid), or -1.
   int component_index(std::string_view name) const;
   int64_t slots() const { return shape.nz + layout.spare_planes; }

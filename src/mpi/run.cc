@@ -274,10 +274,7 @@ Status DistributedRun::check(RunToDo& todo) {
   DG_RETURN_IF_ERROR(agree(
       rank() == 0 ? check_snapshots(whole_, opt_.snapshots, opt_.method, progress_.at, run_.step_to)
                   : Status::Ok()));
-  DG_ASSIGN_OR_RETURN(
-      all_probes_,
-      resolve_probes(opt_.probes, m_.shape,
-                     whole_.fields.empty() ? std::vector<std::string>{"u"} : whole_.fields));
+  DG_ASSIGN_OR_RETURN(all_probes_, resolve_probes(opt_.probes, m_.shape, whole_.field_names()));
   // (rank 0 alone writes the traces file: its directory need not exist on other machines)
   DG_RETURN_IF_ERROR(
       agree(rank() == 0 ? check_traces_destination(all_probes_, opt_.traces_path) : Status::Ok()));

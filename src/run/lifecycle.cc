@@ -25,7 +25,7 @@ std::string component_list(const std::vector<std::string>& names) {
 // The grid's planes must hold the scheme's components: the same number, and the same names
 // when the grid names them.
 Status check_components(const Manifest& m, const Scheme& scheme) {
-  const std::vector<std::string> grid = m.fields.empty() ? std::vector<std::string>{"u"} : m.fields;
+  const std::vector<std::string> grid = m.field_names();
   const bool match = m.fields.empty() ? scheme.component_count() == 1 : grid == scheme.components();
   if (!match) {
     return invalid_argument("the grid's planes hold " + component_list(grid) + " but " +

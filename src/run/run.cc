@@ -33,13 +33,10 @@ namespace {
 using internal::seconds_since;
 
 // A part of a run adds its figures to the run's; the first gives the plan's (method, bt...).
+// (Snapshots are counted into the run's report after the parts before them.)
 void add_part(RunReport* run, const RunReport& part, bool first) {
   if (first) {
-    const int64_t snapshots = run->snapshots;
-    const double snapshot_seconds = run->snapshot_seconds;
     *run = part;
-    run->snapshots = snapshots;
-    run->snapshot_seconds = snapshot_seconds;
     return;
   }
   run->steps += part.steps;
@@ -307,9 +304,7 @@ Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunToDo& todo) {
   const RunOptions& opt = todo.options;
   if (opt.probes.empty()) return out;
   const Manifest& m = grid.manifest();
-  const std::vector<std::string> components =
-      m.fields.empty() ? std::vector<std::string>{"u"} : m.fields;
-  DG_ASSIGN_OR_RETURN(out.resolved, resolve_probes(opt.probes, m.shape, components));
+  DG_ASSIGN_OR_RETURN(out.resolved, resolve_probes(opt.probes, m.shape, m.field_names()));
   DG_RETURN_IF_ERROR(check_traces_destination(out.resolved, opt.traces_path));
   if (out.resolved.receivers.empty()) return out;
   out.traces = traces_of_run(todo.record, static_cast<int64_t>(out.resolved.receivers.size()),

@@ -69,10 +69,6 @@ bool put_string_attribute(hid_t on, const char* name, const std::string& value) 
   return attr.ok() && H5Awrite(attr.get(), type.get(), value.data()) >= 0;
 }
 
-std::vector<std::string> field_names(const Manifest& m) {
-  return m.fields.empty() ? std::vector<std::string>{"u"} : m.fields;
-}
-
 std::vector<int> components_of(const Manifest& m, const VtkhdfOptions& o) {
   if (!o.components.empty()) return o.components;
   std::vector<int> all(static_cast<size_t>(m.components()));
@@ -80,19 +76,38 @@ std::vector<int> components_of(const Manifest& m, const VtkhdfOptions& o) {
   return all;
 }
 
-// The attributes of /VTKHDF that describe the points: the same in a file and in an index.
-bool put_image_attributes(hid_t group, const Manifest& m, const VtkhdfOptions& o,
-                          int64_t version_major) {
+// What describes the points and arrays of a file or an index of grid `m` with these options:
+// the grid's id, the extent, spacing and origin, the arrays' names (sorted). An index found in
+// a snapshot directory must say the same (check_series_dir).
+struct IndexFacts {
+  std::string grid_id;
+  std::vector<int64_t> extent;
+  std::vector<double> spacing, origin;
+  std::vector<std::string> arrays;
+  bool operator==(const IndexFacts&) const = default;
+};
+
+IndexFacts facts_of(const Manifest& m, const VtkhdfOptions& o) {
   const Shape d = vtkhdf_shape(m.shape, o.downsample);
   const double k = static_cast<double>(o.downsample);
-  const std::vector<double> spacing{o.spacing[0] * k, o.spacing[1] * k, o.spacing[2] * k};
-  const std::vector<double> origin(o.origin.begin(), o.origin.end());
+  IndexFacts f;
+  f.grid_id = m.id;
+  f.extent = {0, d.nx - 1, 0, d.ny - 1, 0, d.nz - 1};
+  f.spacing = {o.spacing[0] * k, o.spacing[1] * k, o.spacing[2] * k};
+  f.origin.assign(o.origin.begin(), o.origin.end());
+  const std::vector<std::string> names = m.field_names();
+  for (int c : components_of(m, o)) f.arrays.push_back(names[static_cast<size_t>(c)]);
+  std::sort(f.arrays.begin(), f.arrays.end());
+  return f;
+}
+
+// The attributes of /VTKHDF that describe the points: the same in a file and in an index.
+bool put_image_attributes(hid_t group, const IndexFacts& f, int64_t version_major) {
   return put_attribute<int64_t>(group, "Version", H5T_NATIVE_INT64, {version_major, 0}) &&
          put_string_attribute(group, "Type", "ImageData") &&
-         put_attribute<int64_t>(group, "WholeExtent", H5T_NATIVE_INT64,
-                                {0, d.nx - 1, 0, d.ny - 1, 0, d.nz - 1}) &&
-         put_attribute(group, "Origin", H5T_NATIVE_DOUBLE, origin) &&
-         put_attribute(group, "Spacing", H5T_NATIVE_DOUBLE, spacing) &&
+         put_attribute(group, "WholeExtent", H5T_NATIVE_INT64, f.extent) &&
+         put_attribute(group, "Origin", H5T_NATIVE_DOUBLE, f.origin) &&
+         put_attribute(group, "Spacing", H5T_NATIVE_DOUBLE, f.spacing) &&
          put_attribute<double>(group, "Direction", H5T_NATIVE_DOUBLE, {1, 0, 0, 0, 1, 0, 0, 0, 1});
 }
 
@@ -123,7 +138,7 @@ Status write_file(const Manifest& m, const io::PlaneSource& planes, int64_t step
   H5Id file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) return hdf5_failed(path, "create the file");
   H5Id group(H5Gcreate2(file.get(), "VTKHDF", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
-  if (!group.ok() || !put_image_attributes(group.get(), m, o, 1) ||
+  if (!group.ok() || !put_image_attributes(group.get(), facts_of(m, o), 1) ||
       !put_provenance(file.get(), m) ||
       !put_attribute<int64_t>(file.get(), "deepgrid_step", H5T_NATIVE_INT64, {step})) {
     return hdf5_failed(path, "write the attributes");
@@ -134,7 +149,7 @@ Status write_file(const Manifest& m, const io::PlaneSource& planes, int64_t step
   H5Id space = simple_space(
       {static_cast<hsize_t>(d.nz), static_cast<hsize_t>(d.ny), static_cast<hsize_t>(d.nx)});
   const std::vector<int> comps = components_of(m, o);
-  const std::vector<std::string> names = field_names(m);
+  const std::vector<std::string> names = m.field_names();
   std::vector<H5Id> arrays;
   for (int c : comps) {
     arrays.emplace_back(
@@ -331,12 +346,12 @@ Status write_index(const std::string& path, const Manifest& m, const VtkhdfOptio
   H5Id group(H5Gcreate2(file.get(), "VTKHDF", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
   H5Id point_data(H5Gcreate2(group.get(), "PointData", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                   H5Gclose);
-  if (!point_data.ok() || !put_image_attributes(group.get(), m, o, 2) ||
+  if (!point_data.ok() || !put_image_attributes(group.get(), facts_of(m, o), 2) ||
       !put_provenance(file.get(), m)) {
     return hdf5_failed(path, "write the attributes");
   }
   std::vector<std::string> arrays;
-  const std::vector<std::string> names = field_names(m);
+  const std::vector<std::string> names = m.field_names();
   for (int c : components_of(m, o)) arrays.push_back(names[static_cast<size_t>(c)]);
   for (const std::string& a : arrays) {
     if (!put_virtual_array(point_data.get(), a, m, o, steps)) {
@@ -349,15 +364,6 @@ Status write_index(const std::string& path, const Manifest& m, const VtkhdfOptio
   }
   return Status::Ok();
 }
-
-// What an existing index says: the grid's id, the extent, spacing and origin, the arrays.
-struct IndexFacts {
-  std::string grid_id;
-  std::vector<int64_t> extent;
-  std::vector<double> spacing, origin;
-  std::vector<std::string> arrays;
-  bool operator==(const IndexFacts&) const = default;
-};
 
 template <typename T>
 std::vector<T> read_attribute(hid_t on, const char* name, hid_t type, size_t n) {
@@ -398,20 +404,6 @@ Result<IndexFacts> read_index(const std::string& path) {
                        H5P_DEFAULT);
     f.arrays.emplace_back(name);
   }
-  std::sort(f.arrays.begin(), f.arrays.end());
-  return f;
-}
-
-IndexFacts facts_of(const Manifest& m, const VtkhdfOptions& o) {
-  const Shape d = vtkhdf_shape(m.shape, o.downsample);
-  const double k = static_cast<double>(o.downsample);
-  IndexFacts f;
-  f.grid_id = m.id;
-  f.extent = {0, d.nx - 1, 0, d.ny - 1, 0, d.nz - 1};
-  f.spacing = {o.spacing[0] * k, o.spacing[1] * k, o.spacing[2] * k};
-  f.origin.assign(o.origin.begin(), o.origin.end());
-  const std::vector<std::string> names = field_names(m);
-  for (int c : components_of(m, o)) f.arrays.push_back(names[static_cast<size_t>(c)]);
   std::sort(f.arrays.begin(), f.arrays.end());
   return f;
 }
