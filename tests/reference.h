@@ -95,6 +95,23 @@ T reference_stencil_sum(const Stencil& st, Read&& read) {
   return sum;
 }
 
+// An update's value at one point, as scheme.h defines it: per term, the stencil's sum, the
+// constant times each factor, then the first term's product and fma for the others;
+// read(component, dx, dy, dz) gives the value at that offset.
+template <typename T, typename Read>
+T reference_update(const SchemeUpdate& up, Read&& read) {
+  T acc = 0;
+  for (size_t k = 0; k < up.terms.size(); ++k) {
+    const SchemeTerm& t = up.terms[k];
+    const T sum = reference_stencil_sum<T>(
+        t.stencil, [&](int dx, int dy, int dz) { return read(t.component, dx, dy, dz); });
+    T q = static_cast<T>(t.c);
+    for (int f : t.factors) q = q * read(f, 0, 0, 0);
+    acc = k == 0 ? q * sum : std::fma(q, sum, acc);
+  }
+  return acc;
+}
+
 // One step of a scheme (a plain stencil converts to one), straight from scheme.h and stencil.h:
 // per term, the stencil's sum (c_0 u_0, then fma), the constant times each factor, then the
 // first term's product and fma for the others; older levels shift, coefficients stay.
@@ -115,16 +132,7 @@ std::vector<T> reference_step(const std::vector<T>& u, const Shape& s, const Sch
           return reference_read(u, s, n, c, b, x + dx, y + dy, z + dz);
         };
         for (const SchemeUpdate& up : sc.updates()) {
-          T acc = 0;
-          for (size_t k = 0; k < up.terms.size(); ++k) {
-            const SchemeTerm& t = up.terms[k];
-            const T sum = reference_stencil_sum<T>(
-                t.stencil, [&](int dx, int dy, int dz) { return read(t.component, dx, dy, dz); });
-            T q = static_cast<T>(t.c);
-            for (int f : t.factors) q = q * read(f, 0, 0, 0);
-            acc = k == 0 ? q * sum : std::fma(q, sum, acc);
-          }
-          at(up.component, x, y, z) = acc;
+          at(up.component, x, y, z) = reference_update<T>(up, read);
         }
         for (const auto& [to, from] : sc.carried()) at(to, x, y, z) = read(from, 0, 0, 0);
       }

@@ -32,6 +32,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::kCoupledScheme;
+using testing::kFusedFormScheme;
 using testing::kKernelScheme;
 using testing::planning_manifest;
 
@@ -322,7 +323,7 @@ TEST_P(EngineGolden, SchemesOfSeveralFields) {
     GTEST_SKIP() << "the tiled comparison method runs plain stencils only (refusal tested in "
                     "SchemeTest.TheTiledMethodRefusesSchemes)";
   }
-  for (const char* sc : {"wave2", "wave4", "wave8", "heat-var", kCoupledScheme}) {
+  for (const char* sc : {"wave2", "wave4", "wave8", "heat-var", kCoupledScheme, kFusedFormScheme}) {
     for (DType dt : {DType::kF32, DType::kF64}) {
       expect_all_boundaries({sc, {21, 13, 11}, dt, 5, 0, 1, io::Backend::kUring});
     }

@@ -20,6 +20,20 @@ inline const char* const kCoupledScheme = R"({"name": "coupled",
     "b": [{"coef": [0.3, "k"], "stencil": "13pt", "field": "a"},
           {"coef": 0.7, "field": "b"}]}})";
 
+// The wave equation in the fused kernels' form (kernels/fused_update.h) with every constant
+// away from 1: point terms with a
+// one-point stencil's own coefficient, a constant times the factor, a 13pt star of its own
+// coefficients, and the terms reading u@1 first.
+inline const char* const kFusedFormScheme = R"({"name": "fused-form",
+  "fields": [{"name": "v", "levels": 2}, {"name": "c", "coefficient": true, "value": 0.1}],
+  "update": {"v": [{"coef": 1.5, "stencil": {"points": [[0, 0, 0, 0.75]]}, "field": "v@1"},
+                   {"coef": -0.5, "field": "v"},
+                   {"coef": [0.3, "c"], "field": "v", "stencil": {"points": [
+                      [0, 0, -2, 0.1], [0, 0, -1, 0.2], [0, -2, 0, 0.3], [0, -1, 0, 0.4],
+                      [-2, 0, 0, 0.5], [-1, 0, 0, 0.6], [0, 0, 0, -3.3], [1, 0, 0, 0.7],
+                      [2, 0, 0, 0.8], [0, 1, 0, 0.9], [0, 2, 0, 0.11], [0, 0, 1, 0.12],
+                      [0, 0, 2, 0.13]]}}]}})";
+
 // A user's kernel (tests/kernels/test_kernel.c: nonlinear, two state fields and a
 // coefficient, radii 2, 1, 2, terms of the global position).
 inline const std::string kKernelScheme =

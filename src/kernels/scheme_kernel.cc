@@ -59,6 +59,10 @@ SchemeKernel<T>::SchemeKernel(const Scheme& scheme)
     return;
   }
   for (const SchemeUpdate& u : scheme.updates()) {
+    if (auto fused = internal::FusedUpdate<T>::of(u)) fused_.push_back(std::move(*fused));
+  }
+  if (fused_.size() != scheme.updates().size()) fused_.clear();
+  for (const SchemeUpdate& u : scheme.updates()) {
     Update out{u.component, {}};
     for (const SchemeTerm& t : u.terms) {
       out.terms.push_back(Term{static_cast<T>(t.c), t.c == 1 && t.factors.empty(), t.factors,
@@ -87,6 +91,10 @@ void SchemeKernel<T>::apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t i
     });
     return;
   }
+  if (!fused_.empty()) {
+    apply_fused(in, in_stride, in_field, out, out_stride, out_field, rect);
+    return;
+  }
   for (int64_t y = rect.y0; y < rect.y1; ++y) {
     apply_row(in, in_stride, in_field, out + (y - rect.y0) * out_stride, out_field, y, rect.x0,
               rect.x1);
@@ -94,13 +102,16 @@ void SchemeKernel<T>::apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t i
 }
 
 // One row: each update term by term (the first term's stencil straight into the output row,
-// later ones through a scratch row), then the carried components.
+// later ones through a scratch row), then the carried components. A term's q is built over
+// the row factor by factor (q = c * f_1, q = q * f_2, ...) so that every loop vectorises.
 template <typename T>
 void SchemeKernel<T>::apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
                                 ptrdiff_t out_field, int64_t y, int64_t x0, int64_t x1) const {
   const int64_t width = x1 - x0;
-  thread_local std::vector<T> scratch;
-  if (scratch.size() < static_cast<size_t>(width)) scratch.resize(static_cast<size_t>(width));
+  thread_local std::vector<T> rows;  // the stencil's scratch row, then q's
+  if (rows.size() < 2 * static_cast<size_t>(width)) rows.resize(2 * static_cast<size_t>(width));
+  T* __restrict sc = rows.data();
+  T* __restrict qv = rows.data() + width;
   const ptrdiff_t row = y * in_stride + x0;  // the row's first point in every input plane
   for (const Update& u : updates_) {
     T* __restrict o = out + u.component * out_field;
@@ -109,28 +120,54 @@ void SchemeKernel<T>::apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff
       const T* planes[2 * kMaxStencilRadius + 1];
       const int trz = t.kernel.rz();
       for (int dz = -trz; dz <= trz; ++dz) planes[trz + dz] = in[rz_ + dz] + t.component * in_field;
-      t.kernel.apply(planes, in_stride, k == 0 ? o : scratch.data(), 0, Rect{x0, x1, y, y + 1});
+      t.kernel.apply(planes, in_stride, k == 0 ? o : sc, 0, Rect{x0, x1, y, y + 1});
       if (k == 0 && t.identity) continue;
-      // q = c * f_1 * f_2 * ..., then the first term's product or the fused accumulation.
-      const T* f[kMaxTermFactors];
-      const size_t nf = t.factors.size();
-      for (size_t i = 0; i < nf; ++i) f[i] = in[rz_] + t.factors[i] * in_field + row;
-      auto q = [&](int64_t i) __attribute__((always_inline)) {
-        T v = t.c;
-        for (size_t j = 0; j < nf; ++j) v = v * f[j][i];
-        return v;
-      };
-      // No `omp simd`: the factor loop's trip count is not constant, so clang cannot always
-      // vectorise (a -Werror warning there); GCC vectorises these loops on its own.
+      const T c = t.c;
+      if (t.factors.empty()) {
+        if (k == 0) {
+#pragma omp simd
+          for (int64_t i = 0; i < width; ++i) o[i] = c * o[i];
+        } else {
+#pragma omp simd
+          for (int64_t i = 0; i < width; ++i) o[i] = std::fma(c, sc[i], o[i]);
+        }
+        continue;
+      }
+      for (size_t j = 0; j < t.factors.size(); ++j) {
+        const T* __restrict f = in[rz_] + t.factors[j] * in_field + row;
+        if (j == 0) {
+#pragma omp simd
+          for (int64_t i = 0; i < width; ++i) qv[i] = c * f[i];
+        } else {
+#pragma omp simd
+          for (int64_t i = 0; i < width; ++i) qv[i] = qv[i] * f[i];
+        }
+      }
       if (k == 0) {
-        for (int64_t i = 0; i < width; ++i) o[i] = q(i) * o[i];
+#pragma omp simd
+        for (int64_t i = 0; i < width; ++i) o[i] = qv[i] * o[i];
       } else {
-        const T* __restrict sc = scratch.data();
-        for (int64_t i = 0; i < width; ++i) o[i] = std::fma(q(i), sc[i], o[i]);
+#pragma omp simd
+        for (int64_t i = 0; i < width; ++i) o[i] = std::fma(qv[i], sc[i], o[i]);
       }
     }
   }
   copy_carried(in[rz_] + row, in_field, out, out_field, width);
+}
+
+// Each update over the whole rectangle in one pass per row, then the carried components.
+template <typename T>
+void SchemeKernel<T>::apply_fused(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field,
+                                  T* out, ptrdiff_t out_stride, ptrdiff_t out_field,
+                                  Rect rect) const {
+  for (size_t k = 0; k < fused_.size(); ++k) {
+    fused_[k].apply(in, rz_, in_stride, in_field, out + updates_[k].component * out_field,
+                    out_stride, rect);
+  }
+  for (int64_t y = rect.y0; y < rect.y1; ++y) {
+    copy_carried(in[rz_] + y * in_stride + rect.x0, in_field, out + (y - rect.y0) * out_stride,
+                 out_field, rect.x1 - rect.x0);
+  }
 }
 
 // One call of the user's kernel, then the carried components row by row.

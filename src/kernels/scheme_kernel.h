@@ -15,6 +15,7 @@
 
 #include "deepgrid/geometry.h"
 #include "deepgrid/scheme.h"
+#include "kernels/fused_update.h"
 #include "kernels/stencil_kernel.h"
 #include "model/kernel_library.h"
 
@@ -45,6 +46,8 @@ class SchemeKernel {
   int ry() const { return ry_; }
   int rz() const { return rz_; }
   int components() const { return components_; }
+  // Whether every update runs in one pass per row (fused_update.h).
+  bool fused() const { return !fused_.empty(); }
 
  private:
   struct Term {
@@ -61,6 +64,8 @@ class SchemeKernel {
 
   void apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
                  ptrdiff_t out_field, int64_t y, int64_t x0, int64_t x1) const;
+  void apply_fused(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
+                   ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect) const;
   // The user's kernel on a rectangle that does not cross a periodic grid's end; local (0, 0)
   // is global (gx, gy).
   void apply_user(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
@@ -69,9 +74,10 @@ class SchemeKernel {
   void copy_carried(const T* in, ptrdiff_t in_field, T* out, ptrdiff_t out_field,
                     int64_t width) const;
 
-  std::optional<StencilKernel<T>> stencil_;    // a plain stencil's scheme
-  std::shared_ptr<const KernelLibrary> user_;  // a user's kernel
-  std::vector<int> state_components_;          // the user kernel's outputs: current levels
+  std::optional<StencilKernel<T>> stencil_;      // a plain stencil's scheme
+  std::vector<internal::FusedUpdate<T>> fused_;  // every update, when all have the fused form
+  std::shared_ptr<const KernelLibrary> user_;    // a user's kernel
+  std::vector<int> state_components_;            // the user kernel's outputs: current levels
   std::vector<Update> updates_;
   std::vector<std::pair<int, int>> carried_;
   int rx_ = 0, ry_ = 0, rz_ = 0, components_ = 1;

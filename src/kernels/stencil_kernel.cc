@@ -5,89 +5,37 @@
 #include <cmath>
 #include <utility>
 
+#include "kernels/fixed_shape.h"
+
 namespace deepgrid {
 namespace {
 
-struct Offset {
-  int dx, dy, dz;
-};
+using internal::FixedShape;
+using internal::Offset;
 
-// Offsets of a preset's shape, in canonical (dz, dy, dx) order: the box of radius R (flat
-// when !ThreeD) keeping points with at most MaxNonzero non-zero offsets.
-template <int R, bool ThreeD, int MaxNonzero>
-constexpr auto shape_offsets() {
-  constexpr int kRz = ThreeD ? R : 0;
-  constexpr auto count = [] {
-    int n = 0;
-    for (int dz = -kRz; dz <= kRz; ++dz)
-      for (int dy = -R; dy <= R; ++dy)
-        for (int dx = -R; dx <= R; ++dx)
-          if ((dx != 0) + (dy != 0) + (dz != 0) <= MaxNonzero) ++n;
-    return n;
-  }();
-  std::array<Offset, count> out{};
-  int i = 0;
-  for (int dz = -kRz; dz <= kRz; ++dz)
-    for (int dy = -R; dy <= R; ++dy)
-      for (int dx = -R; dx <= R; ++dx)
-        if ((dx != 0) + (dy != 0) + (dz != 0) <= MaxNonzero) out[i++] = {dx, dy, dz};
-  return out;
-}
-
-// One row of a fixed-shape stencil. Every offset is a compile-time constant: one base pointer
-// per (dz, dy) row, dx as an address displacement. Points go in blocks of kUnroll vectors so
-// that that many independent FMA chains interleave (each output still follows the evaluation
-// order exactly); the tail runs one vector at a time.
-template <typename T, int R, bool ThreeD, int MaxNonzero, size_t... K>
+// One row of a fixed-shape stencil (fixed_shape.h).
+template <typename T, typename Shape, size_t... K>
 inline void fixed_row(const T* const* in, const T* c, T* __restrict out, ptrdiff_t row_start,
-                      ptrdiff_t stride, int64_t width, std::index_sequence<K...>) {
+                      ptrdiff_t stride, int64_t width, std::index_sequence<K...> points) {
   // row_start: offset of the row's first output point in every input plane; out: that point.
-  static constexpr auto P = shape_offsets<R, ThreeD, MaxNonzero>();
-  constexpr int kRz = ThreeD ? R : 0;
-  constexpr int kSide = 2 * R + 1;
-  constexpr auto row_of = [](size_t k) { return (P[k].dz + kRz) * kSide + P[k].dy + R; };
-  const T* __restrict rows[(2 * kRz + 1) * kSide];
-  for (int dz = -kRz; dz <= kRz; ++dz) {
-    for (int dy = -R; dy <= R; ++dy) {
-      rows[(dz + kRz) * kSide + dy + R] = in[kRz + dz] + row_start + dy * stride;
-    }
-  }
+  const T* rows[Shape::kRows];
+  Shape::set_rows(in, row_start, stride, rows);
   const T coef[] = {c[K]...};
-  auto point = [&](int64_t i) __attribute__((always_inline)) {
-    T acc = coef[0] * rows[row_of(0)][i + P[0].dx];
-    ((acc = K == 0 ? acc : std::fma(coef[K], rows[row_of(K)][i + P[K].dx], acc)), ...);
-    out[i] = acc;
-  };
-  constexpr int64_t kUnroll = 4 * 64 / sizeof(T);  // four 512-bit vectors
-  constexpr int64_t kVector = 32 / sizeof(T);      // one 256-bit vector
-  int64_t i = 0;
-  for (; i + kUnroll <= width; i += kUnroll) {
-#pragma omp simd
-    for (int64_t j = i; j < i + kUnroll; ++j) point(j);
-  }
-  if (width < kVector) {
-#pragma omp simd
-    for (int64_t j = i; j < width; ++j) point(j);
-    return;
-  }
-  // The tail in whole vectors, the last one ending at the row's end: the points it computes
-  // again get the same values (out aliases no input), and no scalar remainder runs.
-  for (; i < width; i += kVector) {
-    const int64_t at = std::min(i, width - kVector);
-#pragma omp simd
-    for (int64_t j = at; j < at + kVector; ++j) point(j);
-  }
+  internal::for_each_point_vectorised<T>(
+      width, [&](int64_t i)
+                 __attribute__((always_inline)) { out[i] = Shape::sum(rows, coef, i, points); });
 }
 
 template <typename T, int R, bool ThreeD, int MaxNonzero>
 void apply_fixed(const StencilKernel<T>& k, const T* const* in, ptrdiff_t stride, T* out,
                  ptrdiff_t out_stride, Rect rc) {
-  constexpr size_t kN = shape_offsets<R, ThreeD, MaxNonzero>().size();
+  using Shape = FixedShape<R, ThreeD, MaxNonzero>;
+  constexpr size_t kN = Shape::size();
   T c[kN];
   for (size_t i = 0; i < kN; ++i) c[i] = k.terms()[i].c;
   for (int64_t y = rc.y0; y < rc.y1; ++y) {
-    fixed_row<T, R, ThreeD, MaxNonzero>(in, c, out + (y - rc.y0) * out_stride, y * stride + rc.x0,
-                                        stride, rc.x1 - rc.x0, std::make_index_sequence<kN>{});
+    fixed_row<T, Shape>(in, c, out + (y - rc.y0) * out_stride, y * stride + rc.x0, stride,
+                        rc.x1 - rc.x0, std::make_index_sequence<kN>{});
   }
 }
 
@@ -121,21 +69,21 @@ void apply_generic(const StencilKernel<T>& k, const T* const* in, ptrdiff_t stri
 }
 
 template <typename T>
-struct FixedShape {
+struct ShapeKernel {
   std::vector<Offset> offsets;
   void (*fn)(const StencilKernel<T>&, const T* const*, ptrdiff_t, T*, ptrdiff_t, Rect);
 };
 
 template <typename T, int R, bool ThreeD, int MaxNonzero>
-FixedShape<T> fixed_shape() {
-  constexpr auto p = shape_offsets<R, ThreeD, MaxNonzero>();
+ShapeKernel<T> fixed_shape() {
+  constexpr auto p = FixedShape<R, ThreeD, MaxNonzero>::offsets();
   return {std::vector<Offset>(p.begin(), p.end()), &apply_fixed<T, R, ThreeD, MaxNonzero>};
 }
 
 // The shapes of the presets (7pt, 13pt, 25pt, 19pt, 27pt, 5pt, 9pt).
 template <typename T>
-const std::vector<FixedShape<T>>& fixed_shapes() {
-  static const std::vector<FixedShape<T>> shapes = {
+const std::vector<ShapeKernel<T>>& fixed_shapes() {
+  static const std::vector<ShapeKernel<T>> shapes = {
       fixed_shape<T, 1, true, 1>(),  fixed_shape<T, 2, true, 1>(), fixed_shape<T, 4, true, 1>(),
       fixed_shape<T, 1, true, 2>(),  fixed_shape<T, 1, true, 3>(), fixed_shape<T, 1, false, 1>(),
       fixed_shape<T, 1, false, 2>(),

@@ -1,0 +1,99 @@
+// The preset stencil shapes as compile-time point lists, and the sum over one of them at one
+// point: what the specialised stencil and scheme kernels are made of.
+//
+// A shape is the box of radius R (flat when !ThreeD) keeping the points with at most
+// MaxNonzero non-zero offsets, in canonical (dz, dy, dx) order (stencil.h's). Every offset is
+// a compile-time constant, so a sum over a shape reads one base pointer per (dz, dy) row with
+// dx as an address displacement, and its loop over points vectorises.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace deepgrid::internal {
+
+struct Offset {
+  int dx, dy, dz;
+};
+
+template <int R, bool ThreeD, int MaxNonzero>
+struct FixedShape {
+  static constexpr int kRz = ThreeD ? R : 0;
+  static constexpr int kSide = 2 * R + 1;
+  static constexpr int kRows = (2 * kRz + 1) * kSide;  // (dz, dy) rows, some unused
+
+  static constexpr auto offsets() {
+    constexpr auto count = [] {
+      int n = 0;
+      for (int dz = -kRz; dz <= kRz; ++dz)
+        for (int dy = -R; dy <= R; ++dy)
+          for (int dx = -R; dx <= R; ++dx)
+            if ((dx != 0) + (dy != 0) + (dz != 0) <= MaxNonzero) ++n;
+      return n;
+    }();
+    std::array<Offset, count> out{};
+    int i = 0;
+    for (int dz = -kRz; dz <= kRz; ++dz)
+      for (int dy = -R; dy <= R; ++dy)
+        for (int dx = -R; dx <= R; ++dx)
+          if ((dx != 0) + (dy != 0) + (dz != 0) <= MaxNonzero) out[i++] = {dx, dy, dz};
+    return out;
+  }
+  static constexpr auto kPoints = offsets();
+  static constexpr size_t size() { return kPoints.size(); }
+  static constexpr int row_of(size_t k) {
+    return (kPoints[k].dz + kRz) * kSide + kPoints[k].dy + R;
+  }
+
+  // rows[row_of(k)] = the row of point k's (dz, dy) for a row whose first point is at offset
+  // `row_start` of every plane in[kRz + dz].
+  template <typename T>
+  static void set_rows(const T* const* in, ptrdiff_t row_start, ptrdiff_t stride, const T** rows) {
+    for (int dz = -kRz; dz <= kRz; ++dz) {
+      for (int dy = -R; dy <= R; ++dy) {
+        rows[(dz + kRz) * kSide + dy + R] = in[kRz + dz] + row_start + dy * stride;
+      }
+    }
+  }
+
+  // The stencil's value at point i of the row, in stencil.h's order: acc = c_0 v_0, then
+  // acc = fma(c_k, v_k, acc).
+  template <typename T, size_t... K>
+  __attribute__((always_inline)) static T sum(const T* const* rows, const T* coef, ptrdiff_t i,
+                                              std::index_sequence<K...>) {
+    T acc = coef[0] * rows[row_of(0)][i + kPoints[0].dx];
+    ((acc = K == 0 ? acc : std::fma(coef[K], rows[row_of(K)][i + kPoints[K].dx], acc)), ...);
+    return acc;
+  }
+};
+
+// Runs point(j) for every j in [0, width), blocks of four 512-bit vectors first so that that
+// many independent chains interleave; the tail in whole 256-bit vectors, the last one ending at
+// the row's end (points computed again get the same values: outputs alias no input), so no
+// scalar remainder runs unless the row is narrower than a vector.
+template <typename T, typename Point>
+__attribute__((always_inline)) inline void for_each_point_vectorised(int64_t width, Point&& point) {
+  constexpr int64_t kUnroll = 4 * 64 / sizeof(T);
+  constexpr int64_t kVector = 32 / sizeof(T);
+  int64_t i = 0;
+  for (; i + kUnroll <= width; i += kUnroll) {
+#pragma omp simd
+    for (int64_t j = i; j < i + kUnroll; ++j) point(j);
+  }
+  if (width < kVector) {
+#pragma omp simd
+    for (int64_t j = i; j < width; ++j) point(j);
+    return;
+  }
+  for (; i < width; i += kVector) {
+    const int64_t at = std::min(i, width - kVector);
+#pragma omp simd
+    for (int64_t j = at; j < at + kVector; ++j) point(j);
+  }
+}
+
+}  // namespace deepgrid::internal

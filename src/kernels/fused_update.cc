@@ -1,0 +1,104 @@
+#include "kernels/fused_update.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "kernels/fixed_shape.h"
+
+namespace deepgrid::internal {
+namespace {
+
+// Every row of `rc`: P point terms, then the factor times the stencil of shape Shape.
+template <typename T, int P, typename Shape, size_t... K>
+void fused_rows(const FusedUpdate<T>& u, const T* const* in, int rz, ptrdiff_t stride,
+                ptrdiff_t field, T* out, ptrdiff_t out_stride, Rect rc,
+                std::index_sequence<K...> shape) {
+  const T coef[] = {u.coef[K]...};
+  const T q = u.q;
+  const T pc0 = u.points[0].c, pq0 = u.points[0].q;
+  const T pc1 = u.points[1].c, pq1 = u.points[1].q;
+  // The stencil's planes, in[rz + dz] for its own radius along z.
+  const T* planes[2 * Shape::kRz + 1];
+  for (int dz = -Shape::kRz; dz <= Shape::kRz; ++dz) {
+    planes[Shape::kRz + dz] = in[rz + dz] + u.stencil_component * field;
+  }
+  const int64_t width = rc.x1 - rc.x0;
+  for (int64_t y = rc.y0; y < rc.y1; ++y) {
+    const ptrdiff_t row = y * stride + rc.x0;
+    const T* rows[Shape::kRows];
+    Shape::set_rows(planes, row, stride, rows);
+    const T* __restrict p0 = in[rz] + u.points[0].component * field + row;
+    const T* __restrict p1 = in[rz] + u.points[1].component * field + row;
+    const T* __restrict f = in[rz] + u.factor * field + row;
+    T* __restrict o = out + (y - rc.y0) * out_stride;
+    for_each_point_vectorised<T>(
+        width, [&](int64_t i) __attribute__((always_inline)) {
+          T acc = pq0 * (pc0 * p0[i]);
+          if constexpr (P == 2) acc = std::fma(pq1, pc1 * p1[i], acc);
+          o[i] = std::fma(q * f[i], Shape::sum(rows, coef, i, shape), acc);
+        });
+  }
+}
+
+template <typename T, int P, int R>
+void apply_form(const FusedUpdate<T>& u, const T* const* in, int rz, ptrdiff_t stride,
+                ptrdiff_t field, T* out, ptrdiff_t out_stride, Rect rc) {
+  using Shape = FixedShape<R, true, 1>;
+  fused_rows<T, P, Shape>(u, in, rz, stride, field, out, out_stride, rc,
+                          std::make_index_sequence<Shape::size()>{});
+}
+
+bool is_point(const Stencil& s) {
+  return s.size() == 1 && s.points()[0].dx == 0 && s.points()[0].dy == 0 && s.points()[0].dz == 0;
+}
+
+// The radius R of the star shape FixedShape<R, true, 1> whose offsets are the stencil's, or 0.
+template <int R>
+bool has_star_shape(const Stencil& s) {
+  constexpr auto offsets = FixedShape<R, true, 1>::offsets();
+  return std::equal(offsets.begin(), offsets.end(), s.points().begin(), s.points().end(),
+                    [](const Offset& o, const StencilPoint& p) {
+                      return o.dx == p.dx && o.dy == p.dy && o.dz == p.dz;
+                    });
+}
+
+int star_radius(const Stencil& s) {
+  if (has_star_shape<1>(s)) return 1;
+  if (has_star_shape<2>(s)) return 2;
+  if (has_star_shape<4>(s)) return 4;
+  return 0;
+}
+
+}  // namespace
+
+template <typename T>
+std::optional<FusedUpdate<T>> FusedUpdate<T>::of(const SchemeUpdate& update) {
+  const std::vector<SchemeTerm>& terms = update.terms;
+  const size_t n = terms.size();
+  if (n < 2 || n > 3) return std::nullopt;
+  FusedUpdate u;
+  for (size_t k = 0; k + 1 < n; ++k) {
+    const SchemeTerm& t = terms[k];
+    if (!is_point(t.stencil) || !t.factors.empty()) return std::nullopt;
+    u.points[k] = {t.component, static_cast<T>(t.stencil.points()[0].c), static_cast<T>(t.c)};
+  }
+  u.point_count = static_cast<int>(n - 1);
+  const SchemeTerm& last = terms.back();
+  const int r = star_radius(last.stencil);
+  if (r == 0 || last.factors.size() != 1) return std::nullopt;
+  u.factor = last.factors[0];
+  u.stencil_component = last.component;
+  u.q = static_cast<T>(last.c);
+  for (const StencilPoint& p : last.stencil.points()) u.coef.push_back(static_cast<T>(p.c));
+  const bool two = u.point_count == 2;
+  u.fn_ = r == 1   ? (two ? &apply_form<T, 2, 1> : &apply_form<T, 1, 1>)
+          : r == 2 ? (two ? &apply_form<T, 2, 2> : &apply_form<T, 1, 2>)
+                   : (two ? &apply_form<T, 2, 4> : &apply_form<T, 1, 4>);
+  return u;
+}
+
+template class FusedUpdate<float>;
+template class FusedUpdate<double>;
+
+}  // namespace deepgrid::internal

@@ -1,0 +1,58 @@
+// One state component's update computed in a single pass over each row: every term's value,
+// factor and accumulation per point, in registers, in the order scheme.h promises.
+//
+// It serves updates of the form
+//   u' = q_1 S_1(a_1) [+ q_2 S_2(a_2)] + c * f * S(g)
+// where the S_i are one-point stencils at the point itself (terms without factors) and S is a
+// star stencil of radius 1, 2 or 4 (the shape of laplacian2/4/8, any coefficients) times one
+// factor f: the wave equations (2u - u@1 + m lap(u)) and heat-var (u + kappa lap(u)), built in
+// or written as JSON. Other updates go through SchemeKernel's term-by-term path.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "deepgrid/scheme.h"
+#include "kernels/stencil_kernel.h"
+
+namespace deepgrid::internal {
+
+template <typename T>
+class FusedUpdate {
+ public:
+  // The fused form of `update`, or nothing when it has another form.
+  static std::optional<FusedUpdate> of(const SchemeUpdate& update);
+
+  // Writes the update's component of every point of `rect` to
+  // out[(y - rect.y0) * out_stride + (x - rect.x0)], reading planes as SchemeKernel::apply
+  // does (in[rz + dz] + component * in_field; rz: the scheme's radius along z).
+  void apply(const T* const* in, int rz, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
+             ptrdiff_t out_stride, Rect rect) const {
+    fn_(*this, in, rz, in_stride, in_field, out, out_stride, rect);
+  }
+
+  // The form's parts, public for the row functions.
+  struct PointTerm {
+    int component;
+    T c;  // the one-point stencil's coefficient
+    T q;  // the term's constant
+  };
+  std::array<PointTerm, 2> points{};
+  int point_count = 0;
+  int factor = 0;             // f's component
+  int stencil_component = 0;  // g
+  T q = 0;                    // c, rounded to T
+  std::vector<T> coef;        // S's coefficients in canonical order
+
+ private:
+  using Fn = void (*)(const FusedUpdate&, const T* const*, int, ptrdiff_t, ptrdiff_t, T*, ptrdiff_t,
+                      Rect);
+  Fn fn_ = nullptr;
+};
+
+extern template class FusedUpdate<float>;
+extern template class FusedUpdate<double>;
+
+}  // namespace deepgrid::internal
