@@ -9,11 +9,13 @@
 namespace deepgrid::internal {
 namespace {
 
-// Every row of `rc`: P point terms, then the factor times the stencil of shape Shape.
-template <typename T, int P, typename Shape, size_t... K>
+// Every row of `rc`: P point terms, then the factor times the stencil of shape Shape, and C
+// carried components.
+template <typename T, int P, int C, typename Shape, size_t... K>
 void fused_rows(const FusedUpdate<T>& u, const T* const* in, int rz, ptrdiff_t stride,
-                ptrdiff_t field, T* out, ptrdiff_t out_stride, Rect rc,
+                ptrdiff_t field, T* out, ptrdiff_t out_stride, ptrdiff_t out_field, Rect rc,
                 std::index_sequence<K...> shape) {
+  using Source = typename FusedUpdate<T>::Source;
   const T coef[] = {u.coef[K]...};
   const T q = u.q;
   const T pc0 = u.points[0].c, pq0 = u.points[0].q;
@@ -31,22 +33,46 @@ void fused_rows(const FusedUpdate<T>& u, const T* const* in, int rz, ptrdiff_t s
     const T* __restrict p0 = in[rz] + u.points[0].component * field + row;
     const T* __restrict p1 = in[rz] + u.points[1].component * field + row;
     const T* __restrict f = in[rz] + u.factor * field + row;
-    T* __restrict o = out + (y - rc.y0) * out_stride;
+    const ptrdiff_t out_row = (y - rc.y0) * out_stride;
+    T* __restrict o = out + u.component * out_field + out_row;
+    auto source = [&](Source from) {
+      return from == Source::kPoint0 ? p0 : from == Source::kPoint1 ? p1 : f;
+    };
+    const T* __restrict s0 = source(u.copies[0].from);
+    const T* __restrict s1 = source(u.copies[1].from);
+    T* __restrict c0 = out + u.copies[0].to * out_field + out_row;
+    T* __restrict c1 = out + u.copies[1].to * out_field + out_row;
     for_each_point_vectorised<T>(
         width, [&](int64_t i) __attribute__((always_inline)) {
           T acc = pq0 * (pc0 * p0[i]);
           if constexpr (P == 2) acc = std::fma(pq1, pc1 * p1[i], acc);
           o[i] = std::fma(q * f[i], Shape::sum(rows, coef, i, shape), acc);
+          if constexpr (C >= 1) c0[i] = s0[i];
+          if constexpr (C == 2) c1[i] = s1[i];
         });
   }
 }
 
-template <typename T, int P, int R>
+template <typename T, int P, int C, int R>
 void apply_form(const FusedUpdate<T>& u, const T* const* in, int rz, ptrdiff_t stride,
-                ptrdiff_t field, T* out, ptrdiff_t out_stride, Rect rc) {
+                ptrdiff_t field, T* out, ptrdiff_t out_stride, ptrdiff_t out_field, Rect rc) {
   using Shape = FixedShape<R, true, 1>;
-  fused_rows<T, P, Shape>(u, in, rz, stride, field, out, out_stride, rc,
-                          std::make_index_sequence<Shape::size()>{});
+  fused_rows<T, P, C, Shape>(u, in, rz, stride, field, out, out_stride, out_field, rc,
+                             std::make_index_sequence<Shape::size()>{});
+}
+
+template <typename T, int P, int C>
+auto form_of_radius(int r) {
+  return r == 1   ? &apply_form<T, P, C, 1>
+         : r == 2 ? &apply_form<T, P, C, 2>
+                  : &apply_form<T, P, C, 4>;
+}
+
+template <typename T, int P>
+auto form_of(int copies, int r) {
+  return copies == 0   ? form_of_radius<T, P, 0>(r)
+         : copies == 1 ? form_of_radius<T, P, 1>(r)
+                       : form_of_radius<T, P, 2>(r);
 }
 
 bool is_point(const Stencil& s) {
@@ -73,11 +99,13 @@ int star_radius(const Stencil& s) {
 }  // namespace
 
 template <typename T>
-std::optional<FusedUpdate<T>> FusedUpdate<T>::of(const SchemeUpdate& update) {
+std::optional<FusedUpdate<T>> FusedUpdate<T>::of(const SchemeUpdate& update,
+                                                 std::vector<std::pair<int, int>>& carried) {
   const std::vector<SchemeTerm>& terms = update.terms;
   const size_t n = terms.size();
   if (n < 2 || n > 3) return std::nullopt;
   FusedUpdate u;
+  u.component = update.component;
   for (size_t k = 0; k + 1 < n; ++k) {
     const SchemeTerm& t = terms[k];
     if (!is_point(t.stencil) || !t.factors.empty()) return std::nullopt;
@@ -91,10 +119,20 @@ std::optional<FusedUpdate<T>> FusedUpdate<T>::of(const SchemeUpdate& update) {
   u.stencil_component = last.component;
   u.q = static_cast<T>(last.c);
   for (const StencilPoint& p : last.stencil.points()) u.coef.push_back(static_cast<T>(p.c));
-  const bool two = u.point_count == 2;
-  u.fn_ = r == 1   ? (two ? &apply_form<T, 2, 1> : &apply_form<T, 1, 1>)
-          : r == 2 ? (two ? &apply_form<T, 2, 2> : &apply_form<T, 1, 2>)
-                   : (two ? &apply_form<T, 2, 4> : &apply_form<T, 1, 4>);
+  // The carried components whose source the pass reads at the point.
+  auto source = [&](int c) -> std::optional<Source> {
+    if (c == u.points[0].component) return Source::kPoint0;
+    if (u.point_count == 2 && c == u.points[1].component) return Source::kPoint1;
+    if (c == u.factor) return Source::kFactor;
+    return std::nullopt;
+  };
+  std::erase_if(carried, [&](const std::pair<int, int>& pair) {
+    const std::optional<Source> from = source(pair.second);
+    if (!from || u.copy_count == 2) return false;
+    u.copies[static_cast<size_t>(u.copy_count++)] = {pair.first, *from};
+    return true;
+  });
+  u.fn_ = u.point_count == 2 ? form_of<T, 2>(u.copy_count, r) : form_of<T, 1>(u.copy_count, r);
   return u;
 }
 

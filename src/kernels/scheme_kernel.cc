@@ -58,10 +58,15 @@ SchemeKernel<T>::SchemeKernel(const Scheme& scheme)
     }
     return;
   }
+  std::vector<std::pair<int, int>> left = carried_;  // what the fused passes do not store
   for (const SchemeUpdate& u : scheme.updates()) {
-    if (auto fused = internal::FusedUpdate<T>::of(u)) fused_.push_back(std::move(*fused));
+    if (auto fused = internal::FusedUpdate<T>::of(u, left)) fused_.push_back(std::move(*fused));
   }
-  if (fused_.size() != scheme.updates().size()) fused_.clear();
+  if (fused_.size() == scheme.updates().size()) {
+    fused_carried_ = std::move(left);
+  } else {
+    fused_.clear();
+  }
   for (const SchemeUpdate& u : scheme.updates()) {
     Update out{u.component, {}};
     for (const SchemeTerm& t : u.terms) {
@@ -155,18 +160,22 @@ void SchemeKernel<T>::apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff
   copy_carried(in[rz_] + row, in_field, out, out_field, width);
 }
 
-// Each update over the whole rectangle in one pass per row, then the carried components.
+// Each update over the whole rectangle in one pass per row, storing the carried components it
+// can; then the other carried components.
 template <typename T>
 void SchemeKernel<T>::apply_fused(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field,
                                   T* out, ptrdiff_t out_stride, ptrdiff_t out_field,
                                   Rect rect) const {
-  for (size_t k = 0; k < fused_.size(); ++k) {
-    fused_[k].apply(in, rz_, in_stride, in_field, out + updates_[k].component * out_field,
-                    out_stride, rect);
+  for (const internal::FusedUpdate<T>& u : fused_) {
+    u.apply(in, rz_, in_stride, in_field, out, out_stride, out_field, rect);
   }
+  if (fused_carried_.empty()) return;
   for (int64_t y = rect.y0; y < rect.y1; ++y) {
-    copy_carried(in[rz_] + y * in_stride + rect.x0, in_field, out + (y - rect.y0) * out_stride,
-                 out_field, rect.x1 - rect.x0);
+    const T* from = in[rz_] + y * in_stride + rect.x0;
+    T* to = out + (y - rect.y0) * out_stride;
+    for (const auto& [c, source] : fused_carried_) {
+      std::memcpy(to + c * out_field, from + source * in_field, sizeof(T) * (rect.x1 - rect.x0));
+    }
   }
 }
 

@@ -74,10 +74,11 @@ class SchemeKernel {
   void copy_carried(const T* in, ptrdiff_t in_field, T* out, ptrdiff_t out_field,
                     int64_t width) const;
 
-  std::optional<StencilKernel<T>> stencil_;      // a plain stencil's scheme
-  std::vector<internal::FusedUpdate<T>> fused_;  // every update, when all have the fused form
-  std::shared_ptr<const KernelLibrary> user_;    // a user's kernel
-  std::vector<int> state_components_;            // the user kernel's outputs: current levels
+  std::optional<StencilKernel<T>> stencil_;         // a plain stencil's scheme
+  std::vector<internal::FusedUpdate<T>> fused_;     // every update, when all have the fused form
+  std::vector<std::pair<int, int>> fused_carried_;  // carried pairs the fused passes leave
+  std::shared_ptr<const KernelLibrary> user_;       // a user's kernel
+  std::vector<int> state_components_;               // the user kernel's outputs: current levels
   std::vector<Update> updates_;
   std::vector<std::pair<int, int>> carried_;
   int rx_ = 0, ry_ = 0, rz_ = 0, components_ = 1;
