@@ -71,6 +71,32 @@ if awk -v l="$load" -v t="$threads" 'BEGIN { exit !(l > 0.25 * t) }'; then
     "machine slows both tools (OpenMP threads wait on each other), unevenly" >&2
 fi
 
+# CPU jiffies now: the machine's busy (steal included) and total, and what this shell's finished
+# children used (cutime + cstime: a run's processes and theirs, once reaped).
+cpu_mark() {
+  local _cpu user nice system idle iowait irq softirq steal _rest stat
+  read -r _cpu user nice system idle iowait irq softirq steal _rest </proc/stat
+  stat=$(</proc/$$/stat)
+  read -r -a f <<<"${stat##*) }" # fields from the 3rd on: cutime is the 16th, cstime the 17th
+  echo "$((user + nice + system + irq + softirq + steal))" \
+    "$((user + nice + system + idle + iowait + irq + softirq + steal))" "$((f[13] + f[14]))"
+}
+
+# Runs a command (its stdout appended to the records) and then records the share of the
+# machine's CPU time that other processes and the hypervisor took while it ran.
+timed_run() {
+  local what=$1 busy0 total0 own0 busy1 total1 own1
+  shift
+  read -r busy0 total0 own0 < <(cpu_mark)
+  "$@" >>"$records"
+  read -r busy1 total1 own1 < <(cpu_mark)
+  awk -v w="$what" -v s="$scheme" -v sh="$shape" -v st="$steps" \
+    -v b=$((busy1 - busy0)) -v t=$((total1 - total0)) -v o=$((own1 - own0)) \
+    'BEGIN { x = t > 0 ? (b - o) / t : 0; if (x < 0) x = 0
+             printf "{\"tool\": \"cpu\", \"run\": \"%s\", \"scheme\": \"%s\", \"shape\": \"%s\", \"steps\": %d, \"others_cpu_share\": %.4f}\n", w, s, sh, st, x }' \
+    >>"$records"
+}
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/compare_wave.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 records=$work/records.jsonl
@@ -91,11 +117,11 @@ for scheme in "${scheme_list[@]}"; do
   for shape in "${shape_list[@]}"; do
     for ((r = 1; r <= repeats; r++)); do
       echo "== $scheme $shape, $steps steps: round $r/$repeats: Devito" >&2
-      "$py" "$here/devito_wave.py" --scheme "$scheme" --shape "$shape" --steps "$steps" \
-        --autotune aggressive >>"$records"
+      timed_run devito "$py" "$here/devito_wave.py" --scheme "$scheme" --shape "$shape" \
+        --steps "$steps" --autotune aggressive
       echo "== $scheme $shape, $steps steps: round $r/$repeats: deepgrid" >&2
-      "$deepgrid" bench --stencil "$scheme" --shape "$shape" --steps "$steps" --dtype f32 \
-        --threads "$threads" --no-bandwidth --json >>"$records"
+      timed_run deepgrid "$deepgrid" bench --stencil "$scheme" --shape "$shape" \
+        --steps "$steps" --dtype f32 --threads "$threads" --no-bandwidth --json
     done
   done
 done

@@ -2,10 +2,12 @@
 """The table of bench/peers/compare_wave.sh from its JSON lines (standard library only).
 
 Each input line is one JSON object: a `devito_wave.py --check` report ("tool": "devito-check"),
-a `devito_wave.py` benchmark ("tool": "devito") or a `deepgrid bench --json` result (it has
-"method": "incore"). Rows are (scheme, shape, steps); the ratio is deepgrid's median MLUP/s over
-Devito's. --out FILE writes the rows as JSON (FILE ending in .json, with every run's record) or
-else CSV.
+a `devito_wave.py` benchmark ("tool": "devito"), a `deepgrid bench --json` result (it has
+"method": "incore") or the CPU time others took during a run ("tool": "cpu"). Rows are (scheme,
+shape, steps); the ratio is deepgrid's median MLUP/s over Devito's; "others' CPU" is the largest
+share of the machine's CPU time that other processes and the hypervisor took during one of the
+row's runs. --out FILE writes the rows as JSON (FILE ending in .json, with every run's record)
+or else CSV.
 """
 
 import argparse
@@ -28,15 +30,18 @@ def rows_of(records):
             key, tool = (r["scheme"], r["shape"], r["steps"]), "devito"
         elif r.get("method") == "incore":
             key, tool = (r["stencil"], r["shape"], r["steps"]), "deepgrid"
+        elif r.get("tool") == "cpu":
+            key, tool = (r["scheme"], r["shape"], r["steps"]), "cpu"
         else:
             continue
-        row = rows.setdefault(key, {"devito": [], "deepgrid": []})
+        row = rows.setdefault(key, {"devito": [], "deepgrid": [], "cpu": []})
         row[tool].append(r)
     out = []
     for (scheme, shape, steps), runs in rows.items():
         dv = [r["mlups"] for r in runs["devito"]]
         dg = [r["mlups"] for r in runs["deepgrid"]]
         check = checks.get(scheme, {}).get("devito_vs_deepgrid", {})
+        others = [r["others_cpu_share"] for r in runs["cpu"]]
         out.append(
             {
                 "scheme": scheme,
@@ -59,6 +64,8 @@ def rows_of(records):
                     statistics.median(r["gflops"] for r in runs["deepgrid"]) if dg else None
                 ),
                 "check_max_rel_difference": check.get("max_rel"),
+                # The most CPU time other processes and the hypervisor took during one run.
+                "others_cpu_share_max": max(others) if others else None,
                 "runs": runs,
             }
         )
@@ -92,6 +99,7 @@ def print_table(rows, checks):
         "Devito med",
         "deepgrid med",
         "deepgrid/Devito",
+        "others' CPU",
     ]
     body = [
         [
@@ -103,12 +111,20 @@ def print_table(rows, checks):
             num(r["devito_median"], ".1f"),
             num(r["deepgrid_median"], ".1f"),
             num(r["ratio_deepgrid_over_devito"], ".2f"),
+            num(r["others_cpu_share_max"], ".0%"),
         ]
         for r in rows
     ]
     widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
     for line in [head, *body]:
         print("  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip())
+    busy = [r for r in rows if (r["others_cpu_share_max"] or 0) > 0.05]
+    if busy:
+        print(
+            "note: other processes or the hypervisor took over 5% of the CPU time during a run "
+            "of " + ", ".join(f"{r['scheme']} {r['shape']}" for r in busy) + ": run again on "
+            "a quiet machine"
+        )
 
 
 def write_out(path, rows):
@@ -131,6 +147,7 @@ def write_out(path, rows):
         "devito_gflops_median",
         "deepgrid_gflops_median",
         "check_max_rel_difference",
+        "others_cpu_share_max",
     ]
     with open(path, "w", encoding="utf-8", newline="") as f:
         w = csv.writer(f)
