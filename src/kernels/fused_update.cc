@@ -42,13 +42,26 @@ void fused_rows(const FusedUpdate<T>& u, const T* const* in, int rz, ptrdiff_t s
     const T* __restrict s1 = source(u.copies[1].from);
     T* __restrict c0 = out + u.copies[0].to * out_field + out_row;
     T* __restrict c1 = out + u.copies[1].to * out_field + out_row;
+    auto finish = [&](int64_t i, T sum) __attribute__((always_inline)) {
+      T acc = pq0 * (pc0 * p0[i]);
+      if constexpr (P == 2) acc = std::fma(pq1, pc1 * p1[i], acc);
+      o[i] = std::fma(q * f[i], sum, acc);
+      if constexpr (C >= 1) c0[i] = s0[i];
+      if constexpr (C == 2) c1[i] = s1[i];
+    };
+    // Blocks whose stencil sums interleave (FixedShape::sum_block), then the rest a vector at
+    // a time.
+    constexpr int64_t kB = kBlockPoints<T>;
+    int64_t i = 0;
+    for (; kSumsInBlocks<Shape> && i + kB <= width; i += kB) {
+      alignas(64) T sums[kB];
+      Shape::template sum_block<T, kB>(rows, coef, i, sums, shape);
+#pragma omp simd
+      for (int64_t j = 0; j < kB; ++j) finish(i + j, sums[j]);
+    }
     for_each_point_vectorised<T>(
-        width, [&](int64_t i) __attribute__((always_inline)) {
-          T acc = pq0 * (pc0 * p0[i]);
-          if constexpr (P == 2) acc = std::fma(pq1, pc1 * p1[i], acc);
-          o[i] = std::fma(q * f[i], Shape::sum(rows, coef, i, shape), acc);
-          if constexpr (C >= 1) c0[i] = s0[i];
-          if constexpr (C == 2) c1[i] = s1[i];
+        width - i, [&](int64_t j) __attribute__((always_inline)) {
+          finish(i + j, Shape::sum(rows, coef, i + j, shape));
         });
   }
 }
