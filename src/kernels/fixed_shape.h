@@ -111,10 +111,12 @@ inline constexpr int64_t kBlockPoints =
     4 * 32 / sizeof(T);
 #endif
 
-// Runs point(j) for every j in [0, width), blocks of four 512-bit vectors first so that that
-// many independent chains interleave; the tail in whole 256-bit vectors, the last one ending at
-// the row's end (points computed again get the same values: outputs alias no input), so no
-// scalar remainder runs unless the row is narrower than a vector.
+// Runs point(j) for every j in [0, width): blocks of four 512-bit vectors first, which GCC
+// unrolls but computes one vector's chain after another (they overlap only in the CPU's
+// out-of-order window: enough for short chains, sum_block interleaves long ones); the tail in
+// whole 256-bit vectors, the last one ending at the row's end (points computed again get the
+// same values: outputs alias no input), so no scalar remainder runs unless the row is
+// narrower than a vector.
 template <typename T, typename Point>
 __attribute__((always_inline)) inline void for_each_point_vectorised(int64_t width, Point&& point) {
   constexpr int64_t kUnroll = 4 * 64 / sizeof(T);

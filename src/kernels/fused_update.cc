@@ -92,7 +92,7 @@ bool is_point(const Stencil& s) {
   return s.size() == 1 && s.points()[0].dx == 0 && s.points()[0].dy == 0 && s.points()[0].dz == 0;
 }
 
-// The radius R of the star shape FixedShape<R, true, 1> whose offsets are the stencil's, or 0.
+// Whether the stencil's offsets are those of the star shape FixedShape<R, true, 1>.
 template <int R>
 bool has_star_shape(const Stencil& s) {
   constexpr auto offsets = FixedShape<R, true, 1>::offsets();
@@ -102,6 +102,7 @@ bool has_star_shape(const Stencil& s) {
                     });
 }
 
+// The radius of the star shape whose offsets are the stencil's, or 0.
 int star_radius(const Stencil& s) {
   if (has_star_shape<1>(s)) return 1;
   if (has_star_shape<2>(s)) return 2;

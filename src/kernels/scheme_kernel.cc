@@ -157,7 +157,7 @@ void SchemeKernel<T>::apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff
       }
     }
   }
-  copy_carried(in[rz_] + row, in_field, out, out_field, width);
+  copy_carried(carried_, in[rz_] + row, in_field, out, out_field, width);
 }
 
 // Each update over the whole rectangle in one pass per row, storing the carried components it
@@ -171,11 +171,8 @@ void SchemeKernel<T>::apply_fused(const T* const* in, ptrdiff_t in_stride, ptrdi
   }
   if (fused_carried_.empty()) return;
   for (int64_t y = rect.y0; y < rect.y1; ++y) {
-    const T* from = in[rz_] + y * in_stride + rect.x0;
-    T* to = out + (y - rect.y0) * out_stride;
-    for (const auto& [c, source] : fused_carried_) {
-      std::memcpy(to + c * out_field, from + source * in_field, sizeof(T) * (rect.x1 - rect.x0));
-    }
+    copy_carried(fused_carried_, in[rz_] + y * in_stride + rect.x0, in_field,
+                 out + (y - rect.y0) * out_stride, out_field, rect.x1 - rect.x0);
   }
 }
 
@@ -211,16 +208,15 @@ void SchemeKernel<T>::apply_user(const T* const* in, ptrdiff_t in_stride, ptrdif
   const auto apply = user_function<T>(*user_);
   apply(&args);
   for (int64_t y = rect.y0; y < rect.y1; ++y) {
-    copy_carried(in[rz_] + y * in_stride + rect.x0, in_field, out + (y - rect.y0) * out_stride,
-                 out_field, rect.x1 - rect.x0);
+    copy_carried(carried_, in[rz_] + y * in_stride + rect.x0, in_field,
+                 out + (y - rect.y0) * out_stride, out_field, rect.x1 - rect.x0);
   }
 }
 
-// The carried components of one row: `in` and `out` point at the row's first point.
 template <typename T>
-void SchemeKernel<T>::copy_carried(const T* in, ptrdiff_t in_field, T* out, ptrdiff_t out_field,
-                                   int64_t width) const {
-  for (const auto& [to, from] : carried_) {
+void SchemeKernel<T>::copy_carried(const std::vector<std::pair<int, int>>& pairs, const T* in,
+                                   ptrdiff_t in_field, T* out, ptrdiff_t out_field, int64_t width) {
+  for (const auto& [to, from] : pairs) {
     std::memcpy(out + to * out_field, in + from * in_field, sizeof(T) * width);
   }
 }

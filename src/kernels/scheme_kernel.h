@@ -71,8 +71,10 @@ class SchemeKernel {
   void apply_user(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
                   ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect, int64_t gx, int64_t gy,
                   const PlanePosition& at) const;
-  void copy_carried(const T* in, ptrdiff_t in_field, T* out, ptrdiff_t out_field,
-                    int64_t width) const;
+  // The (to, from) pairs' components of one row: `in` and `out` point at the row's first
+  // point.
+  static void copy_carried(const std::vector<std::pair<int, int>>& pairs, const T* in,
+                           ptrdiff_t in_field, T* out, ptrdiff_t out_field, int64_t width);
 
   std::optional<StencilKernel<T>> stencil_;         // a plain stencil's scheme
   std::vector<internal::FusedUpdate<T>> fused_;     // every update, when all have the fused form
