@@ -22,8 +22,12 @@ Scheme scheme_named(const std::string& name) {
   return name.front() == '{' ? Scheme::from_json(name).value() : Scheme::preset(name).value();
 }
 
+// Aliased components (SchemeKernel::aliasable(), lean wavefronts): `aliased` says which are
+// read from planes of their own; their rows in the input planes are then overwritten, so that
+// reading them there shows. Aliased components are written only when `write`.
 template <typename T>
-void check_every_width(const Scheme& sc, int64_t max_width) {
+void check_every_width(const Scheme& sc, int64_t max_width, uint64_t aliased = 0,
+                       bool write = true) {
   const SchemeKernel<T> kernel(sc);
   const int rx = sc.radius_x(), ry = sc.radius_y(), rz = sc.radius_z();
   const int n = sc.component_count();
@@ -31,15 +35,36 @@ void check_every_width(const Scheme& sc, int64_t max_width) {
   const int64_t field = stride * (rows + 2 * ry);           // one component's plane
   const Shape planes{stride, (rows + 2 * ry) * n, 2 * int64_t{rz} + 1};
   const std::vector<T> u = testing::random_values<T>(planes, 11);
+  // The aliased components' centre planes, rows stride + 7 apart, and the input without them.
+  const ptrdiff_t own_stride = stride + 7;
+  std::vector<std::vector<T>> own(static_cast<size_t>(n));
+  std::vector<const T*> own_planes(static_cast<size_t>(n));
+  std::vector<ptrdiff_t> own_strides(static_cast<size_t>(n), own_stride);
+  std::vector<T> input = u;
+  const internal::AliasedPlanes<T> aliases{aliased, own_planes.data(), own_strides.data(), write};
+  for (int c = 0; c < n; ++c) {
+    if (!aliases.has(c)) continue;
+    std::vector<T>& p = own[static_cast<size_t>(c)];
+    p.assign(static_cast<size_t>(own_stride * (rows + 2 * ry)), T{0});
+    for (int64_t y = 0; y < rows + 2 * ry; ++y) {
+      for (int64_t x = 0; x < stride; ++x) {
+        const size_t from =
+            static_cast<size_t>(rz * planes.plane_points() + c * field + y * stride + x);
+        p[static_cast<size_t>(y * own_stride + x)] = u[from];
+        input[from] = static_cast<T>(7.25);
+      }
+    }
+    own_planes[static_cast<size_t>(c)] = p.data();
+  }
   std::vector<const T*> in;
-  for (int64_t z = 0; z < planes.nz; ++z) in.push_back(u.data() + z * planes.plane_points());
+  for (int64_t z = 0; z < planes.nz; ++z) in.push_back(input.data() + z * planes.plane_points());
   const T guard = static_cast<T>(-1234.5);
   for (int64_t width = 1; width <= max_width; ++width) {
     for (int64_t shift = 0; shift < 3; ++shift) {  // the output's first point, in values
       const ptrdiff_t out_stride = width + 3, out_field = rows * out_stride + 5;
       std::vector<T> out(static_cast<size_t>(shift + n * out_field), guard);
       kernel.apply(in.data(), stride, field, out.data() + shift, out_stride, out_field,
-                   Rect{rx, rx + width, ry, ry + rows}, {});
+                   Rect{rx, rx + width, ry, ry + rows}, {}, aliases);
       std::vector<T> want(out.size(), guard);
       for (int64_t y = 0; y < rows; ++y) {
         for (int64_t x = 0; x < width; ++x) {
@@ -52,11 +77,14 @@ void check_every_width(const Scheme& sc, int64_t max_width) {
           };
           for (const SchemeUpdate& up : sc.updates())
             at(up.component) = testing::reference_update<T>(up, read);
-          for (const auto& [to, from] : sc.carried()) at(to) = read(from, 0, 0, 0);
+          for (const auto& [to, from] : sc.carried()) {
+            if (aliases.writes(to)) at(to) = read(from, 0, 0, 0);
+          }
         }
       }
       ASSERT_EQ(std::memcmp(out.data(), want.data(), sizeof(T) * out.size()), 0)
-          << sc.name() << " width " << width << " shift " << shift;
+          << sc.name() << " width " << width << " shift " << shift << " aliased " << aliased
+          << " written " << write;
     }
   }
 }
@@ -76,6 +104,34 @@ TEST(SchemeKernel, OtherSchemesMatchTheDefinitionTermByTerm) {
   ASSERT_FALSE(SchemeKernel<float>(coupled).fused());
   check_every_width<float>(coupled, 150);
   check_every_width<double>(coupled, 80);
+}
+
+// Lean wavefronts leave out of their rings the carried components read at the point only, if
+// what they are carried from is kept: the wave's u@1 (from u) and m, heat-var's kappa; never
+// a plain stencil's u.
+TEST(SchemeKernel, AliasableComponentsAreThoseCarriedAndReadAtThePoint) {
+  EXPECT_EQ(SchemeKernel<float>(scheme_named("wave2")).aliasable(), 0b110u);  // u, u@1, m
+  EXPECT_EQ(SchemeKernel<float>(scheme_named("wave8")).aliasable(), 0b110u);
+  EXPECT_EQ(SchemeKernel<float>(scheme_named("heat-var")).aliasable(), 0b10u);  // u, kappa
+  EXPECT_EQ(SchemeKernel<float>(Scheme::resolve("7pt").value()).aliasable(), 0u);
+  // u@2 <- u@1 <- u: u@1 is aliased, so u@2 (two levels down) is kept.
+  const Scheme three = scheme_named(testing::kThreeLevelScheme);
+  EXPECT_EQ(SchemeKernel<float>(three).aliasable(), 0b010u);
+}
+
+// Every path (fused or term by term) reads aliased components from their own planes, and
+// writes them only when asked.
+TEST(SchemeKernel, AliasedComponentsAreReadFromTheirOwnPlanes) {
+  for (const char* name : {"wave2", "wave8", "heat-var", testing::kFusedFormScheme,
+                           testing::kCoupledScheme, testing::kThreeLevelScheme}) {
+    const Scheme sc = scheme_named(name);
+    const uint64_t aliased = SchemeKernel<float>(sc).aliasable();
+    ASSERT_NE(aliased, 0u) << sc.name();
+    for (bool write : {false, true}) {
+      check_every_width<float>(sc, 70, aliased, write);
+      check_every_width<double>(sc, 40, aliased, write);
+    }
+  }
 }
 
 }  // namespace

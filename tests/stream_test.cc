@@ -34,6 +34,7 @@ namespace fs = std::filesystem;
 using testing::kCoupledScheme;
 using testing::kFusedFormScheme;
 using testing::kKernelScheme;
+using testing::kThreeLevelScheme;
 using testing::planning_manifest;
 
 const Boundary kBoundaries[] = {
@@ -323,7 +324,8 @@ TEST_P(EngineGolden, SchemesOfSeveralFields) {
     GTEST_SKIP() << "the tiled comparison method runs plain stencils only (refusal tested in "
                     "SchemeTest.TheTiledMethodRefusesSchemes)";
   }
-  for (const char* sc : {"wave2", "wave4", "wave8", "heat-var", kCoupledScheme, kFusedFormScheme}) {
+  for (const char* sc : {"wave2", "wave4", "wave8", "heat-var", kCoupledScheme, kFusedFormScheme,
+                         kThreeLevelScheme}) {
     for (DType dt : {DType::kF32, DType::kF64}) {
       expect_all_boundaries({sc, {21, 13, 11}, dt, 5, 0, 1, io::Backend::kUring});
     }
@@ -335,6 +337,8 @@ TEST_P(EngineGolden, SchemesOfSeveralFields) {
     expect_all_boundaries(c);
     c.stencil = kCoupledScheme;
     c.stripes = 3;
+    expect_all_boundaries(c);
+    c.stencil = kThreeLevelScheme;
     expect_all_boundaries(c);
   }
 }
@@ -375,6 +379,21 @@ TEST_P(EngineGolden, SourcesAndReceivers) {
     c.tile_x = 5;
     c.tile_y = 4;
     c.probes = &probes;
+    expect_all_boundaries(c);
+  }
+  // Lean wavefronts (wavefront.h) read u@1 and m where their values already lie: a receiver
+  // on m reads it there, and a source on u@1 (a ring level must then hold u@1) keeps the rings
+  // whole.
+  Probes older;
+  older.receivers.push_back({"m", 9, 6, 7});
+  older.receivers.push_back({"u@1", 8, 6, 7});
+  for (Probes* p : {&older, &probes}) {
+    Case c{"wave2", {17, 12, 14}, DType::kF32, 8, 4, 1, io::Backend::kUring};
+    c.tile_x = 6;
+    c.tile_y = 5;
+    c.probes = p;
+    if (p == &older) older.sources = probes.sources;
+    if (p == &probes) probes.sources.back().field = "u@1";
     expect_all_boundaries(c);
   }
   Case c{"heat-var", {17, 12, 14}, DType::kF32, 9, 4, 1, io::Backend::kThreads};

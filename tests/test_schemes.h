@@ -34,6 +34,13 @@ inline const char* const kFusedFormScheme = R"({"name": "fused-form",
                       [2, 0, 0, 0.8], [0, 1, 0, 0.9], [0, 2, 0, 0.11], [0, 0, 1, 0.12],
                       [0, 0, 2, 0.13]]}}]}})";
 
+// Three time levels: u@2 <- u@1 <- u, u@2 read at the point (lean wavefronts leave u@1 out of
+// their rings and keep u@2, whose source is two levels down).
+inline const char* const kThreeLevelScheme = R"({"name": "three-levels",
+  "fields": [{"name": "u", "levels": 3}],
+  "update": {"u": [{"coef": 0.5, "field": "u@2"},
+                   {"coef": 0.25, "stencil": "7pt", "field": "u"}]}})";
+
 // A user's kernel (tests/kernels/test_kernel.c: nonlinear, two state fields and a
 // coefficient, radii 2, 1, 2, terms of the global position).
 inline const std::string kKernelScheme =

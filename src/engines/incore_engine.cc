@@ -38,6 +38,19 @@ struct OutputRegion {
   int64_t from, to;
 };
 
+// The components the wavefronts leave out of their rings (lean: the grid, level 0, holds every
+// plane): those the kernel allows, unless a source adds to one (a ring level must hold it).
+template <typename T>
+uint64_t lean_components(const SchemeKernel<T>& k, const ProbeRun& probes) {
+  uint64_t aliased = k.aliasable();
+  if (probes.probes != nullptr) {
+    for (const ProbePoint& q : probes.probes->sources) {
+      if (q.component < 64) aliased &= ~(uint64_t{1} << q.component);
+    }
+  }
+  return aliased;
+}
+
 // The output regions of one pass, each cut into the plan's tiles: level L of each tile's
 // wavefront, which starts at the levels below that `from` needs and stops once plane to - 1 is
 // out. Threads take whole tiles.
@@ -61,11 +74,12 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
   const int64_t frame_w = plan.tile_x + 2 * int64_t{levels} * k.rx();
   const int64_t frame_h = plan.tile_y + 2 * int64_t{levels} * k.ry();
   const auto items = static_cast<int64_t>(tiles.size());
+  const uint64_t aliased = lean_components(k, probes);
 #pragma omp parallel num_threads(plan.threads)
   {
     const internal::SubnormalsFlushed flushed(plan.flush_subnormals);
     internal::WavefrontWorkspace<T> ws(levels, k.rz(), k.ry(), frame_w, frame_h,
-                                       static_cast<T>(b.value), k.components());
+                                       static_cast<T>(b.value), k.components(), aliased);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < items; ++item) {
       const OutputRegion& region = tiles[static_cast<size_t>(item)];
@@ -163,7 +177,13 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
                              int64_t steps, const InCoreOptions& opt) {
   WavefrontPlan p;
   const int rx = scheme.radius_x(), ry = scheme.radius_y(), rz = scheme.radius_z();
-  const int64_t value_bytes_all = static_cast<int64_t>(value_bytes) * scheme.component_count();
+  // A ring plane's bytes: lean rings (wavefront.h) hold the components that are not aliased.
+  // (A run whose sources add to an aliased component keeps them all: its tiles are sized for
+  // the lean rings, and workspace_bytes counts them all.)
+  const int components = scheme.component_count();
+  const int64_t value_bytes_all =
+      static_cast<int64_t>(value_bytes) *
+      internal::ring_components(components, internal::aliasable_components(scheme));
   // Tiles span x unless a 16-row tile would not fit the budget; then they halve down to 64.
   // Rows: what the budget leaves for one tile's rings at depth bt (may be < 1).
   auto row_budget = [&](int bt) {
@@ -215,7 +235,7 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   p.tile_x = std::clamp<int64_t>(tx, 1, s.nx);
   p.tile_y = std::clamp<int64_t>(ty, 1, s.ny);
   p.workspace_bytes = internal::wavefront_workspace_bytes(
-      p.bt, rz, p.tile_x + 2 * hx, p.tile_y + 2 * hy, value_bytes, scheme.component_count());
+      p.bt, rz, p.tile_x + 2 * hx, p.tile_y + 2 * hy, value_bytes, components);
   return p;
 }
 

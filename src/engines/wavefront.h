@@ -8,6 +8,12 @@
 // A plane holds the scheme's components one after another (kernels/scheme_kernel.h): component
 // c of a level-0 plane at level0(z) + c * level0_field, of an output plane at output(z) + c *
 // out_field.
+// A lean wavefront (a workspace with aliased components, SchemeKernel::aliasable()) keeps in
+// its rings only the components that are not aliased: an aliased component c carried from f
+// is, at level k - 1, component f of level k - 2 (whose ring still holds plane z when level k
+// computes it: level k - 2 is 2 rz planes ahead), or level 0's c when c is a coefficient
+// field (f = c; level 0 must then hold every plane a level computes, as the in-core engine's
+// grid does). Level L writes every component. For wave8 (u, u@1, m) the rings hold u alone.
 //
 // Step i computes plane i - k rz of every level k from the 2 rz + 1 planes of level k - 1, so
 // it needs level-0 planes up to i and completes output plane i - L rz. Beyond z's ends a level
@@ -42,7 +48,15 @@
 
 namespace deepgrid::internal {
 
-// Bytes of a WavefrontWorkspace with these dimensions (whole pages: AlignedBuffer).
+// Components a ring plane holds when `aliased` ones are left out: up to the last one kept.
+inline int ring_components(int components, uint64_t aliased) {
+  int n = components;
+  while (n > 1 && (aliased >> (n - 1) & 1) != 0) --n;
+  return n;
+}
+
+// Bytes of a WavefrontWorkspace with these dimensions (whole pages: AlignedBuffer); components:
+// those of a ring plane (ring_components).
 inline int64_t wavefront_workspace_bytes(int levels, int rz, int64_t frame_w, int64_t frame_h,
                                          size_t value_bytes, int components = 1) {
   return static_cast<int64_t>(paged_bytes(
@@ -60,20 +74,23 @@ inline int64_t wavefront_level_field(ptrdiff_t stride, int64_t frame_h, int leve
 }
 
 // Per-thread storage of a wavefront: rings for levels 1..L-1 and one constant plane. A ring
-// plane of level k holds `components` components field_stride(k) apart; each is allocated
-// whole (frame_h rows), which holds any level's. A ring's planes are reached through a table
-// of pointers, so that a WavefrontCarry can trade planes with it instead of copying.
+// plane of level k holds the components but the `aliased` ones (those after the last kept are
+// left out; a lean wavefront), field_stride(k) apart; each is allocated whole (frame_h rows),
+// which holds any level's. A ring's planes are reached through a table of pointers, so that a
+// WavefrontCarry can trade planes with it instead of copying.
 template <typename T>
 class WavefrontWorkspace {
  public:
   // `outside`: the value of the constant plane (dirichlet beyond z's ends).
   WavefrontWorkspace(int levels, int rz, int ry, int64_t frame_w, int64_t frame_h, T outside,
-                     int components = 1)
-      : slots_(2 * rz + 1),
+                     int components = 1, uint64_t aliased = 0)
+      : aliased_(aliased),
+        components_(ring_components(components, aliased)),
+        slots_(2 * rz + 1),
         ry_(ry),
         stride_((frame_w + 15) / 16 * 16),
         h_(frame_h),
-        plane_(stride_ * frame_h * components),
+        plane_(stride_ * frame_h * components_),
         levels_(levels),
         buffer_(static_cast<size_t>(plane_ * ((levels - 1) * slots_ + 1)) * sizeof(T)) {
     if (!ok()) return;
@@ -83,6 +100,10 @@ class WavefrontWorkspace {
   }
 
   bool ok() const { return buffer_.ok(); }
+  // The components left out of the rings, bit c for component c.
+  uint64_t aliased() const { return aliased_; }
+  // Whether the rings hold component c.
+  bool holds(int c) const { return c < components_ && (aliased_ >> c & 1) == 0; }
   ptrdiff_t stride() const { return stride_; }
   ptrdiff_t field_stride(int level) const { return wavefront_level_field(stride_, h_, level, ry_); }
   T* ring(int level, int64_t z) const { return table_[slot(level, z)]; }  // level in [1, L)
@@ -95,6 +116,8 @@ class WavefrontWorkspace {
     return static_cast<size_t>((level - 1) * slots_ + ((z % slots_) + slots_) % slots_);
   }
 
+  uint64_t aliased_;
+  int components_;
   int64_t slots_;
   int ry_;
   ptrdiff_t stride_;
@@ -231,7 +254,11 @@ class Wavefront {
                 int64_t{levels} * rx_ <= shape.nx && trim.lo[0] <= 0 && trim.hi[0] >= shape.nx),
         probes_(probes),
         trim_(trim),
-        whole_(probes.placement.is_whole() ? shape : probes.placement.whole) {}
+        whole_(probes.placement.is_whole() ? shape : probes.placement.whole) {
+    for (const auto& [to, from] : kernel.carried()) {
+      if (to < 64 && (ws.aliased() >> to & 1) != 0) carried_from_[static_cast<size_t>(to)] = from;
+    }
+  }
 
   // The frame's extents (what level-0 planes must cover).
   int64_t frame_w() const { return w_; }
@@ -309,6 +336,14 @@ class Wavefront {
            std::clamp(trim_.first(1, k, ry_) - oy_, inside.y0, inside.y1),
            std::clamp(trim_.end(1, k, ry_) - oy_, inside.y0, inside.y1)};
     if (c.empty()) return;
+    // A lean wavefront's aliased components at level k - 1 (a lean level-1 kernel reads them
+    // from level 0 like the rest): where they lie, and whether level k writes them.
+    const T* aliased_plane[64];
+    ptrdiff_t aliased_stride[64];
+    const internal::AliasedPlanes<T> aliased{ws_.aliased(), aliased_plane, aliased_stride, k == L_};
+    for (int a = 0; a < k_.components() && a < 64; ++a) {
+      if (aliased.has(a)) locate_aliased(a, k - 1, z, aliased_plane[a], aliased_stride[a]);
+    }
     T* out;
     PlaneStrides out_s;
     if (k == L_) {
@@ -320,13 +355,15 @@ class Wavefront {
     }
     k_.apply(in, in_s.stride, in_s.field, out, out_s.stride, out_s.field, c,
              {ox_ + probes_.placement.x, oy_ + probes_.placement.y, z + probes_.placement.z,
-              probes_.step + k, whole_});
-    if (probes_.probes != nullptr) apply_probes(k, z, out, out_s, c);
+              probes_.step + k, whole_},
+             aliased);
+    if (probes_.probes != nullptr) apply_probes(k, z, out, out_s, c, aliased);
     // (Cells the trim leaves out are never read; only the grid's edges need the rule.)
     const bool outside =
         inside.x0 != r.x0 || inside.x1 != r.x1 || inside.y0 != r.y0 || inside.y1 != r.y1;
     if (k < L_ && outside) {
       for (int f = 0; f < k_.components(); ++f) {
+        if (!ws_.holds(f)) continue;
         T* plane = ws_.ring(k, z) + f * ws_.field_stride(k);
         if (periodic_) {
           wrap_columns(plane, r, c);
@@ -334,6 +371,22 @@ class Wavefront {
           impose_boundary(plane, r, c);
         }
       }
+    }
+  }
+
+  // Where component a of level k's plane z lies, a aliased (from level 1 on): at level 0
+  // itself, as component a of level 0 (a coefficient field), or as the component it is
+  // carried from at level k - 1.
+  void locate_aliased(int a, int k, int64_t z, const T*& plane, ptrdiff_t& stride) const {
+    const int from = carried_from_[static_cast<size_t>(a)];
+    const int at_level = k == 0 ? 0 : from == a ? 0 : k - 1;
+    const int c = k == 0 ? a : from;
+    if (at_level == 0) {
+      plane = level0_fn_(z) + c * level0_.field;
+      stride = level0_.stride;
+    } else {
+      plane = level_plane(at_level, z) + c * ws_.field_stride(at_level);
+      stride = ws_.stride();
     }
   }
 
@@ -366,7 +419,8 @@ class Wavefront {
     }
   }
 
-  void apply_probes(int k, int64_t z, T* out, const PlaneStrides& s, const Rect& cells) const {
+  void apply_probes(int k, int64_t z, T* out, const PlaneStrides& s, const Rect& cells,
+                    const internal::AliasedPlanes<T>& aliased) const {
     const ResolvedProbes& p = *probes_.probes;
     const int64_t step = probes_.step + k;
     const int64_t plane = periodic_ ? ((z % s_.nz) + s_.nz) % s_.nz : z;
@@ -388,10 +442,21 @@ class Wavefront {
       const int64_t fx = q.x - ox_, fy = q.y - oy_;
       if (own && p.traces->holds(step) && fx >= cells.x0 && fx < cells.x1 && fy >= cells.y0 &&
           fy < cells.y1) {
-        *p.traces->at(step, static_cast<int64_t>(r)) =
-            static_cast<double>(cell(q.component, fx, fy));
+        // An aliased component that level k does not write: level k's value is its source's.
+        const int c = q.component;
+        const bool elsewhere = !aliased.writes(c);
+        const T v = elsewhere ? aliased_value(c, k, z, fx, fy) : cell(c, fx, fy);
+        *p.traces->at(step, static_cast<int64_t>(r)) = static_cast<double>(v);
       }
     }
+  }
+
+  // Aliased component c of level k's plane z at frame cell (fx, fy).
+  T aliased_value(int c, int k, int64_t z, int64_t fx, int64_t fy) const {
+    const T* plane = nullptr;
+    ptrdiff_t stride = 0;
+    locate_aliased(c, k, z, plane, stride);
+    return plane[fy * stride + fx];
   }
 
   // Fills the cells of region r outside the computed part c: x ghosts of c's rows, then the
@@ -436,7 +501,8 @@ class Wavefront {
   const bool wrap_x_;
   const ProbeRun probes_;
   const WavefrontTrim trim_;
-  const Shape whole_;  // the shape of the grid the kernel's positions are in
+  const Shape whole_;                   // the shape of the grid the kernel's positions are in
+  std::array<int, 64> carried_from_{};  // an aliased component's source (lean wavefronts)
 };
 
 }  // namespace deepgrid::internal

@@ -12,8 +12,9 @@ namespace {
 // Every row of `rc`: P point terms, then the factor times the stencil of shape Shape, and C
 // carried components.
 template <typename T, int P, int C, typename Shape, size_t... K>
-void fused_rows(const FusedUpdate<T>& u, const T* const* in, int rz, ptrdiff_t stride,
-                ptrdiff_t field, T* out, ptrdiff_t out_stride, ptrdiff_t out_field, Rect rc,
+void fused_rows(const FusedUpdate<T>& u, const PointRows<T>& at,
+                const std::array<typename FusedUpdate<T>::Copy, 2>& copies, T* out,
+                ptrdiff_t out_stride, ptrdiff_t out_field, Rect rc,
                 std::index_sequence<K...> shape) {
   using Source = typename FusedUpdate<T>::Source;
   const T coef[] = {u.coef[K]...};
@@ -23,25 +24,24 @@ void fused_rows(const FusedUpdate<T>& u, const T* const* in, int rz, ptrdiff_t s
   // The stencil's planes, in[rz + dz] for its own radius along z.
   const T* planes[2 * Shape::kRz + 1];
   for (int dz = -Shape::kRz; dz <= Shape::kRz; ++dz) {
-    planes[Shape::kRz + dz] = in[rz + dz] + u.stencil_component * field;
+    planes[Shape::kRz + dz] = at.in[at.rz + dz] + u.stencil_component * at.field;
   }
   const int64_t width = rc.x1 - rc.x0;
   for (int64_t y = rc.y0; y < rc.y1; ++y) {
-    const ptrdiff_t row = y * stride + rc.x0;
     const T* rows[Shape::kRows];
-    Shape::set_rows(planes, row, stride, rows);
-    const T* __restrict p0 = in[rz] + u.points[0].component * field + row;
-    const T* __restrict p1 = in[rz] + u.points[1].component * field + row;
-    const T* __restrict f = in[rz] + u.factor * field + row;
+    Shape::set_rows(planes, y * at.stride + rc.x0, at.stride, rows);
+    const T* __restrict p0 = at.row(u.points[0].component, y) + rc.x0;
+    const T* __restrict p1 = at.row(u.points[1].component, y) + rc.x0;
+    const T* __restrict f = at.row(u.factor, y) + rc.x0;
     const ptrdiff_t out_row = (y - rc.y0) * out_stride;
     T* __restrict o = out + u.component * out_field + out_row;
     auto source = [&](Source from) {
       return from == Source::kPoint0 ? p0 : from == Source::kPoint1 ? p1 : f;
     };
-    const T* __restrict s0 = source(u.copies[0].from);
-    const T* __restrict s1 = source(u.copies[1].from);
-    T* __restrict c0 = out + u.copies[0].to * out_field + out_row;
-    T* __restrict c1 = out + u.copies[1].to * out_field + out_row;
+    const T* __restrict s0 = source(copies[0].from);
+    const T* __restrict s1 = source(copies[1].from);
+    T* __restrict c0 = out + copies[0].to * out_field + out_row;
+    T* __restrict c1 = out + copies[1].to * out_field + out_row;
     auto finish = [&](int64_t i, T sum) __attribute__((always_inline)) {
       T acc = pq0 * (pc0 * p0[i]);
       if constexpr (P == 2) acc = std::fma(pq1, pc1 * p1[i], acc);
@@ -67,10 +67,11 @@ void fused_rows(const FusedUpdate<T>& u, const T* const* in, int rz, ptrdiff_t s
 }
 
 template <typename T, int P, int C, int R>
-void apply_form(const FusedUpdate<T>& u, const T* const* in, int rz, ptrdiff_t stride,
-                ptrdiff_t field, T* out, ptrdiff_t out_stride, ptrdiff_t out_field, Rect rc) {
+void apply_form(const FusedUpdate<T>& u, const PointRows<T>& at,
+                const std::array<typename FusedUpdate<T>::Copy, 2>& copies, T* out,
+                ptrdiff_t out_stride, ptrdiff_t out_field, Rect rc) {
   using Shape = FixedShape<R, true, 1>;
-  fused_rows<T, P, C, Shape>(u, in, rz, stride, field, out, out_stride, out_field, rc,
+  fused_rows<T, P, C, Shape>(u, at, copies, out, out_stride, out_field, rc,
                              std::make_index_sequence<Shape::size()>{});
 }
 
@@ -86,10 +87,6 @@ auto form_of(int copies, int r) {
   return copies == 0   ? form_of_radius<T, P, 0>(r)
          : copies == 1 ? form_of_radius<T, P, 1>(r)
                        : form_of_radius<T, P, 2>(r);
-}
-
-bool is_point(const Stencil& s) {
-  return s.size() == 1 && s.points()[0].dx == 0 && s.points()[0].dy == 0 && s.points()[0].dz == 0;
 }
 
 // Whether the stencil's offsets are those of the star shape FixedShape<R, true, 1>.
@@ -111,6 +108,10 @@ int star_radius(const Stencil& s) {
 }
 
 }  // namespace
+
+bool is_point(const Stencil& s) {
+  return s.size() == 1 && s.points()[0].dx == 0 && s.points()[0].dy == 0 && s.points()[0].dz == 0;
+}
 
 template <typename T>
 std::optional<FusedUpdate<T>> FusedUpdate<T>::of(const SchemeUpdate& update,
@@ -146,7 +147,9 @@ std::optional<FusedUpdate<T>> FusedUpdate<T>::of(const SchemeUpdate& update,
     u.copies[static_cast<size_t>(u.copy_count++)] = {pair.first, *from};
     return true;
   });
-  u.fn_ = u.point_count == 2 ? form_of<T, 2>(u.copy_count, r) : form_of<T, 1>(u.copy_count, r);
+  for (int c = 0; c <= u.copy_count; ++c) {
+    u.fn_[static_cast<size_t>(c)] = u.point_count == 2 ? form_of<T, 2>(c, r) : form_of<T, 1>(c, r);
+  }
   return u;
 }
 

@@ -20,9 +20,13 @@
 #include <vector>
 
 #include "deepgrid/scheme.h"
+#include "kernels/point_rows.h"
 #include "kernels/stencil_kernel.h"
 
 namespace deepgrid::internal {
+
+// Whether the stencil is the point itself (one point at offset 0).
+bool is_point(const Stencil& s);
 
 template <typename T>
 class FusedUpdate {
@@ -32,13 +36,21 @@ class FusedUpdate {
   static std::optional<FusedUpdate> of(const SchemeUpdate& update,
                                        std::vector<std::pair<int, int>>& carried);
 
-  // Writes the update's component, and the carried components it took over, of every point of
-  // `rect`: component c to out[c * out_field + (y - rect.y0) * out_stride + (x - rect.x0)],
-  // reading planes as SchemeKernel::apply does (in[rz + dz] + c * in_field; rz: the scheme's
-  // radius along z).
-  void apply(const T* const* in, int rz, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
-             ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect) const {
-    fn_(*this, in, rz, in_stride, in_field, out, out_stride, out_field, rect);
+  // Writes the update's component, and the carried components it took over that `at` writes,
+  // of every point of `rect`: component c to out[c * out_field + (y - rect.y0) * out_stride +
+  // (x - rect.x0)], reading the stencil's component as SchemeKernel::apply does
+  // (at.in[rz + dz] + c * at.field; rz: the scheme's radius along z) and the point's
+  // components through `at`.
+  void apply(const PointRows<T>& at, T* out, ptrdiff_t out_stride, ptrdiff_t out_field,
+             Rect rect) const {
+    std::array<Copy, 2> written{};
+    int n = 0;
+    for (int i = 0; i < copy_count; ++i) {
+      if (at.aliased.writes(copies[static_cast<size_t>(i)].to)) {
+        written[static_cast<size_t>(n++)] = copies[static_cast<size_t>(i)];
+      }
+    }
+    fn_[static_cast<size_t>(n)](*this, at, written, out, out_stride, out_field, rect);
   }
 
   // The form's parts, public for the row functions.
@@ -64,9 +76,9 @@ class FusedUpdate {
   std::vector<T> coef;        // S's coefficients in canonical order
 
  private:
-  using Fn = void (*)(const FusedUpdate&, const T* const*, int, ptrdiff_t, ptrdiff_t, T*, ptrdiff_t,
-                      ptrdiff_t, Rect);
-  Fn fn_ = nullptr;
+  using Fn = void (*)(const FusedUpdate&, const PointRows<T>&, const std::array<Copy, 2>&, T*,
+                      ptrdiff_t, ptrdiff_t, Rect);
+  std::array<Fn, 3> fn_{};  // by the number of copies stored
 };
 
 extern template class FusedUpdate<float>;

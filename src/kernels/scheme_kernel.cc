@@ -58,6 +58,7 @@ SchemeKernel<T>::SchemeKernel(const Scheme& scheme)
     }
     return;
   }
+  aliasable_ = internal::aliasable_components(scheme);
   std::vector<std::pair<int, int>> left = carried_;  // what the fused passes do not store
   for (const SchemeUpdate& u : scheme.updates()) {
     if (auto fused = internal::FusedUpdate<T>::of(u, left)) fused_.push_back(std::move(*fused));
@@ -80,7 +81,8 @@ SchemeKernel<T>::SchemeKernel(const Scheme& scheme)
 template <typename T>
 void SchemeKernel<T>::apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
                             ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect,
-                            const PlanePosition& at) const {
+                            const PlanePosition& at,
+                            const internal::AliasedPlanes<T>& aliased) const {
   if (stencil_) {
     stencil_->apply(in, in_stride, out, out_stride, rect);
     return;
@@ -96,13 +98,13 @@ void SchemeKernel<T>::apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t i
     });
     return;
   }
+  const internal::PointRows<T> rows{in, rz_, in_stride, in_field, aliased};
   if (!fused_.empty()) {
-    apply_fused(in, in_stride, in_field, out, out_stride, out_field, rect);
+    apply_fused(rows, out, out_stride, out_field, rect);
     return;
   }
   for (int64_t y = rect.y0; y < rect.y1; ++y) {
-    apply_row(in, in_stride, in_field, out + (y - rect.y0) * out_stride, out_field, y, rect.x0,
-              rect.x1);
+    apply_row(rows, out + (y - rect.y0) * out_stride, out_field, y, rect.x0, rect.x1);
   }
 }
 
@@ -110,22 +112,26 @@ void SchemeKernel<T>::apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t i
 // later ones through a scratch row), then the carried components. A term's q is built over
 // the row factor by factor (q = c * f_1, q = q * f_2, ...) so that every loop vectorises.
 template <typename T>
-void SchemeKernel<T>::apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
-                                ptrdiff_t out_field, int64_t y, int64_t x0, int64_t x1) const {
+void SchemeKernel<T>::apply_row(const internal::PointRows<T>& at, T* out, ptrdiff_t out_field,
+                                int64_t y, int64_t x0, int64_t x1) const {
   const int64_t width = x1 - x0;
   thread_local std::vector<T> rows;  // the stencil's scratch row, then q's
   if (rows.size() < 2 * static_cast<size_t>(width)) rows.resize(2 * static_cast<size_t>(width));
   T* __restrict sc = rows.data();
   T* __restrict qv = rows.data() + width;
-  const ptrdiff_t row = y * in_stride + x0;  // the row's first point in every input plane
   for (const Update& u : updates_) {
     T* __restrict o = out + u.component * out_field;
     for (size_t k = 0; k < u.terms.size(); ++k) {
       const Term& t = u.terms[k];
+      // The stencil's planes from row y, so that an aliased component's (read at the point
+      // only) can be its own row.
       const T* planes[2 * kMaxStencilRadius + 1];
       const int trz = t.kernel.rz();
-      for (int dz = -trz; dz <= trz; ++dz) planes[trz + dz] = in[rz_ + dz] + t.component * in_field;
-      t.kernel.apply(planes, in_stride, k == 0 ? o : sc, 0, Rect{x0, x1, y, y + 1});
+      for (int dz = -trz; dz <= trz; ++dz) {
+        planes[trz + dz] = dz == 0 ? at.row(t.component, y)
+                                   : at.in[rz_ + dz] + t.component * at.field + y * at.stride;
+      }
+      t.kernel.apply(planes, at.stride, k == 0 ? o : sc, 0, Rect{x0, x1, 0, 1});
       if (k == 0 && t.identity) continue;
       const T c = t.c;
       if (t.factors.empty()) {
@@ -139,7 +145,7 @@ void SchemeKernel<T>::apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff
         continue;
       }
       for (size_t j = 0; j < t.factors.size(); ++j) {
-        const T* __restrict f = in[rz_] + t.factors[j] * in_field + row;
+        const T* __restrict f = at.row(t.factors[j], y) + x0;
         if (j == 0) {
 #pragma omp simd
           for (int64_t i = 0; i < width; ++i) qv[i] = c * f[i];
@@ -157,22 +163,21 @@ void SchemeKernel<T>::apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff
       }
     }
   }
-  copy_carried(carried_, in[rz_] + row, in_field, out, out_field, width);
+  copy_carried(carried_, at, y, x0, out, out_field, width);
 }
 
 // Each update over the whole rectangle in one pass per row, storing the carried components it
 // can; then the other carried components.
 template <typename T>
-void SchemeKernel<T>::apply_fused(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field,
-                                  T* out, ptrdiff_t out_stride, ptrdiff_t out_field,
-                                  Rect rect) const {
+void SchemeKernel<T>::apply_fused(const internal::PointRows<T>& at, T* out, ptrdiff_t out_stride,
+                                  ptrdiff_t out_field, Rect rect) const {
   for (const internal::FusedUpdate<T>& u : fused_) {
-    u.apply(in, rz_, in_stride, in_field, out, out_stride, out_field, rect);
+    u.apply(at, out, out_stride, out_field, rect);
   }
   if (fused_carried_.empty()) return;
   for (int64_t y = rect.y0; y < rect.y1; ++y) {
-    copy_carried(fused_carried_, in[rz_] + y * in_stride + rect.x0, in_field,
-                 out + (y - rect.y0) * out_stride, out_field, rect.x1 - rect.x0);
+    copy_carried(fused_carried_, at, y, rect.x0, out + (y - rect.y0) * out_stride, out_field,
+                 rect.x1 - rect.x0);
   }
 }
 
@@ -207,19 +212,49 @@ void SchemeKernel<T>::apply_user(const T* const* in, ptrdiff_t in_stride, ptrdif
   args.components = components_;
   const auto apply = user_function<T>(*user_);
   apply(&args);
+  const internal::AliasedPlanes<T> none;
+  const internal::PointRows<T> rows{in, rz_, in_stride, in_field, none};
   for (int64_t y = rect.y0; y < rect.y1; ++y) {
-    copy_carried(carried_, in[rz_] + y * in_stride + rect.x0, in_field,
-                 out + (y - rect.y0) * out_stride, out_field, rect.x1 - rect.x0);
+    copy_carried(carried_, rows, y, rect.x0, out + (y - rect.y0) * out_stride, out_field,
+                 rect.x1 - rect.x0);
   }
 }
 
 template <typename T>
-void SchemeKernel<T>::copy_carried(const std::vector<std::pair<int, int>>& pairs, const T* in,
-                                   ptrdiff_t in_field, T* out, ptrdiff_t out_field, int64_t width) {
+void SchemeKernel<T>::copy_carried(const std::vector<std::pair<int, int>>& pairs,
+                                   const internal::PointRows<T>& at, int64_t y, int64_t x0, T* out,
+                                   ptrdiff_t out_field, int64_t width) {
   for (const auto& [to, from] : pairs) {
-    std::memcpy(out + to * out_field, in + from * in_field, sizeof(T) * width);
+    if (at.aliased.writes(to)) {
+      std::memcpy(out + to * out_field, at.row(from, y) + x0, sizeof(T) * width);
+    }
   }
 }
+
+namespace internal {
+
+uint64_t aliasable_components(const Scheme& scheme) {
+  if (scheme.is_stencil() || scheme.kernel()) return 0;
+  const std::vector<std::pair<int, int>>& carried = scheme.carried();
+  std::vector<bool> off_point(static_cast<size_t>(scheme.component_count()), false);
+  for (const SchemeUpdate& u : scheme.updates()) {
+    for (const SchemeTerm& t : u.terms) {
+      if (!is_point(t.stencil)) off_point[static_cast<size_t>(t.component)] = true;
+    }
+  }
+  auto is_carried = [&](int c) {
+    return std::any_of(carried.begin(), carried.end(), [&](const auto& p) { return p.first == c; });
+  };
+  uint64_t mask = 0;
+  for (const auto& [to, from] : carried) {
+    if (to < 64 && !off_point[static_cast<size_t>(to)] && (from == to || !is_carried(from))) {
+      mask |= uint64_t{1} << to;
+    }
+  }
+  return mask;
+}
+
+}  // namespace internal
 
 template class SchemeKernel<float>;
 template class SchemeKernel<double>;

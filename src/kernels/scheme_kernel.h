@@ -16,6 +16,7 @@
 #include "deepgrid/geometry.h"
 #include "deepgrid/scheme.h"
 #include "kernels/fused_update.h"
+#include "kernels/point_rows.h"
 #include "kernels/stencil_kernel.h"
 #include "model/kernel_library.h"
 
@@ -39,8 +40,20 @@ class SchemeKernel {
   // Computes every point (x, y) of `rect` of every component, writing it to
   // out[c * out_field + (y - rect.y0) * out_stride + (x - rect.x0)]. `out` must not overlap
   // any input plane. `at` places the planes in the grid (read by users' kernels only).
+  // Components in `aliased` (a subset of aliasable()) are read from their own planes, and
+  // written only if aliased.write.
   void apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
-             ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect, const PlanePosition& at) const;
+             ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect, const PlanePosition& at,
+             const internal::AliasedPlanes<T>& aliased = {}) const;
+
+  // The components a lean wavefront may leave out of its ring levels (bit c for component c):
+  // carried components (to, from) read by no stencil off the point, where `from` is the
+  // component itself (a coefficient field: level 0 holds it) or a component that is stored (so
+  // its value at the level below is in that level's ring). None for plain stencils and users'
+  // kernels, whose planes keep every component.
+  uint64_t aliasable() const { return aliasable_; }
+  // The carried (to, from) pairs.
+  const std::vector<std::pair<int, int>>& carried() const { return carried_; }
 
   int rx() const { return rx_; }
   int ry() const { return ry_; }
@@ -62,19 +75,20 @@ class SchemeKernel {
     std::vector<Term> terms;
   };
 
-  void apply_row(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
-                 ptrdiff_t out_field, int64_t y, int64_t x0, int64_t x1) const;
-  void apply_fused(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
-                   ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect) const;
+  void apply_row(const internal::PointRows<T>& at, T* out, ptrdiff_t out_field, int64_t y,
+                 int64_t x0, int64_t x1) const;
+  void apply_fused(const internal::PointRows<T>& at, T* out, ptrdiff_t out_stride,
+                   ptrdiff_t out_field, Rect rect) const;
   // The user's kernel on a rectangle that does not cross a periodic grid's end; local (0, 0)
   // is global (gx, gy).
   void apply_user(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
                   ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect, int64_t gx, int64_t gy,
                   const PlanePosition& at) const;
-  // The (to, from) pairs' components of one row: `in` and `out` point at the row's first
-  // point.
-  static void copy_carried(const std::vector<std::pair<int, int>>& pairs, const T* in,
-                           ptrdiff_t in_field, T* out, ptrdiff_t out_field, int64_t width);
+  // The (to, from) pairs' components of row y, [x0, x0 + width); `out` points at the row's
+  // first point.
+  static void copy_carried(const std::vector<std::pair<int, int>>& pairs,
+                           const internal::PointRows<T>& at, int64_t y, int64_t x0, T* out,
+                           ptrdiff_t out_field, int64_t width);
 
   std::optional<StencilKernel<T>> stencil_;         // a plain stencil's scheme
   std::vector<internal::FusedUpdate<T>> fused_;     // every update, when all have the fused form
@@ -83,8 +97,14 @@ class SchemeKernel {
   std::vector<int> state_components_;               // the user kernel's outputs: current levels
   std::vector<Update> updates_;
   std::vector<std::pair<int, int>> carried_;
+  uint64_t aliasable_ = 0;
   int rx_ = 0, ry_ = 0, rz_ = 0, components_ = 1;
 };
+
+namespace internal {
+// SchemeKernel::aliasable() of the scheme's kernel.
+uint64_t aliasable_components(const Scheme& scheme);
+}  // namespace internal
 
 extern template class SchemeKernel<float>;
 extern template class SchemeKernel<double>;

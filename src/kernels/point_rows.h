@@ -1,0 +1,43 @@
+// Where the scheme kernels find a component's values at the point: in the centre input plane
+// with the other components, or, at a lean wavefront level, in a plane of its own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace deepgrid::internal {
+
+// Components of a lean wavefront level (engines/wavefront.h) that are not stored with the
+// others: each is a carried component (scheme.h) read at the point only, so its value lies in
+// a plane that the wavefront holds anyway (that of the component it is carried from, one
+// level down, or level 0's for a coefficient field). Component c is in `mask` (bit c); its
+// plane's frame-local (0, 0) is plane[c], rows stride[c] apart. Nothing is written to it
+// unless `write` (the last level, whose output holds every component).
+template <typename T>
+struct AliasedPlanes {
+  uint64_t mask = 0;
+  const T* const* plane = nullptr;
+  const ptrdiff_t* stride = nullptr;
+  bool write = true;
+
+  bool has(int c) const { return (mask >> c & 1) != 0; }
+  // Whether component c is written.
+  bool writes(int c) const { return write || !has(c); }
+};
+
+// Component c's row y at the point, from column 0: in[rz] + c * field + y * stride, or its
+// own plane's row when aliased.
+template <typename T>
+struct PointRows {
+  const T* const* in;  // in[rz + dz]: input plane dz
+  int rz;
+  ptrdiff_t stride, field;
+  const AliasedPlanes<T>& aliased;
+
+  const T* row(int c, int64_t y) const {
+    if (aliased.has(c)) return aliased.plane[c] + y * aliased.stride[c];
+    return in[rz] + c * field + y * stride;
+  }
+};
+
+}  // namespace deepgrid::internal
