@@ -41,7 +41,8 @@ void check_every_width(const Scheme& sc, int64_t max_width, uint64_t aliased = 0
   std::vector<const T*> own_planes(static_cast<size_t>(n));
   std::vector<ptrdiff_t> own_strides(static_cast<size_t>(n), own_stride);
   std::vector<T> input = u;
-  const internal::AliasedPlanes<T> aliases{aliased, own_planes.data(), own_strides.data(), write};
+  const internal::AliasedPlanes<T> aliases{aliased, own_planes.data(), own_strides.data(),
+                                           write ? 0 : aliased};
   for (int c = 0; c < n; ++c) {
     if (!aliases.has(c)) continue;
     std::vector<T>& p = own[static_cast<size_t>(c)];

@@ -57,8 +57,8 @@ uint64_t lean_components(const SchemeKernel<T>& k, const ProbeRun& probes) {
 template <typename T>
 void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k,
                const Boundary& b, int levels, const internal::WavefrontTrim& trim,
-               const WavefrontPlan& plan, ProbeRun probes,
-               const std::vector<OutputRegion>& regions) {
+               const WavefrontPlan& plan, ProbeRun probes, const std::vector<OutputRegion>& regions,
+               uint64_t kept) {
   const Shape& s = src.shape();
   std::vector<OutputRegion> tiles;
   for (const OutputRegion& r : regions) {
@@ -91,7 +91,7 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
           [&](int64_t z) -> const T* { return src.plane(z) + oy * src.stride() + ox; },
           {src.stride(), src.field_stride()},
           [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
-          {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim);
+          {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim, kept);
       const int64_t end = std::min(wave.end_step(), region.to + int64_t{levels} * k.rz());
       for (int64_t i = wave.first_step(); i < end; ++i) wave.step(i);
     }
@@ -129,16 +129,17 @@ std::vector<OutputRegion> around(const LateCut& cut, const Shape& s) {
 // Advances `levels` steps from src into dst, `reach` steps before the run's end (the points
 // computed are trimmed to what reaches probes.placement's needed box by then); fills src's
 // ghost frame first. With `late` halos, the output box that reads none of them comes first.
+// The `kept` components are not written (dst holds them already).
 template <typename T>
 void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, const Boundary& b,
           int levels, int64_t reach, const WavefrontPlan& plan, ProbeRun probes,
-          const LateHalos* late) {
+          const LateHalos* late, uint64_t kept) {
   src.fill_ghosts(b, plan.threads);
   const internal::WavefrontTrim trim{probes.placement.needed_lo, probes.placement.needed_hi, reach};
   const Shape& s = src.shape();
   const std::vector<OutputRegion> all{{{0, s.nx, 0, s.ny}, 0, s.nz}};
   if (late == nullptr) {
-    run_tiles(src, dst, k, b, levels, trim, plan, probes, all);
+    run_tiles(src, dst, k, b, levels, trim, plan, probes, all, kept);
     return;
   }
   // Split off only when the box's two z ends (computed at once, after) then cover disjoint
@@ -151,11 +152,11 @@ void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, cons
                      cut.z1 - cut.z0 > 2 * int64_t{levels} * k.rz();
   if (split) {
     run_tiles(src, dst, k, b, levels, trim, plan, probes,
-              {{{0, s.nx, cut.y0, cut.y1}, cut.z0, cut.z1}});
+              {{{0, s.nx, cut.y0, cut.y1}, cut.z0, cut.z1}}, kept);
   }
   late->arrive();
   src.fill_ghosts(b, plan.threads);  // of the points that arrived, and made of them
-  run_tiles(src, dst, k, b, levels, trim, plan, probes, split ? around(cut, s) : all);
+  run_tiles(src, dst, k, b, levels, trim, plan, probes, split ? around(cut, s) : all, kept);
 }
 
 // The ghost frame a pass of the plan reads around the source grid.
@@ -255,6 +256,37 @@ int64_t InCoreEngine<T>::scratch_bytes(const Shape& shape, const Scheme& scheme,
                               plan_wavefront(shape, scheme, sizeof(T), steps, options));
 }
 
+// Coefficient fields: carried unchanged (m <- m) and aliasable.
+template <typename T>
+InCoreEngine<T>::InCoreEngine(const Scheme& scheme, WavefrontPlan plan)
+    : kernel_(scheme), plan_(plan) {
+  for (const auto& [to, from] : kernel_.carried()) {
+    if (to == from && (kernel_.aliasable() >> to & 1) != 0) kept_ |= uint64_t{1} << to;
+  }
+}
+
+template <typename T>
+void InCoreEngine<T>::copy_kept(int from) {
+  const PaddedGrid<T>& src = grids_[from];
+  PaddedGrid<T>& dst = grids_[1 - from];
+  const Shape& s = src.shape();
+  const auto row_bytes = static_cast<size_t>(s.nx) * sizeof(T);
+#pragma omp parallel for num_threads(plan_.threads) schedule(static)
+  for (int64_t z = 0; z < s.nz; ++z) {
+    if (kept_equal_ && written_[static_cast<size_t>(z)] == 0) continue;
+    for (int c = 0; c < src.components(); ++c) {
+      if ((kept_ >> c & 1) == 0) continue;
+      const ptrdiff_t field = c * src.field_stride();
+      for (int64_t y = 0; y < s.ny; ++y) {
+        std::memcpy(dst.plane(z) + field + y * dst.stride(),
+                    src.plane(z) + field + y * src.stride(), row_bytes);
+      }
+    }
+  }
+  std::fill(written_.begin(), written_.end(), 0);
+  kept_equal_ = true;
+}
+
 template <typename T>
 Result<InCoreEngine<T>> InCoreEngine<T>::create(const Shape& shape, const Scheme& scheme,
                                                 int64_t steps, const InCoreOptions& options) {
@@ -267,6 +299,7 @@ Result<InCoreEngine<T>> InCoreEngine<T>::create(const Shape& shape, const Scheme
                                                        : PaddedGrid<T>::map_scratch_file(
                                                              shape, halo, options.scratch_dir, n));
   }
+  e.written_.assign(static_cast<size_t>(shape.nz), 0);
   return e;
 }
 
@@ -276,11 +309,19 @@ int64_t InCoreEngine<T>::advance(const Boundary& boundary, int64_t steps,
                                  const LateHalos& late) {
   if (steps <= 0 && late.arrive) late.arrive();
   int64_t done = 0;
+  // Kept components that a source adds to are computed, and written, like the others.
+  const uint64_t kept = kept_ & lean_components(kernel_, probes);
   while (done < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(plan_.bt, steps - done));
+    if (kept != 0) copy_kept(cur_);
     pass(grids_[cur_], grids_[1 - cur_], kernel_, boundary, levels, steps - done, plan_,
          {probes.probes, probes.step + done, probes.placement},
-         done == 0 && late.arrive ? &late : nullptr);
+         done == 0 && late.arrive ? &late : nullptr, kept);
+    if (kept != 0) {
+      copy_kept(cur_);  // the late halos' planes
+    } else {
+      kept_equal_ = false;
+    }
     cur_ = 1 - cur_;
     done += levels;
     if (progress && !progress(done, steps)) break;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "deepgrid/boundary.h"
 #include "deepgrid/probes.h"
@@ -64,7 +65,10 @@ struct LateHalos {
 // bt * r stream along z through bt time levels kept in small per-thread rings, so memory is
 // read and written once per bt steps. Results are bitwise those of scheme.h's evaluation
 // order, whatever bt, tiles and threads. Planes hold the scheme's components (load_plane and
-// store_plane take packed planes of every component).
+// store_plane take packed planes of every component). Coefficient fields that the wavefronts
+// read from the source copy (lean wavefronts, wavefront.h) are kept equal in both copies and
+// not written by passes: what is written from outside (load_plane, plane()) is copied to the
+// other copy before a pass reads it.
 template <typename T>
 class InCoreEngine {
  public:
@@ -78,11 +82,18 @@ class InCoreEngine {
   static int64_t scratch_bytes(const Shape& shape, const Scheme& scheme, int64_t steps,
                                const InCoreOptions& options);
 
-  void load_plane(int64_t z, const T* packed) { grids_[cur_].load_plane(z, packed); }
+  void load_plane(int64_t z, const T* packed) {
+    grids_[cur_].load_plane(z, packed);
+    written(z);
+  }
   void store_plane(int64_t z, T* packed) const { grids_[cur_].store_plane(z, packed); }
   // The grid's values in place, until the next advance(): point (x, y, z) of component c at
-  // plane(z)[c * field_stride() + y * stride() + x].
-  T* plane(int64_t z) { return grids_[cur_].plane(z); }
+  // plane(z)[c * field_stride() + y * stride() + x]; the non-const form is for writing them.
+  T* plane(int64_t z) {
+    written(z);
+    return grids_[cur_].plane(z);
+  }
+  const T* plane(int64_t z) const { return grids_[cur_].plane(z); }
   ptrdiff_t stride() const { return grids_[cur_].stride(); }
   ptrdiff_t field_stride() const { return grids_[cur_].field_stride(); }
 
@@ -96,12 +107,25 @@ class InCoreEngine {
   const WavefrontPlan& plan() const { return plan_; }
 
  private:
-  InCoreEngine(const Scheme& scheme, WavefrontPlan plan) : kernel_(scheme), plan_(plan) {}
+  InCoreEngine(const Scheme& scheme, WavefrontPlan plan);
+
+  void written(int64_t z) {
+    if (kept_ != 0) written_[static_cast<size_t>(z)] = 1;
+  }
+  // Copies the kept components of the planes written since the last copy (of every plane
+  // while the copies may differ) from grids_[from] to the other copy.
+  void copy_kept(int from);
 
   SchemeKernel<T> kernel_;
   WavefrontPlan plan_;
   PaddedGrid<T> grids_[2];
   int cur_ = 0;
+  // Coefficient fields (carried unchanged and aliasable) that passes read from their source
+  // copy only and do not write, bit c for component c; whether both copies hold them equal;
+  // planes written since the last copy_kept().
+  uint64_t kept_ = 0;
+  bool kept_equal_ = false;
+  std::vector<char> written_;
 };
 
 extern template class InCoreEngine<float>;

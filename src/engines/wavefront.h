@@ -13,7 +13,9 @@
 // is, at level k - 1, component f of level k - 2 (whose ring still holds plane z when level k
 // computes it: level k - 2 is 2 rz planes ahead), or level 0's c when c is a coefficient
 // field (f = c; level 0 must then hold every plane a level computes, as the in-core engine's
-// grid does). Level L writes every component. For wave8 (u, u@1, m) the rings hold u alone.
+// grid does). Level L writes every component but those the output holds already
+// (`output_holds`: the in-core engine keeps its coefficient fields in both copies of the grid).
+// For wave8 (u, u@1, m) the rings hold u alone.
 //
 // Step i computes plane i - k rz of every level k from the 2 rz + 1 planes of level k - 1, so
 // it needs level-0 planes up to i and completes output plane i - L rz. Beyond z's ends a level
@@ -229,7 +231,7 @@ class Wavefront {
             const WavefrontFrame& tile, WavefrontWorkspace<T>& ws, Level0Fn level0,
             PlaneStrides level0_strides, OutputFn output, PlaneStrides out_strides,
             int64_t z_extension = 0, int64_t output_from = kFromStart, ProbeRun probes = {},
-            WavefrontTrim trim = {})
+            WavefrontTrim trim = {}, uint64_t output_holds = 0)
       : k_(kernel),
         b_(b),
         s_(shape),
@@ -254,7 +256,8 @@ class Wavefront {
                 int64_t{levels} * rx_ <= shape.nx && trim.lo[0] <= 0 && trim.hi[0] >= shape.nx),
         probes_(probes),
         trim_(trim),
-        whole_(probes.placement.is_whole() ? shape : probes.placement.whole) {
+        whole_(probes.placement.is_whole() ? shape : probes.placement.whole),
+        output_holds_(output_holds & ws.aliased()) {
     for (const auto& [to, from] : kernel.carried()) {
       if (to < 64 && (ws.aliased() >> to & 1) != 0) carried_from_[static_cast<size_t>(to)] = from;
     }
@@ -340,7 +343,8 @@ class Wavefront {
     // from level 0 like the rest): where they lie, and whether level k writes them.
     const T* aliased_plane[64];
     ptrdiff_t aliased_stride[64];
-    const internal::AliasedPlanes<T> aliased{ws_.aliased(), aliased_plane, aliased_stride, k == L_};
+    const internal::AliasedPlanes<T> aliased{ws_.aliased(), aliased_plane, aliased_stride,
+                                             k == L_ ? output_holds_ : ws_.aliased()};
     for (int a = 0; a < k_.components() && a < 64; ++a) {
       if (aliased.has(a)) locate_aliased(a, k - 1, z, aliased_plane[a], aliased_stride[a]);
     }
@@ -502,6 +506,7 @@ class Wavefront {
   const ProbeRun probes_;
   const WavefrontTrim trim_;
   const Shape whole_;                   // the shape of the grid the kernel's positions are in
+  const uint64_t output_holds_;         // aliased components level L does not write
   std::array<int, 64> carried_from_{};  // an aliased component's source (lean wavefronts)
 };
 

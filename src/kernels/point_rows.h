@@ -11,18 +11,18 @@ namespace deepgrid::internal {
 // others: each is a carried component (scheme.h) read at the point only, so its value lies in
 // a plane that the wavefront holds anyway (that of the component it is carried from, one
 // level down, or level 0's for a coefficient field). Component c is in `mask` (bit c); its
-// plane's frame-local (0, 0) is plane[c], rows stride[c] apart. Nothing is written to it
-// unless `write` (the last level, whose output holds every component).
+// plane's frame-local (0, 0) is plane[c], rows stride[c] apart. Components in `unwritten` (bit
+// c) are not written: aliased ones at the levels whose rings leave them out, and at the last
+// level those the output already holds (the in-core engine's coefficient fields).
 template <typename T>
 struct AliasedPlanes {
   uint64_t mask = 0;
   const T* const* plane = nullptr;
   const ptrdiff_t* stride = nullptr;
-  bool write = true;
+  uint64_t unwritten = 0;
 
   bool has(int c) const { return (mask >> c & 1) != 0; }
-  // Whether component c is written.
-  bool writes(int c) const { return write || !has(c); }
+  bool writes(int c) const { return (unwritten >> c & 1) == 0; }
 };
 
 // Component c's row y at the point, from column 0: in[rz] + c * field + y * stride, or its

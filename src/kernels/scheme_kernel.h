@@ -40,8 +40,8 @@ class SchemeKernel {
   // Computes every point (x, y) of `rect` of every component, writing it to
   // out[c * out_field + (y - rect.y0) * out_stride + (x - rect.x0)]. `out` must not overlap
   // any input plane. `at` places the planes in the grid (read by users' kernels only).
-  // Components in `aliased` (a subset of aliasable()) are read from their own planes, and
-  // written only if aliased.write.
+  // Components in `aliased` (a subset of aliasable()) are read from their own planes;
+  // components in aliased.unwritten are not written.
   void apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
              ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect, const PlanePosition& at,
              const internal::AliasedPlanes<T>& aliased = {}) const;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "deepgrid/plane_transfer.h"
@@ -46,8 +47,12 @@ class EngineOf final : public ResidentGrid::Engine {
                  internal::RectCopy direction) override {
     const internal::PlaneLayout layout{static_cast<size_t>(engine_.stride()) * sizeof(T),
                                        static_cast<size_t>(engine_.field_stride()) * sizeof(T)};
-    internal::copy_rect(reinterpret_cast<std::byte*>(engine_.plane(z)), layout, format, rect,
-                        packed, direction);
+    // Only copies into the engine write its planes (which it then copies to its other grid).
+    T* plane = direction == internal::RectCopy::kFromPacked
+                   ? engine_.plane(z)
+                   : const_cast<T*>(std::as_const(engine_).plane(z));
+    internal::copy_rect(reinterpret_cast<std::byte*>(plane), layout, format, rect, packed,
+                        direction);
   }
 
  private:
