@@ -38,17 +38,24 @@ struct OutputRegion {
   int64_t from, to;
 };
 
-// The components the wavefronts leave out of their rings (lean: the grid, level 0, holds every
-// plane): those the kernel allows, unless a source adds to one (a ring level must hold it).
+// The components a run's wavefronts leave out of their rings (lean: the grid, level 0, holds
+// every plane), and of those the coefficient fields its passes do not write (both copies of
+// the grid hold them), bit c for component c.
+struct LeanComponents {
+  uint64_t aliased = 0, kept = 0;
+};
+
+// Those the kernel and the engine allow, unless a source adds to one (a ring level must then
+// hold it, and passes write it).
 template <typename T>
-uint64_t lean_components(const SchemeKernel<T>& k, const ProbeRun& probes) {
+LeanComponents lean_components(const SchemeKernel<T>& k, uint64_t kept, const ProbeRun& probes) {
   uint64_t aliased = k.aliasable();
   if (probes.probes != nullptr) {
     for (const ProbePoint& q : probes.probes->sources) {
       if (q.component < 64) aliased &= ~(uint64_t{1} << q.component);
     }
   }
-  return aliased;
+  return {aliased, kept & aliased};
 }
 
 // The output regions of one pass, each cut into the plan's tiles: level L of each tile's
@@ -58,7 +65,7 @@ template <typename T>
 void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k,
                const Boundary& b, int levels, const internal::WavefrontTrim& trim,
                const WavefrontPlan& plan, ProbeRun probes, const std::vector<OutputRegion>& regions,
-               uint64_t kept) {
+               LeanComponents lean) {
   const Shape& s = src.shape();
   std::vector<OutputRegion> tiles;
   for (const OutputRegion& r : regions) {
@@ -74,12 +81,11 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
   const int64_t frame_w = plan.tile_x + 2 * int64_t{levels} * k.rx();
   const int64_t frame_h = plan.tile_y + 2 * int64_t{levels} * k.ry();
   const auto items = static_cast<int64_t>(tiles.size());
-  const uint64_t aliased = lean_components(k, probes);
 #pragma omp parallel num_threads(plan.threads)
   {
     const internal::SubnormalsFlushed flushed(plan.flush_subnormals);
     internal::WavefrontWorkspace<T> ws(levels, k.rz(), k.ry(), frame_w, frame_h,
-                                       static_cast<T>(b.value), k.components(), aliased);
+                                       static_cast<T>(b.value), k.components(), lean.aliased);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < items; ++item) {
       const OutputRegion& region = tiles[static_cast<size_t>(item)];
@@ -91,7 +97,7 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
           [&](int64_t z) -> const T* { return src.plane(z) + oy * src.stride() + ox; },
           {src.stride(), src.field_stride()},
           [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
-          {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim, kept);
+          {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim, lean.kept);
       const int64_t end = std::min(wave.end_step(), region.to + int64_t{levels} * k.rz());
       for (int64_t i = wave.first_step(); i < end; ++i) wave.step(i);
     }
@@ -129,17 +135,17 @@ std::vector<OutputRegion> around(const LateCut& cut, const Shape& s) {
 // Advances `levels` steps from src into dst, `reach` steps before the run's end (the points
 // computed are trimmed to what reaches probes.placement's needed box by then); fills src's
 // ghost frame first. With `late` halos, the output box that reads none of them comes first.
-// The `kept` components are not written (dst holds them already).
+// Wavefronts are lean as `lean` says; its kept components are not written (dst holds them).
 template <typename T>
 void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, const Boundary& b,
           int levels, int64_t reach, const WavefrontPlan& plan, ProbeRun probes,
-          const LateHalos* late, uint64_t kept) {
+          const LateHalos* late, LeanComponents lean) {
   src.fill_ghosts(b, plan.threads);
   const internal::WavefrontTrim trim{probes.placement.needed_lo, probes.placement.needed_hi, reach};
   const Shape& s = src.shape();
   const std::vector<OutputRegion> all{{{0, s.nx, 0, s.ny}, 0, s.nz}};
   if (late == nullptr) {
-    run_tiles(src, dst, k, b, levels, trim, plan, probes, all, kept);
+    run_tiles(src, dst, k, b, levels, trim, plan, probes, all, lean);
     return;
   }
   // Split off only when the box's two z ends (computed at once, after) then cover disjoint
@@ -152,11 +158,11 @@ void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, cons
                      cut.z1 - cut.z0 > 2 * int64_t{levels} * k.rz();
   if (split) {
     run_tiles(src, dst, k, b, levels, trim, plan, probes,
-              {{{0, s.nx, cut.y0, cut.y1}, cut.z0, cut.z1}}, kept);
+              {{{0, s.nx, cut.y0, cut.y1}, cut.z0, cut.z1}}, lean);
   }
   late->arrive();
   src.fill_ghosts(b, plan.threads);  // of the points that arrived, and made of them
-  run_tiles(src, dst, k, b, levels, trim, plan, probes, split ? around(cut, s) : all, kept);
+  run_tiles(src, dst, k, b, levels, trim, plan, probes, split ? around(cut, s) : all, lean);
 }
 
 // The ghost frame a pass of the plan reads around the source grid.
@@ -309,18 +315,17 @@ int64_t InCoreEngine<T>::advance(const Boundary& boundary, int64_t steps,
                                  const LateHalos& late) {
   if (steps <= 0 && late.arrive) late.arrive();
   int64_t done = 0;
-  // Kept components that a source adds to are computed, and written, like the others.
-  const uint64_t kept = kept_ & lean_components(kernel_, probes);
+  const LeanComponents lean = lean_components(kernel_, kept_, probes);
+  if (lean.kept != 0) copy_kept(cur_);  // what was written since the last pass
   while (done < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(plan_.bt, steps - done));
-    if (kept != 0) copy_kept(cur_);
     pass(grids_[cur_], grids_[1 - cur_], kernel_, boundary, levels, steps - done, plan_,
          {probes.probes, probes.step + done, probes.placement},
-         done == 0 && late.arrive ? &late : nullptr, kept);
-    if (kept != 0) {
+         done == 0 && late.arrive ? &late : nullptr, lean);
+    if (lean.kept != 0) {
       copy_kept(cur_);  // the late halos' planes
     } else {
-      kept_equal_ = false;
+      kept_equal_ = false;  // the pass wrote them into one copy
     }
     cur_ = 1 - cur_;
     done += levels;
