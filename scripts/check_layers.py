@@ -16,14 +16,15 @@ MAY_INCLUDE = {
     "model": ["core"],
     "kernels": ["core", "model"],
     "io": ["core"],
+    "device": ["core"],
     "store": ["core", "model", "io"],
-    "engines": ["core", "model", "kernels", "io", "store"],
-    "plan": ["core", "model", "kernels", "io", "store", "engines"],
-    "run": ["core", "model", "kernels", "io", "store", "engines", "plan"],
+    "engines": ["core", "model", "kernels", "io", "device", "store"],
+    "plan": ["core", "model", "kernels", "io", "device", "store", "engines"],
+    "run": ["core", "model", "kernels", "io", "device", "store", "engines", "plan"],
     "viz": ["core", "model", "io", "store"],
-    "mpi": ["core", "model", "kernels", "io", "store", "engines", "plan", "run"],
-    "python": ["core", "model", "kernels", "io", "store", "engines", "plan", "run", "viz"],
-    "cli": ["core", "model", "kernels", "io", "store", "engines", "plan", "run", "viz", "mpi"],
+    "mpi": ["core", "model", "kernels", "io", "device", "store", "engines", "plan", "run"],
+    "python": ["core", "model", "kernels", "io", "device", "store", "engines", "plan", "run", "viz"],
+    "cli": ["core", "model", "kernels", "io", "device", "store", "engines", "plan", "run", "viz", "mpi"],
 }
 
 # The public API (include/deepgrid/): each header's layer.

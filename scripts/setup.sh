@@ -25,6 +25,8 @@ packages=(
   python3-venv python3-dev     # the Python package: a project venv, headers for the module
   libclang-rt-14-dev           # libFuzzer targets (scripts/fuzz.sh)
   openmpi-bin libopenmpi-dev   # distributed grids: mpirun -n P deepgrid ... (MPI build)
+  ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers  # the device method: OpenCL's ICD loader
+  pocl-opencl-icd clinfo      # PoCL: OpenCL on the CPU, the device the tests run on; clinfo lists devices
   slurm-wlm munge             # tests/slurm_test.sh: a one-node Slurm (srun --mpi=pmix, sbatch)
 )
 

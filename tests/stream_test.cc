@@ -18,6 +18,7 @@
 #include "deepgrid/machine.h"
 #include "deepgrid/run.h"
 #include "deepgrid/traces_file.h"
+#include "device/device.h"
 #include "engines/stream_engine.h"
 #include "engines/subnormals.h"
 #include "engines/tiled_engine.h"
@@ -245,9 +246,21 @@ class StreamGolden : public ::testing::Test {
   int counter_ = 0;
 };
 
+// Whether the device method has a device to run on here (PoCL's CPU device in CI).
+bool device_available() {
+  const auto all = device::list_devices();
+  return all.ok() && !all->empty();
+}
+
 // The shared suite: each case through the method under test.
 class EngineGolden : public StreamGolden, public ::testing::WithParamInterface<Method> {
  protected:
+  void SetUp() override {
+    if (GetParam() == Method::kDevice && !device_available()) {
+      GTEST_SKIP() << "no OpenCL device here (a build without OpenCL, or no driver: "
+                      "scripts/setup.sh installs PoCL's CPU device)";
+    }
+  }
   void expect_all_boundaries(Case c) {
     c.method = GetParam();
     StreamGolden::expect_all_boundaries(c);
@@ -350,6 +363,10 @@ TEST_P(EngineGolden, UsersKernels) {
   if (GetParam() == Method::kTiled) {
     GTEST_SKIP() << "the tiled comparison method runs plain stencils only";
   }
+  if (GetParam() == Method::kDevice) {
+    GTEST_SKIP() << "users' kernels run on the CPU only (refusal tested in "
+                    "DeviceTest.AUsersKernelIsRefusedWithTheFix)";
+  }
   for (DType dt : {DType::kF32, DType::kF64}) {
     expect_all_boundaries({kKernelScheme, {21, 13, 11}, dt, 5, 0, 1, io::Backend::kUring});
   }
@@ -409,7 +426,7 @@ TEST_P(EngineGolden, SourcesAndReceivers) {
 
 INSTANTIATE_TEST_SUITE_P(Methods, EngineGolden,
                          ::testing::Values(Method::kInCore, Method::kStream, Method::kMmap,
-                                           Method::kTiled),
+                                           Method::kTiled, Method::kDevice),
                          [](const auto& param_info) {
                            return std::string(method_name(param_info.param));
                          });
@@ -448,7 +465,8 @@ TEST_F(StreamGolden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
     const bool periodic = b.kind == Boundary::Kind::kPeriodic;
     c.placement.needed_lo = {8, -kNone, 60};
     c.placement.needed_hi = {16, periodic ? kNone : 10, periodic ? 90 : kNone};
-    for (Method m : {Method::kStream, Method::kInCore}) {
+    for (Method m : {Method::kStream, Method::kInCore, Method::kDevice}) {
+      if (m == Method::kDevice && !device_available()) continue;
       c.method = m;
       expect_matches_reference<float>(c, b);
       c.stencil = "13pt";

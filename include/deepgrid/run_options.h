@@ -24,7 +24,8 @@ namespace deepgrid {
 // mmap: the in-core engine on grid copies in memory-mapped scratch files, paged by the OS.
 // tiled: the published method (engines/tiled_engine.h): blocks with halos, two copies of the grid
 // on disk.
-enum class Method { kAuto, kInCore, kStream, kNaive, kMmap, kTiled };
+// device: an accelerator through OpenCL (docs/devices.md): the grid held in device memory.
+enum class Method { kAuto, kInCore, kStream, kNaive, kMmap, kTiled, kDevice };
 Result<Method> parse_method(std::string_view text);
 std::string_view method_name(Method m);  // the name parse_method accepts
 
@@ -50,7 +51,12 @@ struct RunOptions {
   int cache_bt = 0;    // stream methods: steps per pass over the cache within a sweep; 0: auto
   int64_t tile_x = 0;  // x-y tile of the wavefront (tiled: block extents along y, z); 0: automatic
   int64_t tile_y = 0;
-  uint64_t mem_budget = 0;               // bytes; 0: no limit (the stream methods need one)
+  uint64_t mem_budget = 0;  // bytes; 0: no limit (the stream methods need one)
+  // The device method: which device (an index of 'deepgrid devices', "gpu", "cpu"; empty: the
+  // first GPU, else the first device) and its memory budget in bytes (0: its memory less 1/16).
+  // A device named with method auto runs the device method.
+  std::string device;
+  uint64_t device_mem = 0;
   io::Backend io = io::Backend::kUring;  // stream methods: io_uring or a thread pool
   bool verify = false;                   // check every plane read against its recorded hash
   // Compute with subnormal numbers flushed to zero (inputs and results; x86's DAZ and FTZ):

@@ -15,7 +15,7 @@ from . import schemes, stencils
 from ._grid import Field, Grid, create, open, relocate
 from ._interop import from_array, from_hdf5, from_npy, from_zarr
 from ._plot import plot_bench
-from ._run import run
+from ._run import devices, run
 from ._traces import traces_to_segy
 from .errors import (
     CorruptGrid,
@@ -51,6 +51,7 @@ __all__ = [
     "UnknownField",
     "Unsupported",
     "create",
+    "devices",
     "from_array",
     "from_hdf5",
     "from_npy",

@@ -72,6 +72,8 @@ def run(
     spacing: float | Sequence[float] = 1.0,
     mem: int | str | None = None,
     method: str = "auto",
+    device: int | str | None = None,
+    device_mem: int | str | None = None,
     boundary: str = "dirichlet:0",
     threads: int = 0,
     bt: int = 0,
@@ -102,7 +104,9 @@ def run(
 
     Options are those of ``deepgrid run``: ``mem`` a hard memory cap (``"2GiB"`` or bytes),
     ``method`` auto | incore | stream | naive, ``boundary`` ``dirichlet:V`` | ``neumann`` |
-    ``periodic``, ``flush_subnormals`` computes with subnormal numbers taken as zero (x86
+    ``periodic``; ``device`` runs on an accelerator through OpenCL (a number from
+    :func:`devices`, ``"gpu"`` or ``"cpu"``; it implies ``method="device"``) within
+    ``device_mem`` of its memory (docs/devices.md); ``flush_subnormals`` computes with subnormal numbers taken as zero (x86
     computes them far slower: a field decaying into zero can run several times faster; every
     method gives the same bits). ``progress``: ``None`` shows a tqdm bar when stderr is a
     terminal, ``True`` always, ``False`` never; a callable ``progress(done, total)`` is called
@@ -142,6 +146,8 @@ def run(
     args.method = method
     args.io = io
     args.mem = _mem_bytes(mem)
+    args.device = "" if device is None else str(device)
+    args.device_mem = _mem_bytes(device_mem)
     args.threads = threads
     args.bt = bt
     args.tile_x, args.tile_y = tile if tile is not None else (0, 0)
@@ -177,3 +183,11 @@ def run(
         if args.traces:
             report["traces"] = np.load(_core.traces_npy_path(args.traces))
     return report
+
+
+def devices() -> list[dict[str, Any]]:
+    """The accelerators deepgrid can run on (OpenCL devices), as ``deepgrid devices --json``
+    lists them: ``index`` (what ``run(..., device=)`` takes), ``name``, ``type`` (gpu or cpu),
+    ``memory_bytes``, ``fp64``, ``vendor``, ``driver``... Empty when there is none (or the
+    build has no OpenCL)."""
+    return [json.loads(d) for d in _core.devices()]

@@ -32,6 +32,7 @@ struct BenchArgs {
   int64_t steps = 10;
   int threads = 0, repeats = 3;
   BlockingArgs blocking;
+  DeviceArgs device;
   bool json = false, no_bandwidth = false;
 };
 
@@ -86,6 +87,7 @@ MethodsBenchOptions methods_bench_options(const BenchArgs& a) {
   o.mem_ratio = a.mem_ratio;
   o.threads = a.threads;
   o.methods = split_csv(a.methods);
+  a.device.apply(&o.device, &o.device_mem);
   int bt = 0;
   a.blocking.apply(&bt, &o.tile_x, &o.tile_y);
   o.cache_bt = a.blocking.cache_bt;
@@ -282,10 +284,11 @@ Command add_bench_command(CLI::App& app) {
   bench->add_option("--repeats", a->repeats, "Timed repeats (the best counts)")
       ->capture_default_str();
   a->blocking.add_to(bench);
+  a->device.add_to(bench);
   bench->add_option(
       "--methods", a->methods,
       "Run one problem through these methods on disk and compare: e.g. "
-      "incore,stream,naive,mmap,tiled (without it: the in-core engine in memory only)");
+      "incore,stream,naive,mmap,tiled,device (without it: the in-core engine in memory only)");
   bench->add_option("--mem-ratio", a->mem_ratio, "Out-of-core methods get --mem = grid size / this")
       ->capture_default_str();
   bench->add_option("--sweep-bt", a->sweep_bt, "Stream and tiled: run each bt, e.g. 1,2,4,8,16,32");

@@ -85,6 +85,20 @@ void BlockingArgs::apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const {
   *tile_y = t->ny;
 }
 
+void DeviceArgs::add_to(CLI::App* cmd) {
+  cmd->add_option("--device", device,
+                  "Run on an accelerator through OpenCL: a number from 'deepgrid devices', gpu or "
+                  "cpu (implies --method device); see docs/devices.md");
+  cmd->add_option("--device-mem", device_mem,
+                  "Device memory budget, e.g. 30GiB: a hard cap on what the run allocates on the "
+                  "device (default: its memory less 1/16)");
+}
+
+void DeviceArgs::apply(std::string* device_out, uint64_t* device_mem_out) const {
+  *device_out = device;
+  if (!device_mem.empty()) *device_mem_out = get(parse_size(device_mem));
+}
+
 void SegyArgs::add_to(CLI::App* cmd) {  // (run's --spacing serves --snapshots too)
   cmd->add_option("--dt", dt,
                   "SEG-Y traces: seconds per step, the sample interval (required for SEG-Y; "

@@ -57,6 +57,14 @@ struct BlockingArgs {
   void apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const;
 };
 
+// --device and --device-mem, shared by run, plan and bench (docs/devices.md).
+struct DeviceArgs {
+  std::string device, device_mem;
+
+  void add_to(CLI::App* cmd);
+  void apply(std::string* device_out, uint64_t* device_mem_out) const;
+};
+
 // --fields, --spacing, --origin and --downsample of VTKHDF output (export, run --snapshots).
 struct VtkhdfArgs {
   std::string fields, spacing, origin;

@@ -33,5 +33,7 @@ Command add_plot_command(CLI::App& app);
 Command add_traces_command(CLI::App& app);
 // bench_command.cc: measuring the engines and this machine.
 Command add_bench_command(CLI::App& app);
+// devices_command.cc: the accelerators deepgrid can run on.
+Command add_devices_command(CLI::App& app);
 
 }  // namespace deepgrid::cli

@@ -27,7 +27,7 @@ int run_cli(int argc, char** argv) {
       add_plan_command(app),   add_checksum_command(app), add_fsck_command(app),
       add_import_command(app), add_split_command(app),    add_relocate_command(app),
       add_export_command(app), add_plot_command(app),     add_traces_command(app),
-      add_bench_command(app)};
+      add_bench_command(app),  add_devices_command(app)};
 
   try {
     app.parse(argc, argv);

@@ -39,6 +39,7 @@ struct RunArgs {
   int threads = 0;
   double checkpoint = -1;  // automatic
   BlockingArgs blocking;
+  DeviceArgs device;
   bool json = false, remeasure = false, verify = false, resume = false, flush_subnormals = false;
 };
 
@@ -80,6 +81,7 @@ RunOptions run_options(const RunArgs& a) {
   a.blocking.apply(&opt.bt, &opt.tile_x, &opt.tile_y);
   opt.cache_bt = a.blocking.cache_bt;
   if (!a.mem.empty()) opt.mem_budget = get(parse_size(a.mem));
+  a.device.apply(&opt.device, &opt.device_mem);
   opt.io = get(io::parse_backend(a.io));
   opt.verify = a.verify;
   opt.flush_subnormals = a.flush_subnormals;
@@ -287,7 +289,7 @@ Command add_run_command(CLI::App& app) {
                   "memory, write back | stream: out-of-core, temporal blocking, async direct I/O | "
                   "naive: stream with bt 1 | mmap: in-core engine on memory-mapped scratch files, "
                   "paged by the OS | tiled: 3D blocks with halos, two copies on disk (seed paper "
-                  "001)")
+                  "001) | device: on an accelerator through OpenCL (--device)")
       ->capture_default_str();
   run->add_option("--io", a->io,
                   "Stream I/O backend: uring (io_uring) | threads (pread/pwrite pool)")
@@ -299,6 +301,7 @@ Command add_run_command(CLI::App& app) {
                   "Memory budget, e.g. 2GiB: a hard cap on what the engine allocates (default: no "
                   "limit; the stream methods need one)");
   a->blocking.add_to(run);
+  a->device.add_to(run);
   run->add_flag("--remeasure", a->remeasure,
                 "Measure this machine's compute rate and disk bandwidth again instead of using "
                 "the cached figures the stream methods plan with");
@@ -361,7 +364,7 @@ Command add_plan_command(CLI::App& app) {
                    "Preset or JSON file, as for run (default: the grid's own scheme)");
   plan->add_option("--coeffs", a->coeffs, "Coefficient override, as for run");
   plan->add_option("--steps", a->steps, "Number of time steps")->required();
-  plan->add_option("--method", a->method, "auto | incore | stream | naive | mmap | tiled")
+  plan->add_option("--method", a->method, "auto | incore | stream | naive | mmap | tiled | device")
       ->capture_default_str();
   plan->add_option("--boundary", a->boundary, "dirichlet:V | neumann | periodic")
       ->capture_default_str();
@@ -369,6 +372,7 @@ Command add_plan_command(CLI::App& app) {
   plan->add_option("--mem", a->mem, "Memory budget, e.g. 2GiB");
   plan->add_option("--io", a->io, "uring | threads")->capture_default_str();
   a->blocking.add_to(plan);
+  a->device.add_to(plan);
   plan->add_flag("--remeasure", a->remeasure,
                  "Measure this machine's rates again (they are cached after the first time)");
   plan->add_option("--procs", a->procs,

@@ -141,7 +141,8 @@ class RoundPlanes {
   }
   void copy(const RectAt& r, internal::RectCopy direction) {
     if (part_.copy) {
-      part_.copy(r.rect, r.packed, direction);
+      const Status st = part_.copy(r.rect, r.packed, direction);
+      if (first_->ok()) *first_ = st;
       return;
     }
     const Held& h = planes_.at(r.rect[kAxisZ].lo);
@@ -222,11 +223,8 @@ PartPlanes planes_of(ResidentGrid& held, const Grid& part) {
   PartPlanes p;
   p.format = internal::plane_format(part.manifest());
   p.copy = [&held](const Block& rect, std::byte* packed, internal::RectCopy direction) {
-    if (direction == internal::RectCopy::kToPacked) {
-      held.read_box(rect, packed);
-    } else {
-      held.write_box(rect, packed);
-    }
+    return direction == internal::RectCopy::kToPacked ? held.read_box(rect, packed)
+                                                      : held.write_box(rect, packed);
   };
   return p;
 }

@@ -24,7 +24,7 @@ struct PartPlanes {
   std::function<Status(int64_t z0, int64_t count, const std::byte* in)> write;
   // Set for a part in memory, instead of read and write: the rectangles go straight between
   // the part and the messages.
-  std::function<void(const Block& rect, std::byte* packed, internal::RectCopy direction)> copy;
+  std::function<Status(const Block& rect, std::byte* packed, internal::RectCopy direction)> copy;
 };
 PartPlanes planes_of(Grid& part);
 PartPlanes planes_of(ResidentGrid& held, const Grid& part);  // `part` held in memory

@@ -408,9 +408,11 @@ Result<bool> DistributedRun::round_in_memory(HaloExchange& exchange) {
                      !opt_.progress(step_ + done - run_.step_from, run_.step_to - run_.step_from));
     return true;  // (a round is short: the parts stop together at its end)
   };
-  add_advance(&mine_, held_->advance(round, step_,
-                                     probes_.resolved.empty() ? nullptr : &probes_.resolved, late));
+  const Result<RunReport> advanced =
+      held_->advance(round, step_, probes_.resolved.empty() ? nullptr : &probes_.resolved, late);
   DG_RETURN_IF_ERROR(ex.status());  // (agreed: every rank returns)
+  DG_RETURN_IF_ERROR(agree(advanced.status()));
+  add_advance(&mine_, *advanced);
   add_exchange(&mine_, *ex);
   step_ += round.steps;
   if (!all_probes_.receivers.empty()) {

@@ -24,6 +24,8 @@ std::string_view method_name(Method m) {
       return "mmap";
     case Method::kTiled:
       return "tiled";
+    case Method::kDevice:
+      return "device";
   }
   return "?";
 }
@@ -35,8 +37,9 @@ Result<Method> parse_method(std::string_view text) {
   if (text == "naive") return Method::kNaive;
   if (text == "mmap") return Method::kMmap;
   if (text == "tiled") return Method::kTiled;
+  if (text == "device") return Method::kDevice;
   return invalid_argument("unknown method '" + std::string(text) +
-                          "'; use auto, incore, stream, naive, mmap or tiled");
+                          "'; use auto, incore, stream, naive, mmap, tiled or device");
 }
 namespace {
 
@@ -121,6 +124,29 @@ Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
   return plan;
 }
 
+// The grid held on the device: host memory for the plane transfers only; the device's budget
+// proven by plan_device. The device's rate is not measured yet: the prediction counts the
+// disk alone.
+Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt, RunPlan plan,
+                                double read_s, double write_s) {
+  DeviceOptions o;
+  o.device = opt.device;
+  o.device_mem = static_cast<int64_t>(opt.device_mem);
+  o.bt = opt.bt;
+  o.flush_subnormals = opt.flush_subnormals;
+  DG_ASSIGN_OR_RETURN(plan.device,
+                      plan_device(m.shape, opt.scheme, m.dtype, opt.probes, opt.steps, o));
+  plan.memory_bytes = static_cast<uint64_t>(io::plane_transfer_bytes(m) + m.layout.plane_bytes);
+  if (opt.mem_budget != 0 && plan.memory_bytes > opt.mem_budget) {
+    return invalid_argument("the device method needs " + format_size(plan.memory_bytes) +
+                            " of host memory for this grid's plane transfers but --mem is " +
+                            format_size(opt.mem_budget) + "; raise --mem");
+  }
+  plan.predicted_io_seconds = read_s + write_s;
+  plan.predicted_seconds = plan.predicted_io_seconds;
+  return plan;
+}
+
 }  // namespace
 
 Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineProfile& machine) {
@@ -132,6 +158,7 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   RunPlan plan;
   const uint64_t incore = incore_memory(m, opt, incore_options(opt, machine, Method::kInCore, ""));
   plan.method = opt.method;
+  if (plan.method == Method::kAuto && !opt.device.empty()) plan.method = Method::kDevice;
   if (plan.method == Method::kAuto) {
     plan.method =
         opt.mem_budget == 0 || incore <= opt.mem_budget ? Method::kInCore : Method::kStream;
@@ -160,6 +187,8 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   if (plan.method == Method::kTiled) {
     return plan_tiled_run(m, opt, machine, std::move(plan), read_s, write_s, rate);
   }
+  if (plan.method == Method::kDevice)
+    return plan_device_run(m, opt, std::move(plan), read_s, write_s);
   StreamOptions& so = plan.stream_options;
   so.threads = opt.threads;
   so.bt = plan.method == Method::kNaive ? 1 : opt.bt;
@@ -210,6 +239,14 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
     n += std::snprintf(buf + n, sizeof buf - n, "blocking    bt %d, tiles %lldx%lld, %d threads\n",
                        incore.bt, static_cast<long long>(incore.tile_x),
                        static_cast<long long>(incore.tile_y), incore.threads);
+  } else if (method == Method::kDevice) {
+    n += std::snprintf(buf + n, sizeof buf - n,
+                       "device      %s\n"
+                       "placement   device-resident: two copies of the grid, %s of --device-mem "
+                       "%s; loaded once, every step on the device, stored once\n",
+                       device.device.describe().c_str(),
+                       format_size(static_cast<uint64_t>(device.device_bytes)).c_str(),
+                       format_size(static_cast<uint64_t>(device.budget)).c_str());
   } else if (method == Method::kTiled) {
     n += std::snprintf(
         buf + n, sizeof buf - n,
@@ -273,6 +310,11 @@ std::string RunPlan::to_json() const {
     j["bt"] = incore.bt;
     j["tile"] = {incore.tile_x, incore.tile_y};
     j["threads"] = incore.threads;
+  } else if (method == Method::kDevice) {
+    j["device"] = nlohmann::json::parse(device.device.to_json());
+    j["placement"] = "device-resident";
+    j["device_bytes"] = device.device_bytes;
+    j["device_budget_bytes"] = device.budget;
   } else if (method == Method::kTiled) {
     j["bt"] = tiled.bt;
     j["passes"] = tiled.passes;

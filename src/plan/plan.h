@@ -7,6 +7,7 @@
 #include "deepgrid/machine.h"
 #include "deepgrid/run_options.h"
 #include "deepgrid/store.h"
+#include "engines/device_engine.h"
 #include "engines/incore_engine.h"
 #include "engines/stream_engine.h"
 #include "engines/tiled_engine.h"
@@ -19,6 +20,7 @@ struct RunPlan {
   StreamPlan stream;             // when method is kStream or kNaive
   StreamOptions stream_options;  // what `stream` was planned with, for advance_stream
   TiledPlan tiled;               // when method == kTiled
+  DevicePlan device;             // when method == kDevice
   uint64_t memory_bytes = 0;     // what the engine will allocate (mmap: besides its mappings)
   uint64_t disk_bytes = 0;       // scratch files beside the grid (mmap, tiled)
   double predicted_seconds = 0;  // the cost model's estimate

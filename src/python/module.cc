@@ -31,6 +31,7 @@
 #include "deepgrid/store.h"
 #include "deepgrid/traces_file.h"
 #include "deepgrid/vtkhdf.h"
+#include "device/device.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -242,7 +243,8 @@ struct RunArgs {
   std::tuple<double, double, double> segy_spacing = {1, 1, 1};
   int64_t steps = 0;
   std::string boundary, method, io;
-  uint64_t mem = 0;
+  uint64_t mem = 0, device_mem = 0;
+  std::string device;  // RunOptions::device
   int threads = 0, bt = 0;
   int64_t tile_x = 0, tile_y = 0;
   bool resume = false, flush_subnormals = false;
@@ -264,6 +266,8 @@ std::string run(const std::string& path, const RunArgs& a, nb::object progress) 
   o.method = get(parse_method(a.method));
   o.io = get(io::parse_backend(a.io));
   o.mem_budget = a.mem;
+  o.device = a.device;
+  o.device_mem = a.device_mem;
   o.threads = a.threads;
   o.bt = a.bt;
   o.tile_x = a.tile_x;
@@ -466,6 +470,8 @@ void bind_run(nb::module_& m) {
       .def_rw("method", &RunArgs::method)
       .def_rw("io", &RunArgs::io)
       .def_rw("mem", &RunArgs::mem)
+      .def_rw("device", &RunArgs::device)
+      .def_rw("device_mem", &RunArgs::device_mem)
       .def_rw("threads", &RunArgs::threads)
       .def_rw("bt", &RunArgs::bt)
       .def_rw("tile_x", &RunArgs::tile_x)
@@ -484,6 +490,14 @@ void bind_run(nb::module_& m) {
         "spacing"_a, "Writes a .npy traces file as SEG-Y rev 1 (traces_file.h)");
   m.def("traces_array_to_segy", &traces_array_to_segy, "values"_a, "out"_a, "probes_json"_a, "dt"_a,
         "spacing"_a, "Writes traces of shape (steps, receivers) as SEG-Y rev 1");
+  m.def(
+      "devices",
+      [] {
+        std::vector<std::string> out;
+        for (const device::DeviceInfo& d : get(device::list_devices())) out.push_back(d.to_json());
+        return out;
+      },
+      "The OpenCL devices (device/device.h), each as JSON");
   m.def("run", &run, "path"_a, "args"_a, "progress"_a.none(),
         "Advances the grid in path; returns the run report as JSON. progress(done, total) is "
         "called after each pass (returning False stops the run cleanly)");

@@ -92,6 +92,10 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
         opt.cache_bt = o.cache_bt;
         opt.tile_x = o.tile_x;
         opt.tile_y = o.tile_y;
+        if (method == Method::kDevice) {
+          opt.device = o.device;
+          opt.device_mem = o.device_mem;
+        }
         MethodsBenchRow row;
         row.method = name;
         if (out_of_core) {

@@ -24,11 +24,13 @@ struct MethodsBenchOptions {
   int64_t steps = 0;
   double mem_ratio = 16;  // out-of-core methods get --mem = grid bytes / mem_ratio
   int threads = 0;
-  std::vector<std::string> methods;  // incore, stream, naive, mmap, tiled
-  std::vector<int> bts = {0};        // stream and tiled: each bt (0: automatic)
-  int cache_bt = 0;                  // stream: steps per stage (0: automatic)
-  int64_t tile_x = 0, tile_y = 0;    // every method's tiles (0: automatic)
-  std::vector<double> ratios;        // out-of-core: each memory ratio (overrides mem_ratio)
+  std::vector<std::string> methods;  // incore, stream, naive, mmap, tiled, device
+  std::string device;                // the device method's device and budget (RunOptions)
+  uint64_t device_mem = 0;
+  std::vector<int> bts = {0};      // stream and tiled: each bt (0: automatic)
+  int cache_bt = 0;                // stream: steps per stage (0: automatic)
+  int64_t tile_x = 0, tile_y = 0;  // every method's tiles (0: automatic)
+  std::vector<double> ratios;      // out-of-core: each memory ratio (overrides mem_ratio)
 };
 
 struct MethodsBenchRow {

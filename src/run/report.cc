@@ -32,6 +32,8 @@ std::string RunReport::to_json() const {
       {"threads", threads},
       {"bt", bt},
       {"tile", tile},
+      {"device", device},
+      {"device_memory_bytes", device_memory},
       {"points", points},
       {"steps", steps},
       {"step_from", step_from},
@@ -63,17 +65,20 @@ std::string RunReport::to_text() const {
                                 : io_backend.empty() ? " (O_DIRECT)"
                                                      : " (O_DIRECT, " + io_backend + ")";
   char buf[1024];
+  const std::string how =
+      device.empty() ? std::to_string(threads) + (threads == 1 ? " thread" : " threads") + ", bt " +
+                           std::to_string(bt) + ", tiles " + tile
+                     : "on " + device + ", " + format_size(device_memory) + " of device memory";
   std::snprintf(buf, sizeof buf,
-                "method      %s, %d thread%s, bt %d, tiles %s\n"
+                "method      %s, %s\n"
                 "problem     %s %s, %s, boundary %s%s\n"
                 "steps       %lld (time step %lld -> %lld)\n"
                 "time        %.3f s (compute %.3f s, waiting for the disk %.3f s)\n"
                 "speed       %.1f MLUP/s, %.2f GFlop/s (compute only: %.1f MLUP/s)\n"
                 "disk        %s read, %s written%s\n"
                 "memory      %s peak resident, %s in grids and buffers\n",
-                method.c_str(), threads, threads == 1 ? "" : "s", bt, tile.c_str(), shape.c_str(),
-                dtype.c_str(), stencil.c_str(), boundary.c_str(),
-                flush_subnormals ? ", subnormals flushed to zero" : "",
+                method.c_str(), how.c_str(), shape.c_str(), dtype.c_str(), stencil.c_str(),
+                boundary.c_str(), flush_subnormals ? ", subnormals flushed to zero" : "",
                 static_cast<long long>(steps), static_cast<long long>(step_from),
                 static_cast<long long>(step_to), seconds, compute_seconds, io_wait_seconds, mlups(),
                 gflops(), compute_mlups(), format_size(bytes_read).c_str(),

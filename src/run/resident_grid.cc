@@ -11,40 +11,50 @@
 
 namespace deepgrid {
 
-// The in-core engine of the grid's value type, behind one interface.
+// The engine holding the grid (in-core of the grid's value type, or device), behind one
+// interface.
 class ResidentGrid::Engine {
  public:
   virtual ~Engine() = default;
-  virtual void load_plane(int64_t z, const std::byte* packed) = 0;
-  virtual void store_plane(int64_t z, std::byte* packed) const = 0;
-  virtual int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
-                          ProbeRun probes, const LateHalos& late) = 0;
-  virtual const WavefrontPlan& plan() const = 0;
+  virtual Status load_plane(int64_t z, const std::byte* packed) = 0;
+  virtual Status store_plane(int64_t z, std::byte* packed) = 0;
+  virtual Result<int64_t> advance(const Boundary& boundary, int64_t steps,
+                                  const ProgressFn& progress, ProbeRun probes,
+                                  const LateHalos& late) = 0;
+  // The report's threads, bt and tile.
+  virtual void describe(RunReport* r) const = 0;
   // Copies the values of `rect`'s x-y rectangle of plane z to or from `packed` (copy_rect).
-  virtual void copy_rect(int64_t z, const Block& rect, std::byte* packed,
-                         internal::RectCopy direction) = 0;
+  virtual Status copy_rect(int64_t z, const Block& rect, std::byte* packed,
+                           internal::RectCopy direction) = 0;
   internal::PlaneFormat format;
 };
 
 namespace {
 
 template <typename T>
-class EngineOf final : public ResidentGrid::Engine {
+class InCoreEngineOf final : public ResidentGrid::Engine {
  public:
-  explicit EngineOf(InCoreEngine<T> engine) : engine_(std::move(engine)) {}
-  void load_plane(int64_t z, const std::byte* packed) override {
+  explicit InCoreEngineOf(InCoreEngine<T> engine) : engine_(std::move(engine)) {}
+  Status load_plane(int64_t z, const std::byte* packed) override {
     engine_.load_plane(z, reinterpret_cast<const T*>(packed));
+    return Status::Ok();
   }
-  void store_plane(int64_t z, std::byte* packed) const override {
+  Status store_plane(int64_t z, std::byte* packed) override {
     engine_.store_plane(z, reinterpret_cast<T*>(packed));
+    return Status::Ok();
   }
-  int64_t advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
-                  ProbeRun probes, const LateHalos& late) override {
+  Result<int64_t> advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
+                          ProbeRun probes, const LateHalos& late) override {
     return engine_.advance(boundary, steps, progress, probes, late);
   }
-  const WavefrontPlan& plan() const override { return engine_.plan(); }
-  void copy_rect(int64_t z, const Block& rect, std::byte* packed,
-                 internal::RectCopy direction) override {
+  void describe(RunReport* r) const override {
+    const WavefrontPlan& p = engine_.plan();
+    r->threads = p.threads;
+    r->bt = p.bt;
+    r->tile = std::to_string(p.tile_x) + "x" + std::to_string(p.tile_y);
+  }
+  Status copy_rect(int64_t z, const Block& rect, std::byte* packed,
+                   internal::RectCopy direction) override {
     const internal::PlaneLayout layout{static_cast<size_t>(engine_.stride()) * sizeof(T),
                                        static_cast<size_t>(engine_.field_stride()) * sizeof(T)};
     // Only copies into the engine write its planes (which it then copies to its other grid).
@@ -53,15 +63,50 @@ class EngineOf final : public ResidentGrid::Engine {
                    : const_cast<T*>(std::as_const(engine_).plane(z));
     internal::copy_rect(reinterpret_cast<std::byte*>(plane), layout, format, rect, packed,
                         direction);
+    return Status::Ok();
   }
 
  private:
   InCoreEngine<T> engine_;
 };
 
+// The device engine's planes are packed: a rectangle goes through a host copy of its plane.
+class DeviceEngineOf final : public ResidentGrid::Engine {
+ public:
+  explicit DeviceEngineOf(DeviceEngine engine)
+      : engine_(std::move(engine)), plane_(static_cast<size_t>(engine_.plane_bytes())) {}
+  Status load_plane(int64_t z, const std::byte* packed) override {
+    return engine_.load_plane(z, packed);
+  }
+  Status store_plane(int64_t z, std::byte* packed) override {
+    return engine_.store_plane(z, packed);
+  }
+  Result<int64_t> advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
+                          ProbeRun probes, const LateHalos& late) override {
+    return engine_.advance(boundary, steps, progress, probes, late);
+  }
+  void describe(RunReport* r) const override {
+    r->bt = 1;
+    r->device = engine_.plan().device.name;
+    r->device_memory = static_cast<uint64_t>(engine_.plan().device_bytes);
+  }
+  Status copy_rect(int64_t z, const Block& rect, std::byte* packed,
+                   internal::RectCopy direction) override {
+    DG_RETURN_IF_ERROR(engine_.store_plane(z, plane_.data()));
+    internal::copy_rect(plane_.data(), format, rect, packed, direction);
+    if (direction == internal::RectCopy::kToPacked) return Status::Ok();
+    return engine_.load_plane(z, plane_.data());
+  }
+
+ private:
+  DeviceEngine engine_;
+  std::vector<std::byte> plane_;
+};
+
 template <typename T>
-Result<std::unique_ptr<ResidentGrid::Engine>> make_engine(const Grid& grid, const RunOptions& opt,
-                                                          const RunPlan& plan) {
+Result<std::unique_ptr<ResidentGrid::Engine>> make_incore_engine(const Grid& grid,
+                                                                 const RunOptions& opt,
+                                                                 const RunPlan& plan) {
   InCoreOptions io;
   io.threads = plan.incore.threads;
   io.bt = plan.incore.bt;
@@ -71,7 +116,18 @@ Result<std::unique_ptr<ResidentGrid::Engine>> make_engine(const Grid& grid, cons
   if (plan.method == Method::kMmap) io.scratch_dir = grid.dir();
   DG_ASSIGN_OR_RETURN(InCoreEngine<T> engine,
                       InCoreEngine<T>::create(grid.shape(), opt.scheme, opt.steps, io));
-  return std::unique_ptr<ResidentGrid::Engine>(new EngineOf<T>(std::move(engine)));
+  return std::unique_ptr<ResidentGrid::Engine>(new InCoreEngineOf<T>(std::move(engine)));
+}
+
+Result<std::unique_ptr<ResidentGrid::Engine>> make_engine(const Grid& grid, const RunOptions& opt,
+                                                          const RunPlan& plan) {
+  if (plan.method == Method::kDevice) {
+    DG_ASSIGN_OR_RETURN(DeviceEngine engine,
+                        DeviceEngine::create(grid.shape(), opt.scheme, grid.dtype(), plan.device));
+    return std::unique_ptr<ResidentGrid::Engine>(new DeviceEngineOf(std::move(engine)));
+  }
+  return dispatch_dtype(
+      grid.dtype(), [&](auto tag) { return make_incore_engine<decltype(tag)>(grid, opt, plan); });
 }
 
 }  // namespace
@@ -84,21 +140,19 @@ ResidentGrid::~ResidentGrid() = default;
 
 Result<ResidentGrid> ResidentGrid::load(const Grid& grid, const RunOptions& opt, RunPlan plan) {
   const Shape& s = grid.shape();
-  auto engine = dispatch_dtype(
-      grid.dtype(), [&](auto tag) { return make_engine<decltype(tag)>(grid, opt, plan); });
+  auto engine = make_engine(grid, opt, plan);
   DG_RETURN_IF_ERROR(engine.status());
   Engine& e = **engine;
   e.format = internal::plane_format(grid.manifest());
   DG_RETURN_IF_ERROR(io::read_plane_range(grid, 0, s.nz, [&](int64_t z, const void* values) {
-    e.load_plane(z, static_cast<const std::byte*>(values));
-    return Status::Ok();
+    return e.load_plane(z, static_cast<const std::byte*>(values));
   }));
   const auto grid_bytes = static_cast<uint64_t>(s.nz * grid.manifest().layout.plane_stride);
   return ResidentGrid(std::move(plan), std::move(engine).value(), grid_bytes);
 }
 
-RunReport ResidentGrid::advance(const RunOptions& opt, int64_t step, const ResolvedProbes* probes,
-                                const LateHalos& late) {
+Result<RunReport> ResidentGrid::advance(const RunOptions& opt, int64_t step,
+                                        const ResolvedProbes* probes, const LateHalos& late) {
   const auto t0 = std::chrono::steady_clock::now();
   double arrival = 0;  // seconds in late.arrive
   LateHalos timed{late.below, late.above, {}};
@@ -109,14 +163,11 @@ RunReport ResidentGrid::advance(const RunOptions& opt, int64_t step, const Resol
       arrival = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     };
   }
-  const int64_t done =
-      engine_->advance(opt.boundary, opt.steps, opt.progress, {probes, step, opt.placement}, timed);
-  const WavefrontPlan& p = engine_->plan();
+  DG_ASSIGN_OR_RETURN(const int64_t done, engine_->advance(opt.boundary, opt.steps, opt.progress,
+                                                           {probes, step, opt.placement}, timed));
   RunReport r;
   r.method = std::string(method_name(plan_.method));
-  r.threads = p.threads;
-  r.bt = p.bt;
-  r.tile = std::to_string(p.tile_x) + "x" + std::to_string(p.tile_y);
+  engine_->describe(&r);
   r.steps = done;
   r.compute_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() - arrival;
@@ -124,19 +175,22 @@ RunReport ResidentGrid::advance(const RunOptions& opt, int64_t step, const Resol
   return r;
 }
 
-void ResidentGrid::read_box(const Block& box, std::byte* out) const {
+Status ResidentGrid::read_box(const Block& box, std::byte* out) const {
   const size_t bytes = engine_->format.rect_bytes(box);
   for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, out += bytes) {
-    engine_->copy_rect(z, box, out, internal::RectCopy::kToPacked);
+    DG_RETURN_IF_ERROR(engine_->copy_rect(z, box, out, internal::RectCopy::kToPacked));
   }
+  return Status::Ok();
 }
 
-void ResidentGrid::write_box(const Block& box, const std::byte* in) {
+Status ResidentGrid::write_box(const Block& box, const std::byte* in) {
   const size_t bytes = engine_->format.rect_bytes(box);
   for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, in += bytes) {
     // (kFromPacked only reads `packed`)
-    engine_->copy_rect(z, box, const_cast<std::byte*>(in), internal::RectCopy::kFromPacked);
+    DG_RETURN_IF_ERROR(
+        engine_->copy_rect(z, box, const_cast<std::byte*>(in), internal::RectCopy::kFromPacked));
   }
+  return Status::Ok();
 }
 
 io::PlaneSource ResidentGrid::planes(const Shape& shape) const {
@@ -145,7 +199,7 @@ io::PlaneSource ResidentGrid::planes(const Shape& shape) const {
     std::vector<std::byte> values(engine_->format.rect_bytes(plane));
     for (int64_t z = 0; z < shape.nz; ++z) {
       plane[kAxisZ] = Span{z, z + 1};
-      read_box(plane, values.data());
+      DG_RETURN_IF_ERROR(read_box(plane, values.data()));
       DG_RETURN_IF_ERROR(consume(z, values.data()));
     }
     return Status::Ok();
@@ -157,8 +211,7 @@ Status ResidentGrid::write_replacement(Grid& grid) const {
   return io::write_plane_range(
       grid, 0, grid.shape().nz,
       [&](int64_t z, void* values) {
-        engine_->store_plane(z, static_cast<std::byte*>(values));
-        return Status::Ok();
+        return engine_->store_plane(z, static_cast<std::byte*>(values));
       },
       io::kPlanesInFlight, FileSet::kReplacement);
 }

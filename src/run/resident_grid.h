@@ -1,8 +1,8 @@
-// A grid held in memory by the in-core engine: the in-core and mmap methods' runs load it, advance
-// it and write it back, and a distributed run keeps each part that fits its budget here from its
-// first halo exchange to its last, so that a round costs no disk traffic (the halos are
-// exchanged in memory too). Nothing reaches the grid's files until write_replacement() writes
-// the state held beside them.
+// A grid held in memory by the in-core engine (or in a device's memory by the device engine):
+// the in-core, mmap and device methods' runs load it, advance it and write it back, and a
+// distributed run keeps each part that fits its budget here from its first halo exchange to its
+// last, so that a round costs no disk traffic (the halos are exchanged in memory too). Nothing
+// reaches the grid's files until write_replacement() writes the state held beside them.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +16,7 @@
 #include "deepgrid/run.h"
 #include "deepgrid/status.h"
 #include "deepgrid/store.h"
+#include "engines/device_engine.h"
 #include "engines/incore_engine.h"
 #include "plan/plan.h"
 
@@ -23,8 +24,8 @@ namespace deepgrid {
 
 class ResidentGrid {
  public:
-  // Loads `grid` into the in-core engine of `plan` (prepare_run's for `options` on `grid`, an
-  // in-core or mmap plan; options.steps is the most one advance() will take), verifying each
+  // Loads `grid` into the engine of `plan` (prepare_run's for `options` on `grid`, an in-core,
+  // mmap or device plan; options.steps is the most one advance() will take), verifying each
   // plane's hash when the grid verifies.
   static Result<ResidentGrid> load(const Grid& grid, const RunOptions& options, RunPlan plan);
 
@@ -37,14 +38,14 @@ class ResidentGrid {
   // options.progress, asked after each pass, says to stop. `late`: halos that arrive during
   // the first pass (engines/incore_engine.h). The report gives the steps done, and as compute time
   // the time spent in the engine outside late.arrive.
-  RunReport advance(const RunOptions& options, int64_t step, const ResolvedProbes* probes,
-                    const LateHalos& late = {});
+  Result<RunReport> advance(const RunOptions& options, int64_t step, const ResolvedProbes* probes,
+                            const LateHalos& late = {});
 
   // Copies the values of the x-y rectangle of `box` in each of its planes out of and into the
   // state held, packed: the rectangle's rows of every component, one component after another
   // (as Grid::read_planes gives a whole plane), plane after plane.
-  void read_box(const Block& box, std::byte* out) const;
-  void write_box(const Block& box, const std::byte* in);
+  Status read_box(const Block& box, std::byte* out) const;
+  Status write_box(const Block& box, const std::byte* in);
 
   // The state held, plane by plane in order (every component of each, packed), for what reads
   // a grid's planes (a snapshot). Holds one plane.

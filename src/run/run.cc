@@ -167,7 +167,10 @@ Result<RunReport> run_tiled(Grid& grid, const RunOptions& opt, const RunPlan& pl
   return r;
 }
 
-bool writes_replacement(Method m) { return m == Method::kInCore || m == Method::kMmap; }
+// The methods that hold the grid (ResidentGrid) and write it back into replacement files.
+bool writes_replacement(Method m) {
+  return m == Method::kInCore || m == Method::kMmap || m == Method::kDevice;
+}
 
 // What the plan writes beside the grid (mmap: scratch files in the grid directory; tiled: a
 // second copy beside each data file; in-core: the replacement data files) must fit before
@@ -190,6 +193,7 @@ Result<RunReport> run_method(Grid& grid, const RunOptions& opt, const RunPlan& p
   switch (plan.method) {
     case Method::kInCore:
     case Method::kMmap:
+    case Method::kDevice:
       return run_incore(grid, opt, plan, probes);
     case Method::kTiled:
       return run_tiled(grid, opt, plan);
@@ -266,7 +270,7 @@ Result<RunPlan> prepare_run(Grid& grid, const RunOptions& opt) {
     DG_RETURN_IF_ERROR(grid.enable_verification());
     // In place, a sweep overwrites planes before it reads the last ones: find damage first.
     // (The in-core engines verify as they load.)
-    if (plan.method != Method::kInCore && plan.method != Method::kMmap) {
+    if (!writes_replacement(plan.method)) {
       DG_RETURN_IF_ERROR(read_every_plane(grid));
     }
   }

@@ -34,6 +34,23 @@ def test_run_matches_the_command_line(tmp_path, cli, method, mem):
     assert sha256_of(g) == sha256_of(other)
 
 
+def test_a_device_run_matches_the_in_core_run_bitwise(tmp_path, cli):
+    if not deepgrid.devices():
+        pytest.skip("no OpenCL device here (scripts/setup.sh installs PoCL's CPU device)")
+    listed = json.loads(subprocess.run([cli, "devices", "--json"], check=True, capture_output=True,
+                                       text=True).stdout)["devices"]
+    assert deepgrid.devices() == listed
+    g = deepgrid.create(tmp_path / "a", (21, 17, 13), scheme="wave4", init="random:3")
+    other = copy_grid(g.path, tmp_path / "b")
+    report = deepgrid.run(g, steps=6, device=0, device_mem="1MiB", boundary="periodic",
+                          progress=False)
+    assert report["method"] == "device"
+    deepgrid.run(other, steps=6, method="incore", boundary="periodic", progress=False)
+    assert sha256_of(g) == sha256_of(other)
+    with pytest.raises(deepgrid.InvalidArgument, match="--device-mem"):
+        deepgrid.run(g, steps=1, device=0, device_mem="64KiB", progress=False)
+
+
 def test_flushed_subnormals_leave_none_and_match_the_command_line(tmp_path, cli):
     # Values near the smallest normal f32 decay into the subnormal range (a 7pt stencil whose
     # weights add up to 0.4): a flushed run writes

@@ -1,0 +1,133 @@
+// internal: the accelerator layer. Devices, their memory and the kernels that run on them,
+// behind one interface: OpenCL today (opencl_device.cc, through the ICD loader, so any
+// vendor's driver and PoCL's CPU device), nothing in a build without OpenCL (no_device.cc).
+// A CUDA or HIP backend would implement the same classes; the engines see only these.
+//
+// Device memory is accounted here, not by the runtime: PoCL does not enforce its reported
+// size and aborts the process when the host's memory runs out, so every allocation is checked
+// against the budget the device was opened with before it is asked for.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "deepgrid/status.h"
+
+namespace deepgrid::device {
+
+struct DeviceInfo {
+  int index = 0;  // position in list_devices(): what --device ID names
+  std::string platform, name, vendor, driver, version;
+  bool gpu = false;
+  bool fp64 = false;
+  bool f32_subnormals = false;   // computes f32 subnormal numbers (CL_FP_DENORM), as IEEE says
+  int64_t memory_bytes = 0;      // global memory
+  int64_t max_buffer_bytes = 0;  // largest single allocation
+  int compute_units = 0;
+  std::string describe() const;  // "0: NVIDIA H100 (gpu, 79.1 GiB, fp64; NVIDIA CUDA, driver 550)"
+  std::string to_json() const;
+};
+
+// Whether this build can run on devices (it was built with OpenCL).
+bool built_with_devices();
+
+// Every device of every platform, in a stable order; empty when no platform is installed (or
+// the build has none). An error only when a runtime that is there fails.
+Result<std::vector<DeviceInfo>> list_devices();
+
+// The device `which` names: an index into list_devices(), "gpu" (the first GPU), "cpu" (the
+// first CPU device), or "" (the first GPU, else the first device). The error says what there
+// is and how to choose.
+Result<DeviceInfo> choose_device(std::string_view which);
+
+// What a run may allocate on a device when --device-mem does not say: its memory less 1/16
+// (the runtime's own buffers, other processes' contexts).
+int64_t default_device_budget(const DeviceInfo& info);
+
+class Device;
+
+// Device memory, freed (and given back to the device's budget) when the last copy goes.
+class Buffer {
+ public:
+  Buffer() = default;
+  int64_t bytes() const { return bytes_; }
+  bool empty() const { return handle_ == nullptr; }
+
+ private:
+  friend class Device;
+  friend class Kernel;
+  std::shared_ptr<void> handle_;  // the backend's object; its deleter releases it
+  int64_t bytes_ = 0;
+};
+
+// A kernel of a built program, with its arguments set by position.
+class Kernel {
+ public:
+  Kernel() = default;
+  Status set(int index, const Buffer& buffer);
+  Status set(int index, int32_t value);  // an `int` argument
+  Status set(int index, int64_t value);  // a `long` argument
+  Status set(int index, double value);   // a `double` argument
+  Status set(int index, float value);    // a `float` argument
+
+ private:
+  friend class Device;
+  std::shared_ptr<void> handle_;
+  std::string name_;
+};
+
+// An x-y-z range of work items: `offset` (the first item's global id) and `size` items per
+// axis, in work-groups of `group` items per axis (0: the runtime's choice). With groups, the
+// launch rounds `size` up to whole groups: the kernel must skip the items past the range.
+struct Range {
+  std::array<int64_t, 3> offset{}, size{1, 1, 1}, group{};
+  int64_t items() const { return size[0] * size[1] * size[2]; }
+};
+
+// A device opened for a run: its context, one in-order queue, the programs built on it and
+// the bytes allocated against `budget`. Calls are made from one thread.
+class Device {
+ public:
+  static Result<Device> open(const DeviceInfo& info, int64_t budget);
+
+  Device(Device&&) noexcept;
+  Device& operator=(Device&&) noexcept;
+  ~Device();
+
+  const DeviceInfo& info() const;
+  int64_t budget() const;
+  int64_t allocated() const;  // bytes held by live buffers
+  int64_t peak_allocated() const;
+
+  // kResource, saying how much is held and how much the budget allows, when `bytes` more
+  // would exceed the budget (or the device's largest allocation).
+  Result<Buffer> allocate(int64_t bytes, std::string_view what);
+
+  // Builds OpenCL C `source` with `options` (build log in the error) and returns its kernel
+  // `name`. A program is built once per device for the same source and options.
+  Result<Kernel> kernel(const std::string& source, const std::string& options,
+                        const std::string& name);
+
+  // Copies between host memory and a buffer; they return when the copy is done.
+  Status write(const Buffer& to, int64_t offset, const void* from, int64_t bytes);
+  Status read(const Buffer& from, int64_t offset, void* to, int64_t bytes);
+  Status copy(const Buffer& from, const Buffer& to, int64_t bytes);
+
+  // Queues `kernel` over `range` (work-group size left to the runtime); nothing when the
+  // range is empty.
+  Status launch(const Kernel& kernel, const Range& range);
+  // Waits until everything queued is done.
+  Status finish();
+
+  class Impl;
+
+ private:
+  explicit Device(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace deepgrid::device

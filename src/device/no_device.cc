@@ -1,0 +1,43 @@
+// device.h in a build without OpenCL: no devices; nothing can be opened.
+#include "device/device.h"
+
+namespace deepgrid::device {
+
+namespace {
+Status no_opencl() {
+  return unsupported("this deepgrid was built without OpenCL, so it cannot run on devices");
+}
+}  // namespace
+
+bool built_with_devices() { return false; }
+Result<std::vector<DeviceInfo>> list_devices() { return std::vector<DeviceInfo>{}; }
+
+class Device::Impl {};
+Device::Device(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Device::Device(Device&&) noexcept = default;
+Device& Device::operator=(Device&&) noexcept = default;
+Device::~Device() = default;
+Result<Device> Device::open(const DeviceInfo&, int64_t) { return no_opencl(); }
+const DeviceInfo& Device::info() const {
+  static const DeviceInfo none;
+  return none;
+}
+int64_t Device::budget() const { return 0; }
+int64_t Device::allocated() const { return 0; }
+int64_t Device::peak_allocated() const { return 0; }
+Result<Buffer> Device::allocate(int64_t, std::string_view) { return no_opencl(); }
+Result<Kernel> Device::kernel(const std::string&, const std::string&, const std::string&) {
+  return no_opencl();
+}
+Status Device::write(const Buffer&, int64_t, const void*, int64_t) { return no_opencl(); }
+Status Device::read(const Buffer&, int64_t, void*, int64_t) { return no_opencl(); }
+Status Device::copy(const Buffer&, const Buffer&, int64_t) { return no_opencl(); }
+Status Device::launch(const Kernel&, const Range&) { return no_opencl(); }
+Status Device::finish() { return no_opencl(); }
+Status Kernel::set(int, const Buffer&) { return no_opencl(); }
+Status Kernel::set(int, int32_t) { return no_opencl(); }
+Status Kernel::set(int, int64_t) { return no_opencl(); }
+Status Kernel::set(int, double) { return no_opencl(); }
+Status Kernel::set(int, float) { return no_opencl(); }
+
+}  // namespace deepgrid::device

@@ -1,0 +1,340 @@
+// The OpenCL backend of device.h, through the ICD loader (libOpenCL): OpenCL 1.2's API, which
+// every vendor's driver and PoCL provide.
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <CL/cl_ext.h>  // CL_PLATFORM_NOT_FOUND_KHR
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "deepgrid/geometry.h"
+#include "device/device.h"
+
+namespace deepgrid::device {
+namespace {
+
+// The names of the error codes a run can meet; others by number.
+const char* cl_error_name(cl_int e) {
+  switch (e) {
+    case CL_DEVICE_NOT_FOUND:
+      return "CL_DEVICE_NOT_FOUND";
+    case CL_DEVICE_NOT_AVAILABLE:
+      return "CL_DEVICE_NOT_AVAILABLE";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+      return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case CL_OUT_OF_RESOURCES:
+      return "CL_OUT_OF_RESOURCES";
+    case CL_OUT_OF_HOST_MEMORY:
+      return "CL_OUT_OF_HOST_MEMORY";
+    case CL_BUILD_PROGRAM_FAILURE:
+      return "CL_BUILD_PROGRAM_FAILURE";
+    case CL_INVALID_VALUE:
+      return "CL_INVALID_VALUE";
+    case CL_INVALID_BUFFER_SIZE:
+      return "CL_INVALID_BUFFER_SIZE";
+    case CL_INVALID_KERNEL_ARGS:
+      return "CL_INVALID_KERNEL_ARGS";
+    case CL_INVALID_WORK_GROUP_SIZE:
+      return "CL_INVALID_WORK_GROUP_SIZE";
+    case CL_INVALID_GLOBAL_WORK_SIZE:
+      return "CL_INVALID_GLOBAL_WORK_SIZE";
+    case CL_PLATFORM_NOT_FOUND_KHR:
+      return "CL_PLATFORM_NOT_FOUND_KHR";
+    default:
+      return nullptr;
+  }
+}
+
+Status cl_status(cl_int e, std::string_view call) {
+  const char* name = cl_error_name(e);
+  const ErrorCode code = e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_RESOURCES ||
+                                 e == CL_OUT_OF_HOST_MEMORY
+                             ? ErrorCode::kResource
+                             : ErrorCode::kIo;
+  return {code, "OpenCL: " + std::string(call) + " failed: " +
+                    (name != nullptr ? std::string(name) + " (" + std::to_string(e) + ")"
+                                     : "error " + std::to_string(e))};
+}
+
+#define DG_CL(call, name) \
+  if (const cl_int dg_cl_error = (call); dg_cl_error != CL_SUCCESS) return cl_status(dg_cl_error, name)
+
+// A string property of an OpenCL object (`get` is clGetDeviceInfo or clGetPlatformInfo).
+template <typename Object, typename Name>
+std::string info_string(cl_int (*get)(Object, Name, size_t, void*, size_t*), Object o, Name what) {
+  size_t n = 0;
+  if (get(o, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  std::string s(n, '\0');
+  get(o, what, n, s.data(), nullptr);
+  s.resize(s.find('\0'));
+  return s;
+}
+std::string device_string(cl_device_id d, cl_device_info what) {
+  return info_string(clGetDeviceInfo, d, what);
+}
+std::string platform_string(cl_platform_id p, cl_platform_info what) {
+  return info_string(clGetPlatformInfo, p, what);
+}
+
+template <typename V>
+V device_value(cl_device_id d, cl_device_info what) {
+  V v{};
+  clGetDeviceInfo(d, what, sizeof v, &v, nullptr);
+  return v;
+}
+
+struct Found {
+  std::vector<DeviceInfo> infos;
+  std::vector<cl_device_id> ids;
+};
+
+Result<Found> find_devices() {
+  cl_uint platforms = 0;
+  const cl_int e = clGetPlatformIDs(0, nullptr, &platforms);
+  Found found;
+  // The ICD loader answers CL_PLATFORM_NOT_FOUND_KHR when no driver is installed.
+  if (e == CL_PLATFORM_NOT_FOUND_KHR || (e == CL_SUCCESS && platforms == 0)) return found;
+  DG_CL(e, "clGetPlatformIDs");
+  std::vector<cl_platform_id> ps(platforms);
+  DG_CL(clGetPlatformIDs(platforms, ps.data(), nullptr), "clGetPlatformIDs");
+  for (cl_platform_id p : ps) {
+    cl_uint n = 0;
+    if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &n) != CL_SUCCESS) continue;
+    std::vector<cl_device_id> ds(n);
+    DG_CL(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, ds.data(), nullptr), "clGetDeviceIDs");
+    for (cl_device_id d : ds) {
+      DeviceInfo info;
+      info.index = static_cast<int>(found.infos.size());
+      info.platform = platform_string(p, CL_PLATFORM_NAME);
+      info.name = device_string(d, CL_DEVICE_NAME);
+      info.vendor = device_string(d, CL_DEVICE_VENDOR);
+      info.driver = device_string(d, CL_DRIVER_VERSION);
+      info.version = device_string(d, CL_DEVICE_VERSION);
+      info.gpu = (device_value<cl_device_type>(d, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_GPU) != 0;
+      info.fp64 = device_value<cl_device_fp_config>(d, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
+      info.f32_subnormals =
+          (device_value<cl_device_fp_config>(d, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_DENORM) != 0;
+      info.memory_bytes = static_cast<int64_t>(device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE));
+      info.max_buffer_bytes =
+          static_cast<int64_t>(device_value<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
+      info.compute_units = static_cast<int>(device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS));
+      found.infos.push_back(std::move(info));
+      found.ids.push_back(d);
+    }
+  }
+  return found;
+}
+
+void release_mem(void* m) { clReleaseMemObject(static_cast<cl_mem>(m)); }
+void release_kernel(void* k) { clReleaseKernel(static_cast<cl_kernel>(k)); }
+
+}  // namespace
+
+bool built_with_devices() { return true; }
+
+Result<std::vector<DeviceInfo>> list_devices() {
+  DG_ASSIGN_OR_RETURN(Found found, find_devices());
+  return found.infos;
+}
+
+class Device::Impl {
+ public:
+  ~Impl() {
+    programs_.clear();
+    if (queue_ != nullptr) clReleaseCommandQueue(queue_);
+    if (context_ != nullptr) clReleaseContext(context_);
+  }
+
+  DeviceInfo info;
+  int64_t budget = 0;
+  // Shared with the buffers' deleters, which give their bytes back.
+  std::shared_ptr<int64_t> allocated = std::make_shared<int64_t>(0);
+  int64_t peak = 0;
+  cl_device_id id_ = nullptr;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+
+  struct Program {
+    cl_program program = nullptr;
+    ~Program() {
+      if (program != nullptr) clReleaseProgram(program);
+    }
+  };
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<Program>> programs_;
+};
+
+Device::Device(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Device::Device(Device&&) noexcept = default;
+Device& Device::operator=(Device&&) noexcept = default;
+Device::~Device() = default;
+
+const DeviceInfo& Device::info() const { return impl_->info; }
+int64_t Device::budget() const { return impl_->budget; }
+int64_t Device::allocated() const { return *impl_->allocated; }
+int64_t Device::peak_allocated() const { return impl_->peak; }
+
+Result<Device> Device::open(const DeviceInfo& info, int64_t budget) {
+  DG_ASSIGN_OR_RETURN(Found found, find_devices());
+  if (info.index < 0 || info.index >= static_cast<int>(found.ids.size()) ||
+      found.infos[static_cast<size_t>(info.index)].name != info.name) {
+    return invalid_argument("device " + std::to_string(info.index) + " (" + info.name +
+                            ") is no longer there; see 'deepgrid devices'");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->info = info;
+  impl->budget = budget;
+  impl->id_ = found.ids[static_cast<size_t>(info.index)];
+  cl_int e = CL_SUCCESS;
+  impl->context_ = clCreateContext(nullptr, 1, &impl->id_, nullptr, nullptr, &e);
+  DG_CL(e, "clCreateContext");
+  impl->queue_ = clCreateCommandQueue(impl->context_, impl->id_, 0, &e);
+  DG_CL(e, "clCreateCommandQueue");
+  return Device(std::move(impl));
+}
+
+Result<Buffer> Device::allocate(int64_t bytes, std::string_view what) {
+  Impl& d = *impl_;
+  const int64_t held = *d.allocated;
+  if (held + bytes > d.budget) {
+    return Status(ErrorCode::kResource,
+                  std::string(what) + " needs " + format_size(static_cast<uint64_t>(bytes)) +
+                      " of device memory with " + format_size(static_cast<uint64_t>(held)) +
+                      " held, over the device budget of " +
+                      format_size(static_cast<uint64_t>(d.budget)) + "; raise --device-mem");
+  }
+  if (bytes > d.info.max_buffer_bytes) {
+    return Status(ErrorCode::kResource,
+                  std::string(what) + " needs one buffer of " +
+                      format_size(static_cast<uint64_t>(bytes)) + " but " + d.info.name +
+                      " allocates at most " +
+                      format_size(static_cast<uint64_t>(d.info.max_buffer_bytes)));
+  }
+  cl_int e = CL_SUCCESS;
+  cl_mem m = clCreateBuffer(d.context_, CL_MEM_READ_WRITE, static_cast<size_t>(std::max<int64_t>(bytes, 1)),
+                            nullptr, &e);
+  DG_CL(e, "clCreateBuffer");
+  Buffer b;
+  b.bytes_ = bytes;
+  *d.allocated += bytes;
+  d.peak = std::max(d.peak, *d.allocated);
+  b.handle_ = std::shared_ptr<void>(m, [counter = d.allocated, bytes](void* p) {
+    *counter -= bytes;
+    release_mem(p);
+  });
+  return b;
+}
+
+Result<Kernel> Device::kernel(const std::string& source, const std::string& options,
+                              const std::string& name) {
+  Impl& d = *impl_;
+  auto& slot = d.programs_[{source, options}];
+  if (slot == nullptr) {
+    auto p = std::make_unique<Impl::Program>();
+    const char* text = source.c_str();
+    const size_t length = source.size();
+    cl_int e = CL_SUCCESS;
+    p->program = clCreateProgramWithSource(d.context_, 1, &text, &length, &e);
+    if (e != CL_SUCCESS) {
+      d.programs_.erase({source, options});
+      return cl_status(e, "clCreateProgramWithSource");
+    }
+    e = clBuildProgram(p->program, 1, &d.id_, options.c_str(), nullptr, nullptr);
+    if (e != CL_SUCCESS) {
+      size_t n = 0;
+      clGetProgramBuildInfo(p->program, d.id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+      std::string log(n, '\0');
+      clGetProgramBuildInfo(p->program, d.id_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+      d.programs_.erase({source, options});
+      const Status failed = cl_status(e, "clBuildProgram");
+      return Status(failed.code(), failed.message() + "; build log:\n" + log.c_str());
+    }
+    slot = std::move(p);
+  }
+  cl_int e = CL_SUCCESS;
+  cl_kernel k = clCreateKernel(slot->program, name.c_str(), &e);
+  DG_CL(e, "clCreateKernel(" + name + ")");
+  Kernel out;
+  out.handle_ = std::shared_ptr<void>(k, release_kernel);
+  out.name_ = name;
+  return out;
+}
+
+Status Kernel::set(int index, const Buffer& buffer) {
+  cl_mem m = static_cast<cl_mem>(buffer.handle_.get());
+  DG_CL(clSetKernelArg(static_cast<cl_kernel>(handle_.get()), static_cast<cl_uint>(index),
+                       sizeof m, &m),
+        "clSetKernelArg(" + name_ + ", " + std::to_string(index) + ")");
+  return Status::Ok();
+}
+
+namespace {
+template <typename V>
+Status set_value(void* kernel, const std::string& name, int index, V v) {
+  DG_CL(clSetKernelArg(static_cast<cl_kernel>(kernel), static_cast<cl_uint>(index), sizeof v, &v),
+        "clSetKernelArg(" + name + ", " + std::to_string(index) + ")");
+  return Status::Ok();
+}
+}  // namespace
+
+Status Kernel::set(int index, int32_t value) {
+  return set_value(handle_.get(), name_, index, static_cast<cl_int>(value));
+}
+Status Kernel::set(int index, int64_t value) {
+  return set_value(handle_.get(), name_, index, static_cast<cl_long>(value));
+}
+Status Kernel::set(int index, double value) {
+  return set_value(handle_.get(), name_, index, static_cast<cl_double>(value));
+}
+Status Kernel::set(int index, float value) {
+  return set_value(handle_.get(), name_, index, static_cast<cl_float>(value));
+}
+
+Status Device::write(const Buffer& to, int64_t offset, const void* from, int64_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  DG_CL(clEnqueueWriteBuffer(impl_->queue_, static_cast<cl_mem>(to.handle_.get()), CL_TRUE,
+                             static_cast<size_t>(offset), static_cast<size_t>(bytes), from, 0,
+                             nullptr, nullptr),
+        "clEnqueueWriteBuffer");
+  return Status::Ok();
+}
+
+Status Device::read(const Buffer& from, int64_t offset, void* to, int64_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  DG_CL(clEnqueueReadBuffer(impl_->queue_, static_cast<cl_mem>(from.handle_.get()), CL_TRUE,
+                            static_cast<size_t>(offset), static_cast<size_t>(bytes), to, 0, nullptr,
+                            nullptr),
+        "clEnqueueReadBuffer");
+  return Status::Ok();
+}
+
+Status Device::copy(const Buffer& from, const Buffer& to, int64_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  DG_CL(clEnqueueCopyBuffer(impl_->queue_, static_cast<cl_mem>(from.handle_.get()),
+                            static_cast<cl_mem>(to.handle_.get()), 0, 0, static_cast<size_t>(bytes),
+                            0, nullptr, nullptr),
+        "clEnqueueCopyBuffer");
+  return Status::Ok();
+}
+
+Status Device::launch(const Kernel& kernel, const Range& range) {
+  if (range.items() <= 0) return Status::Ok();
+  size_t offset[3], size[3], group[3];
+  const bool grouped = range.group[0] > 0;
+  for (size_t a = 0; a < 3; ++a) {
+    offset[a] = static_cast<size_t>(range.offset[a]);
+    group[a] = static_cast<size_t>(std::max<int64_t>(range.group[a], 1));
+    size[a] = (static_cast<size_t>(range.size[a]) + group[a] - 1) / group[a] * group[a];
+  }
+  DG_CL(clEnqueueNDRangeKernel(impl_->queue_, static_cast<cl_kernel>(kernel.handle_.get()), 3,
+                               offset, size, grouped ? group : nullptr, 0, nullptr, nullptr),
+        "clEnqueueNDRangeKernel(" + kernel.name_ + ")");
+  return Status::Ok();
+}
+
+Status Device::finish() {
+  DG_CL(clFinish(impl_->queue_), "clFinish");
+  return Status::Ok();
+}
+
+}  // namespace deepgrid::device

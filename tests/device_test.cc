@@ -1,0 +1,193 @@
+// The device layer and the device method's plan: choosing a device, the device budget
+// accounted before anything is allocated, refusals that say what to do, kernels' build errors,
+// and the command line (devices, --device, --device-mem). Results against the reference are
+// in stream_test (EngineGolden/device: every preset, boundary, dtype, scheme and probes).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "device/device.h"
+#include "engines/device_engine.h"
+#include "engines/subnormals.h"
+#include "reference.h"
+#include "test_schemes.h"
+
+namespace deepgrid {
+namespace {
+
+using testing::run_cli;
+
+// The device tests need one (PoCL's CPU device in CI); without, they say why they skip.
+class DeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto all = device::list_devices();
+    ASSERT_TRUE(all.ok()) << all.status().message();
+    if (all->empty()) {
+      GTEST_SKIP() << "no OpenCL device here (a build without OpenCL, or no driver: "
+                      "scripts/setup.sh installs PoCL's CPU device)";
+    }
+    first_ = all->front();
+  }
+  device::DeviceInfo first_;
+};
+
+void expect_one_line_naming(const Status& s, const std::vector<std::string>& words) {
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
+  for (const std::string& w : words) EXPECT_NE(s.message().find(w), std::string::npos) << s.message();
+}
+
+TEST_F(DeviceTest, DevicesAreChosenByNumberOrKind) {
+  EXPECT_EQ(device::choose_device("0")->name, first_.name);
+  EXPECT_TRUE(device::choose_device("").ok());
+  const auto cpu = device::choose_device("cpu");
+  if (cpu.ok()) {
+    EXPECT_FALSE(cpu->gpu);
+  }
+  expect_one_line_naming(device::choose_device("99").status(), {"no device 99", "deepgrid devices"});
+  expect_one_line_naming(device::choose_device("fast").status(), {"'fast'", "gpu or cpu"});
+}
+
+TEST_F(DeviceTest, AllocationsAreCountedAgainstTheBudgetAndGivenBack) {
+  device::Device d = device::Device::open(first_, 1 << 20).value();
+  {
+    device::Buffer a = d.allocate(768 << 10, "first").value();
+    EXPECT_EQ(d.allocated(), 768 << 10);
+    const auto b = d.allocate(512 << 10, "the second buffer");
+    ASSERT_FALSE(b.ok());
+    EXPECT_EQ(b.status().code(), ErrorCode::kResource);
+    expect_one_line_naming(b.status(), {"the second buffer", "--device-mem"});
+  }
+  EXPECT_EQ(d.allocated(), 0);
+  EXPECT_EQ(d.peak_allocated(), 768 << 10);
+  EXPECT_TRUE(d.allocate(1 << 20, "all of it").ok());
+}
+
+TEST_F(DeviceTest, ValuesGoThereAndBackAndKernelsRunInOrder) {
+  device::Device d = device::Device::open(first_, 1 << 20).value();
+  const device::Buffer b = d.allocate(8 * 4, "values").value();
+  const float in[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_TRUE(d.write(b, 0, in, sizeof in).ok());
+  const std::string src =
+      "__kernel void twice(__global float* u, const int k) { u[get_global_id(0)] *= k; }";
+  device::Kernel k = d.kernel(src, "", "twice").value();
+  ASSERT_TRUE(k.set(0, b).ok());
+  ASSERT_TRUE(k.set(1, int32_t{3}).ok());
+  device::Range r;
+  r.offset = {2, 0, 0};
+  r.size = {4, 1, 1};
+  ASSERT_TRUE(d.launch(k, r).ok());
+  ASSERT_TRUE(d.launch(k, r).ok());
+  float out[8] = {};
+  ASSERT_TRUE(d.read(b, 0, out, sizeof out).ok());
+  const float want[8] = {1, 2, 27, 36, 45, 54, 7, 8};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], want[i]) << i;
+}
+
+TEST_F(DeviceTest, AKernelThatDoesNotBuildGivesItsBuildLog) {
+  device::Device d = device::Device::open(first_, 1 << 20).value();
+  const auto k = d.kernel("__kernel void broken(__global float* u) { u[0] = nothing; }", "",
+                          "broken");
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(k.status().message().find("clBuildProgram"), std::string::npos);
+  EXPECT_NE(k.status().message().find("nothing"), std::string::npos) << k.status().message();
+}
+
+// x86 flushes a result (FTZ) when it is below the smallest normal number once rounded to the
+// dtype's precision with an unbounded exponent; rounded into the subnormal range instead, a
+// result just below it becomes the smallest normal itself. MIN * (1 - 0.75 * 2^-p) (p the
+// precision) is such a result: x86 flushes it, IEEE's subnormal rounding gives MIN. The
+// device's emulation must tell them apart.
+template <typename T>
+void expect_flushed_like_x86_at_the_smallest_normal() {
+  constexpr T kMin = std::numeric_limits<T>::min();
+  constexpr int kPrecision = std::numeric_limits<T>::digits;
+  const double below = -1.5 * std::ldexp(1.0, -kPrecision - 1);  // -0.75 * 2^-p
+  const Stencil st = Stencil::from_points("corner", {{0, 0, 0, 1}, {1, 0, 0, below}}).value();
+  const Shape shape{2, 1, 1};
+  const DType dtype = sizeof(T) == 4 ? DType::kF32 : DType::kF64;
+  const Boundary neumann{Boundary::Kind::kNeumann, 0};
+  const std::vector<T> u = {kMin, kMin};
+  std::vector<T> want;
+  {
+    const internal::SubnormalsFlushed flushed(true);
+    want = testing::reference_run(u, shape, Scheme(st), neumann, 1);
+  }
+  ASSERT_EQ(want[0], T{0}) << "x86 flushes the corner case";
+  ASSERT_EQ(testing::reference_run(u, shape, Scheme(st), neumann, 1)[0], kMin) << "IEEE does not";
+  DeviceOptions o;
+  o.device = "0";
+  o.flush_subnormals = true;
+  const DevicePlan plan = plan_device(shape, st, dtype, {}, 1, o).value();
+  DeviceEngine e = DeviceEngine::create(shape, st, dtype, plan).value();
+  ASSERT_TRUE(e.load_plane(0, reinterpret_cast<const std::byte*>(u.data())).ok());
+  ASSERT_EQ(e.advance(neumann, 1, {}, {}, {}).value(), 1);
+  std::vector<T> got(2);
+  ASSERT_TRUE(e.store_plane(0, reinterpret_cast<std::byte*>(got.data())).ok());
+  EXPECT_EQ(testing::first_bitwise_difference(want, got), -1) << got[0] << " " << got[1];
+}
+
+TEST_F(DeviceTest, SubnormalsAreFlushedAsX86FlushesThemAtTheSmallestNormal) {
+  if (!internal::can_flush_subnormals()) GTEST_SKIP() << "this build cannot flush subnormals";
+  expect_flushed_like_x86_at_the_smallest_normal<float>();
+  if (first_.fp64) expect_flushed_like_x86_at_the_smallest_normal<double>();
+}
+
+TEST_F(DeviceTest, AUsersKernelIsRefusedWithTheFix) {
+  const Scheme kernel = Scheme::from_json(testing::kKernelScheme).value();
+  const auto plan = plan_device({8, 8, 8}, kernel, DType::kF32, {}, 3, {});
+  expect_one_line_naming(plan.status(), {"CPU only", "--method incore or stream"});
+}
+
+// The device-resident placement holds two copies of the grid: a budget below that is refused
+// with the size it needs; one at it is planned.
+TEST_F(DeviceTest, ABudgetBelowTheTwoCopiesIsRefusedWithTheMinimum) {
+  const Shape s{40, 30, 20};
+  const Scheme wave = Scheme::preset("wave4").value();
+  DeviceOptions o;
+  o.device = "0";
+  const int64_t two_copies = 2 * s.points() * 3 * 8;
+  o.device_mem = two_copies - 1;
+  const auto refused = plan_device(s, wave, DType::kF64, {}, 5, o);
+  expect_one_line_naming(refused.status(), {"--device-mem", format_size(two_copies)});
+  o.device_mem = two_copies;
+  const auto planned = plan_device(s, wave, DType::kF64, {}, 5, o);
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  EXPECT_EQ(planned->device_bytes, two_copies);
+  o.device_mem = first_.memory_bytes + 1;
+  expect_one_line_naming(plan_device(s, wave, DType::kF64, {}, 5, o).status(),
+                         {"--device-mem", "more than"});
+}
+
+TEST_F(DeviceTest, TheCommandLineListsDevicesAndRefusesASmallBudget) {
+  testing::TempDir tmp;
+  const auto listed = run_cli({"devices"});
+  ASSERT_EQ(listed.exit_code, 0) << listed;
+  EXPECT_NE(listed.out.find("0: " + first_.name), std::string::npos) << listed;
+  const auto json = nlohmann::json::parse(run_cli({"devices", "--json"}).out);
+  EXPECT_TRUE(json["opencl"].get<bool>());
+  EXPECT_EQ(json["devices"][0]["name"], first_.name);
+
+  const std::string g = (tmp.path() / "g").string();
+  ASSERT_EQ(run_cli({"create", g, "--shape", "32x32x32", "--init", "random:1"}).exit_code, 0);
+  const std::string before = run_cli({"checksum", g}).out;
+  const auto small = run_cli({"run", g, "--stencil", "7pt", "--steps", "3", "--device", "0",
+                              "--device-mem", "200KiB"});
+  EXPECT_EQ(small.exit_code, 2) << small;
+  EXPECT_NE(small.err.find("256.00 KiB"), std::string::npos) << small;  // two copies of 128 KiB
+  EXPECT_EQ(run_cli({"checksum", g}).out, before) << "a refused run changes nothing";
+  const auto plan = run_cli({"plan", g, "--stencil", "7pt", "--steps", "3", "--device", "0"});
+  ASSERT_EQ(plan.exit_code, 0) << plan;
+  EXPECT_NE(plan.out.find("device-resident"), std::string::npos) << plan;
+  const auto ran = run_cli({"run", g, "--stencil", "7pt", "--steps", "3", "--device", "0"});
+  ASSERT_EQ(ran.exit_code, 0) << ran;
+  EXPECT_NE(run_cli({"checksum", g}).out, before);
+}
+
+}  // namespace
+}  // namespace deepgrid
