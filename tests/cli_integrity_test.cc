@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli_runner.h"
+#include "device/device.h"
 #include "grid_holder.h"
 
 namespace {
@@ -178,15 +179,16 @@ bool finished_at(const std::string& dir, int64_t step) {
 }
 
 // kill -9 at random moments of stream runs (periodic and neumann z, several sweeps), in-core
-// runs and tiled runs: `info` says what state the grid is in, and the same command again finishes
-// the run bitwise as if it had never been interrupted.
+// runs, tiled runs and device runs (where there is an OpenCL device): `info` says what state the
+// grid is in, and the same command again finishes the run bitwise as if it had never been
+// interrupted.
 TEST_F(CliTest, RunsKilledAtRandomMomentsFinishWithTheSameCommand) {
   struct Case {
     const char* name;
     std::vector<std::string> options;
     int trials;
   };
-  const std::vector<Case> cases = {
+  std::vector<Case> cases = {
       {"periodic",
        {"--method", "stream", "--mem", "3MiB", "--bt", "4", "--boundary", "periodic"},
        9},
@@ -194,6 +196,9 @@ TEST_F(CliTest, RunsKilledAtRandomMomentsFinishWithTheSameCommand) {
       {"incore", {"--method", "incore", "--boundary", "dirichlet:1"}, 6},
       {"tiled", {"--method", "tiled", "--mem", "2MiB", "--bt", "3"}, 4},
   };
+  if (const auto devices = deepgrid::device::list_devices(); devices.ok() && !devices->empty()) {
+    cases.push_back({"device", {"--device", "0", "--bt", "4", "--boundary", "neumann"}, 4});
+  }
   std::mt19937 rng(20261123);
   int killed = 0;
   for (const Case& c : cases) {

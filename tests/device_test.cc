@@ -2,6 +2,8 @@
 // accounted before anything is allocated, refusals that say what to do, kernels' build errors,
 // and the command line (devices, --device, --device-mem). Results against the reference are
 // in stream_test (EngineGolden/device: every preset, boundary, dtype, scheme and probes).
+#include "device/device.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "cli_runner.h"
-#include "device/device.h"
 #include "engines/device_engine.h"
 #include "engines/subnormals.h"
 #include "reference.h"
@@ -39,7 +40,8 @@ class DeviceTest : public ::testing::Test {
 void expect_one_line_naming(const Status& s, const std::vector<std::string>& words) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
-  for (const std::string& w : words) EXPECT_NE(s.message().find(w), std::string::npos) << s.message();
+  for (const std::string& w : words)
+    EXPECT_NE(s.message().find(w), std::string::npos) << s.message();
 }
 
 TEST_F(DeviceTest, DevicesAreChosenByNumberOrKind) {
@@ -49,7 +51,8 @@ TEST_F(DeviceTest, DevicesAreChosenByNumberOrKind) {
   if (cpu.ok()) {
     EXPECT_FALSE(cpu->gpu);
   }
-  expect_one_line_naming(device::choose_device("99").status(), {"no device 99", "deepgrid devices"});
+  expect_one_line_naming(device::choose_device("99").status(),
+                         {"no device 99", "deepgrid devices"});
   expect_one_line_naming(device::choose_device("fast").status(), {"'fast'", "gpu or cpu"});
 }
 
@@ -91,8 +94,8 @@ TEST_F(DeviceTest, ValuesGoThereAndBackAndKernelsRunInOrder) {
 
 TEST_F(DeviceTest, AKernelThatDoesNotBuildGivesItsBuildLog) {
   device::Device d = device::Device::open(first_, 1 << 20).value();
-  const auto k = d.kernel("__kernel void broken(__global float* u) { u[0] = nothing; }", "",
-                          "broken");
+  const auto k =
+      d.kernel("__kernel void broken(__global float* u) { u[0] = nothing; }", "", "broken");
   ASSERT_FALSE(k.ok());
   EXPECT_NE(k.status().message().find("clBuildProgram"), std::string::npos);
   EXPECT_NE(k.status().message().find("nothing"), std::string::npos) << k.status().message();
@@ -176,8 +179,8 @@ TEST_F(DeviceTest, TheCommandLineListsDevicesAndRefusesASmallBudget) {
   const std::string g = (tmp.path() / "g").string();
   ASSERT_EQ(run_cli({"create", g, "--shape", "32x32x32", "--init", "random:1"}).exit_code, 0);
   const std::string before = run_cli({"checksum", g}).out;
-  const auto small = run_cli({"run", g, "--stencil", "7pt", "--steps", "3", "--device", "0",
-                              "--device-mem", "200KiB"});
+  const auto small = run_cli(
+      {"run", g, "--stencil", "7pt", "--steps", "3", "--device", "0", "--device-mem", "200KiB"});
   EXPECT_EQ(small.exit_code, 2) << small;
   EXPECT_NE(small.err.find("256.00 KiB"), std::string::npos) << small;  // two copies of 128 KiB
   EXPECT_EQ(run_cli({"checksum", g}).out, before) << "a refused run changes nothing";

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "device/device.h"
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
 #include "mpi_test_helpers.h"
@@ -208,6 +209,26 @@ TEST(Distributed, SourcesAndReceiversMatchTheReference) {
   }
   expect_case({"heat-var", kNeumann, DType::kF32, s, 9, 0, "", Method::kAuto, {}, &heat});
   expect_case({"wave8", kPeriodic, DType::kF64, s, 6, 4, "400KiB", Method::kStream, {}, &wave});
+}
+
+// The device method on every rank's part: each rank takes a device of its machine (its rank on
+// the machine modulo their number: CTest gives two PoCL devices, POCL_DEVICES="pthread
+// pthread"), bitwise as the serial reference, presets, a scheme with probes, and a process grid
+// splitting x or y.
+TEST(Distributed, PartsOnDevicesMatchTheReference) {
+  const auto devices = device::list_devices();
+  if (!devices.ok() || devices->empty()) {
+    GTEST_SKIP() << "no OpenCL device here (scripts/setup.sh installs PoCL's CPU device)";
+  }
+  const Probes wave = shot_and_receivers(true);
+  expect_case({"13pt", kPeriodic, DType::kF32, {11, 7, 13}, 7, 3, "", Method::kDevice});
+  expect_case({"27pt", kNeumann, DType::kF64, {11, 7, 13}, 5, 2, "", Method::kDevice});
+  expect_case(
+      {"wave4", kDirichlet, DType::kF32, {17, 12, 14}, 7, 3, "", Method::kDevice, {}, &wave});
+  if (mpi::size() == 1) return;
+  for (const ProcessGrid& g : grids_splitting_x_or_y()) {
+    expect_case({"7pt", kPeriodic, DType::kF32, {13, 11, 7}, 5, 2, "", Method::kDevice, g});
+  }
 }
 
 // A grid made with z-slabs runs with another process grid of the same ranks and back: its

@@ -22,7 +22,8 @@ int cmd_devices(const DevicesArgs& a) {
   if (a.json) {
     nlohmann::json j = {{"opencl", device::built_with_devices()},
                         {"devices", nlohmann::json::array()}};
-    for (const device::DeviceInfo& d : all) j["devices"].push_back(nlohmann::json::parse(d.to_json()));
+    for (const device::DeviceInfo& d : all)
+      j["devices"].push_back(nlohmann::json::parse(d.to_json()));
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -39,8 +40,8 @@ int cmd_devices(const DevicesArgs& a) {
     return 0;
   }
   for (const device::DeviceInfo& d : all) {
-    std::printf("%s\n    %s, %s, %d compute units, largest buffer %s\n",
-                d.describe().c_str(), d.vendor.c_str(), d.version.c_str(), d.compute_units,
+    std::printf("%s\n    %s, %s, %d compute units, largest buffer %s\n", d.describe().c_str(),
+                d.vendor.c_str(), d.version.c_str(), d.compute_units,
                 format_size(static_cast<uint64_t>(d.max_buffer_bytes)).c_str());
   }
   std::printf("run on one with: deepgrid run DIR --steps N --device ID (or gpu, cpu)\n");

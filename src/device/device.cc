@@ -1,15 +1,16 @@
 // What device.h says of devices whatever the backend: descriptions and the choice of one.
+#include "device/device.h"
+
 #include <nlohmann/json.hpp>
 
 #include "deepgrid/geometry.h"
-#include "device/device.h"
 
 namespace deepgrid::device {
 
 std::string DeviceInfo::describe() const {
   return std::to_string(index) + ": " + name + " (" + (gpu ? "gpu" : "cpu") + ", " +
-         format_size(static_cast<uint64_t>(memory_bytes)) + (fp64 ? ", fp64" : ", no fp64") +
-         "; " + platform + ", driver " + driver + ")";
+         format_size(static_cast<uint64_t>(memory_bytes)) + (fp64 ? ", fp64" : ", no fp64") + "; " +
+         platform + ", driver " + driver + ")";
 }
 
 std::string DeviceInfo::to_json() const {

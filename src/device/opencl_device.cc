@@ -57,8 +57,9 @@ Status cl_status(cl_int e, std::string_view call) {
                                      : "error " + std::to_string(e))};
 }
 
-#define DG_CL(call, name) \
-  if (const cl_int dg_cl_error = (call); dg_cl_error != CL_SUCCESS) return cl_status(dg_cl_error, name)
+#define DG_CL(call, name)                                           \
+  if (const cl_int dg_cl_error = (call); dg_cl_error != CL_SUCCESS) \
+  return cl_status(dg_cl_error, name)
 
 // A string property of an OpenCL object (`get` is clGetDeviceInfo or clGetPlatformInfo).
 template <typename Object, typename Name>
@@ -115,7 +116,8 @@ Result<Found> find_devices() {
       info.fp64 = device_value<cl_device_fp_config>(d, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
       info.f32_subnormals =
           (device_value<cl_device_fp_config>(d, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_DENORM) != 0;
-      info.memory_bytes = static_cast<int64_t>(device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE));
+      info.memory_bytes =
+          static_cast<int64_t>(device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE));
       info.max_buffer_bytes =
           static_cast<int64_t>(device_value<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE));
       info.compute_units = static_cast<int>(device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS));
@@ -211,8 +213,8 @@ Result<Buffer> Device::allocate(int64_t bytes, std::string_view what) {
                       format_size(static_cast<uint64_t>(d.info.max_buffer_bytes)));
   }
   cl_int e = CL_SUCCESS;
-  cl_mem m = clCreateBuffer(d.context_, CL_MEM_READ_WRITE, static_cast<size_t>(std::max<int64_t>(bytes, 1)),
-                            nullptr, &e);
+  cl_mem m = clCreateBuffer(d.context_, CL_MEM_READ_WRITE,
+                            static_cast<size_t>(std::max<int64_t>(bytes, 1)), nullptr, &e);
   DG_CL(e, "clCreateBuffer");
   Buffer b;
   b.bytes_ = bytes;
@@ -262,8 +264,8 @@ Result<Kernel> Device::kernel(const std::string& source, const std::string& opti
 
 Status Kernel::set(int index, const Buffer& buffer) {
   cl_mem m = static_cast<cl_mem>(buffer.handle_.get());
-  DG_CL(clSetKernelArg(static_cast<cl_kernel>(handle_.get()), static_cast<cl_uint>(index),
-                       sizeof m, &m),
+  DG_CL(clSetKernelArg(static_cast<cl_kernel>(handle_.get()), static_cast<cl_uint>(index), sizeof m,
+                       &m),
         "clSetKernelArg(" + name_ + ", " + std::to_string(index) + ")");
   return Status::Ok();
 }

@@ -66,11 +66,12 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
   DevicePlan plan;
   plan.device = info;
   plan.flush_subnormals = options.flush_subnormals;
-  plan.pass_steps = static_cast<int>(
-      std::clamp<int64_t>(options.bt > 0 ? options.bt : kMaxAutoBt, 1, std::max<int64_t>(steps, 1)));
+  plan.pass_steps = static_cast<int>(std::clamp<int64_t>(options.bt > 0 ? options.bt : kMaxAutoBt,
+                                                         1, std::max<int64_t>(steps, 1)));
   const int64_t max_budget = device::default_device_budget(info);
   if (options.device_mem > info.memory_bytes) {
-    return invalid_argument("--device-mem " + format_size(static_cast<uint64_t>(options.device_mem)) +
+    return invalid_argument("--device-mem " +
+                            format_size(static_cast<uint64_t>(options.device_mem)) +
                             " is more than device " + info.describe() + " has; use at most " +
                             format_size(static_cast<uint64_t>(max_budget)));
   }
@@ -186,10 +187,11 @@ Status DeviceEngine::run_steps(const Boundary& boundary, int64_t steps, const Pr
     return b;
   };
   DG_ASSIGN_OR_RETURN(ProbeBuffers sources, probe_buffers(p.sources, "dg_add_sources"));
-  DG_ASSIGN_OR_RETURN(ProbeBuffers receivers,
-                      probe_buffers(p.traces != nullptr ? p.receivers : std::vector<ProbePoint>{},
-                                    "dg_record"));
-  std::vector<std::byte> host(static_cast<size_t>(pass * std::max(sources.count, receivers.count) * value));
+  DG_ASSIGN_OR_RETURN(
+      ProbeBuffers receivers,
+      probe_buffers(p.traces != nullptr ? p.receivers : std::vector<ProbePoint>{}, "dg_record"));
+  std::vector<std::byte> host(
+      static_cast<size_t>(pass * std::max(sources.count, receivers.count) * value));
 
   while (*done < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(pass, steps - *done));
@@ -207,7 +209,8 @@ Status DeviceEngine::run_steps(const Boundary& boundary, int64_t steps, const Pr
           }
         }
       }
-      DG_RETURN_IF_ERROR(device_.write(sources.values, 0, host.data(), levels * sources.count * value));
+      DG_RETURN_IF_ERROR(
+          device_.write(sources.values, 0, host.data(), levels * sources.count * value));
     }
     for (int row = 0; row < levels; ++row) {
       DG_RETURN_IF_ERROR(step.set(0, grids_[cur_]));

@@ -28,9 +28,9 @@
 namespace deepgrid {
 
 struct DeviceOptions {
-  std::string device;       // device::choose_device's argument: ID, "gpu", "cpu" or "" (any)
-  int64_t device_mem = 0;   // device budget in bytes; 0: device::default_device_budget
-  int bt = 0;               // steps between progress calls and receivers' reads; 0: kMaxAutoBt
+  std::string device;      // device::choose_device's argument: ID, "gpu", "cpu" or "" (any)
+  int64_t device_mem = 0;  // device budget in bytes; 0: device::default_device_budget
+  int bt = 0;              // steps between progress calls and receivers' reads; 0: kMaxAutoBt
   bool flush_subnormals = false;
 };
 

@@ -12,8 +12,8 @@ namespace {
 // literal (hexadecimal).
 std::string literal(double c, DType dtype, bool flush) {
   double v = dtype == DType::kF32 ? static_cast<double>(static_cast<float>(c)) : c;
-  const double smallest = dtype == DType::kF32 ? std::numeric_limits<float>::min()
-                                               : std::numeric_limits<double>::min();
+  const double smallest =
+      dtype == DType::kF32 ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min();
   if (flush && std::fabs(v) < smallest) v = std::copysign(0.0, v);
   if (std::isinf(v)) return v > 0 ? "((T)INFINITY)" : "((T)-INFINITY)";
   char buf[64];
@@ -117,7 +117,8 @@ DeviceSource device_step_source(const Scheme& scheme, DType dtype, Boundary::Kin
   s += std::string("typedef ") + (dtype == DType::kF32 ? "float" : "double") + " T;\n";
   s += std::string("typedef ") + (wide_indices ? "long" : "int") + " I;\n";
   s += "#define NC " + n + "\n";
-  s += std::string("#define SMALLEST_NORMAL ") + (dtype == DType::kF32 ? "FLT_MIN" : "DBL_MIN") + "\n";
+  s += std::string("#define SMALLEST_NORMAL ") + (dtype == DType::kF32 ? "FLT_MIN" : "DBL_MIN") +
+       "\n";
   s += flush_subnormals ? kFlushedArithmetic : kIeeeArithmetic;
   // Where index i along an axis of n points reads (boundary.h's boundary_source_index).
   s += "inline I source_index(I i, I n) {\n" + std::string(source_index(boundary)) + "}\n";

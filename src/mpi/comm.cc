@@ -73,6 +73,14 @@ int ranks_on_this_machine() {
   return ranks;
 }
 
+int rank_on_this_machine() {
+  MPI_Comm machine = this_machine();
+  int rank = 0;
+  MPI_Comm_rank(machine, &rank);
+  MPI_Comm_free(&machine);
+  return rank;
+}
+
 int cpu_share() {
   MPI_Comm machine = this_machine();
   int ranks = 1;

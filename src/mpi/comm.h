@@ -59,8 +59,10 @@ void receive(int from, int tag, std::vector<std::byte>* message);
 // This rank's share of its machine's CPUs: each CPU it may run on (its affinity mask) counts
 // 1/n, where n ranks on the machine may run on that CPU; at least 1. Collective.
 int cpu_share();
-// The ranks of the job on this rank's machine (this one included). Collective.
+// The ranks of the job on this rank's machine (this one included), and this rank's place
+// among them (0 ... ranks_on_this_machine() - 1). Collective.
 int ranks_on_this_machine();
+int rank_on_this_machine();
 
 // Root's text on every rank. Collective.
 std::string broadcast(const std::string& text, int root = 0);

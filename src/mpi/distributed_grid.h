@@ -100,7 +100,9 @@ struct DistributedRunReport {
 
 // Ranks sharing a machine share its CPUs (options->threads, when neither it nor
 // OMP_NUM_THREADS says how many: cpu_share()) and its disks, whose busy time then tells no
-// rank's own rate (options->record_disk_rate off). run_distributed and plan_distributed do
+// rank's own rate (options->record_disk_rate off). With the device method and no device
+// named, each rank takes one of the machine's devices: its rank on the machine modulo their
+// number (options->device). run_distributed and plan_distributed do
 // this themselves; a caller that measures the machine for them (threads) does it first.
 // Collective.
 void share_machine(RunOptions* options);

@@ -18,6 +18,7 @@
 #include "core/process_stats.h"
 #include "core/stopwatch.h"
 #include "deepgrid/traces_file.h"
+#include "device/device.h"
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
 #include "mpi/halo_exchange.h"
@@ -538,6 +539,13 @@ DistributedRunReport DistributedRun::report(int k, int64_t to, bool direct_io) {
 void share_machine(RunOptions* opt) {
   if (opt->threads == 0 && std::getenv("OMP_NUM_THREADS") == nullptr) opt->threads = cpu_share();
   opt->record_disk_rate = opt->record_disk_rate && ranks_on_this_machine() == 1;
+  const int place = rank_on_this_machine();  // (collective: every rank asks)
+  if (opt->method == Method::kDevice && opt->device.empty()) {
+    const auto devices = device::list_devices();
+    if (devices.ok() && !devices->empty()) {
+      opt->device = std::to_string(place % static_cast<int>(devices->size()));
+    }
+  }
 }
 
 Result<DistributedRunReport> run_distributed(const std::string& dir, const RunOptions& given,
