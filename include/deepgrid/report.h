@@ -17,13 +17,15 @@ struct RunReport {
   std::string boundary;
   bool flush_subnormals = false;  // computed with subnormals flushed to zero (RunOptions)
   int threads = 0;
-  int bt = 0;                  // steps per pass over memory
-  std::string tile;            // x-y tile of the wavefront, "NXxNY"
-  std::string device;          // the device method: the device's name (docs/devices.md)
-  uint64_t device_memory = 0;  // the device method: bytes the run allocated on the device
-  int64_t points = 0;          // grid points
-  int64_t steps = 0;           // steps advanced by this run
-  int64_t step_from = 0;       // the grid's time step before and after
+  int bt = 0;                        // steps per pass over memory
+  std::string tile;                  // x-y tile of the wavefront, "NXxNY"
+  std::string device;                // the device method: the device's name (docs/devices.md)
+  uint64_t device_memory = 0;        // the device method: bytes the run allocated on the device
+  uint64_t device_bytes_copied = 0;  // the device method: between host and device, both ways
+  double device_copy_seconds = 0;    // the device method: wall time of those copies
+  int64_t points = 0;                // grid points
+  int64_t steps = 0;                 // steps advanced by this run
+  int64_t step_from = 0;             // the grid's time step before and after
   int64_t step_to = 0;
   int64_t step_target = 0;     // the step the run is to reach (step_to unless it stopped early)
   double seconds = 0;          // wall time of the whole run, including I/O

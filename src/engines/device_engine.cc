@@ -5,10 +5,13 @@
 #include <utility>
 #include <vector>
 
+#include "core/stopwatch.h"
 #include "kernels/device_source.h"
 
 namespace deepgrid {
 namespace {
+
+using internal::seconds_since;
 
 // Components that a source changes and that the step would otherwise not write (coefficient
 // fields): the step then copies them, as for any carried component.
@@ -117,24 +120,34 @@ Result<DeviceEngine> DeviceEngine::create(const Shape& shape, const Scheme& sche
   return e;
 }
 
-// Into both copies: the coefficient fields stay equal there.
+// Into the current copy; the next advance copies the grid to the other on the device (the
+// coefficient fields must be equal in both), which is faster than a second copy from the host.
 Status DeviceEngine::load_plane(int64_t z, const std::byte* packed) {
-  for (const device::Buffer& g : grids_) {
-    DG_RETURN_IF_ERROR(device_.write(g, z * plane_bytes_, packed, plane_bytes_));
-  }
+  const auto t0 = std::chrono::steady_clock::now();
+  DG_RETURN_IF_ERROR(device_.write(grids_[cur_], z * plane_bytes_, packed, plane_bytes_));
+  coefficients_equal_ = false;
+  traffic_.bytes += plane_bytes_;
+  traffic_.copy_seconds += seconds_since(t0);
   return Status::Ok();
 }
 
 Status DeviceEngine::store_plane(int64_t z, std::byte* packed) {
-  return device_.read(grids_[cur_], z * plane_bytes_, packed, plane_bytes_);
+  const auto t0 = std::chrono::steady_clock::now();
+  DG_RETURN_IF_ERROR(device_.read(grids_[cur_], z * plane_bytes_, packed, plane_bytes_));
+  traffic_.bytes += plane_bytes_;
+  traffic_.copy_seconds += seconds_since(t0);
+  return Status::Ok();
 }
 
 Result<int64_t> DeviceEngine::advance(const Boundary& boundary, int64_t steps,
                                       const ProgressFn& progress, ProbeRun probes,
                                       const LateHalos& late) {
   if (late.arrive) late.arrive();
+  const auto t0 = std::chrono::steady_clock::now();
   int64_t done = 0;
-  DG_RETURN_IF_ERROR(run_steps(boundary, steps, progress, probes, &done));
+  const Status st = run_steps(boundary, steps, progress, probes, &done);
+  traffic_.kernel_seconds += seconds_since(t0);
+  DG_RETURN_IF_ERROR(st);
   return done;
 }
 
@@ -211,6 +224,7 @@ Status DeviceEngine::run_steps(const Boundary& boundary, int64_t steps, const Pr
       }
       DG_RETURN_IF_ERROR(
           device_.write(sources.values, 0, host.data(), levels * sources.count * value));
+      traffic_.bytes += levels * sources.count * value;
     }
     for (int row = 0; row < levels; ++row) {
       DG_RETURN_IF_ERROR(step.set(0, grids_[cur_]));
@@ -233,6 +247,7 @@ Status DeviceEngine::run_steps(const Boundary& boundary, int64_t steps, const Pr
     if (receivers.count > 0) {
       DG_RETURN_IF_ERROR(
           device_.read(receivers.values, 0, host.data(), levels * receivers.count * value));
+      traffic_.bytes += levels * receivers.count * value;
       for (int row = 0; row < levels; ++row) {
         if (!p.traces->holds(first + row)) continue;
         for (int r = 0; r < receivers.count; ++r) {

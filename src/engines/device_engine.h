@@ -68,6 +68,14 @@ class DeviceEngine {
   const DevicePlan& plan() const { return plan_; }
   int64_t plane_bytes() const { return plane_bytes_; }
 
+  // What went between host and device so far (planes loaded and stored, probes' values), and
+  // the time those copies took; and the time in advance(): the kernels and their launches.
+  struct Traffic {
+    int64_t bytes = 0;
+    double copy_seconds = 0, kernel_seconds = 0;
+  };
+  const Traffic& traffic() const { return traffic_; }
+
  private:
   DeviceEngine(const Shape& shape, const Scheme& scheme, DType dtype, DevicePlan plan,
                device::Device device);
@@ -83,6 +91,7 @@ class DeviceEngine {
   int cur_ = 0;
   int64_t plane_bytes_ = 0;
   bool coefficients_equal_ = true;  // coefficient fields equal in both copies
+  Traffic traffic_;
 };
 
 }  // namespace deepgrid

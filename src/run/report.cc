@@ -34,6 +34,8 @@ std::string RunReport::to_json() const {
       {"tile", tile},
       {"device", device},
       {"device_memory_bytes", device_memory},
+      {"device_bytes_copied", device_bytes_copied},
+      {"device_copy_seconds", device_copy_seconds},
       {"points", points},
       {"steps", steps},
       {"step_from", step_from},
@@ -85,6 +87,11 @@ std::string RunReport::to_text() const {
                 format_size(bytes_written).c_str(), disk_note.c_str(),
                 format_size(peak_memory).c_str(), format_size(engine_memory).c_str());
   std::string text = buf;
+  if (!device.empty()) {
+    std::snprintf(buf, sizeof buf, "device      %s copied between host and device in %.3f s\n",
+                  format_size(device_bytes_copied).c_str(), device_copy_seconds);
+    text += buf;
+  }
   if (snapshots > 0) {
     std::snprintf(buf, sizeof buf, "snapshots   %lld written in %.3f s\n",
                   static_cast<long long>(snapshots), snapshot_seconds);

@@ -21,7 +21,7 @@ class ResidentGrid::Engine {
   virtual Result<int64_t> advance(const Boundary& boundary, int64_t steps,
                                   const ProgressFn& progress, ProbeRun probes,
                                   const LateHalos& late) = 0;
-  // The report's threads, bt and tile.
+  // The report's threads, bt and tile (device: the device, its memory, the copies so far).
   virtual void describe(RunReport* r) const = 0;
   // Copies the values of `rect`'s x-y rectangle of plane z to or from `packed` (copy_rect).
   virtual Status copy_rect(int64_t z, const Block& rect, std::byte* packed,
@@ -89,6 +89,8 @@ class DeviceEngineOf final : public ResidentGrid::Engine {
     r->bt = 1;
     r->device = engine_.plan().device.name;
     r->device_memory = static_cast<uint64_t>(engine_.plan().device_bytes);
+    r->device_bytes_copied = static_cast<uint64_t>(engine_.traffic().bytes);
+    r->device_copy_seconds = engine_.traffic().copy_seconds;
   }
   Status copy_rect(int64_t z, const Block& rect, std::byte* packed,
                    internal::RectCopy direction) override {
@@ -174,6 +176,8 @@ Result<RunReport> ResidentGrid::advance(const RunOptions& opt, int64_t step,
   r.engine_memory = plan_.memory_bytes;
   return r;
 }
+
+void ResidentGrid::describe(RunReport* r) const { engine_->describe(r); }
 
 Status ResidentGrid::read_box(const Block& box, std::byte* out) const {
   const size_t bytes = engine_->format.rect_bytes(box);

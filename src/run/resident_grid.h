@@ -55,6 +55,10 @@ class ResidentGrid {
   // the caller to commit (commit_replacement, or prepare_replacement and commit_prepared).
   Status write_replacement(Grid& grid) const;
 
+  // The engine's figures in `r`: threads, bt and tile, or the device's (its memory, and what
+  // went between host and device so far: a run's load, advances and, once written, store).
+  void describe(RunReport* r) const;
+
   const RunPlan& plan() const { return plan_; }
   uint64_t grid_bytes() const { return grid_bytes_; }  // one copy of the grid's planes on disk
 

@@ -91,6 +91,7 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   // The new state goes into a replacement of the data files, committed by run_grid: a crash
   // before that leaves the grid at its old step.
   DG_RETURN_IF_ERROR(held.write_replacement(grid));
+  held.describe(&r);  // (the device method's copies, the store included)
   r.bytes_read = held.grid_bytes();
   r.bytes_written = held.grid_bytes();
   r.seconds = seconds_since(t0);
