@@ -47,6 +47,70 @@ device::Range computed_range(const Shape& s, const Scheme& scheme, const GridPla
   return r;
 }
 
+// An index argument of the kernels: `long` when the grid needs 64-bit indices, else `int`.
+Status set_index(device::Kernel& k, int i, int64_t v, bool wide) {
+  return wide ? k.set(i, v) : k.set(i, static_cast<int32_t>(v));
+}
+
+// dg_step with the arguments every launch shares: the grid's extents and dirichlet's value.
+Result<device::Kernel> step_kernel(device::Device& d, const internal::DeviceSource& src,
+                                   const Shape& s, DType dtype, const Boundary& boundary,
+                                   bool wide) {
+  DG_ASSIGN_OR_RETURN(device::Kernel step, d.kernel(src.text, src.options, "dg_step"));
+  DG_RETURN_IF_ERROR(set_index(step, 2, s.nx, wide));
+  DG_RETURN_IF_ERROR(set_index(step, 3, s.ny, wide));
+  DG_RETURN_IF_ERROR(set_index(step, 4, s.nz, wide));
+  DG_RETURN_IF_ERROR(dtype == DType::kF32 ? step.set(5, static_cast<float>(boundary.value))
+                                          : step.set(5, boundary.value));
+  return step;
+}
+
+// A probe kernel (dg_add_sources or dg_record) with its points' value indices and room for a
+// pass's values on the device.
+struct ProbeBuffers {
+  device::Kernel kernel;
+  device::Buffer at, values;
+  int count = 0;
+};
+
+Result<ProbeBuffers> probe_buffers(device::Device& d, const internal::DeviceSource& src,
+                                   const char* kernel, const std::vector<ProbePoint>& points,
+                                   const Shape& shape, int components, int pass, int64_t value) {
+  ProbeBuffers b;
+  b.count = static_cast<int>(points.size());
+  if (b.count == 0) return b;
+  std::vector<int64_t> at;
+  for (const ProbePoint& q : points) at.push_back(value_index(shape, components, q));
+  DG_ASSIGN_OR_RETURN(b.at, d.allocate(8 * b.count, "the probes' indices"));
+  DG_ASSIGN_OR_RETURN(b.values, d.allocate(pass * b.count * value, "the probes' values"));
+  DG_RETURN_IF_ERROR(d.write(b.at, 0, at.data(), 8 * b.count));
+  DG_ASSIGN_OR_RETURN(b.kernel, d.kernel(src.text, src.options, kernel));
+  DG_RETURN_IF_ERROR(b.kernel.set(1, b.at));
+  DG_RETURN_IF_ERROR(b.kernel.set(2, b.values));
+  DG_RETURN_IF_ERROR(b.kernel.set(3, static_cast<int32_t>(b.count)));
+  return b;
+}
+
+// A value of `dtype` from a double (rounded as static_cast does) and back.
+void put_value(DType dtype, double v, std::byte* to) {
+  if (dtype == DType::kF32) {
+    const auto f = static_cast<float>(v);
+    std::memcpy(to, &f, sizeof f);
+  } else {
+    std::memcpy(to, &v, sizeof v);
+  }
+}
+double get_value(DType dtype, const std::byte* from) {
+  if (dtype == DType::kF32) {
+    float f = 0;
+    std::memcpy(&f, from, sizeof f);
+    return f;
+  }
+  double v = 0;
+  std::memcpy(&v, from, sizeof v);
+  return v;
+}
+
 }  // namespace
 
 Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType dtype,
@@ -162,15 +226,8 @@ Status DeviceEngine::run_steps(const Boundary& boundary, int64_t steps, const Pr
   const bool wide = shape_.points() * n >= (int64_t{1} << 31);
   const internal::DeviceSource src = internal::device_step_source(
       scheme_, dtype_, boundary.kind, copies, plan_.flush_subnormals, wide);
-  DG_ASSIGN_OR_RETURN(device::Kernel step, device_.kernel(src.text, src.options, "dg_step"));
-  auto set_index = [&](device::Kernel& k, int i, int64_t v) {
-    return wide ? k.set(i, v) : k.set(i, static_cast<int32_t>(v));
-  };
-  DG_RETURN_IF_ERROR(set_index(step, 2, shape_.nx));
-  DG_RETURN_IF_ERROR(set_index(step, 3, shape_.ny));
-  DG_RETURN_IF_ERROR(set_index(step, 4, shape_.nz));
-  DG_RETURN_IF_ERROR(dtype_ == DType::kF32 ? step.set(5, static_cast<float>(boundary.value))
-                                           : step.set(5, boundary.value));
+  DG_ASSIGN_OR_RETURN(device::Kernel step,
+                      step_kernel(device_, src, shape_, dtype_, boundary, wide));
   if (copies) coefficients_equal_ = false;
 
   // The probes' indices, and a pass's source values and receivers' values.
@@ -178,31 +235,12 @@ Status DeviceEngine::run_steps(const Boundary& boundary, int64_t steps, const Pr
   const ResolvedProbes& p = probes.probes != nullptr ? *probes.probes : none;
   const auto value = static_cast<int64_t>(dtype_size(dtype_));
   const int pass = plan_.pass_steps;
-  struct ProbeBuffers {
-    device::Kernel kernel;
-    device::Buffer at, values;
-    int count = 0;
-  };
-  auto probe_buffers = [&](const std::vector<ProbePoint>& points,
-                           const char* name) -> Result<ProbeBuffers> {
-    ProbeBuffers b;
-    b.count = static_cast<int>(points.size());
-    if (b.count == 0) return b;
-    std::vector<int64_t> at;
-    for (const ProbePoint& q : points) at.push_back(value_index(shape_, n, q));
-    DG_ASSIGN_OR_RETURN(b.at, device_.allocate(8 * b.count, "the probes' indices"));
-    DG_ASSIGN_OR_RETURN(b.values, device_.allocate(pass * b.count * value, "the probes' values"));
-    DG_RETURN_IF_ERROR(device_.write(b.at, 0, at.data(), 8 * b.count));
-    DG_ASSIGN_OR_RETURN(b.kernel, device_.kernel(src.text, src.options, name));
-    DG_RETURN_IF_ERROR(b.kernel.set(1, b.at));
-    DG_RETURN_IF_ERROR(b.kernel.set(2, b.values));
-    DG_RETURN_IF_ERROR(b.kernel.set(3, static_cast<int32_t>(b.count)));
-    return b;
-  };
-  DG_ASSIGN_OR_RETURN(ProbeBuffers sources, probe_buffers(p.sources, "dg_add_sources"));
-  DG_ASSIGN_OR_RETURN(
-      ProbeBuffers receivers,
-      probe_buffers(p.traces != nullptr ? p.receivers : std::vector<ProbePoint>{}, "dg_record"));
+  DG_ASSIGN_OR_RETURN(ProbeBuffers sources, probe_buffers(device_, src, "dg_add_sources", p.sources,
+                                                          shape_, n, pass, value));
+  DG_ASSIGN_OR_RETURN(ProbeBuffers receivers,
+                      probe_buffers(device_, src, "dg_record",
+                                    p.traces != nullptr ? p.receivers : std::vector<ProbePoint>{},
+                                    shape_, n, pass, value));
   std::vector<std::byte> host(
       static_cast<size_t>(pass * std::max(sources.count, receivers.count) * value));
 
@@ -212,14 +250,8 @@ Status DeviceEngine::run_steps(const Boundary& boundary, int64_t steps, const Pr
     if (sources.count > 0) {
       for (int row = 0; row < levels; ++row) {
         for (int i = 0; i < sources.count; ++i) {
-          const double a = p.source_specs[static_cast<size_t>(i)]->value(first + row);
-          std::byte* to = host.data() + (row * sources.count + i) * value;
-          if (dtype_ == DType::kF32) {
-            const auto v = static_cast<float>(a);
-            std::memcpy(to, &v, sizeof v);
-          } else {
-            std::memcpy(to, &a, sizeof a);
-          }
+          put_value(dtype_, p.source_specs[static_cast<size_t>(i)]->value(first + row),
+                    host.data() + (row * sources.count + i) * value);
         }
       }
       DG_RETURN_IF_ERROR(
@@ -233,7 +265,7 @@ Status DeviceEngine::run_steps(const Boundary& boundary, int64_t steps, const Pr
       const device::Range range = computed_range(shape_, scheme_, probes.placement, remaining);
       for (size_t a = 0; a < 3; ++a) {
         DG_RETURN_IF_ERROR(
-            set_index(step, 6 + static_cast<int>(a), range.offset[a] + range.size[a]));
+            set_index(step, 6 + static_cast<int>(a), range.offset[a] + range.size[a], wide));
       }
       DG_RETURN_IF_ERROR(device_.launch(step, range));
       cur_ = 1 - cur_;
@@ -251,16 +283,8 @@ Status DeviceEngine::run_steps(const Boundary& boundary, int64_t steps, const Pr
       for (int row = 0; row < levels; ++row) {
         if (!p.traces->holds(first + row)) continue;
         for (int r = 0; r < receivers.count; ++r) {
-          const std::byte* v = host.data() + (row * receivers.count + r) * value;
-          double x = 0;
-          if (dtype_ == DType::kF32) {
-            float f = 0;
-            std::memcpy(&f, v, sizeof f);
-            x = f;
-          } else {
-            std::memcpy(&x, v, sizeof x);
-          }
-          *p.traces->at(first + row, r) = x;
+          *p.traces->at(first + row, r) =
+              get_value(dtype_, host.data() + (row * receivers.count + r) * value);
         }
       }
     }
