@@ -63,23 +63,19 @@ MPI_Comm this_machine() {
   return machine;
 }
 
+// What `ask` (MPI_Comm_size or MPI_Comm_rank) says of this machine's communicator.
+int of_this_machine(int (*ask)(MPI_Comm, int*)) {
+  MPI_Comm machine = this_machine();
+  int value = 0;
+  ask(machine, &value);
+  MPI_Comm_free(&machine);
+  return value;
+}
+
 }  // namespace
 
-int ranks_on_this_machine() {
-  MPI_Comm machine = this_machine();
-  int ranks = 1;
-  MPI_Comm_size(machine, &ranks);
-  MPI_Comm_free(&machine);
-  return ranks;
-}
-
-int rank_on_this_machine() {
-  MPI_Comm machine = this_machine();
-  int rank = 0;
-  MPI_Comm_rank(machine, &rank);
-  MPI_Comm_free(&machine);
-  return rank;
-}
+int ranks_on_this_machine() { return of_this_machine(MPI_Comm_size); }
+int rank_on_this_machine() { return of_this_machine(MPI_Comm_rank); }
 
 int cpu_share() {
   MPI_Comm machine = this_machine();
