@@ -40,6 +40,7 @@ struct DevicePlan {
   int64_t grid_bytes = 0;    // one copy of the grid's values
   int64_t device_bytes = 0;  // what the engine allocates: two copies, the probes' buffers
   int pass_steps = 1;        // steps between progress calls and receivers' reads
+  int z_points = 1;          // consecutive points along z per work item
   bool flush_subnormals = false;
 };
 

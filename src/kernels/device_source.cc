@@ -107,8 +107,8 @@ std::string_view source_index(Boundary::Kind kind) {
 }  // namespace
 
 DeviceSource device_step_source(const Scheme& scheme, DType dtype, Boundary::Kind boundary,
-                                bool copies_coefficients, bool flush_subnormals,
-                                bool wide_indices) {
+                                bool copies_coefficients, bool flush_subnormals, bool wide_indices,
+                                int z_points) {
   const std::string n = std::to_string(scheme.component_count());
   const std::string body = step_body(scheme, dtype, copies_coefficients, flush_subnormals);
   std::string s;
@@ -132,24 +132,30 @@ DeviceSource device_step_source(const Scheme& scheme, DType dtype, Boundary::Kin
   s += "#define RX " + std::to_string(scheme.radius_x()) + "\n";
   s += "#define RY " + std::to_string(scheme.radius_y()) + "\n";
   s += "#define RZ " + std::to_string(scheme.radius_z()) + "\n";
+  s += "#define ZP " + std::to_string(z_points) + "\n";
   s += R"(__kernel void dg_step(__global const T* restrict in, __global T* restrict out, const I nx,
                       const I ny, const I nz, const T outside, const I x_end, const I y_end,
-                      const I z_end) {
-  const I x = (I)get_global_id(0), y = (I)get_global_id(1), z = (I)get_global_id(2);
-  if (x >= x_end || y >= y_end || z >= z_end) return;  // past the range, in its last groups
+                      const I z_end, const I z_begin) {
+  const I x = (I)get_global_id(0), y = (I)get_global_id(1);
+  if (x >= x_end || y >= y_end) return;  // past the range, in its last groups
   const I field = nx * ny;
-  const I at = z * NC * field + y * nx + x;
 #define W(c) out[at + (c) * field]
-  if (x >= RX && x < nx - RX && y >= RY && y < ny - RY && z >= RZ && z < nz - RZ) {
+#pragma unroll
+  for (int k = 0; k < ZP; ++k) {
+    const I z = z_begin + (I)get_global_id(2) * ZP + k;
+    if (z >= z_end) return;
+    const I at = z * NC * field + y * nx + x;
+    if (x >= RX && x < nx - RX && y >= RY && y < ny - RY && z >= RZ && z < nz - RZ) {
 #define U(c, dx, dy, dz) in[at + (c) * field + (dz) * NC * field + (dy) * nx + (dx)]
 )";
   s += body;
   s += R"(#undef U
-  } else {
+    } else {
 #define U(c, dx, dy, dz) read_outside(in, c, x + (dx), y + (dy), z + (dz), nx, ny, nz, outside)
 )";
   s += body;
   s += R"(#undef U
+    }
   }
 #undef W
 }

@@ -2,8 +2,9 @@
 //
 // The program holds three kernels over a grid in its on-disk layout, (z, component, y, x)
 // packed, one work item per point:
-//   dg_step(in, out, nx, ny, nz, outside, x_end, y_end, z_end): one step of every state
-//     field at its point, in scheme.h's evaluation order with explicit fma() and FP_CONTRACT
+//   dg_step(in, out, nx, ny, nz, outside, x_end, y_end, z_end, z_begin): one step of every
+//     state field at its points (work item (x, y, j): z_begin + j * z_points + k, k <
+//     z_points), in scheme.h's evaluation order with explicit fma() and FP_CONTRACT
 //     OFF, so that its bits are those of tests/reference.h; outside the grid it reads through
 //     the boundary rule (`outside` is dirichlet's value in the dtype). Older levels shift;
 //     coefficient fields are copied only when the source asks (`copies_coefficients`), since
@@ -12,8 +13,8 @@
 //   dg_add_sources(u, at, a, count, row): u[at[i]] += a[row * count + i], i in order;
 //   dg_record(u, at, values, count, row): values[row * count + i] = u[at[i]].
 // The range of a launch may be part of the grid (points that cannot reach a distributed
-// part's needed box are not computed); dg_step skips the work items at or past its ends
-// (x_end, y_end, z_end: a launch in whole work-groups).
+// part's needed box are not computed); dg_step skips the points at or past its ends (x_end,
+// y_end, z_end: a launch in whole work-groups).
 #pragma once
 
 #include <string>
@@ -31,7 +32,9 @@ struct DeviceSource {
 
 // For a scheme of terms (not a user's kernel). `wide_indices`: indices need 64 bits (the
 // grid holds 2^31 values or more).
+// `z_points`: consecutive points along z that one work item computes.
 DeviceSource device_step_source(const Scheme& scheme, DType dtype, Boundary::Kind boundary,
-                                bool copies_coefficients, bool flush_subnormals, bool wide_indices);
+                                bool copies_coefficients, bool flush_subnormals, bool wide_indices,
+                                int z_points);
 
 }  // namespace deepgrid::internal
