@@ -1,7 +1,9 @@
 // What device.h says of devices whatever the backend: descriptions and the choice of one.
 #include "device/device.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
+#include <system_error>
 
 #include "deepgrid/geometry.h"
 
@@ -56,19 +58,17 @@ Result<DeviceInfo> choose_device(std::string_view which) {
     return invalid_argument("no " + std::string(which) + " device was found (there is " + listing +
                             "); use --device ID");
   }
-  int index = -1;
-  for (char c : which) {
-    if (c < '0' || c > '9' || index > 10000) {
-      return invalid_argument("--device takes a device's number, gpu or cpu, not '" +
-                              std::string(which) + "'; 'deepgrid devices' lists them");
-    }
-    index = (index < 0 ? 0 : index * 10) + (c - '0');
+  size_t index = 0;
+  const auto [end, error] = std::from_chars(which.data(), which.data() + which.size(), index);
+  if (error != std::errc() || end != which.data() + which.size()) {
+    return invalid_argument("--device takes a device's number, gpu or cpu, not '" +
+                            std::string(which) + "'; 'deepgrid devices' lists them");
   }
-  if (index >= static_cast<int>(all.size())) {
+  if (index >= all.size()) {
     return invalid_argument("there is no device " + std::string(which) + " (there is " + listing +
                             "); 'deepgrid devices' lists them");
   }
-  return all[static_cast<size_t>(index)];
+  return all[index];
 }
 
 }  // namespace deepgrid::device

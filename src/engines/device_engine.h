@@ -70,10 +70,10 @@ class DeviceEngine {
   int64_t plane_bytes() const { return plane_bytes_; }
 
   // What went between host and device so far (planes loaded and stored, probes' values), and
-  // the time those copies took; and the time in advance(): the kernels and their launches.
+  // the time those copies took.
   struct Traffic {
     int64_t bytes = 0;
-    double copy_seconds = 0, kernel_seconds = 0;
+    double copy_seconds = 0;
   };
   const Traffic& traffic() const { return traffic_; }
 
