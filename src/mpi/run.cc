@@ -539,8 +539,9 @@ DistributedRunReport DistributedRun::report(int k, int64_t to, bool direct_io) {
 void share_machine(RunOptions* opt) {
   if (opt->threads == 0 && std::getenv("OMP_NUM_THREADS") == nullptr) opt->threads = cpu_share();
   opt->record_disk_rate = opt->record_disk_rate && ranks_on_this_machine() == 1;
-  const int place = rank_on_this_machine();  // (collective: every rank asks)
+  // (Every rank runs the same method, so every rank asks rank_on_this_machine or none does.)
   if (opt->method == Method::kDevice && opt->device.empty()) {
+    const int place = rank_on_this_machine();
     const auto devices = device::list_devices();
     if (devices.ok() && !devices->empty()) {
       opt->device = std::to_string(place % static_cast<int>(devices->size()));
