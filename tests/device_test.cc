@@ -147,27 +147,49 @@ TEST_F(DeviceTest, AUsersKernelIsRefusedWithTheFix) {
   expect_one_line_naming(plan.status(), {"CPU only", "--method incore or stream"});
 }
 
-// The device-resident placement holds two copies of the grid: a budget below that is refused
-// with the size it needs; one at it is planned.
-TEST_F(DeviceTest, ABudgetBelowTheTwoCopiesIsRefusedWithTheMinimum) {
+// The placement follows the budget: two copies of the grid on the device (device-resident)
+// when they fit; else slabs through it, none larger than the budget (host-resident); below two
+// slabs of 1 + 2 rz planes, a refusal with that minimum.
+TEST_F(DeviceTest, ThePlacementFollowsTheBudgetAndTooSmallOneIsRefusedWithTheMinimum) {
   const Shape s{40, 30, 20};
   const Scheme wave = Scheme::preset("wave4").value();
   DeviceOptions o;
   o.device = "0";
-  const int64_t two_copies = 2 * s.points() * 3 * 8;
-  o.device_mem = two_copies - 1;
-  const auto refused = plan_device(s, wave, DType::kF64, {}, 5, o);
-  expect_one_line_naming(refused.status(), {"--device-mem", format_size(two_copies)});
+  const int64_t plane = s.nx * s.ny * 3 * 8;
+  const int64_t two_copies = 2 * s.nz * plane;
   o.device_mem = two_copies;
-  const auto planned = plan_device(s, wave, DType::kF64, {}, 5, o);
-  ASSERT_TRUE(planned.ok()) << planned.status().message();
-  EXPECT_EQ(planned->device_bytes, two_copies);
+  const auto resident = plan_device(s, wave, DType::kF64, {}, 5, o);
+  ASSERT_TRUE(resident.ok()) << resident.status().message();
+  EXPECT_EQ(resident->placement, DevicePlacement::kDeviceResident);
+  EXPECT_EQ(resident->device_bytes, two_copies);
+  EXPECT_EQ(resident->host_bytes, 0);
+
+  for (int bt : {0, 1, 3}) {
+    o.bt = bt;
+    o.device_mem = two_copies - 1;
+    const auto slabs = plan_device(s, wave, DType::kF64, {}, 5, o);
+    ASSERT_TRUE(slabs.ok()) << slabs.status().message();
+    EXPECT_EQ(slabs->placement, DevicePlacement::kHostResident);
+    EXPECT_LE(slabs->device_bytes, o.device_mem);
+    EXPECT_EQ(slabs->host_bytes, two_copies);
+    EXPECT_GE(slabs->slabs, 2);
+    EXPECT_GE(slabs->slabs * slabs->slab_planes, s.nz);
+    EXPECT_GE(slabs->pass_steps, 1);
+    EXPECT_LE(slabs->pass_steps, bt > 0 ? bt : 5);
+    EXPECT_GE(slabs->redundancy, 1);
+  }
+  const int64_t minimum = 2 * 5 * plane;  // two slabs of one plane and two of halo each side
+  o.device_mem = minimum;
+  EXPECT_TRUE(plan_device(s, wave, DType::kF64, {}, 5, o).ok());
+  o.device_mem = minimum - 1;
+  expect_one_line_naming(plan_device(s, wave, DType::kF64, {}, 5, o).status(),
+                         {"--device-mem", format_size(minimum)});
   o.device_mem = first_.memory_bytes + 1;
   expect_one_line_naming(plan_device(s, wave, DType::kF64, {}, 5, o).status(),
                          {"--device-mem", "more than"});
 }
 
-TEST_F(DeviceTest, TheCommandLineListsDevicesAndRefusesASmallBudget) {
+TEST_F(DeviceTest, TheCommandLineListsDevicesPlacesGridsAndRefusesASmallBudget) {
   testing::TempDir tmp;
   const auto listed = run_cli({"devices"});
   ASSERT_EQ(listed.exit_code, 0) << listed;
@@ -180,16 +202,40 @@ TEST_F(DeviceTest, TheCommandLineListsDevicesAndRefusesASmallBudget) {
   ASSERT_EQ(run_cli({"create", g, "--shape", "32x32x32", "--init", "random:1"}).exit_code, 0);
   const std::string before = run_cli({"checksum", g}).out;
   const auto small = run_cli(
-      {"run", g, "--stencil", "7pt", "--steps", "3", "--device", "0", "--device-mem", "200KiB"});
+      {"run", g, "--stencil", "7pt", "--steps", "3", "--device", "0", "--device-mem", "16KiB"});
   EXPECT_EQ(small.exit_code, 2) << small;
-  EXPECT_NE(small.err.find("256.00 KiB"), std::string::npos) << small;  // two copies of 128 KiB
+  EXPECT_NE(small.err.find("24.00 KiB"), std::string::npos) << small;  // 2 slabs of 3 planes
   EXPECT_EQ(run_cli({"checksum", g}).out, before) << "a refused run changes nothing";
+
+  // Below the grid's two copies (256 KiB), the grid goes through the device in slabs, with
+  // the bits of the in-core method.
+  const std::string twin = (tmp.path() / "twin").string();
+  ASSERT_EQ(run_cli({"create", twin, "--shape", "32x32x32", "--init", "random:1"}).exit_code, 0);
+  const std::vector<std::string> slabs = {
+      "--stencil", "7pt", "--steps", "9", "--device", "0", "--bt", "3", "--device-mem", "100KiB"};
+  std::vector<std::string> plan_slabs = {"plan", g};
+  plan_slabs.insert(plan_slabs.end(), slabs.begin(), slabs.end());
+  const auto planned = run_cli(plan_slabs);
+  EXPECT_NE(planned.out.find("host-resident"), std::string::npos) << planned;
+  std::vector<std::string> run_slabs = {"run", g, "--json"};
+  run_slabs.insert(run_slabs.end(), slabs.begin(), slabs.end());
+  const auto streamed = run_cli(run_slabs);
+  ASSERT_EQ(streamed.exit_code, 0) << streamed;
+  EXPECT_EQ(nlohmann::json::parse(streamed.out)["device_placement"], "host-resident");
+  ASSERT_EQ(
+      run_cli({"run", twin, "--stencil", "7pt", "--steps", "9", "--method", "incore"}).exit_code,
+      0);
+  EXPECT_EQ(run_cli({"checksum", g}).out, run_cli({"checksum", twin}).out);
+
   const auto plan = run_cli({"plan", g, "--stencil", "7pt", "--steps", "3", "--device", "0"});
   ASSERT_EQ(plan.exit_code, 0) << plan;
   EXPECT_NE(plan.out.find("device-resident"), std::string::npos) << plan;
   const auto ran = run_cli({"run", g, "--stencil", "7pt", "--steps", "3", "--device", "0"});
   ASSERT_EQ(ran.exit_code, 0) << ran;
-  EXPECT_NE(run_cli({"checksum", g}).out, before);
+  ASSERT_EQ(
+      run_cli({"run", twin, "--stencil", "7pt", "--steps", "3", "--method", "incore"}).exit_code,
+      0);
+  EXPECT_EQ(run_cli({"checksum", g}).out, run_cli({"checksum", twin}).out);
 }
 
 }  // namespace

@@ -225,6 +225,18 @@ TEST(Distributed, PartsOnDevicesMatchTheReference) {
   expect_case({"27pt", kNeumann, DType::kF64, {11, 7, 13}, 5, 2, "", Method::kDevice});
   expect_case(
       {"wave4", kDirichlet, DType::kF32, {17, 12, 14}, 7, 3, "", Method::kDevice, {}, &wave});
+  // Device budgets that hold a few planes of a part: parts stream through the device in slabs
+  // (host-resident).
+  Case slabs{"13pt", kPeriodic, DType::kF32, {11, 7, 13}, 7, 3, "", Method::kDevice};
+  slabs.device_mem = 6 << 10;
+  expect_case(slabs);
+  Case wave_slabs = slabs;
+  wave_slabs.stencil = "wave4";
+  wave_slabs.boundary = kDirichlet;
+  wave_slabs.shape = {17, 12, 14};
+  wave_slabs.probes = &wave;
+  wave_slabs.device_mem = 40 << 10;
+  expect_case(wave_slabs);
   if (mpi::size() == 1) return;
   for (const ProcessGrid& g : grids_splitting_x_or_y()) {
     expect_case({"7pt", kPeriodic, DType::kF32, {13, 11, 7}, 5, 2, "", Method::kDevice, g});

@@ -82,6 +82,7 @@ struct Case {
   std::optional<ProcessGrid> procs = {};  // for the create (first case) and the run; {}: chosen
   const Probes* probes = nullptr;         // sources and receivers; null: none
   bool flush_subnormals = false;          // RunOptions::flush_subnormals
+  uint64_t device_mem = 0;                // the device method's budget; 0: the device's memory
 };
 
 // A stencil or scheme preset, or a scheme's or a stencil's JSON text (a user's kernel's too).
@@ -99,6 +100,7 @@ inline RunOptions options_for(const Case& c) {
   opt.bt = c.bt;
   opt.threads = 1;
   opt.method = c.method;
+  opt.device_mem = c.device_mem;
   opt.flush_subnormals = c.flush_subnormals;
   if (!c.mem.empty()) opt.mem_budget = *parse_size(c.mem);
   return opt;

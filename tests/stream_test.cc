@@ -62,6 +62,7 @@ struct Case {
   bool flush_subnormals = false;
   // A distributed part's needed box (geometry.h); bounded: only it must come out exact.
   GridPlacement placement = {};
+  uint64_t device_mem = 0;  // the device method's budget (0: the device's memory less 1/16)
 };
 
 bool bounded(const GridPlacement& at) {
@@ -113,6 +114,7 @@ class StreamGolden : public ::testing::Test {
     opt.tile_y = c.tile_y;
     opt.placement = c.placement;
     opt.flush_subnormals = c.flush_subnormals;
+    opt.device_mem = c.device_mem;
     if (c.probes != nullptr) {
       opt.probes = *c.probes;
       opt.traces_path = dir + ".traces.npy";
@@ -121,6 +123,13 @@ class StreamGolden : public ::testing::Test {
     ASSERT_TRUE(report.ok()) << report.status().message();
     EXPECT_EQ(report->steps, c.steps);
     EXPECT_LE(report->engine_memory, c.mem);
+    if (c.device_mem > 0) {
+      EXPECT_LE(report->device_memory, c.device_mem);
+      const auto grid_bytes = u.size() * sizeof(T);
+      if (c.device_mem < 2 * grid_bytes) {
+        EXPECT_EQ(report->device_placement, "host-resident");
+      }
+    }
 
     Grid after = Grid::open(dir).value();
     std::vector<T> got(u.size());
@@ -252,17 +261,41 @@ bool device_available() {
   return all.ok() && !all->empty();
 }
 
+// The device method with a budget just short of the grid's two copies, so that it streams the
+// grid through the device in slabs (host-resident); grids too thin for two slabs of 1 + 2 rz
+// planes still fit and stay device-resident.
+uint64_t host_resident_budget(const Case& c, const Scheme& scheme) {
+  const auto plane = static_cast<uint64_t>(c.shape.nx * c.shape.ny * scheme.component_count()) *
+                     dtype_size(c.dtype);
+  const uint64_t probes =
+      c.probes == nullptr ? 0 : 3 * (c.probes->sources.size() + c.probes->receivers.size());
+  const uint64_t slabs = 2 * (1 + 2 * static_cast<uint64_t>(scheme.radius_z())) * plane +
+                         probes * (8 + kMaxAutoBt * 8);  // (probe_buffer_bytes)
+  return std::max(2 * plane * static_cast<uint64_t>(c.shape.nz) - 1, slabs);
+}
+
+// The engine under test: a method, and for the device the placement the budget forces.
+struct EngineUnderTest {
+  Method method;
+  bool host_resident = false;
+};
+void PrintTo(const EngineUnderTest& e, std::ostream* os) {
+  *os << method_name(e.method) << (e.host_resident ? " host-resident" : "");
+}
+
 // The shared suite: each case through the method under test.
-class EngineGolden : public StreamGolden, public ::testing::WithParamInterface<Method> {
+class EngineGolden : public StreamGolden, public ::testing::WithParamInterface<EngineUnderTest> {
  protected:
   void SetUp() override {
-    if (GetParam() == Method::kDevice && !device_available()) {
+    if (method() == Method::kDevice && !device_available()) {
       GTEST_SKIP() << "no OpenCL device here (a build without OpenCL, or no driver: "
                       "scripts/setup.sh installs PoCL's CPU device)";
     }
   }
+  Method method() const { return GetParam().method; }
   void expect_all_boundaries(Case c) {
-    c.method = GetParam();
+    c.method = method();
+    if (GetParam().host_resident) c.device_mem = host_resident_budget(c, testing_scheme(c.stencil));
     StreamGolden::expect_all_boundaries(c);
   }
 };
@@ -333,7 +366,7 @@ TEST_P(EngineGolden, StripesAndBothBackends) {
 }
 
 TEST_P(EngineGolden, SchemesOfSeveralFields) {
-  if (GetParam() == Method::kTiled) {
+  if (method() == Method::kTiled) {
     GTEST_SKIP() << "the tiled comparison method runs plain stencils only (refusal tested in "
                     "SchemeTest.TheTiledMethodRefusesSchemes)";
   }
@@ -360,10 +393,10 @@ TEST_P(EngineGolden, SchemesOfSeveralFields) {
 // bt, forced tiles, both dtypes, and grids that periodic frames wrap around several times.
 
 TEST_P(EngineGolden, UsersKernels) {
-  if (GetParam() == Method::kTiled) {
+  if (method() == Method::kTiled) {
     GTEST_SKIP() << "the tiled comparison method runs plain stencils only";
   }
-  if (GetParam() == Method::kDevice) {
+  if (method() == Method::kDevice) {
     GTEST_SKIP() << "users' kernels run on the CPU only (refusal tested in "
                     "DeviceTest.AUsersKernelIsRefusedWithTheFix)";
   }
@@ -385,7 +418,7 @@ TEST_P(EngineGolden, UsersKernels) {
 // A shot and receivers inside temporal blocking: sources in planes of every level (one in a
 // corner, so periodic copies and halos of several tiles hold it), receivers on tile edges.
 TEST_P(EngineGolden, SourcesAndReceivers) {
-  if (GetParam() == Method::kTiled) {
+  if (method() == Method::kTiled) {
     GTEST_SKIP() << "the tiled comparison method runs plain stencils only";
   }
   Probes probes = testing::shot_and_corner();
@@ -424,12 +457,15 @@ TEST_P(EngineGolden, SourcesAndReceivers) {
   expect_all_boundaries(c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, EngineGolden,
-                         ::testing::Values(Method::kInCore, Method::kStream, Method::kMmap,
-                                           Method::kTiled, Method::kDevice),
-                         [](const auto& param_info) {
-                           return std::string(method_name(param_info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Methods, EngineGolden,
+    ::testing::Values(EngineUnderTest{Method::kInCore}, EngineUnderTest{Method::kStream},
+                      EngineUnderTest{Method::kMmap}, EngineUnderTest{Method::kTiled},
+                      EngineUnderTest{Method::kDevice}, EngineUnderTest{Method::kDevice, true}),
+    [](const auto& param_info) {
+      return std::string(method_name(param_info.param.method)) +
+             (param_info.param.host_resident ? "_host_resident" : "");
+    });
 
 // Two-level blocking: sweeps of bt levels as stages of cache_bt levels, including stages
 // that do not divide bt, a last sweep shorter than one stage, and radius-2 stencils whose
@@ -465,13 +501,17 @@ TEST_F(StreamGolden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
     const bool periodic = b.kind == Boundary::Kind::kPeriodic;
     c.placement.needed_lo = {8, -kNone, 60};
     c.placement.needed_hi = {16, periodic ? kNone : 10, periodic ? 90 : kNone};
-    for (Method m : {Method::kStream, Method::kInCore, Method::kDevice}) {
-      if (m == Method::kDevice && !device_available()) continue;
-      c.method = m;
-      expect_matches_reference<float>(c, b);
-      c.stencil = "13pt";
-      c.steps = 5;
-      expect_matches_reference<float>(c, b);
+    for (EngineUnderTest e :
+         {EngineUnderTest{Method::kStream}, EngineUnderTest{Method::kInCore},
+          EngineUnderTest{Method::kDevice}, EngineUnderTest{Method::kDevice, true}}) {
+      if (e.method == Method::kDevice && !device_available()) continue;
+      c.method = e.method;
+      for (auto [stencil, steps] : {std::pair{"7pt", 7}, {"13pt", 5}}) {
+        c.stencil = stencil;
+        c.steps = steps;
+        if (e.host_resident) c.device_mem = host_resident_budget(c, testing_scheme(stencil)) / 4;
+        expect_matches_reference<float>(c, b);
+      }
       c.stencil = "7pt";
       c.steps = 7;
     }

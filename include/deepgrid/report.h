@@ -20,6 +20,7 @@ struct RunReport {
   int bt = 0;                        // steps per pass over memory
   std::string tile;                  // x-y tile of the wavefront, "NXxNY"
   std::string device;                // the device method: the device's name (docs/devices.md)
+  std::string device_placement;      // the device method: "device-resident", "host-resident"
   uint64_t device_memory = 0;        // the device method: bytes the run allocated on the device
   uint64_t device_bytes_copied = 0;  // the device method: between host and device, both ways
   double device_copy_seconds = 0;    // the device method: wall time of those copies

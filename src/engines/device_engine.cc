@@ -6,112 +6,74 @@
 #include <vector>
 
 #include "core/stopwatch.h"
-#include "kernels/device_source.h"
+#include "engines/device_launch.h"
 
 namespace deepgrid {
 namespace {
 
+using internal::computed_xy;
+using internal::ProbeBuffers;
 using internal::seconds_since;
+using internal::sources_on_coefficients;
+using internal::StepLauncher;
 
-// Components that a source changes and that the step would otherwise not write (coefficient
-// fields): the step then copies them, as for any carried component.
-bool sources_on_coefficients(const Scheme& scheme, const ResolvedProbes* probes) {
-  if (probes == nullptr) return false;
-  for (const ProbePoint& q : probes->sources) {
-    if (scheme.is_coefficient(q.component)) return true;
+// Host-resident slabs of `slab` planes with `levels` steps per pass: the points a pass
+// computes per point it advances (a slab's step computes rz planes fewer at each cut face
+// than the step before, down to the slab's own planes).
+double slab_redundancy(int64_t nz, int64_t slab, int levels, int64_t rz, bool periodic) {
+  double computed = 0;
+  for (int64_t z0 = 0; z0 < nz; z0 += slab) {
+    const int64_t z1 = std::min(nz, z0 + slab);
+    for (int row = 0; row < levels; ++row) {
+      const int64_t extra = int64_t{levels - 1 - row} * rz;
+      const int64_t lo = periodic ? z0 - extra : std::max<int64_t>(0, z0 - extra);
+      const int64_t hi = periodic ? z1 + extra : std::min(nz, z1 + extra);
+      computed += static_cast<double>(hi - lo);
+    }
   }
-  return false;
+  return computed / (static_cast<double>(nz) * levels);
 }
 
-// The values' offset of component c of point (x, y, z) in the packed layout.
-int64_t value_index(const Shape& s, int components, const ProbePoint& q) {
-  return ((q.z * components + q.component) * s.ny + q.y) * s.nx + q.x;
-}
-
-// The points step `remaining` steps before the run's end computes: those within `remaining`
-// times the reach of the needed box (every point by default).
-device::Range computed_range(const Shape& s, const Scheme& scheme, const GridPlacement& at,
-                             int64_t remaining) {
-  const int64_t n[3] = {s.nx, s.ny, s.nz};
-  const int64_t reach[3] = {scheme.radius_x(), scheme.radius_y(), scheme.radius_z()};
-  device::Range r;
-  for (size_t a = 0; a < 3; ++a) {
-    const int64_t lo = std::max<int64_t>(0, at.needed_lo[a] - remaining * reach[a]);
-    const int64_t hi = std::min<int64_t>(n[a], at.needed_hi[a] + remaining * reach[a]);
-    r.offset[a] = lo;
-    r.size[a] = std::max<int64_t>(0, hi - lo);
+// Host-resident: the slabs and pass depth (up to `max_levels`) that fit `plan.budget` and cost
+// least per step in a model of copies and kernels: a point's copy one way costs `kCopyCost`
+// steps of its update (24 on GPUs, from PCIe's ~50 GB/s against HBM's ~3 TB/s; 1 on CPU
+// devices, where both are memory copies). Until the planner measures devices, that ratio is
+// a model constant. False when not even one step fits.
+bool plan_slabs(const Shape& shape, const Scheme& scheme, int64_t plane_bytes, int64_t probe_points,
+                int max_levels, bool periodic, DType dtype, DevicePlan* plan) {
+  const double copy_cost = plan->device.gpu ? 24 : 1;
+  const int64_t rz = scheme.radius_z();
+  const auto value = static_cast<int64_t>(dtype_size(dtype));
+  // Periodic slabs may hold a source's plane more than once.
+  const int64_t copies = periodic ? plan->budget / (2 * plane_bytes) / shape.nz + 2 : 1;
+  double best = 0;
+  for (int levels = 1; levels <= max_levels; ++levels) {
+    const int64_t halo = levels * rz;
+    const int64_t probes = internal::probe_buffer_bytes(probe_points * copies, levels, value);
+    const int64_t fit = (plan->budget - probes) / (2 * plane_bytes) - 2 * halo;
+    if (fit < 1) break;
+    const int64_t slabs = (shape.nz + std::min(fit, shape.nz) - 1) / std::min(fit, shape.nz);
+    const int64_t slab = (shape.nz + slabs - 1) / slabs;
+    const double redundancy = slab_redundancy(shape.nz, slab, levels, rz, periodic);
+    const double up = static_cast<double>(slabs * (slab + 2 * halo)) / shape.nz;
+    const double cost = (copy_cost * (up + 1) + levels * redundancy) / levels;
+    if (plan->slab_planes > 0 && cost >= best) continue;
+    best = cost;
+    plan->pass_steps = levels;
+    plan->slab_planes = slab;
+    plan->slabs = slabs;
+    plan->redundancy = redundancy;
+    const int64_t buffer = periodic ? slab + 2 * halo : std::min(shape.nz, slab + 2 * halo);
+    plan->device_bytes = 2 * buffer * plane_bytes + probes;
   }
-  // Rows of 64 along x (coalesced on GPUs, vectorised on CPUs), 4 rows per group.
-  r.group = {std::min<int64_t>(64, std::max<int64_t>(r.size[0], 1)), 4, 1};
-  if (r.size[1] < 4) r.group[1] = 1;
-  return r;
-}
-
-// An index argument of the kernels: `long` when the grid needs 64-bit indices, else `int`.
-Status set_index(device::Kernel& k, int i, int64_t v, bool wide) {
-  return wide ? k.set(i, v) : k.set(i, static_cast<int32_t>(v));
-}
-
-// dg_step with the arguments every launch shares: the grid's extents and dirichlet's value.
-Result<device::Kernel> step_kernel(device::Device& d, const internal::DeviceSource& src,
-                                   const Shape& s, DType dtype, const Boundary& boundary,
-                                   bool wide) {
-  DG_ASSIGN_OR_RETURN(device::Kernel step, d.kernel(src.text, src.options, "dg_step"));
-  DG_RETURN_IF_ERROR(set_index(step, 2, s.nx, wide));
-  DG_RETURN_IF_ERROR(set_index(step, 3, s.ny, wide));
-  DG_RETURN_IF_ERROR(set_index(step, 4, s.nz, wide));
-  DG_RETURN_IF_ERROR(dtype == DType::kF32 ? step.set(5, static_cast<float>(boundary.value))
-                                          : step.set(5, boundary.value));
-  return step;
-}
-
-// A probe kernel (dg_add_sources or dg_record) with its points' value indices and room for a
-// pass's values on the device.
-struct ProbeBuffers {
-  device::Kernel kernel;
-  device::Buffer at, values;
-  int count = 0;
-};
-
-Result<ProbeBuffers> probe_buffers(device::Device& d, const internal::DeviceSource& src,
-                                   const char* kernel, const std::vector<ProbePoint>& points,
-                                   const Shape& shape, int components, int pass, int64_t value) {
-  ProbeBuffers b;
-  b.count = static_cast<int>(points.size());
-  if (b.count == 0) return b;
-  std::vector<int64_t> at;
-  for (const ProbePoint& q : points) at.push_back(value_index(shape, components, q));
-  DG_ASSIGN_OR_RETURN(b.at, d.allocate(8 * b.count, "the probes' indices"));
-  DG_ASSIGN_OR_RETURN(b.values, d.allocate(pass * b.count * value, "the probes' values"));
-  DG_RETURN_IF_ERROR(d.write(b.at, 0, at.data(), 8 * b.count));
-  DG_ASSIGN_OR_RETURN(b.kernel, d.kernel(src.text, src.options, kernel));
-  DG_RETURN_IF_ERROR(b.kernel.set(1, b.at));
-  DG_RETURN_IF_ERROR(b.kernel.set(2, b.values));
-  DG_RETURN_IF_ERROR(b.kernel.set(3, static_cast<int32_t>(b.count)));
-  return b;
-}
-
-// A value of `dtype` from a double (rounded as static_cast does) and back.
-void put_value(DType dtype, double v, std::byte* to) {
-  if (dtype == DType::kF32) {
-    const auto f = static_cast<float>(v);
-    std::memcpy(to, &f, sizeof f);
-  } else {
-    std::memcpy(to, &v, sizeof v);
-  }
-}
-double get_value(DType dtype, const std::byte* from) {
-  if (dtype == DType::kF32) {
-    float f = 0;
-    std::memcpy(&f, from, sizeof f);
-    return f;
-  }
-  double v = 0;
-  std::memcpy(&v, from, sizeof v);
-  return v;
+  return plan->slab_planes > 0;
 }
 
 }  // namespace
+
+std::string_view placement_name(DevicePlacement p) {
+  return p == DevicePlacement::kHostResident ? "host-resident" : "device-resident";
+}
 
 Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType dtype,
                                const Probes& probes, int64_t steps, const DeviceOptions& options) {
@@ -148,22 +110,29 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
   plan.budget = options.device_mem > 0 ? options.device_mem : max_budget;
   const auto value = static_cast<int64_t>(dtype_size(dtype));
   plan.grid_bytes = shape.points() * scheme.component_count() * value;
-  const auto sources = static_cast<int64_t>(probes.sources.size());
-  const auto receivers = static_cast<int64_t>(probes.receivers.size());
-  const int64_t probe_bytes =
-      (sources + receivers) * (8 + plan.pass_steps * value);  // indices, a pass's values
-  plan.device_bytes = 2 * plan.grid_bytes + probe_bytes;
-  if (plan.device_bytes > plan.budget) {
+  const auto probe_points = static_cast<int64_t>(probes.sources.size() + probes.receivers.size());
+  plan.device_bytes =
+      2 * plan.grid_bytes + internal::probe_buffer_bytes(probe_points, plan.pass_steps, value);
+  if (plan.device_bytes <= plan.budget) return plan;
+
+  // Host-resident: the grid through the device in slabs.
+  const int64_t plane_bytes = shape.nx * shape.ny * scheme.component_count() * value;
+  const bool periodic = options.boundary == Boundary::Kind::kPeriodic;
+  plan.placement = DevicePlacement::kHostResident;
+  if (!plan_slabs(shape, scheme, plane_bytes, probe_points, plan.pass_steps, periodic, dtype,
+                  &plan)) {
+    const int64_t minimum =
+        2 * (1 + 2 * scheme.radius_z()) * plane_bytes +
+        internal::probe_buffer_bytes(probe_points * (periodic ? 3 : 1), 1, value);
     return invalid_argument(
-        "the device method keeps two copies of the grid on the device, " +
-        format_size(static_cast<uint64_t>(plan.device_bytes)) + ", but the device budget is " +
-        format_size(static_cast<uint64_t>(plan.budget)) +
+        "the device budget is " + format_size(static_cast<uint64_t>(plan.budget)) +
         (options.device_mem > 0 ? " (--device-mem)" : " (the device's memory less 1/16)") +
-        "; raise --device-mem to at least " +
-        format_size(static_cast<uint64_t>(plan.device_bytes)) +
-        " if the device has it, or run on the CPU (--method incore or stream): grids larger than "
-        "the device are not streamed through it yet");
+        ", less than two slabs of " + std::to_string(1 + 2 * scheme.radius_z()) +
+        " planes each need to stream the grid through it; raise --device-mem to at least " +
+        format_size(static_cast<uint64_t>(minimum)) +
+        " if the device has it, or run on the CPU (--method incore or stream)");
   }
+  plan.host_bytes = 2 * plan.grid_bytes;
   return plan;
 }
 
@@ -181,15 +150,25 @@ Result<DeviceEngine> DeviceEngine::create(const Shape& shape, const Scheme& sche
                                           const DevicePlan& plan) {
   DG_ASSIGN_OR_RETURN(device::Device d, device::Device::open(plan.device, plan.budget));
   DeviceEngine e(shape, scheme, dtype, plan, std::move(d));
+  if (e.host_resident()) {
+    for (std::vector<std::byte>& g : e.host_) g.resize(static_cast<size_t>(plan.grid_bytes));
+  }
+  const int64_t held = e.host_resident() ? plan.device_bytes / 2 : plan.grid_bytes;
   for (device::Buffer& g : e.grids_) {
-    DG_ASSIGN_OR_RETURN(g, e.device_.allocate(plan.grid_bytes, "the grid's copy"));
+    DG_ASSIGN_OR_RETURN(
+        g, e.device_.allocate(held, e.host_resident() ? "a slab's copy" : "the grid's copy"));
   }
   return e;
 }
 
-// Into the current copy; the next advance copies the grid to the other on the device (the
-// coefficient fields must be equal in both), which is faster than a second copy from the host.
+// Device-resident, into the current copy; the next advance copies the grid to the other on
+// the device (the coefficient fields must be equal in both), which is faster than a second
+// copy from the host.
 Status DeviceEngine::load_plane(int64_t z, const std::byte* packed) {
+  if (host_resident()) {
+    std::memcpy(host_[cur_].data() + z * plane_bytes_, packed, static_cast<size_t>(plane_bytes_));
+    return Status::Ok();
+  }
   const auto t0 = std::chrono::steady_clock::now();
   DG_RETURN_IF_ERROR(device_.write(grids_[cur_], z * plane_bytes_, packed, plane_bytes_));
   coefficients_equal_ = false;
@@ -199,6 +178,10 @@ Status DeviceEngine::load_plane(int64_t z, const std::byte* packed) {
 }
 
 Status DeviceEngine::store_plane(int64_t z, std::byte* packed) {
+  if (host_resident()) {
+    std::memcpy(packed, host_[cur_].data() + z * plane_bytes_, static_cast<size_t>(plane_bytes_));
+    return Status::Ok();
+  }
   const auto t0 = std::chrono::steady_clock::now();
   DG_RETURN_IF_ERROR(device_.read(grids_[cur_], z * plane_bytes_, packed, plane_bytes_));
   traffic_.bytes += plane_bytes_;
@@ -211,87 +194,67 @@ Result<int64_t> DeviceEngine::advance(const Boundary& boundary, int64_t steps,
                                       const LateHalos& late) {
   if (late.arrive) late.arrive();
   int64_t done = 0;
-  DG_RETURN_IF_ERROR(run_steps(boundary, steps, progress, probes, &done));
+  DG_RETURN_IF_ERROR(host_resident() ? run_in_slabs(boundary, steps, progress, probes, &done)
+                                     : run_on_device(boundary, steps, progress, probes, &done));
   return done;
 }
 
-Status DeviceEngine::run_steps(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
-                               const ProbeRun& probes, int64_t* done) {
+Status DeviceEngine::run_on_device(const Boundary& boundary, int64_t steps,
+                                   const ProgressFn& progress, const ProbeRun& probes,
+                                   int64_t* done) {
   const bool copies = sources_on_coefficients(scheme_, probes.probes);
   if (!copies && !coefficients_equal_) {
     DG_RETURN_IF_ERROR(device_.copy(grids_[cur_], grids_[1 - cur_], plan_.grid_bytes));
     coefficients_equal_ = true;
   }
-  const int n = scheme_.component_count();
-  const bool wide = shape_.points() * n >= (int64_t{1} << 31);
-  const internal::DeviceSource src = internal::device_step_source(
-      scheme_, dtype_, boundary.kind, copies, plan_.flush_subnormals, wide, plan_.z_points);
-  DG_ASSIGN_OR_RETURN(device::Kernel step,
-                      step_kernel(device_, src, shape_, dtype_, boundary, wide));
+  DG_ASSIGN_OR_RETURN(StepLauncher step,
+                      StepLauncher::create(device_, scheme_, dtype_, boundary, copies,
+                                           plan_.flush_subnormals, plan_.z_points, shape_));
   if (copies) coefficients_equal_ = false;
 
   // The probes' indices, and a pass's source values and receivers' values.
   const ResolvedProbes none;
   const ResolvedProbes& p = probes.probes != nullptr ? *probes.probes : none;
+  const int n = scheme_.component_count();
   const auto value = static_cast<int64_t>(dtype_size(dtype_));
   const int pass = plan_.pass_steps;
-  DG_ASSIGN_OR_RETURN(ProbeBuffers sources, probe_buffers(device_, src, "dg_add_sources", p.sources,
-                                                          shape_, n, pass, value));
+  std::vector<int64_t> at[2];
+  std::vector<int> ids[2];
+  const std::vector<ProbePoint>* points[2] = {&p.sources, &p.receivers};
+  for (size_t k = 0; k < 2; ++k) {
+    if (k == 1 && p.traces == nullptr) break;
+    for (const ProbePoint& q : *points[k]) {
+      ids[k].push_back(static_cast<int>(at[k].size()));
+      at[k].push_back(internal::value_index(shape_, n, q.x, q.y, q.z, q.component));
+    }
+  }
+  DG_ASSIGN_OR_RETURN(ProbeBuffers sources,
+                      internal::probe_buffers(device_, step.source(), "dg_add_sources",
+                                              static_cast<int>(at[0].size()), pass, value));
   DG_ASSIGN_OR_RETURN(ProbeBuffers receivers,
-                      probe_buffers(device_, src, "dg_record",
-                                    p.traces != nullptr ? p.receivers : std::vector<ProbePoint>{},
-                                    shape_, n, pass, value));
-  std::vector<std::byte> host(
-      static_cast<size_t>(pass * std::max(sources.count, receivers.count) * value));
+                      internal::probe_buffers(device_, step.source(), "dg_record",
+                                              static_cast<int>(at[1].size()), pass, value));
+  DG_RETURN_IF_ERROR(sources.point_at(device_, at[0]));
+  DG_RETURN_IF_ERROR(receivers.point_at(device_, at[1]));
 
   while (*done < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(pass, steps - *done));
     const int64_t first = probes.step + *done + 1;  // the step the pass computes first
-    if (sources.count > 0) {
-      for (int row = 0; row < levels; ++row) {
-        for (int i = 0; i < sources.count; ++i) {
-          put_value(dtype_, p.source_specs[static_cast<size_t>(i)]->value(first + row),
-                    host.data() + (row * sources.count + i) * value);
-        }
-      }
-      DG_RETURN_IF_ERROR(
-          device_.write(sources.values, 0, host.data(), levels * sources.count * value));
-      traffic_.bytes += levels * sources.count * value;
-    }
+    DG_RETURN_IF_ERROR(internal::upload_source_values(device_, sources, p, ids[0], first, levels,
+                                                      dtype_, &traffic_.bytes));
     for (int row = 0; row < levels; ++row) {
-      DG_RETURN_IF_ERROR(step.set(0, grids_[cur_]));
-      DG_RETURN_IF_ERROR(step.set(1, grids_[1 - cur_]));
       const int64_t remaining = steps - (*done + row + 1);
-      device::Range range = computed_range(shape_, scheme_, probes.placement, remaining);
-      for (size_t a = 0; a < 3; ++a) {
-        DG_RETURN_IF_ERROR(
-            set_index(step, 6 + static_cast<int>(a), range.offset[a] + range.size[a], wide));
-      }
-      // Along z, work item j computes z_points points from z_begin + j * z_points.
-      DG_RETURN_IF_ERROR(set_index(step, 9, range.offset[2], wide));
-      range.offset[2] = 0;
-      range.size[2] = (range.size[2] + plan_.z_points - 1) / plan_.z_points;
-      DG_RETURN_IF_ERROR(device_.launch(step, range));
+      const device::Range xy = computed_xy(shape_, scheme_, probes.placement, remaining);
+      const int64_t rz = scheme_.radius_z();
+      const int64_t z0 = std::max<int64_t>(0, probes.placement.needed_lo[2] - remaining * rz);
+      const int64_t z1 = std::min(shape_.nz, probes.placement.needed_hi[2] + remaining * rz);
+      DG_RETURN_IF_ERROR(step.launch(device_, grids_[cur_], grids_[1 - cur_], xy, {{z0, z1}}));
       cur_ = 1 - cur_;
-      for (ProbeBuffers* b : {&sources, &receivers}) {
-        if (b->count == 0) continue;
-        DG_RETURN_IF_ERROR(b->kernel.set(0, grids_[cur_]));
-        DG_RETURN_IF_ERROR(b->kernel.set(4, static_cast<int32_t>(row)));
-        DG_RETURN_IF_ERROR(device_.launch(b->kernel, device::Range{}));
-      }
-    }
-    if (receivers.count > 0) {
       DG_RETURN_IF_ERROR(
-          device_.read(receivers.values, 0, host.data(), levels * receivers.count * value));
-      traffic_.bytes += levels * receivers.count * value;
-      for (int row = 0; row < levels; ++row) {
-        if (!p.traces->holds(first + row)) continue;
-        for (int r = 0; r < receivers.count; ++r) {
-          *p.traces->at(first + row, r) =
-              get_value(dtype_, host.data() + (row * receivers.count + r) * value);
-        }
-      }
+          internal::apply_probes(device_, grids_[cur_], row, {&sources, &receivers}));
     }
+    DG_RETURN_IF_ERROR(internal::collect_receivers(device_, receivers, p, ids[1], first, levels,
+                                                   dtype_, &traffic_.bytes));
     DG_RETURN_IF_ERROR(device_.finish());
     *done += levels;
     if (progress && !progress(*done, steps)) break;

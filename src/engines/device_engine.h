@@ -1,20 +1,32 @@
-// The device engine, device-resident placement: the whole grid in an accelerator's memory
-// (device/device.h), advanced there step by step and read back once.
+// The device engine: a grid advanced on an accelerator (device/device.h), in one of two
+// placements.
 //
-// Two copies of the grid in its on-disk layout; each step is one launch of the scheme's
-// OpenCL kernel (kernels/device_source.h) from one copy into the other, so its bits are those
-// of tests/reference.h. Coefficient fields are kept equal in both copies and not rewritten,
-// unless a source adds to one. Sources and receivers run on the device too: a pass's source
-// values go there once, the receivers' values come back once per pass.
+// Device-resident: the grid fits the device budget. Two copies of it in its on-disk layout
+// on the device; each step is one launch of the scheme's OpenCL kernel
+// (kernels/device_source.h) from one copy into the other, so its bits are those of
+// tests/reference.h. Coefficient fields are kept equal in both copies and not rewritten,
+// unless a source adds to one. Loaded once, stored once.
 //
-// Placements for grids larger than the device budget (host-resident: planes through a device
-// wavefront; three tiers: the stream engine feeding it) are not built yet: plan_device
-// refuses them with the sizes.
+// Host-resident: the grid fits host memory but not the device. Two copies of it in host
+// memory; a pass of bt steps goes through the grid in z-slabs: a slab's planes and bt * rz
+// planes of halo on each side (wrapped, periodic) go to the device, bt steps run there on
+// ranges that shrink by rz planes per step at the slab's cut faces, and the slab's own
+// planes come back into the other host copy. Each pass moves the grid over once each way
+// (plus the halos up), whatever bt; the redundant work is about bt * rz / slab of the steps.
+//
+// In both, sources and receivers run on the device: a pass's source values go there once,
+// the receivers' values come back once per pass (per slab).
+//
+// The third placement (three tiers: the stream engine feeding the device) is not built yet:
+// plan_device refuses grids larger than the device with the sizes, and the run's planner
+// refuses those larger than host memory too.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "deepgrid/boundary.h"
 #include "deepgrid/dtype.h"
@@ -30,17 +42,30 @@ namespace deepgrid {
 struct DeviceOptions {
   std::string device;      // device::choose_device's argument: ID, "gpu", "cpu" or "" (any)
   int64_t device_mem = 0;  // device budget in bytes; 0: device::default_device_budget
-  int bt = 0;              // steps between progress calls and receivers' reads; 0: kMaxAutoBt
+  // Steps per pass: between progress calls and receivers' reads and, host-resident, per trip
+  // of the grid through the device (at most: fewer when a slab of that depth does not fit the
+  // device). 0: automatic, up to kMaxAutoBt.
+  int bt = 0;
+  Boundary::Kind boundary = Boundary::Kind::kDirichlet;
   bool flush_subnormals = false;
 };
 
+enum class DevicePlacement { kDeviceResident, kHostResident };
+std::string_view placement_name(DevicePlacement p);  // "device-resident", "host-resident"
+
 struct DevicePlan {
   device::DeviceInfo device;
-  int64_t budget = 0;        // device bytes the run may allocate
-  int64_t grid_bytes = 0;    // one copy of the grid's values
-  int64_t device_bytes = 0;  // what the engine allocates: two copies, the probes' buffers
-  int pass_steps = 1;        // steps between progress calls and receivers' reads
-  int z_points = 1;          // consecutive points along z per work item
+  DevicePlacement placement = DevicePlacement::kDeviceResident;
+  int64_t budget = 0;      // device bytes the run may allocate
+  int64_t grid_bytes = 0;  // one copy of the grid's values
+  int64_t device_bytes =
+      0;                    // what the engine allocates: two copies (of the grid or a slab), probes
+  int64_t host_bytes = 0;   // host-resident: the grid's two copies in host memory
+  int pass_steps = 1;       // steps per pass
+  int64_t slab_planes = 0;  // host-resident: the planes a slab brings back per pass
+  int64_t slabs = 0;        // host-resident: slabs per pass
+  double redundancy = 1;    // host-resident: points computed per point advanced
+  int z_points = 1;         // consecutive points along z per work item
   bool flush_subnormals = false;
 };
 
@@ -69,8 +94,8 @@ class DeviceEngine {
   const DevicePlan& plan() const { return plan_; }
   int64_t plane_bytes() const { return plane_bytes_; }
 
-  // What went between host and device so far (planes loaded and stored, probes' values), and
-  // the time those copies took.
+  // What went between host and device so far (planes loaded and stored, slabs, probes'
+  // values), and the time those copies took.
   struct Traffic {
     int64_t bytes = 0;
     double copy_seconds = 0;
@@ -80,15 +105,20 @@ class DeviceEngine {
  private:
   DeviceEngine(const Shape& shape, const Scheme& scheme, DType dtype, DevicePlan plan,
                device::Device device);
-  Status run_steps(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
-                   const ProbeRun& probes, int64_t* done);
+  // One placement's passes (host-resident: device_slabs.cc).
+  Status run_on_device(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
+                       const ProbeRun& probes, int64_t* done);
+  Status run_in_slabs(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
+                      const ProbeRun& probes, int64_t* done);
+  bool host_resident() const { return plan_.placement == DevicePlacement::kHostResident; }
 
   Shape shape_;
   Scheme scheme_;
   DType dtype_;
   DevicePlan plan_;
   device::Device device_;
-  device::Buffer grids_[2];
+  device::Buffer grids_[2];         // device-resident: the grid; host-resident: a slab
+  std::vector<std::byte> host_[2];  // host-resident: the grid
   int cur_ = 0;
   int64_t plane_bytes_ = 0;
   bool coefficients_equal_ = true;  // coefficient fields equal in both copies

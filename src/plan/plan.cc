@@ -124,23 +124,31 @@ Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
   return plan;
 }
 
-// The grid held on the device: host memory for the plane transfers only; the device's budget
-// proven by plan_device. The device's rate is not measured yet: the prediction counts the
-// disk alone.
+// The grid held on the device (host memory for the plane transfers), or in host memory and
+// streamed through the device in slabs (two host copies besides); the device's budget proven
+// by plan_device. The device's rate is not measured yet: the prediction counts the disk alone.
 Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt, RunPlan plan,
                                 double read_s, double write_s) {
   DeviceOptions o;
   o.device = opt.device;
   o.device_mem = static_cast<int64_t>(opt.device_mem);
   o.bt = opt.bt;
+  o.boundary = opt.boundary.kind;
   o.flush_subnormals = opt.flush_subnormals;
   DG_ASSIGN_OR_RETURN(plan.device,
                       plan_device(m.shape, opt.scheme, m.dtype, opt.probes, opt.steps, o));
-  plan.memory_bytes = static_cast<uint64_t>(io::plane_transfer_bytes(m) + m.layout.plane_bytes);
+  plan.memory_bytes = static_cast<uint64_t>(io::plane_transfer_bytes(m) + m.layout.plane_bytes +
+                                            plan.device.host_bytes);
   if (opt.mem_budget != 0 && plan.memory_bytes > opt.mem_budget) {
-    return invalid_argument("the device method needs " + format_size(plan.memory_bytes) +
-                            " of host memory for this grid's plane transfers but --mem is " +
-                            format_size(opt.mem_budget) + "; raise --mem");
+    const bool host = plan.device.placement == DevicePlacement::kHostResident;
+    return invalid_argument(
+        "the device method needs " + format_size(plan.memory_bytes) + " of host memory for " +
+        (host ? "this grid, which does not fit the device (two copies streamed through it)"
+              : "this grid's plane transfers") +
+        " but --mem is " + format_size(opt.mem_budget) + "; raise --mem" +
+        (host ? " or --device-mem (grids larger than both are not streamed from disk through "
+                "the device yet), or use --method stream"
+              : ""));
   }
   plan.predicted_io_seconds = read_s + write_s;
   plan.predicted_seconds = plan.predicted_io_seconds;
@@ -240,13 +248,26 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
                        incore.bt, static_cast<long long>(incore.tile_x),
                        static_cast<long long>(incore.tile_y), incore.threads);
   } else if (method == Method::kDevice) {
-    n += std::snprintf(buf + n, sizeof buf - n,
-                       "device      %s\n"
-                       "placement   device-resident: two copies of the grid, %s of --device-mem "
-                       "%s; loaded once, every step on the device, stored once\n",
-                       device.device.describe().c_str(),
-                       format_size(static_cast<uint64_t>(device.device_bytes)).c_str(),
-                       format_size(static_cast<uint64_t>(device.budget)).c_str());
+    n += std::snprintf(buf + n, sizeof buf - n, "device      %s\n",
+                       device.device.describe().c_str());
+    if (device.placement == DevicePlacement::kDeviceResident) {
+      n += std::snprintf(buf + n, sizeof buf - n,
+                         "placement   device-resident: two copies of the grid, %s of "
+                         "--device-mem %s; loaded once, every step on the device, stored once\n",
+                         format_size(static_cast<uint64_t>(device.device_bytes)).c_str(),
+                         format_size(static_cast<uint64_t>(device.budget)).c_str());
+    } else {
+      n += std::snprintf(
+          buf + n, sizeof buf - n,
+          "placement   host-resident: two copies of the grid in host memory (%s); each pass of "
+          "bt %d steps sends it through the device in %lld slabs of %lld planes (%.0f%% "
+          "redundant halo work), %s of --device-mem %s\n",
+          format_size(static_cast<uint64_t>(device.host_bytes)).c_str(), device.pass_steps,
+          static_cast<long long>(device.slabs), static_cast<long long>(device.slab_planes),
+          100 * (device.redundancy - 1),
+          format_size(static_cast<uint64_t>(device.device_bytes)).c_str(),
+          format_size(static_cast<uint64_t>(device.budget)).c_str());
+    }
   } else if (method == Method::kTiled) {
     n += std::snprintf(
         buf + n, sizeof buf - n,
@@ -312,8 +333,15 @@ std::string RunPlan::to_json() const {
     j["threads"] = incore.threads;
   } else if (method == Method::kDevice) {
     j["device"] = nlohmann::json::parse(device.device.to_json());
-    j["placement"] = "device-resident";
+    j["placement"] = std::string(placement_name(device.placement));
     j["device_bytes"] = device.device_bytes;
+    j["host_bytes"] = device.host_bytes;
+    j["bt"] = device.pass_steps;
+    if (device.placement == DevicePlacement::kHostResident) {
+      j["slabs"] = device.slabs;
+      j["slab_planes"] = device.slab_planes;
+      j["redundancy"] = device.redundancy;
+    }
     j["device_budget_bytes"] = device.budget;
   } else if (method == Method::kTiled) {
     j["bt"] = tiled.bt;

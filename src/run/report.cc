@@ -33,6 +33,7 @@ std::string RunReport::to_json() const {
       {"bt", bt},
       {"tile", tile},
       {"device", device},
+      {"device_placement", device_placement},
       {"device_memory_bytes", device_memory},
       {"device_bytes_copied", device_bytes_copied},
       {"device_copy_seconds", device_copy_seconds},
@@ -67,10 +68,12 @@ std::string RunReport::to_text() const {
                                 : io_backend.empty() ? " (O_DIRECT)"
                                                      : " (O_DIRECT, " + io_backend + ")";
   char buf[1024];
-  const std::string how =
-      device.empty() ? std::to_string(threads) + (threads == 1 ? " thread" : " threads") + ", bt " +
-                           std::to_string(bt) + ", tiles " + tile
-                     : "on " + device + ", " + format_size(device_memory) + " of device memory";
+  const std::string how = device.empty()
+                              ? std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+                                    ", bt " + std::to_string(bt) + ", tiles " + tile
+                              : "on " + device + ", " + device_placement + ", " +
+                                    format_size(device_memory) + " of device memory" +
+                                    (bt > 1 ? ", bt " + std::to_string(bt) : "");
   std::snprintf(buf, sizeof buf,
                 "method      %s, %s\n"
                 "problem     %s %s, %s, boundary %s%s\n"

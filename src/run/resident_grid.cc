@@ -86,9 +86,12 @@ class DeviceEngineOf final : public ResidentGrid::Engine {
     return engine_.advance(boundary, steps, progress, probes, late);
   }
   void describe(RunReport* r) const override {
-    r->bt = 1;
-    r->device = engine_.plan().device.name;
-    r->device_memory = static_cast<uint64_t>(engine_.plan().device_bytes);
+    const DevicePlan& plan = engine_.plan();
+    // Device-resident: no temporal blocking; host-resident: steps per trip through the device.
+    r->bt = plan.placement == DevicePlacement::kHostResident ? plan.pass_steps : 1;
+    r->device = plan.device.name;
+    r->device_placement = std::string(placement_name(plan.placement));
+    r->device_memory = static_cast<uint64_t>(plan.device_bytes);
     r->device_bytes_copied = static_cast<uint64_t>(engine_.traffic().bytes);
     r->device_copy_seconds = engine_.traffic().copy_seconds;
   }

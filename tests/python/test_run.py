@@ -45,10 +45,17 @@ def test_a_device_run_matches_the_in_core_run_bitwise(tmp_path, cli):
     report = deepgrid.run(g, steps=6, device=0, device_mem="1MiB", boundary="periodic",
                           progress=False)
     assert report["method"] == "device"
+    assert report["device_placement"] == "device-resident"
+    deepgrid.run(other, steps=6, method="incore", boundary="periodic", progress=False)
+    assert sha256_of(g) == sha256_of(other)
+    # A budget below the grid's two copies (111 KiB): it goes through the device in slabs.
+    report = deepgrid.run(g, steps=6, device=0, device_mem="80KiB", boundary="periodic",
+                          progress=False)
+    assert report["device_placement"] == "host-resident"
     deepgrid.run(other, steps=6, method="incore", boundary="periodic", progress=False)
     assert sha256_of(g) == sha256_of(other)
     with pytest.raises(deepgrid.InvalidArgument, match="--device-mem"):
-        deepgrid.run(g, steps=1, device=0, device_mem="64KiB", progress=False)
+        deepgrid.run(g, steps=1, device=0, device_mem="16KiB", progress=False)
 
 
 def test_flushed_subnormals_leave_none_and_match_the_command_line(tmp_path, cli):

@@ -1,0 +1,90 @@
+// internal: what both placements of the device engine (engines/device_engine.h) launch: the
+// step kernel over a grid or slab in its on-disk layout, and the probes' kernels with a pass's
+// values.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "deepgrid/boundary.h"
+#include "deepgrid/dtype.h"
+#include "deepgrid/geometry.h"
+#include "deepgrid/probes.h"
+#include "deepgrid/scheme.h"
+#include "device/device.h"
+#include "kernels/device_source.h"
+
+namespace deepgrid::internal {
+
+// The values' offset of component c of point (x, y, z) in the packed layout of `s`.
+inline int64_t value_index(const Shape& s, int components, int64_t x, int64_t y, int64_t z,
+                           int c) {
+  return ((z * components + c) * s.ny + y) * s.nx + x;
+}
+
+// Components that a source changes and that the step would otherwise not write (coefficient
+// fields): the step then copies them, as for any carried component.
+bool sources_on_coefficients(const Scheme& scheme, const ResolvedProbes* probes);
+
+// The x-y range that step `remaining` steps before the run's end computes: the points within
+// `remaining` times the reach of the needed box (every point by default), in work-groups.
+device::Range computed_xy(const Shape& s, const Scheme& scheme, const GridPlacement& at,
+                          int64_t remaining);
+
+// A probe kernel (dg_add_sources or dg_record) with room for `capacity` points' indices and a
+// pass's values; point_at() says which points a launch serves.
+struct ProbeBuffers {
+  device::Kernel kernel;
+  device::Buffer at, values;
+  int capacity = 0;
+  int count = 0;  // points served now
+  Status point_at(device::Device& d, const std::vector<int64_t>& indices);
+};
+Result<ProbeBuffers> probe_buffers(device::Device& d, const DeviceSource& src, const char* kernel,
+                                   int capacity, int pass, int64_t value_bytes);
+
+// The device bytes probe_buffers() allocates for `points` points and passes of `pass` steps.
+inline int64_t probe_buffer_bytes(int64_t points, int pass, int64_t value_bytes) {
+  return points * (8 + pass * value_bytes);
+}
+
+// One step of a grid (or slab) of extents `s` in two buffers: the step's arguments, and
+// launches from `in` to `out` over the points of each range along z.
+// An index argument of the kernels: `long` when the grid needs 64-bit indices, else `int`.
+Status set_index(device::Kernel& k, int i, int64_t v, bool wide);
+
+class StepLauncher {
+ public:
+  static Result<StepLauncher> create(device::Device& d, const Scheme& scheme, DType dtype,
+                                     const Boundary& boundary, bool copies_coefficients,
+                                     bool flush_subnormals, int z_points, const Shape& s);
+  const DeviceSource& source() const { return src_; }
+  // The planes of the grid or slab the next launches see (the z faces its boundary rule
+  // applies at), at most those create() was given.
+  Status set_planes(int64_t nz) { return set_index(step_, 4, nz, wide_); }
+  // `x`, `y`: the points' offsets and extents along x and y; `z`: [begin, end) pieces.
+  Status launch(device::Device& d, const device::Buffer& in, const device::Buffer& out,
+                const device::Range& xy, const std::vector<std::pair<int64_t, int64_t>>& z);
+
+ private:
+  DeviceSource src_;
+  device::Kernel step_;
+  bool wide_ = false;
+  int z_points_ = 1;
+};
+
+// A pass's probes at the device: the sources' values of `levels` steps from step `first` go
+// to `b` (the sources `ids` of `p`, in that order), and the receivers' values come back to
+// `p.traces`.
+Status upload_source_values(device::Device& d, ProbeBuffers& b, const ResolvedProbes& p,
+                            const std::vector<int>& ids, int64_t first, int levels, DType dtype,
+                            int64_t* bytes);
+Status collect_receivers(device::Device& d, ProbeBuffers& b, const ResolvedProbes& p,
+                         const std::vector<int>& ids, int64_t first, int levels, DType dtype,
+                         int64_t* bytes);
+// After step `row` of a pass, into `grid`: sources added, receivers recorded.
+Status apply_probes(device::Device& d, const device::Buffer& grid, int row,
+                    std::initializer_list<ProbeBuffers*> probes);
+
+}  // namespace deepgrid::internal
