@@ -179,9 +179,9 @@ bool finished_at(const std::string& dir, int64_t step) {
 }
 
 // kill -9 at random moments of stream runs (periodic and neumann z, several sweeps), in-core
-// runs, tiled runs and device runs (where there is an OpenCL device): `info` says what state the
-// grid is in, and the same command again finishes the run bitwise as if it had never been
-// interrupted.
+// runs, tiled runs and device runs, device-resident and three-tier (where there is an OpenCL
+// device): `info` says what state the grid is in, and the same command again finishes the run
+// bitwise as if it had never been interrupted.
 TEST_F(CliTest, RunsKilledAtRandomMomentsFinishWithTheSameCommand) {
   struct Case {
     const char* name;
@@ -198,6 +198,11 @@ TEST_F(CliTest, RunsKilledAtRandomMomentsFinishWithTheSameCommand) {
   };
   if (const auto devices = deepgrid::device::list_devices(); devices.ok() && !devices->empty()) {
     cases.push_back({"device", {"--device", "0", "--bt", "4", "--boundary", "neumann"}, 4});
+    // Three tiers: the grid (9 MiB) fits neither budget and is swept in place from disk.
+    cases.push_back({"three-tier",
+                     {"--device", "0", "--mem", "3MiB", "--device-mem", "4MiB", "--bt", "4",
+                      "--boundary", "periodic"},
+                     4});
   }
   std::mt19937 rng(20261123);
   int killed = 0;

@@ -147,8 +147,9 @@ TEST_F(DeviceTest, AUsersKernelIsRefusedWithTheFix) {
   expect_one_line_naming(plan.status(), {"CPU only", "--method incore or stream"});
 }
 
-// The placement follows the budget: two copies of the grid on the device (device-resident)
-// when they fit; else slabs through it, none larger than the budget (host-resident); below two
+// The placement follows the budgets: two copies of the grid on the device (device-resident)
+// when they fit; else slabs through it, none larger than the budget, from host memory
+// (host-resident) or, when --mem does not hold two copies, from disk (three tiers); below two
 // slabs of 1 + 2 rz planes, a refusal with that minimum.
 TEST_F(DeviceTest, ThePlacementFollowsTheBudgetAndTooSmallOneIsRefusedWithTheMinimum) {
   const Shape s{40, 30, 20};
@@ -178,6 +179,25 @@ TEST_F(DeviceTest, ThePlacementFollowsTheBudgetAndTooSmallOneIsRefusedWithTheMin
     EXPECT_LE(slabs->pass_steps, bt > 0 ? bt : 5);
     EXPECT_GE(slabs->redundancy, 1);
   }
+  // --mem below the two copies: the grid stays on disk (three tiers), the depth cut to what
+  // --mem holds of the planes kept between slabs; below one step's, refused with that size.
+  o.bt = 0;
+  o.device_mem = two_copies / 4;
+  o.io_plane_bytes = 32 << 10;
+  o.host_mem = two_copies - 1;
+  const auto three = plan_device(s, wave, DType::kF64, {}, 5, o);
+  ASSERT_TRUE(three.ok()) << three.status().message();
+  EXPECT_EQ(three->placement, DevicePlacement::kThreeTiers);
+  EXPECT_LE(three->host_bytes + kMinThreeTierIoBuffers * o.io_plane_bytes, o.host_mem);
+  o.host_mem = 2 * 2 * plane + kMinThreeTierIoBuffers * o.io_plane_bytes;  // one step, rz 2
+  const auto shallow = plan_device(s, wave, DType::kF64, {}, 5, o);
+  ASSERT_TRUE(shallow.ok()) << shallow.status().message();
+  EXPECT_EQ(shallow->pass_steps, 1);
+  o.host_mem -= 1;
+  expect_one_line_naming(plan_device(s, wave, DType::kF64, {}, 5, o).status(),
+                         {"--mem", format_size(o.host_mem + 1)});
+  o.host_mem = 0;
+
   const int64_t minimum = 2 * 5 * plane;  // two slabs of one plane and two of halo each side
   o.device_mem = minimum;
   EXPECT_TRUE(plan_device(s, wave, DType::kF64, {}, 5, o).ok());

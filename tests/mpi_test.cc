@@ -237,6 +237,10 @@ TEST(Distributed, PartsOnDevicesMatchTheReference) {
   wave_slabs.probes = &wave;
   wave_slabs.device_mem = 40 << 10;
   expect_case(wave_slabs);
+  // A --mem that holds neither copy: parts stay on disk, swept through the device (three tiers).
+  Case three_tiers = slabs;
+  three_tiers.mem = "20KiB";
+  expect_case(three_tiers);
   if (mpi::size() == 1) return;
   for (const ProcessGrid& g : grids_splitting_x_or_y()) {
     expect_case({"7pt", kPeriodic, DType::kF32, {13, 11, 7}, 5, 2, "", Method::kDevice, g});

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "deepgrid/machine.h"
+#include "deepgrid/plane_transfer.h"
 #include "deepgrid/run.h"
 #include "deepgrid/traces_file.h"
 #include "device/device.h"
@@ -126,8 +127,11 @@ class StreamGolden : public ::testing::Test {
     if (c.device_mem > 0) {
       EXPECT_LE(report->device_memory, c.device_mem);
       const auto grid_bytes = u.size() * sizeof(T);
-      if (c.device_mem < 2 * grid_bytes) {
-        EXPECT_EQ(report->device_placement, "host-resident");
+      // (Two copies and the plane transfers just above --mem: either.)
+      if (c.mem < 2 * grid_bytes) {
+        EXPECT_EQ(report->device_placement, "three-tier");
+      } else if (c.device_mem < 2 * grid_bytes) {
+        EXPECT_NE(report->device_placement, "device-resident");
       }
     }
 
@@ -274,13 +278,27 @@ uint64_t host_resident_budget(const Case& c, const Scheme& scheme) {
   return std::max(2 * plane * static_cast<uint64_t>(c.shape.nz) - 1, slabs);
 }
 
-// The engine under test: a method, and for the device the placement the budget forces.
+// The device method with --mem just short of the grid's two copies, so that it streams the
+// grid from disk through the device (three tiers), or what one plane deep sweeps need where
+// that is more (host-resident then, when two copies fit that too).
+uint64_t three_tier_host_budget(const Case& c, const Scheme& scheme) {
+  const auto plane = static_cast<uint64_t>(c.shape.nx * c.shape.ny * scheme.component_count()) *
+                     dtype_size(c.dtype);
+  const uint64_t stride = (plane + 4095) / 4096 * 4096;  // (an O_DIRECT plane)
+  const uint64_t sweep =
+      4 * static_cast<uint64_t>(scheme.radius_z()) * plane + kMinThreeTierIoBuffers * stride;
+  const uint64_t transfers = (io::kPlanesInFlight + 1) * stride;  // (device-resident's)
+  return std::max({2 * plane * static_cast<uint64_t>(c.shape.nz) - 1, sweep, transfers});
+}
+
+// The engine under test: a method, and for the device the placement the budgets force.
 struct EngineUnderTest {
   Method method;
-  bool host_resident = false;
+  DevicePlacement placement = DevicePlacement::kDeviceResident;
 };
 void PrintTo(const EngineUnderTest& e, std::ostream* os) {
-  *os << method_name(e.method) << (e.host_resident ? " host-resident" : "");
+  *os << method_name(e.method);
+  if (e.method == Method::kDevice) *os << " " << placement_name(e.placement);
 }
 
 // The shared suite: each case through the method under test.
@@ -295,7 +313,12 @@ class EngineGolden : public StreamGolden, public ::testing::WithParamInterface<E
   Method method() const { return GetParam().method; }
   void expect_all_boundaries(Case c) {
     c.method = method();
-    if (GetParam().host_resident) c.device_mem = host_resident_budget(c, testing_scheme(c.stencil));
+    if (GetParam().placement != DevicePlacement::kDeviceResident) {
+      c.device_mem = host_resident_budget(c, testing_scheme(c.stencil));
+    }
+    if (GetParam().placement == DevicePlacement::kThreeTiers) {
+      c.mem = three_tier_host_budget(c, testing_scheme(c.stencil));
+    }
     StreamGolden::expect_all_boundaries(c);
   }
 };
@@ -461,10 +484,16 @@ INSTANTIATE_TEST_SUITE_P(
     Methods, EngineGolden,
     ::testing::Values(EngineUnderTest{Method::kInCore}, EngineUnderTest{Method::kStream},
                       EngineUnderTest{Method::kMmap}, EngineUnderTest{Method::kTiled},
-                      EngineUnderTest{Method::kDevice}, EngineUnderTest{Method::kDevice, true}),
+                      EngineUnderTest{Method::kDevice},
+                      EngineUnderTest{Method::kDevice, DevicePlacement::kHostResident},
+                      EngineUnderTest{Method::kDevice, DevicePlacement::kThreeTiers}),
     [](const auto& param_info) {
-      return std::string(method_name(param_info.param.method)) +
-             (param_info.param.host_resident ? "_host_resident" : "");
+      std::string name(method_name(param_info.param.method));
+      if (param_info.param.placement != DevicePlacement::kDeviceResident) {
+        name += "_" + std::string(placement_name(param_info.param.placement));
+      }
+      for (char& ch : name) ch = ch == '-' ? '_' : ch;
+      return name;
     });
 
 // Two-level blocking: sweeps of bt levels as stages of cache_bt levels, including stages
@@ -501,15 +530,21 @@ TEST_F(StreamGolden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
     const bool periodic = b.kind == Boundary::Kind::kPeriodic;
     c.placement.needed_lo = {8, -kNone, 60};
     c.placement.needed_hi = {16, periodic ? kNone : 10, periodic ? 90 : kNone};
-    for (EngineUnderTest e :
-         {EngineUnderTest{Method::kStream}, EngineUnderTest{Method::kInCore},
-          EngineUnderTest{Method::kDevice}, EngineUnderTest{Method::kDevice, true}}) {
+    for (EngineUnderTest e : {EngineUnderTest{Method::kStream}, EngineUnderTest{Method::kInCore},
+                              EngineUnderTest{Method::kDevice},
+                              EngineUnderTest{Method::kDevice, DevicePlacement::kHostResident},
+                              EngineUnderTest{Method::kDevice, DevicePlacement::kThreeTiers}}) {
       if (e.method == Method::kDevice && !device_available()) continue;
       c.method = e.method;
       for (auto [stencil, steps] : {std::pair{"7pt", 7}, {"13pt", 5}}) {
         c.stencil = stencil;
         c.steps = steps;
-        if (e.host_resident) c.device_mem = host_resident_budget(c, testing_scheme(stencil)) / 4;
+        if (e.placement != DevicePlacement::kDeviceResident) {
+          c.device_mem = host_resident_budget(c, testing_scheme(stencil)) / 4;
+        }
+        if (e.placement == DevicePlacement::kThreeTiers) {
+          c.mem = three_tier_host_budget(c, testing_scheme(stencil)) / 4;
+        }
         expect_matches_reference<float>(c, b);
       }
       c.stencil = "7pt";

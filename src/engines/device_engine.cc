@@ -63,8 +63,8 @@ bool plan_slabs(const Shape& shape, const Scheme& scheme, int64_t plane_bytes, i
     plan->slab_planes = slab;
     plan->slabs = slabs;
     plan->redundancy = redundancy;
-    const int64_t buffer = periodic ? slab + 2 * halo : std::min(shape.nz, slab + 2 * halo);
-    plan->device_bytes = 2 * buffer * plane_bytes + probes;
+    plan->buffer_planes = periodic ? slab + 2 * halo : std::min(shape.nz, slab + 2 * halo);
+    plan->device_bytes = 2 * plan->buffer_planes * plane_bytes + probes;
   }
   return plan->slab_planes > 0;
 }
@@ -72,7 +72,14 @@ bool plan_slabs(const Shape& shape, const Scheme& scheme, int64_t plane_bytes, i
 }  // namespace
 
 std::string_view placement_name(DevicePlacement p) {
-  return p == DevicePlacement::kHostResident ? "host-resident" : "device-resident";
+  switch (p) {
+    case DevicePlacement::kHostResident:
+      return "host-resident";
+    case DevicePlacement::kThreeTiers:
+      return "three-tier";
+    default:
+      return "device-resident";
+  }
 }
 
 Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType dtype,
@@ -133,6 +140,31 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
         " if the device has it, or run on the CPU (--method incore or stream)");
   }
   plan.host_bytes = 2 * plan.grid_bytes;
+  if (options.host_mem == 0 || plan.host_bytes + options.host_transfer_bytes <= options.host_mem) {
+    return plan;
+  }
+  // Three tiers: kept between slabs, the next slab's halo below it and, periodic, the planes
+  // the sweep reads again at its other end; the depth cut to what --mem holds of them.
+  plan.placement = DevicePlacement::kThreeTiers;
+  auto kept_bytes = [&](int levels) {
+    const int64_t halo = int64_t{levels} * scheme.radius_z();
+    return (2 * halo + (periodic ? std::min(shape.nz, 2 * halo) : 0)) * plane_bytes;
+  };
+  const int64_t io = kMinThreeTierIoBuffers * options.io_plane_bytes;
+  int levels = plan.pass_steps;
+  while (levels > 0 && kept_bytes(levels) + io > options.host_mem) --levels;
+  if (levels == 0) {
+    return invalid_argument(
+        "--mem " + format_size(static_cast<uint64_t>(options.host_mem)) +
+        " holds neither the grid's two copies nor what streaming it from disk through the "
+        "device needs, " +
+        format_size(static_cast<uint64_t>(kept_bytes(1) + io)) + "; raise --mem to at least that");
+  }
+  if (levels < plan.pass_steps) {
+    plan.slab_planes = 0;
+    plan_slabs(shape, scheme, plane_bytes, probe_points, levels, periodic, dtype, &plan);
+  }
+  plan.host_bytes = kept_bytes(plan.pass_steps);
   return plan;
 }
 
@@ -148,12 +180,15 @@ DeviceEngine::DeviceEngine(const Shape& shape, const Scheme& scheme, DType dtype
 
 Result<DeviceEngine> DeviceEngine::create(const Shape& shape, const Scheme& scheme, DType dtype,
                                           const DevicePlan& plan) {
+  if (plan.placement == DevicePlacement::kThreeTiers) {
+    return invalid_argument("a three-tier device run streams the grid from disk (advance_stream)");
+  }
   DG_ASSIGN_OR_RETURN(device::Device d, device::Device::open(plan.device, plan.budget));
   DeviceEngine e(shape, scheme, dtype, plan, std::move(d));
   if (e.host_resident()) {
     for (std::vector<std::byte>& g : e.host_) g.resize(static_cast<size_t>(plan.grid_bytes));
   }
-  const int64_t held = e.host_resident() ? plan.device_bytes / 2 : plan.grid_bytes;
+  const int64_t held = e.host_resident() ? plan.buffer_planes * e.plane_bytes_ : plan.grid_bytes;
   for (device::Buffer& g : e.grids_) {
     DG_ASSIGN_OR_RETURN(
         g, e.device_.allocate(held, e.host_resident() ? "a slab's copy" : "the grid's copy"));

@@ -17,9 +17,9 @@
 // In both, sources and receivers run on the device: a pass's source values go there once,
 // the receivers' values come back once per pass (per slab).
 //
-// The third placement (three tiers: the stream engine feeding the device) is not built yet:
-// plan_device refuses grids larger than the device with the sizes, and the run's planner
-// refuses those larger than host memory too.
+// Three tiers: the grid fits neither; it stays on disk and the stream engine's sweeps (reads
+// ahead, writes behind in place, durable and resumable) feed the device slab by slab
+// (device_sweep.h): a few planes in host memory, the slabs on the device.
 #pragma once
 
 #include <cstddef>
@@ -48,10 +48,20 @@ struct DeviceOptions {
   int bt = 0;
   Boundary::Kind boundary = Boundary::Kind::kDirichlet;
   bool flush_subnormals = false;
+  // Host memory: the budget (0: none), and what the host-resident placement needs besides
+  // the grid's two copies (plane transfers); a grid whose copies do not fit stays on disk
+  // (three tiers), where an I/O buffer takes `io_plane_bytes` (the layout's plane stride).
+  int64_t host_mem = 0;
+  int64_t host_transfer_bytes = 0;
+  int64_t io_plane_bytes = 0;
 };
 
-enum class DevicePlacement { kDeviceResident, kHostResident };
-std::string_view placement_name(DevicePlacement p);  // "device-resident", "host-resident"
+// I/O buffers a three-tier sweep needs at least: a read ahead and two writes behind.
+inline constexpr int kMinThreeTierIoBuffers = 3;
+
+enum class DevicePlacement { kDeviceResident, kHostResident, kThreeTiers };
+// "device-resident", "host-resident", "three-tier"
+std::string_view placement_name(DevicePlacement p);
 
 struct DevicePlan {
   device::DeviceInfo device;
@@ -62,10 +72,11 @@ struct DevicePlan {
       0;                    // what the engine allocates: two copies (of the grid or a slab), probes
   int64_t host_bytes = 0;   // host-resident: the grid's two copies in host memory
   int pass_steps = 1;       // steps per pass
-  int64_t slab_planes = 0;  // host-resident: the planes a slab brings back per pass
-  int64_t slabs = 0;        // host-resident: slabs per pass
-  double redundancy = 1;    // host-resident: points computed per point advanced
-  int z_points = 1;         // consecutive points along z per work item
+  int64_t slab_planes = 0;  // slabs: the planes a slab brings back per pass
+  int64_t buffer_planes = 0;  // slabs: the planes of a slab's buffer, with its halos
+  int64_t slabs = 0;          // slabs: per pass
+  double redundancy = 1;      // slabs: points computed per point advanced
+  int z_points = 1;           // consecutive points along z per work item
   bool flush_subnormals = false;
 };
 

@@ -36,7 +36,9 @@ struct PassValues {
         count(static_cast<int64_t>(ids.size())),
         host(static_cast<size_t>(levels * count * value)) {}
   int64_t bytes() const { return static_cast<int64_t>(host.size()); }
-  std::byte* at(int row, size_t i) { return host.data() + (row * count + static_cast<int64_t>(i)) * value; }
+  std::byte* at(int row, size_t i) {
+    return host.data() + (row * count + static_cast<int64_t>(i)) * value;
+  }
 };
 
 }  // namespace
@@ -107,8 +109,8 @@ Result<StepLauncher> StepLauncher::create(device::Device& d, const Scheme& schem
   return l;
 }
 
-Status StepLauncher::launch(device::Device& d, const device::Buffer& in,
-                            const device::Buffer& out, const device::Range& xy,
+Status StepLauncher::launch(device::Device& d, const device::Buffer& in, const device::Buffer& out,
+                            const device::Range& xy,
                             const std::vector<std::pair<int64_t, int64_t>>& z) {
   DG_RETURN_IF_ERROR(step_.set(0, in));
   DG_RETURN_IF_ERROR(step_.set(1, out));

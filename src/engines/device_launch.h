@@ -18,8 +18,7 @@
 namespace deepgrid::internal {
 
 // The values' offset of component c of point (x, y, z) in the packed layout of `s`.
-inline int64_t value_index(const Shape& s, int components, int64_t x, int64_t y, int64_t z,
-                           int c) {
+inline int64_t value_index(const Shape& s, int components, int64_t x, int64_t y, int64_t z, int c) {
   return ((z * components + c) * s.ny + y) * s.nx + x;
 }
 

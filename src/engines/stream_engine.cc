@@ -8,6 +8,7 @@
 #include <string>
 
 #include "deepgrid/resume.h"
+#include "engines/device_sweep.h"
 #include "engines/stream_sweep.h"
 
 namespace deepgrid {
@@ -86,9 +87,8 @@ Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boun
   StreamStats stats;
   DG_ASSIGN_OR_RETURN(const std::unique_ptr<io::BlockIo> io,
                       open_block_io(plan, options, &stats.backend));
-  Status st = dispatch_dtype(grid.dtype(), [&](auto tag) -> Status {
-    internal::stream::StreamSweep<decltype(tag)> run(grid, stencil, boundary, plan, *io,
-                                                     options.probes, options.placement);
+  // The sweeps, computed by the CPU's wavefronts or by a device.
+  auto sweeps = [&](auto& run) -> Status {
     DG_RETURN_IF_ERROR(run.allocate());
     while (stats.steps < steps) {
       DG_ASSIGN_OR_RETURN(const SweepRecord record,
@@ -105,7 +105,19 @@ Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boun
       if (!go_on) break;
     }
     return Status::Ok();
-  });
+  };
+  Status st;
+  if (options.device != nullptr) {
+    internal::stream::DeviceSweep run(grid, stencil, boundary, plan, *options.device, *io,
+                                      options.probes, options.placement);
+    st = sweeps(run);
+  } else {
+    st = dispatch_dtype(grid.dtype(), [&](auto tag) -> Status {
+      internal::stream::StreamSweep<decltype(tag)> run(grid, stencil, boundary, plan, *io,
+                                                       options.probes, options.placement);
+      return sweeps(run);
+    });
+  }
   if (!st.ok()) return st;
   return stats;
 }

@@ -24,6 +24,8 @@
 
 namespace deepgrid {
 
+struct DevicePlan;  // device_engine.h
+
 struct StreamOptions {
   int threads = 0;          // compute threads; 0: all
   int bt = 0;               // steps per sweep; 0: chosen by the cost model (<= 64)
@@ -52,6 +54,9 @@ struct StreamOptions {
   // Where the grid lies in a larger one, and which of its points the run must deliver
   // (geometry.h).
   GridPlacement placement;
+  // Three tiers: the device that computes the sweeps' levels, and its slabs (device_engine.h);
+  // null: the CPU.
+  const DevicePlan* device = nullptr;
 };
 
 struct StreamPlan {
@@ -92,6 +97,10 @@ struct StreamStats {
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
   io::Backend backend = io::Backend::kUring;
+  // Three tiers (StreamOptions::device): between host and device, both ways, and the time the
+  // copies took.
+  int64_t device_bytes_copied = 0;
+  double device_copy_seconds = 0;
 };
 
 // Spare slots (store.h) a sweep of this plan wants: more than bt rz are needed, the rest lets

@@ -124,9 +124,11 @@ Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
   return plan;
 }
 
-// The grid held on the device (host memory for the plane transfers), or in host memory and
-// streamed through the device in slabs (two host copies besides); the device's budget proven
-// by plan_device. The device's rate is not measured yet: the prediction counts the disk alone.
+// The device method: the grid held on the device (host memory for the plane transfers), or
+// in host memory and sent through the device in slabs (two host copies besides), or on disk,
+// the stream engine's sweeps feeding the device (three tiers: their I/O buffers and the
+// planes kept between slabs); the device's budget proven by plan_device. The device's rate is
+// not measured yet: the prediction counts the disk alone.
 Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt, RunPlan plan,
                                 double read_s, double write_s) {
   DeviceOptions o;
@@ -135,22 +137,41 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt, RunPla
   o.bt = opt.bt;
   o.boundary = opt.boundary.kind;
   o.flush_subnormals = opt.flush_subnormals;
+  const int64_t transfers = io::plane_transfer_bytes(m) + m.layout.plane_bytes;
+  o.host_mem = static_cast<int64_t>(opt.mem_budget);
+  o.host_transfer_bytes = transfers;
+  o.io_plane_bytes = m.layout.plane_stride;
   DG_ASSIGN_OR_RETURN(plan.device,
                       plan_device(m.shape, opt.scheme, m.dtype, opt.probes, opt.steps, o));
-  plan.memory_bytes = static_cast<uint64_t>(io::plane_transfer_bytes(m) + m.layout.plane_bytes +
-                                            plan.device.host_bytes);
-  if (opt.mem_budget != 0 && plan.memory_bytes > opt.mem_budget) {
-    const bool host = plan.device.placement == DevicePlacement::kHostResident;
-    return invalid_argument(
-        "the device method needs " + format_size(plan.memory_bytes) + " of host memory for " +
-        (host ? "this grid, which does not fit the device (two copies streamed through it)"
-              : "this grid's plane transfers") +
-        " but --mem is " + format_size(opt.mem_budget) + "; raise --mem" +
-        (host ? " or --device-mem (grids larger than both are not streamed from disk through "
-                "the device yet), or use --method stream"
-              : ""));
+  const DevicePlan& d = plan.device;
+  if (d.placement == DevicePlacement::kThreeTiers) {
+    // The stream engine's sweeps, one stage of the device's depth, up to 4 planes read ahead
+    // (as --mem allows).
+    StreamPlan& s = plan.stream;
+    s.bt = s.cache_bt = d.pass_steps;
+    const int64_t room = (static_cast<int64_t>(opt.mem_budget) - d.host_bytes) /
+                         (kMinThreeTierIoBuffers * m.layout.plane_stride);
+    s.block = static_cast<int>(std::clamp<int64_t>(room, 1, 4));
+    s.io_buffers = kMinThreeTierIoBuffers * s.block;
+    s.sweeps = (opt.steps + s.bt - 1) / s.bt;
+    s.flush_subnormals = d.flush_subnormals;
+    s.memory_bytes = s.io_buffers * m.layout.plane_stride + d.host_bytes;
+    s.minimum_bytes = s.memory_bytes;
+    plan.stream_options.io = opt.io;
+    plan.stream_options.mem_budget = opt.mem_budget;
+    plan.memory_bytes = static_cast<uint64_t>(s.memory_bytes);
+  } else {
+    plan.memory_bytes = static_cast<uint64_t>(transfers + d.host_bytes);
   }
-  plan.predicted_io_seconds = read_s + write_s;
+  if (opt.mem_budget != 0 && plan.memory_bytes > opt.mem_budget) {
+    return invalid_argument("the device method's " + std::string(placement_name(d.placement)) +
+                            " placement needs " + format_size(plan.memory_bytes) +
+                            " of host memory for this grid but --mem is " +
+                            format_size(opt.mem_budget) + "; raise --mem");
+  }
+  const double sweeps =
+      d.placement == DevicePlacement::kThreeTiers ? static_cast<double>(plan.stream.sweeps) : 1;
+  plan.predicted_io_seconds = (read_s + write_s) * sweeps;
   plan.predicted_seconds = plan.predicted_io_seconds;
   return plan;
 }
@@ -257,14 +278,19 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
                          format_size(static_cast<uint64_t>(device.device_bytes)).c_str(),
                          format_size(static_cast<uint64_t>(device.budget)).c_str());
     } else {
+      const bool host = device.placement == DevicePlacement::kHostResident;
+      const std::string where =
+          host ? "two copies of the grid in host memory (" +
+                     format_size(static_cast<uint64_t>(device.host_bytes)) + ")"
+               : "the grid on disk, swept in place by the stream engine (reads ahead, writes "
+                 "behind, its record and commits)";
       n += std::snprintf(
           buf + n, sizeof buf - n,
-          "placement   host-resident: two copies of the grid in host memory (%s); each pass of "
-          "bt %d steps sends it through the device in %lld slabs of %lld planes (%.0f%% "
-          "redundant halo work), %s of --device-mem %s\n",
-          format_size(static_cast<uint64_t>(device.host_bytes)).c_str(), device.pass_steps,
-          static_cast<long long>(device.slabs), static_cast<long long>(device.slab_planes),
-          100 * (device.redundancy - 1),
+          "placement   %s: %s; each %s of bt %d steps sends it through the device in %lld "
+          "slabs of %lld planes (%.0f%% redundant halo work), %s of --device-mem %s\n",
+          std::string(placement_name(device.placement)).c_str(), where.c_str(),
+          host ? "pass" : "sweep", device.pass_steps, static_cast<long long>(device.slabs),
+          static_cast<long long>(device.slab_planes), 100 * (device.redundancy - 1),
           format_size(static_cast<uint64_t>(device.device_bytes)).c_str(),
           format_size(static_cast<uint64_t>(device.budget)).c_str());
     }

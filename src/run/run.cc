@@ -103,6 +103,7 @@ Result<RunReport> run_stream_part(Grid& grid, const RunOptions& opt, const RunPl
   StreamOptions so = plan.stream_options;
   so.probes = probes;
   so.placement = opt.placement;
+  if (plan.method == Method::kDevice) so.device = &plan.device;
   const int64_t busy0 = opt.record_disk_rate ? grid_disks_busy_ms(grid) : -1;
   DG_ASSIGN_OR_RETURN(StreamStats stats, advance_stream(grid, opt.scheme, opt.boundary, opt.steps,
                                                         plan.stream, so, opt.progress));
@@ -123,6 +124,13 @@ Result<RunReport> run_stream_part(Grid& grid, const RunOptions& opt, const RunPl
   r.bytes_read = stats.bytes_read;
   r.bytes_written = stats.bytes_written;
   r.engine_memory = plan.memory_bytes;
+  if (so.device != nullptr) {
+    r.device = plan.device.device.name;
+    r.device_placement = std::string(placement_name(plan.device.placement));
+    r.device_memory = static_cast<uint64_t>(plan.device.device_bytes);
+    r.device_bytes_copied = static_cast<uint64_t>(stats.device_bytes_copied);
+    r.device_copy_seconds = stats.device_copy_seconds;
+  }
   return r;
 }
 
@@ -168,9 +176,19 @@ Result<RunReport> run_tiled(Grid& grid, const RunOptions& opt, const RunPlan& pl
   return r;
 }
 
-// The methods that hold the grid (ResidentGrid) and write it back into replacement files.
-bool writes_replacement(Method m) {
-  return m == Method::kInCore || m == Method::kMmap || m == Method::kDevice;
+// The plans that hold the grid (ResidentGrid) and write it back into replacement files: the
+// in-core, mmap and device methods, but a three-tier device run, which sweeps the grid in place
+// as the stream method does.
+bool writes_replacement(const RunPlan& plan) {
+  switch (plan.method) {
+    case Method::kInCore:
+    case Method::kMmap:
+      return true;
+    case Method::kDevice:
+      return plan.device.placement != DevicePlacement::kThreeTiers;
+    default:
+      return false;
+  }
 }
 
 // What the plan writes beside the grid (mmap: scratch files in the grid directory; tiled: a
@@ -179,7 +197,7 @@ bool writes_replacement(Method m) {
 Status check_scratch_space(const Grid& grid, const RunPlan& plan) {
   std::vector<internal::SpaceNeed> needs;
   if (plan.method == Method::kMmap) needs.push_back({grid.dir(), plan.disk_bytes});
-  if (writes_replacement(plan.method) || (plan.method == Method::kTiled && plan.tiled.passes > 0)) {
+  if (writes_replacement(plan) || (plan.method == Method::kTiled && plan.tiled.passes > 0)) {
     for (size_t f = 0; f < grid.manifest().layout.files.size(); ++f) {
       needs.push_back({internal::parent_path(grid.file_path(static_cast<int>(f))),
                        static_cast<uint64_t>(grid.manifest().layout.files[f].bytes)});
@@ -194,8 +212,10 @@ Result<RunReport> run_method(Grid& grid, const RunOptions& opt, const RunPlan& p
   switch (plan.method) {
     case Method::kInCore:
     case Method::kMmap:
-    case Method::kDevice:
       return run_incore(grid, opt, plan, probes);
+    case Method::kDevice:
+      return writes_replacement(plan) ? run_incore(grid, opt, plan, probes)
+                                      : run_stream(grid, opt, plan, probes);
     case Method::kTiled:
       return run_tiled(grid, opt, plan);
     default:
@@ -271,7 +291,7 @@ Result<RunPlan> prepare_run(Grid& grid, const RunOptions& opt) {
     DG_RETURN_IF_ERROR(grid.enable_verification());
     // In place, a sweep overwrites planes before it reads the last ones: find damage first.
     // (The in-core engines verify as they load.)
-    if (!writes_replacement(plan.method)) {
+    if (!writes_replacement(plan)) {
       DG_RETURN_IF_ERROR(read_every_plane(grid));
     }
   }
@@ -334,7 +354,7 @@ RunOptions planned_part(RunOptions opt) {
 
 // Commits `after` as the plan's method wrote: its replacement files, or the files in place.
 Status commit_run(Grid& grid, const RunPlan& plan, const Manifest& after) {
-  return writes_replacement(plan.method) ? grid.commit_replacement(after) : grid.commit(after);
+  return writes_replacement(plan) ? grid.commit_replacement(after) : grid.commit(after);
 }
 
 }  // namespace
@@ -427,7 +447,7 @@ Result<Advanced> GridRun::advance(const RunToDo& todo) {
   if (keeps_traces) {
     engine_options_.progress = [&](int64_t done, int64_t total) {
       const bool go_on = !opt.progress || opt.progress(done, total);
-      const bool commits = !writes_replacement(plan_.method) || !go_on || done == total;
+      const bool commits = !writes_replacement(plan_) || !go_on || done == total;
       const Status saved = write_traces_npy(probes_.traces, opt.traces_path, commits);
       if (saved.ok()) hold_from(&probes_.traces, step0_ + done + 1);  // (else: saved at the end)
       return saved.ok() && go_on;

@@ -54,6 +54,12 @@ def test_a_device_run_matches_the_in_core_run_bitwise(tmp_path, cli):
     assert report["device_placement"] == "host-resident"
     deepgrid.run(other, steps=6, method="incore", boundary="periodic", progress=False)
     assert sha256_of(g) == sha256_of(other)
+    # A --mem below them too: the grid stays on disk, swept through the device (three tiers).
+    report = deepgrid.run(g, steps=6, device=0, device_mem="80KiB", mem="100KiB",
+                          boundary="periodic", progress=False)
+    assert report["device_placement"] == "three-tier"
+    deepgrid.run(other, steps=6, method="incore", boundary="periodic", progress=False)
+    assert sha256_of(g) == sha256_of(other)
     with pytest.raises(deepgrid.InvalidArgument, match="--device-mem"):
         deepgrid.run(g, steps=1, device=0, device_mem="16KiB", progress=False)
 

@@ -1,0 +1,62 @@
+// internal: the device engine's three-tier placement (device_engine.h): a stream sweep whose
+// levels the device computes. The disk traffic, its durability and resumption are the stream
+// engine's (stream_io.h: level-0 planes read ahead in the sweep's order, new planes written
+// behind in place, the committer's record); between them the grid goes through the device in
+// z-slabs as in the host-resident placement (device_slab.h), each level-0 plane uploaded from
+// its read buffer and each new plane downloaded into its write buffer. Planes two slabs read
+// (their halos) and, periodic, the planes the sweep reads again at its other end stay in host
+// memory until their last use.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "deepgrid/probes.h"
+#include "deepgrid/store.h"
+#include "engines/device_engine.h"
+#include "engines/device_slab.h"
+#include "engines/stream_engine.h"
+#include "engines/stream_io.h"
+#include "engines/stream_stages.h"
+
+namespace deepgrid::internal::stream {
+
+class DeviceSweep {
+ public:
+  DeviceSweep(Grid& grid, const Scheme& scheme, const Boundary& b, const StreamPlan& plan,
+              const DevicePlan& device, io::BlockIo& io, const ResolvedProbes* probes,
+              const GridPlacement& placement);
+
+  // The device, its slab buffers, kernels and probes' buffers; the I/O buffers.
+  Status allocate();
+
+  // One sweep in place, from the record's `done` plane on; `reach`: the steps left in the run
+  // at its start (what the needed box trims by).
+  Status sweep(const SweepRecord& record, int64_t reach, StreamStats& stats);
+
+ private:
+  // `first`: the step the sweep computes first.
+  Status run_slabs(const SweepLayout& layout, int64_t first, int64_t reach, StreamStats& stats);
+  Status upload(const Slab& slab, int64_t keep_from, int levels, StreamStats& stats);
+  Status write_back(const Slab& slab, int at, StreamStats& stats);
+
+  Grid& grid_;
+  const Scheme& scheme_;
+  const Boundary& b_;
+  const StreamPlan& plan_;
+  const DevicePlan& device_plan_;
+  const ResolvedProbes* probes_;
+  const GridPlacement placement_;
+  const Shape s_;
+  const int64_t plane_bytes_;
+  SweepIo io_;
+  std::optional<device::Device> device_;  // opened by allocate()
+  device::Buffer grids_[2];
+  std::optional<SlabKernels> kernels_;  // made by allocate()
+  // Level-0 planes later slabs read again, by plane.
+  std::map<int64_t, std::vector<std::byte>> kept_;
+};
+
+}  // namespace deepgrid::internal::stream
