@@ -258,5 +258,24 @@ TEST_F(DeviceTest, TheCommandLineListsDevicesPlacesGridsAndRefusesASmallBudget) 
   EXPECT_EQ(run_cli({"checksum", g}).out, run_cli({"checksum", twin}).out);
 }
 
+// bench --device-ratio runs the device method a second time out of the device's memory (here
+// out of --mem too: three tiers), and device rows say what went between host and device.
+TEST_F(DeviceTest, BenchRunsTheDeviceOutOfItsMemoryToo) {
+  testing::TempDir tmp;
+  const auto bench = run_cli({"bench", "--methods", "device", "--device", "0", "--device-ratio",
+                              "8", "--mem-ratio", "4", "--shape", "32x32x64", "--steps", "3",
+                              "--dir", (tmp.path() / "bench").string(), "--json"});
+  ASSERT_EQ(bench.exit_code, 0) << bench;
+  const auto rows = nlohmann::json::parse(bench.out);
+  ASSERT_EQ(rows.size(), 2u) << bench;
+  EXPECT_EQ(rows[0]["device_placement"], "device-resident");
+  EXPECT_EQ(rows[1]["device_placement"], "three-tier");
+  EXPECT_LE(rows[1]["device_memory_bytes"].get<int64_t>(), 32 << 10);  // grid / 8
+  for (const auto& row : rows) {
+    EXPECT_GT(row["device_bytes_copied"].get<int64_t>(), 0) << row.dump();
+    EXPECT_EQ(row["steps"], 3);
+  }
+}
+
 }  // namespace
 }  // namespace deepgrid

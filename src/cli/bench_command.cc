@@ -28,7 +28,7 @@ using nlohmann::json;
 struct BenchArgs {
   std::string shape = "256x256x256", stencil = "7pt", dtype = "f32", boundary = "dirichlet:0";
   std::string methods, dir = "scratch/bench", csv, sweep_bt, sweep_ratio, plot;
-  double mem_ratio = 16;
+  double mem_ratio = 16, device_ratio = 0;
   int64_t steps = 10;
   int threads = 0, repeats = 3;
   BlockingArgs blocking;
@@ -88,6 +88,8 @@ MethodsBenchOptions methods_bench_options(const BenchArgs& a) {
   o.threads = a.threads;
   o.methods = split_csv(a.methods);
   a.device.apply(&o.device, &o.device_mem);
+  if (a.device_ratio < 0) check(invalid_argument("--device-ratio must be > 0, e.g. 16"));
+  o.device_ratio = a.device_ratio;
   int bt = 0;
   a.blocking.apply(&bt, &o.tile_x, &o.tile_y);
   o.cache_bt = a.blocking.cache_bt;
@@ -106,7 +108,7 @@ MethodsBenchOptions methods_bench_options(const BenchArgs& a) {
 constexpr const char* kMethodsCsvHeader =
     "method,bt,mem_ratio,mem_budget_bytes,seconds,mlups,gflops,ratio_to_incore,"
     "ratio_to_incore_compute,ratio_to_incore_warm,bytes_read,bytes_written,compute_busy,io_wait,"
-    "disk_busy,peak_memory_bytes,stolen_cpu_share\n";
+    "disk_busy,peak_memory_bytes,stolen_cpu_share,device_bytes_copied,device_copy_seconds\n";
 
 // The table's title and column heads.
 void print_methods_heading(const MethodsBenchOptions& o, const std::vector<MethodsBenchRow>& rows) {
@@ -114,9 +116,10 @@ void print_methods_heading(const MethodsBenchOptions& o, const std::vector<Metho
               o.scheme.name().c_str(), o.shape.to_string().c_str(),
               std::string(dtype_name(o.dtype)).c_str(), o.boundary.to_string().c_str(),
               static_cast<long long>(o.steps), rows.empty() ? 0 : rows.front().report.threads);
-  std::printf("%-7s %4s %6s %9s %8s %9s %7s %8s %9s %7s %9s %7s %7s %9s %10s %7s\n", "method", "bt",
-              "ratio", "mem", "time s", "MLUP/s", "GFlop/s", "/incore", "/incore*", "/warm", "read",
-              "compute", "io wait", "disk busy", "peak mem", "stolen");
+  std::printf("%-12s %4s %6s %9s %8s %9s %7s %8s %9s %7s %9s %7s %7s %9s %10s %7s %10s %7s\n",
+              "method", "bt", "ratio", "mem", "time s", "MLUP/s", "GFlop/s", "/incore", "/incore*",
+              "/warm", "read", "compute", "io wait", "disk busy", "peak mem", "stolen", "to device",
+              "copy s");
 }
 
 // The share of the run's wall time that `part` seconds make.
@@ -131,13 +134,15 @@ std::string csv_row(const MethodsBenchRow& r) {
   const double io_wait = share_of_run(p, p.io_wait_seconds);
   char line[512];
   std::snprintf(line, sizeof line,
-                "%s,%d,%g,%llu,%.4f,%.1f,%.3f,%.4f,%.4f,%.4f,%llu,%llu,%.4f,%.4f,%s,%llu,%.4f\n",
+                "%s,%d,%g,%llu,%.4f,%.1f,%.3f,%.4f,%.4f,%.4f,%llu,%llu,%.4f,%.4f,%s,%llu,%.4f,%llu,"
+                "%.4f\n",
                 r.method.c_str(), r.bt, r.mem_ratio, static_cast<unsigned long long>(r.mem_budget),
                 p.seconds, p.mlups(), p.gflops(), r.ratio_to_incore, r.compute_ratio_to_incore,
                 r.ratio_to_incore_warm, static_cast<unsigned long long>(p.bytes_read),
                 static_cast<unsigned long long>(p.bytes_written), compute_busy, io_wait,
                 r.disk_busy >= 0 ? std::to_string(r.disk_busy).c_str() : "",
-                static_cast<unsigned long long>(p.peak_memory), p.stolen_share());
+                static_cast<unsigned long long>(p.peak_memory), p.stolen_share(),
+                static_cast<unsigned long long>(p.device_bytes_copied), p.device_copy_seconds);
   return line;
 }
 
@@ -154,21 +159,29 @@ json json_row(const MethodsBenchRow& r) {
   return j;
 }
 
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", s);
+  return text;
+}
+
 // A measured row as a line of the table.
 void print_row(const MethodsBenchRow& r) {
   const RunReport& p = r.report;
   const double compute_busy = share_of_run(p, p.compute_seconds);
   const double io_wait = share_of_run(p, p.io_wait_seconds);
   std::printf(
-      "%-7s %4d %6s %9s %8.3f %9.1f %7.2f %8.3f %9.3f %7.3f %9s %6.0f%% %6.0f%% %9s %10s "
-      "%6.0f%%\n",
+      "%-12s %4d %6s %9s %8.3f %9.1f %7.2f %8.3f %9.3f %7.3f %9s %6.0f%% %6.0f%% %9s %10s "
+      "%6.0f%% %10s %7s\n",
       r.method.c_str(), r.bt,
       r.mem_ratio > 0 ? (std::to_string(static_cast<int>(r.mem_ratio)) + "x").c_str() : "-",
       r.mem_budget ? format_size(r.mem_budget).c_str() : "-", p.seconds, p.mlups(), p.gflops(),
       r.ratio_to_incore, r.compute_ratio_to_incore, r.ratio_to_incore_warm,
       format_size(p.bytes_read).c_str(), 100 * compute_busy, 100 * io_wait,
       r.disk_busy >= 0 ? (std::to_string(std::lround(100 * r.disk_busy)) + "%").c_str() : "-",
-      format_size(p.peak_memory).c_str(), 100 * p.stolen_share());
+      format_size(p.peak_memory).c_str(), 100 * p.stolen_share(),
+      p.device.empty() ? "-" : format_size(p.device_bytes_copied).c_str(),
+      p.device.empty() ? "-" : seconds_text(p.device_copy_seconds).c_str());
 }
 
 // What the table's ratio columns compare with.
@@ -177,7 +190,9 @@ void print_methods_notes(double incore_warm_mlups) {
       "/incore: whole-run MLUP/s over in-core's whole run (load, compute, store); "
       "/incore*: over in-core's compute phase alone;\n/warm: over the in-core engine's warm "
       "in-memory rate on this shape in this run (%.1f MLUP/s), the strictest yardstick;\nstolen: "
-      "the machine's CPU time the hypervisor took during the run (virtual machines)\n",
+      "the machine's CPU time the hypervisor took during the run (virtual machines);\nto device, "
+      "copy s: what went between host and device, both ways, and the seconds those copies took "
+      "(inside compute for host-resident runs, beside it otherwise)\n",
       incore_warm_mlups);
 }
 
@@ -198,7 +213,7 @@ int cmd_bench_methods(const BenchArgs& a) {
   for (const MethodsBenchRow& r : rows) {
     if (!r.skipped.empty()) {
       if (!a.json) {
-        std::printf("%-7s %4d %5.0fx  skipped: %s\n", r.method.c_str(), r.bt, r.mem_ratio,
+        std::printf("%-12s %4d %5.0fx  skipped: %s\n", r.method.c_str(), r.bt, r.mem_ratio,
                     r.skipped.c_str());
       }
       all.push_back(
@@ -291,6 +306,9 @@ Command add_bench_command(CLI::App& app) {
       "incore,stream,naive,mmap,tiled,device (without it: the in-core engine in memory only)");
   bench->add_option("--mem-ratio", a->mem_ratio, "Out-of-core methods get --mem = grid size / this")
       ->capture_default_str();
+  bench->add_option("--device-ratio", a->device_ratio,
+                    "With the device method: run it again with --device-mem = grid size / this "
+                    "and --mem = grid size / --mem-ratio (host-resident or three-tier), e.g. 16");
   bench->add_option("--sweep-bt", a->sweep_bt, "Stream and tiled: run each bt, e.g. 1,2,4,8,16,32");
   bench->add_option("--sweep-ratio", a->sweep_ratio,
                     "Out-of-core: run each memory ratio, e.g. 1,2,4,8,16,32");

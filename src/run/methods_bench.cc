@@ -59,6 +59,13 @@ Result<RunReport> run_fresh(const MethodsBenchOptions& o, const std::string& nam
   return r;
 }
 
+// A device row's name: the method and, out of the device's memory, the placement.
+std::string device_row_name(const std::string& placement) {
+  if (placement == "host-resident") return "device-host";
+  if (placement == "three-tier") return "device-3tier";
+  return "device";
+}
+
 }  // namespace
 
 Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
@@ -104,6 +111,19 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
           opt.mem_budget = row.mem_budget;
         }
         auto report = run_fresh(o, name, opt, &row.disk_busy);
+        if (method == Method::kDevice && report.ok() && o.device_ratio > 0) {
+          row.method = device_row_name(report->device_placement);
+          row.report = std::move(report).value();
+          row.bt = row.report.bt;
+          rows.push_back(row);
+          row = MethodsBenchRow{};
+          row.mem_ratio = o.mem_ratio;
+          row.mem_budget = static_cast<uint64_t>(grid_bytes / o.mem_ratio);
+          opt.mem_budget = row.mem_budget;
+          opt.device_mem = static_cast<uint64_t>(grid_bytes / o.device_ratio);
+          report = run_fresh(o, name, opt, &row.disk_busy);
+          if (report.ok()) row.method = device_row_name(report->device_placement);
+        }
         if (!report.ok() && report.status().code() == ErrorCode::kInvalidArgument &&
             (bts.size() > 1 || ratios.size() > 1)) {
           row.bt = bt;

@@ -27,6 +27,9 @@ struct MethodsBenchOptions {
   std::vector<std::string> methods;  // incore, stream, naive, mmap, tiled, device
   std::string device;                // the device method's device and budget (RunOptions)
   uint64_t device_mem = 0;
+  // The device method again, larger than its budget: --device-mem = grid bytes / device_ratio
+  // and --mem = grid bytes / mem_ratio, so host-resident or three-tier as they fall; 0: not.
+  double device_ratio = 0;
   std::vector<int> bts = {0};      // stream and tiled: each bt (0: automatic)
   int cache_bt = 0;                // stream: steps per stage (0: automatic)
   int64_t tile_x = 0, tile_y = 0;  // every method's tiles (0: automatic)
