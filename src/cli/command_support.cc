@@ -91,7 +91,9 @@ void DeviceArgs::add_to(CLI::App* cmd) {
                   "cpu (implies --method device); see docs/devices.md");
   cmd->add_option("--device-mem", device_mem,
                   "Device memory budget, e.g. 30GiB: a hard cap on what the run allocates on the "
-                  "device (default: its memory less 1/16)");
+                  "device (default: its memory less 1/16). A grid larger than it goes through "
+                  "the device in slabs, from host memory or, when --mem holds less than two "
+                  "copies, from disk (three tiers)");
 }
 
 void DeviceArgs::apply(std::string* device_out, uint64_t* device_mem_out) const {
