@@ -192,7 +192,7 @@ void print_methods_notes(double incore_warm_mlups) {
       "in-memory rate on this shape in this run (%.1f MLUP/s), the strictest yardstick;\nstolen: "
       "the machine's CPU time the hypervisor took during the run (virtual machines);\nto device, "
       "copy s: what went between host and device, both ways, and the seconds those copies took "
-      "(inside compute for host-resident runs, beside it otherwise)\n",
+      "(beside compute)\n",
       incore_warm_mlups);
 }
 
