@@ -104,7 +104,8 @@ class Device {
   int64_t peak_allocated() const;
 
   // kResource, saying how much is held and how much the budget allows, when `bytes` more
-  // would exceed the budget (or the device's largest allocation).
+  // would exceed the budget (or the device's largest allocation). A new buffer's bits are
+  // all set (NaN).
   Result<Buffer> allocate(int64_t bytes, std::string_view what);
 
   // Builds OpenCL C `source` with `options` (build log in the error) and returns its kernel

@@ -216,6 +216,13 @@ Result<Buffer> Device::allocate(int64_t bytes, std::string_view what) {
   cl_mem m = clCreateBuffer(d.context_, CL_MEM_READ_WRITE,
                             static_cast<size_t>(std::max<int64_t>(bytes, 1)), nullptr, &e);
   DG_CL(e, "clCreateBuffer");
+  // Every bit set (NaN in either dtype): a kernel that reads values nobody wrote makes the
+  // bitwise tests fail rather than pass on whatever the runtime left there.
+  const cl_uchar all_set = 0xff;
+  e = clEnqueueFillBuffer(d.queue_, m, &all_set, 1, 0,
+                          static_cast<size_t>(std::max<int64_t>(bytes, 1)), 0, nullptr, nullptr);
+  if (e != CL_SUCCESS) clReleaseMemObject(m);
+  DG_CL(e, "clEnqueueFillBuffer");
   Buffer b;
   b.bytes_ = bytes;
   *d.allocated += bytes;
