@@ -40,6 +40,9 @@ Result<SlabKernels> slab_kernels(device::Device& d, const Scheme& scheme, DType 
                                  const ResolvedProbes* probes) {
   SlabKernels k;
   k.copies_coefficients = sources_on_coefficients(scheme, probes);
+  for (int c = 0; c < scheme.component_count(); ++c) {
+    k.keeps_coefficients |= !k.copies_coefficients && scheme.is_coefficient(c);
+  }
   const int64_t planes = plan.buffer_planes;
   DG_ASSIGN_OR_RETURN(k.step, StepLauncher::create(d, scheme, dtype, b, k.copies_coefficients,
                                                    plan.flush_subnormals, plan.z_points,

@@ -39,6 +39,10 @@ struct SlabKernels {
   StepLauncher step;
   ProbeBuffers sources, receivers;
   bool copies_coefficients = false;  // the step copies coefficient fields (a source adds to one)
+  // The step leaves coefficient fields where they are: a slab's level-0 planes go into both
+  // buffers. (Without coefficient fields the second buffer's old values are never read: each
+  // step reads only what the step before it computed.)
+  bool keeps_coefficients = false;
 };
 Result<SlabKernels> slab_kernels(device::Device& d, const Scheme& scheme, DType dtype,
                                  const Boundary& b, const DevicePlan& plan, const Shape& shape,
@@ -63,8 +67,8 @@ struct SlabPass {
   int64_t reach = 0;  // steps left in the run at the pass's start
 };
 
-// The pass's steps on `slab`, whose level-0 planes are in grids[0] (and grids[1] too, unless
-// the step copies coefficient fields): sources added at every copy of their plane, receivers
+// The pass's steps on `slab`, whose level-0 planes are in grids[0] (and grids[1] too when the
+// kernels keep coefficient fields): sources added at every copy of their plane, receivers
 // in the slab's own planes recorded into the traces. The index of the buffer holding the
 // last level.
 Result<int> advance_slab(const SlabPass& pass, const Slab& slab);

@@ -39,8 +39,8 @@ Status DeviceEngine::run_in_slabs(const Boundary& boundary, int64_t steps,
       }
       traffic_.bytes += slab.planes() * plane_bytes_;
       traffic_.copy_seconds += seconds_since(t0);
-      // Coefficient fields, which the step does not write, into the other buffer.
-      if (!kernels.copies_coefficients) {
+      // Coefficient fields, which the step does not write, into the other buffer too.
+      if (kernels.keeps_coefficients) {
         DG_RETURN_IF_ERROR(device_.copy(grids_[0], grids_[1], slab.planes() * plane_bytes_));
       }
       DG_ASSIGN_OR_RETURN(const int at, internal::advance_slab(pass, slab));

@@ -76,7 +76,7 @@ Status DeviceSweep::run_slabs(const SweepLayout& layout, int64_t first, int64_t 
   return io_.complete_writes(stats);
 }
 
-// The slab's level-0 planes into grids[0] (and grids[1], unless the step copies coefficient
+// The slab's level-0 planes into grids[0] (and grids[1] when the step keeps coefficient
 // fields): each from its read buffer, checked against its checksum when the grid verifies, or
 // from the planes kept; those a later slab reads again (from `keep_from` on, or pinned) are
 // kept.
@@ -110,7 +110,7 @@ Status DeviceSweep::upload(const Slab& slab, int64_t keep_from, int levels, Stre
     if (kept != kept_.end() && !pinned && g < keep_from) kept_.erase(kept);
   }
   DG_RETURN_IF_ERROR(io_.read_ahead());
-  if (kernels_->copies_coefficients) return Status::Ok();
+  if (!kernels_->keeps_coefficients) return Status::Ok();
   return device_->copy(grids_[0], grids_[1], slab.planes() * plane_bytes_);
 }
 
