@@ -258,6 +258,40 @@ TEST_F(DeviceTest, TheCommandLineListsDevicesPlacesGridsAndRefusesASmallBudget) 
   EXPECT_EQ(run_cli({"checksum", g}).out, run_cli({"checksum", twin}).out);
 }
 
+// plan measures the device (a sample of the stencil, then cached) and predicts the kernels,
+// the copies and the disk: slabs copy more than a grid held on the device, and compute at
+// least as much (their halos).
+TEST_F(DeviceTest, PlanPredictsTheDeviceTimeFromItsMeasuredRates) {
+  testing::TempDir tmp;
+  const std::string g = (tmp.path() / "g").string();
+  ASSERT_EQ(run_cli({"create", g, "--shape", "32x32x64", "--init", "random:1"}).exit_code, 0);
+  const std::vector<std::string> args = {"plan", g,   "--stencil", "7pt", "--steps", "8",
+                                         "--bt", "2", "--device",  "0",   "--json"};
+  const auto resident = run_cli(args);
+  ASSERT_EQ(resident.exit_code, 0) << resident;
+  const auto r = nlohmann::json::parse(resident.out);
+  EXPECT_EQ(r["placement"], "device-resident");
+  EXPECT_GT(r["machine"]["device_mlups"].get<double>(), 0) << r;
+  EXPECT_GT(r["machine"]["device_copy_bytes_per_second"].get<double>(), 0) << r;
+  EXPECT_GT(r["predicted_compute_seconds"].get<double>(), 0) << r;
+  EXPECT_GT(r["predicted_copy_seconds"].get<double>(), 0) << r;
+  const double kernels_and_copies =
+      r["predicted_compute_seconds"].get<double>() + r["predicted_copy_seconds"].get<double>();
+  EXPECT_GE(r["predicted_seconds"].get<double>(), kernels_and_copies * (1 - 1e-9));  // (order)
+
+  std::vector<std::string> slab_args = args;
+  slab_args.insert(slab_args.end(), {"--device-mem", "100KiB"});
+  const auto slabs = run_cli(slab_args);
+  ASSERT_EQ(slabs.exit_code, 0) << slabs;
+  const auto s = nlohmann::json::parse(slabs.out);
+  EXPECT_EQ(s["placement"], "host-resident");
+  EXPECT_GT(s["predicted_copy_seconds"].get<double>(), r["predicted_copy_seconds"].get<double>())
+      << s;
+  EXPECT_GE(s["predicted_compute_seconds"].get<double>(),
+            r["predicted_compute_seconds"].get<double>())
+      << s;
+}
+
 // bench --device-ratio runs the device method a second time out of the device's memory (here
 // out of --mem too: three tiers), and device rows say what went between host and device.
 TEST_F(DeviceTest, BenchRunsTheDeviceOutOfItsMemoryToo) {

@@ -33,6 +33,11 @@ struct MachineProfile {
   // busy (record_sweep_bandwidth); 0: no sweep has run. The short read-only measurement above
   // strays from it either way on virtual disks (0.6-1.6x of it, measured on two VMs).
   double disk_sweep_bps = 0;
+  // The device a device run names (--device): its step kernel's rate for the stencil and
+  // dtype, and host <-> device bytes per second one way; 0: not measured (plan measures them,
+  // and caches them in machine.json beside the machine's own).
+  double device_mlups = 0;
+  double device_copy_bps = 0;
   bool cached = false;  // came from the cache file rather than a measurement
 
   bool known() const { return compute_mlups > 0 && disk_read_bps > 0; }

@@ -2,6 +2,7 @@
 // take the same options; a distributed grid, or a run under mpirun, goes to
 // distributed_commands.h.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -18,6 +19,7 @@
 #include "deepgrid/probes.h"
 #include "deepgrid/run.h"
 #include "deepgrid/store.h"
+#include "plan/device_rates.h"
 #include "plan/plan.h"
 #include "store/distributed_manifest.h"
 
@@ -214,9 +216,17 @@ int cmd_plan(const RunArgs& a) {
   Grid g = get(Grid::open(a.dir));
   check(check_run(g.manifest(), opt));
   opt.scheme = get(scheme_for(g.manifest(), opt.scheme));
-  const MachineProfile machine =
+  MachineProfile machine =
       get(machine_profile(g, opt.scheme, opt.threads, a.remeasure, opt.mem_budget));
-  const RunPlan plan = get(plan_run(g, opt, machine));
+  RunPlan plan = get(plan_run(g, opt, machine));
+  if (plan.method == Method::kDevice) {  // the device's rates too, then the plan again
+    const internal::DeviceRates rates =
+        get(internal::device_rates(std::to_string(plan.device.device.index), opt.scheme, g.dtype(),
+                                   plan.device.budget, a.remeasure));
+    machine.device_mlups = rates.step_mlups;
+    machine.device_copy_bps = rates.copy_bps;
+    plan = get(plan_run(g, opt, machine));
+  }
   if (a.json) {
     json j = json::parse(plan.to_json());
     j["machine"] = {{"cached", machine.cached},
@@ -226,6 +236,10 @@ int cmd_plan(const RunArgs& a) {
                     {"disk_write_bytes_per_second", machine.disk_write_bps},
                     {"cache_bytes_per_thread", machine.cache_bytes},
                     {"io_cpu_seconds_per_byte", machine.io_cpu_seconds_per_byte}};
+    if (plan.method == Method::kDevice) {
+      j["machine"]["device_mlups"] = machine.device_mlups;
+      j["machine"]["device_copy_bytes_per_second"] = machine.device_copy_bps;
+    }
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("%s", plan.to_text(g.manifest(), opt).c_str());
@@ -256,6 +270,17 @@ int cmd_plan(const RunArgs& a) {
                                 : "the default working set",
         machine.cached ? ("cached in " + machine_cache_path() + ", --remeasure to refresh").c_str()
                        : "measured now");
+    if (plan.method == Method::kDevice) {
+      std::printf("device      %s\n",
+                  machine.device_mlups > 0
+                      ? ("steps at " + std::to_string(std::lround(machine.device_mlups)) +
+                         " MLUP/s, copies at " +
+                         std::to_string(std::lround(machine.device_copy_bps / 1e6)) +
+                         " MB/s (a sample of this stencil on the device)")
+                            .c_str()
+                      : "not measured (--device-mem leaves too little for a sample): the "
+                        "prediction counts the disk alone");
+    }
   }
   return 0;
 }

@@ -22,6 +22,7 @@
 #include "core/stopwatch.h"
 #include "deepgrid/plane_transfer.h"
 #include "plan/incore_bench.h"
+#include "plan/machine_cache.h"
 
 namespace deepgrid {
 namespace {
@@ -420,4 +421,22 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
   return p;
 }
 
+namespace internal {
+
+std::optional<double> cached_machine_number(const std::string& section, const std::string& key) {
+  const std::string path = machine_cache_path();
+  if (path.empty()) return std::nullopt;
+  json file = read_cache(path);
+  return cached_value(this_machine(file), section.c_str(), key);
+}
+
+void cache_machine_number(const std::string& section, const std::string& key, double value) {
+  const std::string path = machine_cache_path();
+  if (path.empty()) return;
+  json file = read_cache(path);
+  this_machine(file)[section][key] = value;
+  write_cache(path, file);
+}
+
+}  // namespace internal
 }  // namespace deepgrid

@@ -92,6 +92,35 @@ double disk_bytes_per_update(const MachineProfile& machine, double directions) {
   return directions * machine.disk_read_bps / (machine.compute_mlups * 1e6);
 }
 
+// The device method's time: per pass, its kernels over the points it computes (redundant halo
+// work included) and its copies (device-resident: the grid loaded and stored once; slabs: each
+// slab up with its halos, its own planes down), one after the other; the disk once, or per
+// sweep beside them (three tiers).
+void predict_device_time(const Manifest& m, int64_t steps, const MachineProfile& machine,
+                         double disk_s, RunPlan* plan) {
+  const DevicePlan& d = plan->device;
+  const double rate = machine.device_mlups * 1e6, copy_bps = machine.device_copy_bps;
+  const double points = static_cast<double>(m.shape.points());
+  const double grid = static_cast<double>(d.grid_bytes);
+  const bool resident = d.placement == DevicePlacement::kDeviceResident;
+  const bool three = d.placement == DevicePlacement::kThreeTiers;
+  const double plane = grid / static_cast<double>(m.shape.nz);
+  const double pass_copy =
+      resident ? 0 : static_cast<double>(d.slabs * d.buffer_planes) * plane + grid;
+  if (copy_bps > 0 && resident) plan->predicted_copy_seconds = 2 * grid / copy_bps;
+  plan->predicted_io_seconds = three ? 0 : disk_s;
+  plan->predicted_seconds = plan->predicted_io_seconds + plan->predicted_copy_seconds;
+  for (int64_t done = 0; done < steps; done += d.pass_steps) {
+    const double levels = static_cast<double>(std::min<int64_t>(d.pass_steps, steps - done));
+    const double compute = rate > 0 ? points * levels * d.redundancy / rate : 0;
+    const double copies = copy_bps > 0 ? pass_copy / copy_bps : 0;
+    plan->predicted_compute_seconds += compute;
+    plan->predicted_copy_seconds += copies;
+    plan->predicted_io_seconds += three ? disk_s : 0;
+    plan->predicted_seconds += three ? std::max(compute + copies, disk_s) : compute + copies;
+  }
+}
+
 Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
                                const MachineProfile& machine, RunPlan plan, double read_s,
                                double write_s, double rate) {
@@ -127,10 +156,12 @@ Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
 // The device method: the grid held on the device (host memory for the plane transfers), or
 // in host memory and sent through the device in slabs (two host copies besides), or on disk,
 // the stream engine's sweeps feeding the device (three tiers: their I/O buffers and the
-// planes kept between slabs); the device's budget proven by plan_device. The device's rate is
-// not measured yet: the prediction counts the disk alone.
-Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt, RunPlan plan,
-                                double read_s, double write_s) {
+// planes kept between slabs); the device's budget proven by plan_device. The prediction takes
+// the device's measured rates (0: the disk alone), and adds copies to kernels: they do not
+// overlap yet (docs/devices.md); a sweep's disk traffic overlaps both.
+Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
+                                const MachineProfile& machine, RunPlan plan, double read_s,
+                                double write_s) {
   DeviceOptions o;
   o.device = opt.device;
   o.device_mem = static_cast<int64_t>(opt.device_mem);
@@ -169,10 +200,7 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt, RunPla
                             " of host memory for this grid but --mem is " +
                             format_size(opt.mem_budget) + "; raise --mem");
   }
-  const double sweeps =
-      d.placement == DevicePlacement::kThreeTiers ? static_cast<double>(plan.stream.sweeps) : 1;
-  plan.predicted_io_seconds = (read_s + write_s) * sweeps;
-  plan.predicted_seconds = plan.predicted_io_seconds;
+  predict_device_time(m, opt.steps, machine, read_s + write_s, &plan);
   return plan;
 }
 
@@ -217,7 +245,7 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
     return plan_tiled_run(m, opt, machine, std::move(plan), read_s, write_s, rate);
   }
   if (plan.method == Method::kDevice)
-    return plan_device_run(m, opt, std::move(plan), read_s, write_s);
+    return plan_device_run(m, opt, machine, std::move(plan), read_s, write_s);
   StreamOptions& so = plan.stream_options;
   so.threads = opt.threads;
   so.bt = plan.method == Method::kNaive ? 1 : opt.bt;
@@ -333,13 +361,19 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
                        "disk        %s for the second copy of the grid, beside its data files\n",
                        format_size(disk_bytes).c_str());
   }
-  const bool overlapped = method == Method::kStream || method == Method::kNaive;
+  const bool overlapped =
+      method == Method::kStream || method == Method::kNaive ||
+      (method == Method::kDevice && device.placement == DevicePlacement::kThreeTiers);
+  char copies[64] = "";
+  if (method == Method::kDevice) {
+    std::snprintf(copies, sizeof copies, ", copies %.2f s", predicted_copy_seconds);
+  }
   std::snprintf(buf + n, sizeof buf - n,
-                "memory      %s%s%s\npredicted   %.2f s (compute %.2f s, disk %.2f s%s)\n",
+                "memory      %s%s%s\npredicted   %.2f s (compute %.2f s%s, disk %.2f s%s)\n",
                 format_size(memory_bytes).c_str(),
                 opt.mem_budget ? (" of --mem " + format_size(opt.mem_budget)).c_str() : "",
                 method == Method::kMmap ? ", besides the mappings" : "", predicted_seconds,
-                predicted_compute_seconds, predicted_io_seconds,
+                predicted_compute_seconds, copies, predicted_io_seconds,
                 overlapped                ? ", overlapped"
                 : method == Method::kMmap ? "; paging not modelled"
                                           : "");
@@ -362,6 +396,7 @@ std::string RunPlan::to_json() const {
     j["placement"] = std::string(placement_name(device.placement));
     j["device_bytes"] = device.device_bytes;
     j["host_bytes"] = device.host_bytes;
+    j["predicted_copy_seconds"] = predicted_copy_seconds;
     j["bt"] = device.pass_steps;
     if (device.placement == DevicePlacement::kHostResident) {
       j["slabs"] = device.slabs;

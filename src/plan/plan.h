@@ -25,7 +25,8 @@ struct RunPlan {
   uint64_t disk_bytes = 0;       // scratch files beside the grid (mmap, tiled)
   double predicted_seconds = 0;  // the cost model's estimate
   double predicted_io_seconds = 0;
-  double predicted_compute_seconds = 0;
+  double predicted_compute_seconds = 0;  // device method: its kernels
+  double predicted_copy_seconds = 0;     // device method: between host and device
 
   std::string to_text(const Manifest& m, const RunOptions& options) const;
   std::string to_json() const;
