@@ -64,6 +64,17 @@ class Buffer {
   int64_t bytes_ = 0;
 };
 
+// A point in one of a device's queues: done once what was queued there before it is done.
+class Event {
+ public:
+  Event() = default;
+  bool empty() const { return handle_ == nullptr; }
+
+ private:
+  friend class Device;
+  std::shared_ptr<void> handle_;
+};
+
 // A kernel of a built program, with its arguments set by position.
 class Kernel {
  public:
@@ -88,7 +99,8 @@ struct Range {
   int64_t items() const { return size[0] * size[1] * size[2]; }
 };
 
-// A device opened for a run: its context, one in-order queue, the programs built on it and
+// A device opened for a run: its context, two in-order queues (compute: kernels and the
+// copies below; transfer: the asynchronous copies, beside it), the programs built on it and
 // the bytes allocated against `budget`. Calls are made from one thread.
 class Device {
  public:
@@ -121,13 +133,35 @@ class Device {
   // Queues `kernel` over `range` (work-group size left to the runtime); nothing when the
   // range is empty.
   Status launch(const Kernel& kernel, const Range& range);
-  // Waits until everything queued is done.
+  // Copies on the transfer queue, beside the compute queue's work: each starts once the events
+  // `after` are done, returns at once with its own event, and needs its host memory left
+  // alone until that event is done. Ordering against kernels is the caller's, through events.
+  Result<Event> write_async(const Buffer& to, int64_t offset, const void* from, int64_t bytes,
+                            const std::vector<Event>& after = {});
+  Result<Event> read_async(const Buffer& from, int64_t offset, void* to, int64_t bytes,
+                           const std::vector<Event>& after = {});
+  // What the compute queue queues from now on waits for `e` (nothing when empty).
+  Status compute_after(const Event& e);
+  // An event done once everything queued on the compute queue so far is done.
+  Result<Event> compute_done();
+  // Returns once `e` is done (at once when empty).
+  Status wait(const Event& e);
+  // The time the transfer queue's copies took on the device (its profiling clock) since the
+  // last call; waits for them.
+  Result<double> take_transfer_seconds();
+
+  // Waits until everything queued on both queues is done.
   Status finish();
 
   class Impl;
 
  private:
   explicit Device(std::unique_ptr<Impl> impl);
+  // A copy on the transfer queue (up: host to device), its event kept for
+  // take_transfer_seconds().
+  Result<Event> transfer(bool up, const Buffer& buffer, int64_t offset, void* host, int64_t bytes,
+                         const std::vector<Event>& after);
+  static Event event(void* backend_event);  // takes over the backend's reference
   std::unique_ptr<Impl> impl_;
 };
 

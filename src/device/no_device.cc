@@ -33,6 +33,18 @@ Status Device::write(const Buffer&, int64_t, const void*, int64_t) { return no_o
 Status Device::read(const Buffer&, int64_t, void*, int64_t) { return no_opencl(); }
 Status Device::copy(const Buffer&, const Buffer&, int64_t) { return no_opencl(); }
 Status Device::launch(const Kernel&, const Range&) { return no_opencl(); }
+Result<Event> Device::write_async(const Buffer&, int64_t, const void*, int64_t,
+                                  const std::vector<Event>&) {
+  return no_opencl();
+}
+Result<Event> Device::read_async(const Buffer&, int64_t, void*, int64_t,
+                                 const std::vector<Event>&) {
+  return no_opencl();
+}
+Status Device::compute_after(const Event&) { return no_opencl(); }
+Result<Event> Device::compute_done() { return no_opencl(); }
+Status Device::wait(const Event&) { return no_opencl(); }
+Result<double> Device::take_transfer_seconds() { return no_opencl(); }
 Status Device::finish() { return no_opencl(); }
 Status Kernel::set(int, const Buffer&) { return no_opencl(); }
 Status Kernel::set(int, int32_t) { return no_opencl(); }

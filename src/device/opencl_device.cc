@@ -129,6 +129,7 @@ Result<Found> find_devices() {
 }
 
 void release_mem(void* m) { clReleaseMemObject(static_cast<cl_mem>(m)); }
+void release_event(void* e) { clReleaseEvent(static_cast<cl_event>(e)); }
 void release_kernel(void* k) { clReleaseKernel(static_cast<cl_kernel>(k)); }
 
 }  // namespace
@@ -145,6 +146,7 @@ class Device::Impl {
   ~Impl() {
     programs_.clear();
     if (queue_ != nullptr) clReleaseCommandQueue(queue_);
+    if (transfer_ != nullptr) clReleaseCommandQueue(transfer_);
     if (context_ != nullptr) clReleaseContext(context_);
   }
 
@@ -155,7 +157,9 @@ class Device::Impl {
   int64_t peak = 0;
   cl_device_id id_ = nullptr;
   cl_context context_ = nullptr;
-  cl_command_queue queue_ = nullptr;
+  cl_command_queue queue_ = nullptr;     // compute
+  cl_command_queue transfer_ = nullptr;  // asynchronous copies
+  std::vector<Event> transfers_;         // copies not yet timed (take_transfer_seconds)
 
   struct Program {
     cl_program program = nullptr;
@@ -192,6 +196,8 @@ Result<Device> Device::open(const DeviceInfo& info, int64_t budget) {
   DG_CL(e, "clCreateContext");
   impl->queue_ = clCreateCommandQueue(impl->context_, impl->id_, 0, &e);
   DG_CL(e, "clCreateCommandQueue");
+  impl->transfer_ = clCreateCommandQueue(impl->context_, impl->id_, CL_QUEUE_PROFILING_ENABLE, &e);
+  DG_CL(e, "clCreateCommandQueue");
   return Device(std::move(impl));
 }
 
@@ -221,6 +227,7 @@ Result<Buffer> Device::allocate(int64_t bytes, std::string_view what) {
   const cl_uchar all_set = 0xff;
   e = clEnqueueFillBuffer(d.queue_, m, &all_set, 1, 0,
                           static_cast<size_t>(std::max<int64_t>(bytes, 1)), 0, nullptr, nullptr);
+  if (e == CL_SUCCESS) e = clFinish(d.queue_);  // done before the transfer queue's copies
   if (e != CL_SUCCESS) clReleaseMemObject(m);
   DG_CL(e, "clEnqueueFillBuffer");
   Buffer b;
@@ -341,8 +348,82 @@ Status Device::launch(const Kernel& kernel, const Range& range) {
   return Status::Ok();
 }
 
+Event Device::event(void* e) {
+  Event ev;
+  ev.handle_ = std::shared_ptr<void>(e, release_event);
+  return ev;
+}
+
+Result<Event> Device::transfer(bool up, const Buffer& buffer, int64_t offset, void* host,
+                               int64_t bytes, const std::vector<Event>& after) {
+  std::vector<cl_event> waits;
+  for (const Event& e : after) {
+    if (!e.empty()) waits.push_back(static_cast<cl_event>(e.handle_.get()));
+  }
+  const auto mem = static_cast<cl_mem>(buffer.handle_.get());
+  const auto at = static_cast<size_t>(offset), n = static_cast<size_t>(bytes);
+  const auto count = static_cast<cl_uint>(waits.size());
+  const cl_event* list = waits.empty() ? nullptr : waits.data();
+  cl_event done = nullptr;
+  DG_CL(up ? clEnqueueWriteBuffer(impl_->transfer_, mem, CL_FALSE, at, n, host, count, list, &done)
+           : clEnqueueReadBuffer(impl_->transfer_, mem, CL_FALSE, at, n, host, count, list, &done),
+        up ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer");
+  impl_->transfers_.push_back(event(done));
+  return impl_->transfers_.back();
+}
+
+Result<Event> Device::write_async(const Buffer& to, int64_t offset, const void* from, int64_t bytes,
+                                  const std::vector<Event>& after) {
+  // (OpenCL reads the host memory of a write: const in all but the shared signature.)
+  return transfer(true, to, offset, const_cast<void*>(from), bytes, after);
+}
+
+Result<Event> Device::read_async(const Buffer& from, int64_t offset, void* to, int64_t bytes,
+                                 const std::vector<Event>& after) {
+  return transfer(false, from, offset, to, bytes, after);
+}
+
+Result<double> Device::take_transfer_seconds() {
+  double seconds = 0;
+  for (const Event& e : impl_->transfers_) {
+    DG_RETURN_IF_ERROR(wait(e));
+    cl_ulong start = 0, end = 0;
+    const auto ev = static_cast<cl_event>(e.handle_.get());
+    DG_CL(clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr),
+          "clGetEventProfilingInfo");
+    DG_CL(clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr),
+          "clGetEventProfilingInfo");
+    seconds += static_cast<double>(end - start) * 1e-9;
+  }
+  impl_->transfers_.clear();
+  return seconds;
+}
+
+Status Device::compute_after(const Event& e) {
+  if (e.empty()) return Status::Ok();
+  cl_event wait = static_cast<cl_event>(e.handle_.get());
+  DG_CL(clEnqueueBarrierWithWaitList(impl_->queue_, 1, &wait, nullptr),
+        "clEnqueueBarrierWithWaitList");
+  return Status::Ok();
+}
+
+Result<Event> Device::compute_done() {
+  cl_event done = nullptr;
+  DG_CL(clEnqueueMarkerWithWaitList(impl_->queue_, 0, nullptr, &done),
+        "clEnqueueMarkerWithWaitList");
+  return event(done);
+}
+
+Status Device::wait(const Event& e) {
+  if (e.empty()) return Status::Ok();
+  cl_event wait = static_cast<cl_event>(e.handle_.get());
+  DG_CL(clWaitForEvents(1, &wait), "clWaitForEvents");
+  return Status::Ok();
+}
+
 Status Device::finish() {
   DG_CL(clFinish(impl_->queue_), "clFinish");
+  DG_CL(clFinish(impl_->transfer_), "clFinish");
   return Status::Ok();
 }
 
