@@ -247,6 +247,26 @@ TEST_F(DeviceTest, TheCommandLineListsDevicesPlacesGridsAndRefusesASmallBudget) 
       0);
   EXPECT_EQ(run_cli({"checksum", g}).out, run_cli({"checksum", twin}).out);
 
+  // The same slabs with copies beside the steps: three buffers, the same bits.
+  std::vector<std::string> overlapped = slabs;
+  overlapped.insert(overlapped.end(), {"--device-overlap", "on"});
+  std::vector<std::string> plan_overlapped = {"plan", g, "--json"};
+  plan_overlapped.insert(plan_overlapped.end(), overlapped.begin(), overlapped.end());
+  const auto three = run_cli(plan_overlapped);
+  ASSERT_EQ(three.exit_code, 0) << three;
+  EXPECT_EQ(nlohmann::json::parse(three.out)["slab_buffers"], 3) << three;
+  std::vector<std::string> run_overlapped = {"run", g};
+  run_overlapped.insert(run_overlapped.end(), overlapped.begin(), overlapped.end());
+  ASSERT_EQ(run_cli(run_overlapped).exit_code, 0);
+  ASSERT_EQ(
+      run_cli({"run", twin, "--stencil", "7pt", "--steps", "9", "--method", "incore"}).exit_code,
+      0);
+  EXPECT_EQ(run_cli({"checksum", g}).out, run_cli({"checksum", twin}).out);
+  const auto bad = run_cli({"plan", g, "--stencil", "7pt", "--steps", "3", "--device", "0",
+                            "--device-overlap", "maybe"});
+  EXPECT_EQ(bad.exit_code, 2) << bad;
+  EXPECT_NE(bad.err.find("auto, on or off"), std::string::npos) << bad;
+
   const auto plan = run_cli({"plan", g, "--stencil", "7pt", "--steps", "3", "--device", "0"});
   ASSERT_EQ(plan.exit_code, 0) << plan;
   EXPECT_NE(plan.out.find("device-resident"), std::string::npos) << plan;

@@ -64,6 +64,7 @@ struct Case {
   // A distributed part's needed box (geometry.h); bounded: only it must come out exact.
   GridPlacement placement = {};
   uint64_t device_mem = 0;  // the device method's budget (0: the device's memory less 1/16)
+  DeviceOverlap device_overlap = DeviceOverlap::kAuto;
 };
 
 bool bounded(const GridPlacement& at) {
@@ -116,6 +117,7 @@ class StreamGolden : public ::testing::Test {
     opt.placement = c.placement;
     opt.flush_subnormals = c.flush_subnormals;
     opt.device_mem = c.device_mem;
+    opt.device_overlap = c.device_overlap;
     if (c.probes != nullptr) {
       opt.probes = *c.probes;
       opt.traces_path = dir + ".traces.npy";
@@ -128,9 +130,11 @@ class StreamGolden : public ::testing::Test {
       EXPECT_LE(report->device_memory, c.device_mem);
       const auto grid_bytes = u.size() * sizeof(T);
       // (Two copies and the plane transfers just above --mem: either.)
-      if (c.mem < 2 * grid_bytes) {
+      if (c.device_mem >= 2 * grid_bytes) {
+        // (A grid too thin for slabs in this budget: held on the device.)
+      } else if (c.mem < 2 * grid_bytes) {
         EXPECT_EQ(report->device_placement, "three-tier");
-      } else if (c.device_mem < 2 * grid_bytes) {
+      } else {
         EXPECT_NE(report->device_placement, "device-resident");
       }
     }
@@ -266,14 +270,15 @@ bool device_available() {
 }
 
 // The device method with a budget just short of the grid's two copies, so that it streams the
-// grid through the device in slabs (host-resident); grids too thin for two slabs of 1 + 2 rz
-// planes still fit and stay device-resident.
+// grid through the device in slabs (host-resident); grids too thin for two slabs (three,
+// overlapped) of 1 + 2 rz planes still fit and stay device-resident.
 uint64_t host_resident_budget(const Case& c, const Scheme& scheme) {
+  const uint64_t buffers = c.device_overlap == DeviceOverlap::kOn ? 3 : 2;
   const auto plane = static_cast<uint64_t>(c.shape.nx * c.shape.ny * scheme.component_count()) *
                      dtype_size(c.dtype);
   const uint64_t probes =
       c.probes == nullptr ? 0 : 3 * (c.probes->sources.size() + c.probes->receivers.size());
-  const uint64_t slabs = 2 * (1 + 2 * static_cast<uint64_t>(scheme.radius_z())) * plane +
+  const uint64_t slabs = buffers * (1 + 2 * static_cast<uint64_t>(scheme.radius_z())) * plane +
                          probes * (8 + kMaxAutoBt * 8);  // (probe_buffer_bytes)
   return std::max(2 * plane * static_cast<uint64_t>(c.shape.nz) - 1, slabs);
 }
@@ -291,14 +296,17 @@ uint64_t three_tier_host_budget(const Case& c, const Scheme& scheme) {
   return std::max({2 * plane * static_cast<uint64_t>(c.shape.nz) - 1, sweep, transfers});
 }
 
-// The engine under test: a method, and for the device the placement the budgets force.
+// The engine under test: a method, and for the device the placement the budgets force and
+// whether slabs' copies overlap their steps (three slab buffers).
 struct EngineUnderTest {
   Method method;
   DevicePlacement placement = DevicePlacement::kDeviceResident;
+  bool overlapped = false;
 };
 void PrintTo(const EngineUnderTest& e, std::ostream* os) {
   *os << method_name(e.method);
   if (e.method == Method::kDevice) *os << " " << placement_name(e.placement);
+  if (e.overlapped) *os << " overlapped";
 }
 
 // The shared suite: each case through the method under test.
@@ -313,6 +321,7 @@ class EngineGolden : public StreamGolden, public ::testing::WithParamInterface<E
   Method method() const { return GetParam().method; }
   void expect_all_boundaries(Case c) {
     c.method = method();
+    if (GetParam().overlapped) c.device_overlap = DeviceOverlap::kOn;
     if (GetParam().placement != DevicePlacement::kDeviceResident) {
       c.device_mem = host_resident_budget(c, testing_scheme(c.stencil));
     }
@@ -486,12 +495,15 @@ INSTANTIATE_TEST_SUITE_P(
                       EngineUnderTest{Method::kMmap}, EngineUnderTest{Method::kTiled},
                       EngineUnderTest{Method::kDevice},
                       EngineUnderTest{Method::kDevice, DevicePlacement::kHostResident},
-                      EngineUnderTest{Method::kDevice, DevicePlacement::kThreeTiers}),
+                      EngineUnderTest{Method::kDevice, DevicePlacement::kThreeTiers},
+                      EngineUnderTest{Method::kDevice, DevicePlacement::kHostResident, true},
+                      EngineUnderTest{Method::kDevice, DevicePlacement::kThreeTiers, true}),
     [](const auto& param_info) {
       std::string name(method_name(param_info.param.method));
       if (param_info.param.placement != DevicePlacement::kDeviceResident) {
         name += "_" + std::string(placement_name(param_info.param.placement));
       }
+      if (param_info.param.overlapped) name += "_overlapped";
       for (char& ch : name) ch = ch == '-' ? '_' : ch;
       return name;
     });
@@ -530,12 +542,15 @@ TEST_F(StreamGolden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
     const bool periodic = b.kind == Boundary::Kind::kPeriodic;
     c.placement.needed_lo = {8, -kNone, 60};
     c.placement.needed_hi = {16, periodic ? kNone : 10, periodic ? 90 : kNone};
-    for (EngineUnderTest e : {EngineUnderTest{Method::kStream}, EngineUnderTest{Method::kInCore},
-                              EngineUnderTest{Method::kDevice},
-                              EngineUnderTest{Method::kDevice, DevicePlacement::kHostResident},
-                              EngineUnderTest{Method::kDevice, DevicePlacement::kThreeTiers}}) {
+    for (EngineUnderTest e :
+         {EngineUnderTest{Method::kStream}, EngineUnderTest{Method::kInCore},
+          EngineUnderTest{Method::kDevice},
+          EngineUnderTest{Method::kDevice, DevicePlacement::kHostResident},
+          EngineUnderTest{Method::kDevice, DevicePlacement::kThreeTiers},
+          EngineUnderTest{Method::kDevice, DevicePlacement::kThreeTiers, true}}) {
       if (e.method == Method::kDevice && !device_available()) continue;
       c.method = e.method;
+      c.device_overlap = e.overlapped ? DeviceOverlap::kOn : DeviceOverlap::kAuto;
       for (auto [stencil, steps] : {std::pair{"7pt", 7}, {"13pt", 5}}) {
         c.stencil = stencil;
         c.steps = steps;

@@ -29,6 +29,13 @@ enum class Method { kAuto, kInCore, kStream, kNaive, kMmap, kTiled, kDevice };
 Result<Method> parse_method(std::string_view text);
 std::string_view method_name(Method m);  // the name parse_method accepts
 
+// The device method's slabs (host-resident, three tiers): the next slab's planes go up and the
+// last one's come down while a slab's steps run (on: three slab buffers on the device, so
+// smaller slabs; off: two, copies and steps in turn; auto: what the cost model prefers, which
+// on CPU devices, whose copies take the cores the kernels use, is off).
+enum class DeviceOverlap { kAuto, kOn, kOff };
+Result<DeviceOverlap> parse_device_overlap(std::string_view text);  // auto, on, off
+
 // Snapshots during a run: the grid (or the fields `format` names) at every `every`-th step,
 // steps counted from the grid's creation, added to the series in `dir` (vtkhdf.h) as the run
 // reaches them; a run that starts on such a step and finds no file of it takes that one too.
@@ -57,6 +64,7 @@ struct RunOptions {
   // A device named with method auto runs the device method.
   std::string device;
   uint64_t device_mem = 0;
+  DeviceOverlap device_overlap = DeviceOverlap::kAuto;
   io::Backend io = io::Backend::kUring;  // stream methods: io_uring or a thread pool
   bool verify = false;                   // check every plane read against its recorded hash
   // Compute with subnormal numbers flushed to zero (inputs and results; x86's DAZ and FTZ):

@@ -94,11 +94,17 @@ void DeviceArgs::add_to(CLI::App* cmd) {
                   "device (default: its memory less 1/16). A grid larger than it goes through "
                   "the device in slabs, from host memory or, when --mem holds less than two "
                   "copies, from disk (three tiers)");
+  cmd->add_option("--device-overlap", overlap,
+                  "auto | on | off: slabs' copies beside their steps (on: three slab buffers on "
+                  "the device instead of two, so smaller slabs; auto: the cost model's choice, "
+                  "off on CPU devices); see docs/devices.md");
 }
 
-void DeviceArgs::apply(std::string* device_out, uint64_t* device_mem_out) const {
+void DeviceArgs::apply(std::string* device_out, uint64_t* device_mem_out,
+                       DeviceOverlap* overlap_out) const {
   *device_out = device;
   if (!device_mem.empty()) *device_mem_out = get(parse_size(device_mem));
+  if (overlap_out != nullptr) *overlap_out = get(parse_device_overlap(overlap));
 }
 
 void SegyArgs::add_to(CLI::App* cmd) {  // (run's --spacing serves --snapshots too)

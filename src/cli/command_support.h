@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "deepgrid/run_options.h"
 #include "deepgrid/status.h"
 #include "deepgrid/store.h"
 #include "deepgrid/traces_file.h"
@@ -59,10 +60,11 @@ struct BlockingArgs {
 
 // --device and --device-mem, shared by run, plan and bench (docs/devices.md).
 struct DeviceArgs {
-  std::string device, device_mem;
+  std::string device, device_mem, overlap = "auto";
 
   void add_to(CLI::App* cmd);
-  void apply(std::string* device_out, uint64_t* device_mem_out) const;
+  void apply(std::string* device_out, uint64_t* device_mem_out,
+             DeviceOverlap* overlap_out = nullptr) const;
 };
 
 // --fields, --spacing, --origin and --downsample of VTKHDF output (export, run --snapshots).

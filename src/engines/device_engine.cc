@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -34,39 +35,61 @@ double slab_redundancy(int64_t nz, int64_t slab, int levels, int64_t rz, bool pe
   return computed / (static_cast<double>(nz) * levels);
 }
 
-// Host-resident: the slabs and pass depth (up to `max_levels`) that fit `plan.budget` and cost
-// least per step in a model of copies and kernels: a point's copy one way costs `kCopyCost`
-// steps of its update (24 on GPUs, from PCIe's ~50 GB/s against HBM's ~3 TB/s; 1 on CPU
-// devices, where both are memory copies). Until the planner measures devices, that ratio is
-// a model constant. False when not even one step fits.
-bool plan_slabs(const Shape& shape, const Scheme& scheme, int64_t plane_bytes, int64_t probe_points,
-                int max_levels, bool periodic, DType dtype, DevicePlan* plan) {
+// Slabs: the slabs and pass depth (up to `max_levels`) that fit `plan.budget` in `buffers`
+// slab buffers and cost least per step in a model of copies and kernels: a point's copy one
+// way costs 24 steps of its update on GPUs (PCIe's ~50 GB/s against HBM's ~3 TB/s) and 1 on
+// CPU devices, where both are memory copies; with three buffers a GPU's copies run beside its
+// kernels (the longer of the two counts), a CPU device's take the same cores (both count).
+// The cost per step, or infinity when not even one step fits.
+double plan_slabs(const Shape& shape, const Scheme& scheme, int64_t plane_bytes,
+                  int64_t probe_points, int max_levels, bool periodic, DType dtype, int buffers,
+                  DevicePlan* plan) {
   const double copy_cost = plan->device.gpu ? 24 : 1;
+  const bool overlapped = buffers >= 3 && plan->device.gpu;
   const int64_t rz = scheme.radius_z();
   const auto value = static_cast<int64_t>(dtype_size(dtype));
   // Periodic slabs may hold a source's plane more than once.
-  const int64_t copies = periodic ? plan->budget / (2 * plane_bytes) / shape.nz + 2 : 1;
-  double best = 0;
+  const int64_t copies = periodic ? plan->budget / (buffers * plane_bytes) / shape.nz + 2 : 1;
+  double best = std::numeric_limits<double>::infinity();
+  plan->slab_planes = 0;
   for (int levels = 1; levels <= max_levels; ++levels) {
     const int64_t halo = levels * rz;
     const int64_t probes = internal::probe_buffer_bytes(probe_points * copies, levels, value);
-    const int64_t fit = (plan->budget - probes) / (2 * plane_bytes) - 2 * halo;
+    const int64_t fit = (plan->budget - probes) / (buffers * plane_bytes) - 2 * halo;
     if (fit < 1) break;
     const int64_t slabs = (shape.nz + std::min(fit, shape.nz) - 1) / std::min(fit, shape.nz);
     const int64_t slab = (shape.nz + slabs - 1) / slabs;
     const double redundancy = slab_redundancy(shape.nz, slab, levels, rz, periodic);
     const double up = static_cast<double>(slabs * (slab + 2 * halo)) / shape.nz;
-    const double cost = (copy_cost * (up + 1) + levels * redundancy) / levels;
-    if (plan->slab_planes > 0 && cost >= best) continue;
+    const double copy = copy_cost * (up + 1), steps = levels * redundancy;
+    const double cost = (overlapped ? std::max(copy, steps) : copy + steps) / levels;
+    if (cost >= best) continue;
     best = cost;
     plan->pass_steps = levels;
     plan->slab_planes = slab;
     plan->slabs = slabs;
     plan->redundancy = redundancy;
     plan->buffer_planes = periodic ? slab + 2 * halo : std::min(shape.nz, slab + 2 * halo);
-    plan->device_bytes = 2 * plan->buffer_planes * plane_bytes + probes;
+    plan->slab_buffers = buffers;
+    plan->device_bytes = buffers * plan->buffer_planes * plane_bytes + probes;
   }
-  return plan->slab_planes > 0;
+  return best;
+}
+
+// Slabs in two buffers or three (`overlap`; none: the cheaper in plan_slabs' model, two on a
+// tie). False when neither fits.
+bool plan_slab_buffers(const Shape& shape, const Scheme& scheme, int64_t plane_bytes,
+                       int64_t probe_points, int max_levels, bool periodic, DType dtype,
+                       std::optional<bool> overlap, DevicePlan* plan) {
+  DevicePlan three = *plan;
+  const double two_cost = overlap == true ? std::numeric_limits<double>::infinity()
+                                          : plan_slabs(shape, scheme, plane_bytes, probe_points,
+                                                       max_levels, periodic, dtype, 2, plan);
+  const double three_cost = overlap == false ? std::numeric_limits<double>::infinity()
+                                             : plan_slabs(shape, scheme, plane_bytes, probe_points,
+                                                          max_levels, periodic, dtype, 3, &three);
+  if (three_cost < two_cost) *plan = three;
+  return std::min(two_cost, three_cost) < std::numeric_limits<double>::infinity();
 }
 
 }  // namespace
@@ -126,15 +149,17 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
   const int64_t plane_bytes = shape.nx * shape.ny * scheme.component_count() * value;
   const bool periodic = options.boundary == Boundary::Kind::kPeriodic;
   plan.placement = DevicePlacement::kHostResident;
-  if (!plan_slabs(shape, scheme, plane_bytes, probe_points, plan.pass_steps, periodic, dtype,
-                  &plan)) {
+  if (!plan_slab_buffers(shape, scheme, plane_bytes, probe_points, plan.pass_steps, periodic, dtype,
+                         options.overlap, &plan)) {
+    const int buffers = options.overlap == true ? 3 : 2;
     const int64_t minimum =
-        2 * (1 + 2 * scheme.radius_z()) * plane_bytes +
+        buffers * (1 + 2 * scheme.radius_z()) * plane_bytes +
         internal::probe_buffer_bytes(probe_points * (periodic ? 3 : 1), 1, value);
     return invalid_argument(
         "the device budget is " + format_size(static_cast<uint64_t>(plan.budget)) +
         (options.device_mem > 0 ? " (--device-mem)" : " (the device's memory less 1/16)") +
-        ", less than two slabs of " + std::to_string(1 + 2 * scheme.radius_z()) +
+        ", less than " + (buffers == 3 ? "three" : "two") + " slabs of " +
+        std::to_string(1 + 2 * scheme.radius_z()) +
         " planes each need to stream the grid through it; raise --device-mem to at least " +
         format_size(static_cast<uint64_t>(minimum)) +
         " if the device has it, or run on the CPU (--method incore or stream)");
@@ -161,8 +186,8 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
         format_size(static_cast<uint64_t>(kept_bytes(1) + io)) + "; raise --mem to at least that");
   }
   if (levels < plan.pass_steps) {
-    plan.slab_planes = 0;
-    plan_slabs(shape, scheme, plane_bytes, probe_points, levels, periodic, dtype, &plan);
+    plan_slabs(shape, scheme, plane_bytes, probe_points, levels, periodic, dtype, plan.slab_buffers,
+               &plan);
   }
   plan.host_bytes = kept_bytes(plan.pass_steps);
   return plan;
@@ -189,9 +214,10 @@ Result<DeviceEngine> DeviceEngine::create(const Shape& shape, const Scheme& sche
     for (std::vector<std::byte>& g : e.host_) g.resize(static_cast<size_t>(plan.grid_bytes));
   }
   const int64_t held = e.host_resident() ? plan.buffer_planes * e.plane_bytes_ : plan.grid_bytes;
+  e.grids_.resize(e.host_resident() ? static_cast<size_t>(plan.slab_buffers) : 2);
   for (device::Buffer& g : e.grids_) {
     DG_ASSIGN_OR_RETURN(
-        g, e.device_.allocate(held, e.host_resident() ? "a slab's copy" : "the grid's copy"));
+        g, e.device_.allocate(held, e.host_resident() ? "a slab's buffer" : "the grid's copy"));
   }
   return e;
 }

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,9 @@ struct DeviceOptions {
   int bt = 0;
   Boundary::Kind boundary = Boundary::Kind::kDirichlet;
   bool flush_subnormals = false;
+  // Slabs' copies beside their steps: three slab buffers (true), two (false), or the cost
+  // model's choice (RunOptions::device_overlap).
+  std::optional<bool> overlap;
   // Host memory: the budget (0: none), and what the host-resident placement needs besides
   // the grid's two copies (plane transfers); a grid whose copies do not fit stays on disk
   // (three tiers), where an I/O buffer takes `io_plane_bytes` (the layout's plane stride).
@@ -74,6 +78,7 @@ struct DevicePlan {
   int pass_steps = 1;       // steps per pass
   int64_t slab_planes = 0;  // slabs: the planes a slab brings back per pass
   int64_t buffer_planes = 0;  // slabs: the planes of a slab's buffer, with its halos
+  int slab_buffers = 2;       // slabs: 2 (copies and steps in turn) or 3 (overlapped)
   int64_t slabs = 0;          // slabs: per pass
   double redundancy = 1;      // slabs: points computed per point advanced
   int z_points = 1;           // consecutive points along z per work item
@@ -128,7 +133,8 @@ class DeviceEngine {
   DType dtype_;
   DevicePlan plan_;
   device::Device device_;
-  device::Buffer grids_[2];         // device-resident: the grid; host-resident: a slab
+  // Device-resident: the grid's two copies; host-resident: plan.slab_buffers slabs' buffers.
+  std::vector<device::Buffer> grids_;
   std::vector<std::byte> host_[2];  // host-resident: the grid
   int cur_ = 0;
   int64_t plane_bytes_ = 0;

@@ -1,6 +1,7 @@
 #include "engines/device_slab.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace deepgrid::internal {
 namespace {
@@ -95,6 +96,12 @@ Result<int> advance_slab(const SlabPass& pass, const Slab& slab) {
   DG_RETURN_IF_ERROR(k.receivers.point_at(d, sp.at[1]));
   DG_RETURN_IF_ERROR(upload_source_values(d, k.sources, p, sp.ids[0], pass.first, pass.levels,
                                           pass.dtype, pass.bytes));
+  if (k.keeps_coefficients) {  // the step does not write them: into the other buffer too
+    DG_RETURN_IF_ERROR(
+        d.copy(pass.grids[0], pass.grids[1],
+               slab.planes() * in_slab.nx * in_slab.ny * pass.scheme->component_count() *
+                   static_cast<int64_t>(dtype_size(pass.dtype))));
+  }
   DG_RETURN_IF_ERROR(k.step.set_planes(slab.planes()));
   int at = 0;  // the buffer holding the slab's latest level
   for (int row = 0; row < pass.levels; ++row) {
@@ -109,8 +116,52 @@ Result<int> advance_slab(const SlabPass& pass, const Slab& slab) {
   }
   DG_RETURN_IF_ERROR(collect_receivers(d, k.receivers, p, sp.ids[1], pass.first, pass.levels,
                                        pass.dtype, pass.bytes));
-  DG_RETURN_IF_ERROR(d.finish());
   return at;
+}
+
+// Buffer roles rotate. Three buffers: slab i computes on {input, scratch} and ends in one
+// (result); the spare, which held slab i-2's result, takes slab i+1 once slab i-1's result
+// has come down (the transfer queue keeps that order); then the spare is the next input, the
+// buffer slab i did not end in the next scratch, and slab i's result the next spare. Two
+// buffers: slab i's result comes down, then slab i+1 goes up into the other buffer, and its
+// steps wait for that (so for the result's copy too, earlier in the same queue).
+Status run_slab_pipeline(device::Device& d, const std::vector<device::Buffer>& buffers,
+                         int64_t slabs, const SlabCopies& copies,
+                         const std::function<Result<int>(int64_t, const device::Buffer*)>& steps) {
+  const bool overlap = buffers.size() >= 3;
+  int input = 0, scratch = 1, spare = 2;
+  int last_result = -1;
+  device::Event last_done;
+  DG_ASSIGN_OR_RETURN(device::Event up, copies.up(0, buffers[input], {}));
+  for (int64_t i = 0; i < slabs; ++i) {
+    DG_RETURN_IF_ERROR(d.compute_after(up));
+    const device::Buffer grids[2] = {buffers[input], buffers[scratch]};
+    DG_ASSIGN_OR_RETURN(const int at, steps(i, grids));
+    DG_ASSIGN_OR_RETURN(const device::Event done, d.compute_done());
+    const int result = at == 0 ? input : scratch, other = at == 0 ? scratch : input;
+    if (overlap) {
+      if (i > 0) DG_RETURN_IF_ERROR(copies.down(i - 1, buffers[last_result], last_done).status());
+      if (i + 1 < slabs) {
+        DG_ASSIGN_OR_RETURN(up, copies.up(i + 1, buffers[spare], {}));
+      }
+      input = spare;
+      spare = result;
+      scratch = other;
+    } else {
+      DG_RETURN_IF_ERROR(copies.down(i, buffers[result], done).status());
+      if (i + 1 < slabs) {
+        DG_ASSIGN_OR_RETURN(up, copies.up(i + 1, buffers[other], done));
+      }
+      input = other;
+      scratch = result;
+    }
+    last_result = result;
+    last_done = done;
+  }
+  if (overlap && slabs > 0) {
+    DG_RETURN_IF_ERROR(copies.down(slabs - 1, buffers[last_result], last_done).status());
+  }
+  return d.finish();
 }
 
 }  // namespace deepgrid::internal

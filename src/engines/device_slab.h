@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -67,10 +68,33 @@ struct SlabPass {
   int64_t reach = 0;  // steps left in the run at the pass's start
 };
 
-// The pass's steps on `slab`, whose level-0 planes are in grids[0] (and grids[1] too when the
-// kernels keep coefficient fields): sources added at every copy of their plane, receivers
-// in the slab's own planes recorded into the traces. The index of the buffer holding the
-// last level.
+// Queues the pass's steps on `slab`, whose level-0 planes are in grids[0] (copied into grids[1]
+// first when the kernels keep coefficient fields): sources added at every copy of their plane,
+// receivers in the slab's own planes recorded into the traces. The index of the buffer that
+// will hold the last level.
 Result<int> advance_slab(const SlabPass& pass, const Slab& slab);
+
+// How a placement moves the planes of a pass's slab i (0-based) between the host and the
+// device buffers run_slab_pipeline lends it.
+struct SlabCopies {
+  // Slab i's level-0 planes into `to`, on the transfer queue, not before `after`; the last
+  // copy's event (empty: done on return).
+  std::function<Result<device::Event>(int64_t i, const device::Buffer& to,
+                                      const device::Event& after)>
+      up;
+  // Slab i's own planes from `from` (its last level, computed once `ready` is done) to the
+  // host; the last copy's event (empty: done on return).
+  std::function<Result<device::Event>(int64_t i, const device::Buffer& from,
+                                      const device::Event& ready)>
+      down;
+};
+
+// A pass's `slabs` slabs through the device: each slab up, `steps(i, grids)` queuing its steps
+// on grids {input, scratch} (advance_slab), its planes down. With three buffers
+// (DevicePlan::slab_buffers) the next slab goes up and the one before comes down while a
+// slab's steps run; with two, copies and steps take turns. Everything is done on return.
+Status run_slab_pipeline(device::Device& d, const std::vector<device::Buffer>& buffers,
+                         int64_t slabs, const SlabCopies& copies,
+                         const std::function<Result<int>(int64_t, const device::Buffer*)>& steps);
 
 }  // namespace deepgrid::internal

@@ -3,9 +3,10 @@
 // engine's (stream_io.h: level-0 planes read ahead in the sweep's order, new planes written
 // behind in place, the committer's record); between them the grid goes through the device in
 // z-slabs as in the host-resident placement (device_slab.h), each level-0 plane uploaded from
-// its read buffer and each new plane downloaded into its write buffer. Planes two slabs read
-// (their halos) and, periodic, the planes the sweep reads again at its other end stay in host
-// memory until their last use.
+// its read buffer and each new plane downloaded into its write buffer, on the device's
+// transfer queue: with three slab buffers the next slab goes up and the last one comes down
+// (and to disk) while a slab's steps run. Planes two slabs read (their halos) and, periodic,
+// the planes the sweep reads again at its other end stay in host memory until their last use.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +40,11 @@ class DeviceSweep {
  private:
   // `first`: the step the sweep computes first.
   Status run_slabs(const SweepLayout& layout, int64_t first, int64_t reach, StreamStats& stats);
-  Status upload(const Slab& slab, int64_t keep_from, int levels, StreamStats& stats);
-  Status write_back(const Slab& slab, int at, StreamStats& stats);
+  Status upload(const Slab& slab, int64_t keep_from, int levels, const device::Buffer& to,
+                StreamStats& stats);
+  Status write_back(const Slab& slab, const device::Buffer& from, StreamStats& stats);
+  // A plane's copy on the transfer queue, waited for (the host's time in it counted).
+  Status copied(Result<device::Event> copy, StreamStats& stats);
 
   Grid& grid_;
   const Scheme& scheme_;
@@ -53,8 +57,9 @@ class DeviceSweep {
   const int64_t plane_bytes_;
   SweepIo io_;
   std::optional<device::Device> device_;  // opened by allocate()
-  device::Buffer grids_[2];
-  std::optional<SlabKernels> kernels_;  // made by allocate()
+  std::vector<device::Buffer> grids_;     // DevicePlan::slab_buffers slabs' buffers
+  double copy_wait_seconds_ = 0;          // the host's, in copied()
+  std::optional<SlabKernels> kernels_;    // made by allocate()
   // Level-0 planes later slabs read again, by plane.
   std::map<int64_t, std::vector<std::byte>> kept_;
 };

@@ -41,6 +41,13 @@ Result<Method> parse_method(std::string_view text) {
   return invalid_argument("unknown method '" + std::string(text) +
                           "'; use auto, incore, stream, naive, mmap, tiled or device");
 }
+
+Result<DeviceOverlap> parse_device_overlap(std::string_view text) {
+  if (text == "auto") return DeviceOverlap::kAuto;
+  if (text == "on") return DeviceOverlap::kOn;
+  if (text == "off") return DeviceOverlap::kOff;
+  return invalid_argument("--device-overlap '" + std::string(text) + "' is not auto, on or off");
+}
 namespace {
 
 // mmap: the in-core engine with its grids in scratch files in `scratch_dir`. Tiles sized for
@@ -94,8 +101,8 @@ double disk_bytes_per_update(const MachineProfile& machine, double directions) {
 
 // The device method's time: per pass, its kernels over the points it computes (redundant halo
 // work included) and its copies (device-resident: the grid loaded and stored once; slabs: each
-// slab up with its halos, its own planes down), one after the other; the disk once, or per
-// sweep beside them (three tiers).
+// slab up with its halos, its own planes down), one after the other or, overlapped on a GPU,
+// the longer of the two; the disk once, or per sweep beside them (three tiers).
 void predict_device_time(const Manifest& m, int64_t steps, const MachineProfile& machine,
                          double disk_s, RunPlan* plan) {
   const DevicePlan& d = plan->device;
@@ -104,6 +111,8 @@ void predict_device_time(const Manifest& m, int64_t steps, const MachineProfile&
   const double grid = static_cast<double>(d.grid_bytes);
   const bool resident = d.placement == DevicePlacement::kDeviceResident;
   const bool three = d.placement == DevicePlacement::kThreeTiers;
+  // Three slab buffers: a GPU copies beside its kernels; a CPU device's copies take its cores.
+  const bool beside = !resident && d.slab_buffers >= 3 && d.device.gpu;
   const double plane = grid / static_cast<double>(m.shape.nz);
   const double pass_copy =
       resident ? 0 : static_cast<double>(d.slabs * d.buffer_planes) * plane + grid;
@@ -117,7 +126,8 @@ void predict_device_time(const Manifest& m, int64_t steps, const MachineProfile&
     plan->predicted_compute_seconds += compute;
     plan->predicted_copy_seconds += copies;
     plan->predicted_io_seconds += three ? disk_s : 0;
-    plan->predicted_seconds += three ? std::max(compute + copies, disk_s) : compute + copies;
+    const double device = beside ? std::max(compute, copies) : compute + copies;
+    plan->predicted_seconds += three ? std::max(device, disk_s) : device;
   }
 }
 
@@ -157,8 +167,7 @@ Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
 // in host memory and sent through the device in slabs (two host copies besides), or on disk,
 // the stream engine's sweeps feeding the device (three tiers: their I/O buffers and the
 // planes kept between slabs); the device's budget proven by plan_device. The prediction takes
-// the device's measured rates (0: the disk alone), and adds copies to kernels: they do not
-// overlap yet (docs/devices.md); a sweep's disk traffic overlaps both.
+// the device's measured rates (0: the disk alone): predict_device_time.
 Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
                                 const MachineProfile& machine, RunPlan plan, double read_s,
                                 double write_s) {
@@ -168,6 +177,9 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
   o.bt = opt.bt;
   o.boundary = opt.boundary.kind;
   o.flush_subnormals = opt.flush_subnormals;
+  if (opt.device_overlap != DeviceOverlap::kAuto) {
+    o.overlap = opt.device_overlap == DeviceOverlap::kOn;
+  }
   const int64_t transfers = io::plane_transfer_bytes(m) + m.layout.plane_bytes;
   o.host_mem = static_cast<int64_t>(opt.mem_budget);
   o.host_transfer_bytes = transfers;
@@ -315,10 +327,13 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
       n += std::snprintf(
           buf + n, sizeof buf - n,
           "placement   %s: %s; each %s of bt %d steps sends it through the device in %lld "
-          "slabs of %lld planes (%.0f%% redundant halo work), %s of --device-mem %s\n",
+          "slabs of %lld planes (%.0f%% redundant halo work) in %d buffers (%s), %s of "
+          "--device-mem %s\n",
           std::string(placement_name(device.placement)).c_str(), where.c_str(),
           host ? "pass" : "sweep", device.pass_steps, static_cast<long long>(device.slabs),
           static_cast<long long>(device.slab_planes), 100 * (device.redundancy - 1),
+          device.slab_buffers,
+          device.slab_buffers >= 3 ? "copies beside the steps" : "copies and steps in turn",
           format_size(static_cast<uint64_t>(device.device_bytes)).c_str(),
           format_size(static_cast<uint64_t>(device.budget)).c_str());
     }
@@ -397,6 +412,9 @@ std::string RunPlan::to_json() const {
     j["device_bytes"] = device.device_bytes;
     j["host_bytes"] = device.host_bytes;
     j["predicted_copy_seconds"] = predicted_copy_seconds;
+    if (device.placement != DevicePlacement::kDeviceResident) {
+      j["slab_buffers"] = device.slab_buffers;
+    }
     j["bt"] = device.pass_steps;
     if (device.placement == DevicePlacement::kHostResident) {
       j["slabs"] = device.slabs;
