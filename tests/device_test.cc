@@ -148,9 +148,10 @@ TEST_F(DeviceTest, AUsersKernelIsRefusedWithTheFix) {
 }
 
 // The placement follows the budgets: two copies of the grid on the device (device-resident)
-// when they fit; else slabs through it, none larger than the budget, from host memory
-// (host-resident) or, when --mem does not hold two copies, from disk (three tiers); below two
-// slabs of 1 + 2 rz planes, a refusal with that minimum.
+// when they fit; else a wavefront through it, its rings within the budget, computing every
+// plane once, from host memory (host-resident) or, when --mem does not hold two copies, from
+// disk (three tiers); below the rings of one step and one-plane chunks, a refusal with that
+// minimum.
 TEST_F(DeviceTest, ThePlacementFollowsTheBudgetAndTooSmallOneIsRefusedWithTheMinimum) {
   const Shape s{40, 30, 20};
   const Scheme wave = Scheme::preset("wave4").value();
@@ -173,14 +174,15 @@ TEST_F(DeviceTest, ThePlacementFollowsTheBudgetAndTooSmallOneIsRefusedWithTheMin
     EXPECT_EQ(slabs->placement, DevicePlacement::kHostResident);
     EXPECT_LE(slabs->device_bytes, o.device_mem);
     EXPECT_EQ(slabs->host_bytes, two_copies);
-    EXPECT_GE(slabs->slabs, 2);
-    EXPECT_GE(slabs->slabs * slabs->slab_planes, s.nz);
+    EXPECT_GE(slabs->chunks, 2);
+    EXPECT_GE(slabs->chunks * slabs->chunk_planes, s.nz + slabs->pass_steps * 2);
     EXPECT_GE(slabs->pass_steps, 1);
     EXPECT_LE(slabs->pass_steps, bt > 0 ? bt : 5);
-    EXPECT_GE(slabs->redundancy, 1);
+    EXPECT_EQ(slabs->redundancy, 1);  // (not periodic)
   }
-  // --mem below the two copies: the grid stays on disk (three tiers), the depth cut to what
-  // --mem holds of the planes kept between slabs; below one step's, refused with that size.
+  // --mem below the two copies: the grid stays on disk (three tiers) and host memory holds
+  // I/O buffers and, periodic, the planes the sweep reads again at its other end: the depth
+  // cut to what --mem holds of them; below one step's, refused with that size.
   o.bt = 0;
   o.device_mem = two_copies / 4;
   o.io_plane_bytes = 32 << 10;
@@ -189,6 +191,7 @@ TEST_F(DeviceTest, ThePlacementFollowsTheBudgetAndTooSmallOneIsRefusedWithTheMin
   ASSERT_TRUE(three.ok()) << three.status().message();
   EXPECT_EQ(three->placement, DevicePlacement::kThreeTiers);
   EXPECT_LE(three->host_bytes + kMinThreeTierIoBuffers * o.io_plane_bytes, o.host_mem);
+  o.boundary = Boundary::Kind::kPeriodic;
   o.host_mem = 2 * 2 * plane + kMinThreeTierIoBuffers * o.io_plane_bytes;  // one step, rz 2
   const auto shallow = plan_device(s, wave, DType::kF64, {}, 5, o);
   ASSERT_TRUE(shallow.ok()) << shallow.status().message();
@@ -196,9 +199,14 @@ TEST_F(DeviceTest, ThePlacementFollowsTheBudgetAndTooSmallOneIsRefusedWithTheMin
   o.host_mem -= 1;
   expect_one_line_naming(plan_device(s, wave, DType::kF64, {}, 5, o).status(),
                          {"--mem", format_size(o.host_mem + 1)});
+  o.boundary = Boundary::Kind::kDirichlet;
+  const auto not_periodic = plan_device(s, wave, DType::kF64, {}, 5, o);  // keeps no planes
+  ASSERT_TRUE(not_periodic.ok()) << not_periodic.status().message();
+  EXPECT_EQ(not_periodic->host_bytes, 0);
   o.host_mem = 0;
 
-  const int64_t minimum = 2 * 5 * plane;  // two slabs of one plane and two of halo each side
+  // Rings of one step: a plane and two below it for level 0 and a plane for level 1.
+  const int64_t minimum = (1 + 2 * 2 + 1) * plane;
   o.device_mem = minimum;
   EXPECT_TRUE(plan_device(s, wave, DType::kF64, {}, 5, o).ok());
   o.device_mem = minimum - 1;
@@ -222,13 +230,13 @@ TEST_F(DeviceTest, TheCommandLineListsDevicesPlacesGridsAndRefusesASmallBudget) 
   ASSERT_EQ(run_cli({"create", g, "--shape", "32x32x32", "--init", "random:1"}).exit_code, 0);
   const std::string before = run_cli({"checksum", g}).out;
   const auto small = run_cli(
-      {"run", g, "--stencil", "7pt", "--steps", "3", "--device", "0", "--device-mem", "16KiB"});
+      {"run", g, "--stencil", "7pt", "--steps", "3", "--device", "0", "--device-mem", "12KiB"});
   EXPECT_EQ(small.exit_code, 2) << small;
-  EXPECT_NE(small.err.find("24.00 KiB"), std::string::npos) << small;  // 2 slabs of 3 planes
+  EXPECT_NE(small.err.find("16.00 KiB"), std::string::npos) << small;  // rings of 3 + 1 planes
   EXPECT_EQ(run_cli({"checksum", g}).out, before) << "a refused run changes nothing";
 
-  // Below the grid's two copies (256 KiB), the grid goes through the device in slabs, with
-  // the bits of the in-core method.
+  // Below the grid's two copies (256 KiB), the grid goes through the device as a wavefront,
+  // with the bits of the in-core method.
   const std::string twin = (tmp.path() / "twin").string();
   ASSERT_EQ(run_cli({"create", twin, "--shape", "32x32x32", "--init", "random:1"}).exit_code, 0);
   const std::vector<std::string> slabs = {
@@ -247,14 +255,14 @@ TEST_F(DeviceTest, TheCommandLineListsDevicesPlacesGridsAndRefusesASmallBudget) 
       0);
   EXPECT_EQ(run_cli({"checksum", g}).out, run_cli({"checksum", twin}).out);
 
-  // The same slabs with copies beside the steps: three buffers, the same bits.
+  // The same wavefront with copies beside the steps: the same bits.
   std::vector<std::string> overlapped = slabs;
   overlapped.insert(overlapped.end(), {"--device-overlap", "on"});
   std::vector<std::string> plan_overlapped = {"plan", g, "--json"};
   plan_overlapped.insert(plan_overlapped.end(), overlapped.begin(), overlapped.end());
   const auto three = run_cli(plan_overlapped);
   ASSERT_EQ(three.exit_code, 0) << three;
-  EXPECT_EQ(nlohmann::json::parse(three.out)["slab_buffers"], 3) << three;
+  EXPECT_EQ(nlohmann::json::parse(three.out)["overlap"], true) << three;
   std::vector<std::string> run_overlapped = {"run", g};
   run_overlapped.insert(run_overlapped.end(), overlapped.begin(), overlapped.end());
   ASSERT_EQ(run_cli(run_overlapped).exit_code, 0);
@@ -279,8 +287,8 @@ TEST_F(DeviceTest, TheCommandLineListsDevicesPlacesGridsAndRefusesASmallBudget) 
 }
 
 // plan measures the device (a sample of the stencil, then cached) and predicts the kernels,
-// the copies and the disk: slabs copy more than a grid held on the device, and compute at
-// least as much (their halos).
+// the copies and the disk: a wavefront through the device copies more than a grid held on it,
+// and computes as much.
 TEST_F(DeviceTest, PlanPredictsTheDeviceTimeFromItsMeasuredRates) {
   testing::TempDir tmp;
   const std::string g = (tmp.path() / "g").string();

@@ -270,17 +270,17 @@ bool device_available() {
 }
 
 // The device method with a budget just short of the grid's two copies, so that it streams the
-// grid through the device in slabs (host-resident); grids too thin for two slabs (three,
-// overlapped) of 1 + 2 rz planes still fit and stay device-resident.
+// grid through the device as a wavefront (host-resident); grids too thin for the rings of one
+// step and one-plane chunks still fit and stay device-resident.
 uint64_t host_resident_budget(const Case& c, const Scheme& scheme) {
-  const uint64_t buffers = c.device_overlap == DeviceOverlap::kOn ? 3 : 2;
+  const uint64_t rings = (c.device_overlap == DeviceOverlap::kOn ? 4 : 2) +
+                         2 * static_cast<uint64_t>(scheme.radius_z());
   const auto plane = static_cast<uint64_t>(c.shape.nx * c.shape.ny * scheme.component_count()) *
                      dtype_size(c.dtype);
   const uint64_t probes =
       c.probes == nullptr ? 0 : 3 * (c.probes->sources.size() + c.probes->receivers.size());
-  const uint64_t slabs = buffers * (1 + 2 * static_cast<uint64_t>(scheme.radius_z())) * plane +
-                         probes * (8 + kMaxAutoBt * 8);  // (probe_buffer_bytes)
-  return std::max(2 * plane * static_cast<uint64_t>(c.shape.nz) - 1, slabs);
+  const uint64_t wavefront = rings * plane + probes * kMaxAutoBt * 16;  // (probe_buffer_bytes)
+  return std::max(2 * plane * static_cast<uint64_t>(c.shape.nz) - 1, wavefront);
 }
 
 // The device method with --mem just short of the grid's two copies, so that it streams the

@@ -92,11 +92,11 @@ void DeviceArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--device-mem", device_mem,
                   "Device memory budget, e.g. 30GiB: a hard cap on what the run allocates on the "
                   "device (default: its memory less 1/16). A grid larger than it goes through "
-                  "the device in slabs, from host memory or, when --mem holds less than two "
+                  "the device as a wavefront, from host memory or, when --mem holds less than two "
                   "copies, from disk (three tiers)");
   cmd->add_option("--device-overlap", overlap,
-                  "auto | on | off: slabs' copies beside their steps (on: three slab buffers on "
-                  "the device instead of two, so smaller slabs; auto: the cost model's choice, "
+                  "auto | on | off: the wavefront's copies beside its steps (on: room for a "
+                  "chunk more at each end, so thinner chunks; auto: the cost model's choice, "
                   "off on CPU devices); see docs/devices.md");
 }
 

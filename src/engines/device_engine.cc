@@ -8,88 +8,90 @@
 
 #include "core/stopwatch.h"
 #include "engines/device_launch.h"
+#include "engines/device_wavefront.h"
 
 namespace deepgrid {
 namespace {
 
 using internal::computed_xy;
 using internal::ProbeBuffers;
+using internal::ProbeList;
 using internal::seconds_since;
 using internal::sources_on_coefficients;
 using internal::StepLauncher;
 
-// Host-resident slabs of `slab` planes with `levels` steps per pass: the points a pass
-// computes per point it advances (a slab's step computes rz planes fewer at each cut face
-// than the step before, down to the slab's own planes).
-double slab_redundancy(int64_t nz, int64_t slab, int levels, int64_t rz, bool periodic) {
+// A wavefront pass's points computed per point advanced: periodic, each level but the last
+// also computes the planes past each end that later levels read.
+double wavefront_redundancy(int64_t nz, int levels, int64_t rz, bool periodic) {
+  if (!periodic) return 1;
   double computed = 0;
-  for (int64_t z0 = 0; z0 < nz; z0 += slab) {
-    const int64_t z1 = std::min(nz, z0 + slab);
-    for (int row = 0; row < levels; ++row) {
-      const int64_t extra = int64_t{levels - 1 - row} * rz;
-      const int64_t lo = periodic ? z0 - extra : std::max<int64_t>(0, z0 - extra);
-      const int64_t hi = periodic ? z1 + extra : std::min(nz, z1 + extra);
-      computed += static_cast<double>(hi - lo);
-    }
+  for (int k = 1; k <= levels; ++k) {
+    computed += static_cast<double>(nz + 2 * int64_t{levels - k} * rz);
   }
   return computed / (static_cast<double>(nz) * levels);
 }
 
-// Slabs: the slabs and pass depth (up to `max_levels`) that fit `plan.budget` in `buffers`
-// slab buffers and cost least per step in a model of copies and kernels: a point's copy one
-// way costs 24 steps of its update on GPUs (PCIe's ~50 GB/s against HBM's ~3 TB/s) and 1 on
-// CPU devices, where both are memory copies; with three buffers a GPU's copies run beside its
-// kernels (the longer of the two counts), a CPU device's take the same cores (both count).
-// The cost per step, or infinity when not even one step fits.
-double plan_slabs(const Shape& shape, const Scheme& scheme, int64_t plane_bytes,
-                  int64_t probe_points, int max_levels, bool periodic, DType dtype, int buffers,
-                  DevicePlan* plan) {
+// Wavefronts: the pass depth (up to `max_levels`) and chunk that fit `plan.budget` and cost
+// least per step in a model of copies, kernels and launches. A point's copy one way costs 24
+// steps of its update on GPUs (PCIe's ~50 GB/s against HBM's ~3 TB/s) and 1 on CPU devices,
+// where both are memory copies; overlapped, a GPU's copies run beside its kernels (the longer
+// of the two counts), a CPU device's take the same cores (both count). A launch costs about
+// 2^19 points' updates on a GPU (~10 us at ~50 GLUP/s) and 2^15 on a CPU device (~30 us at
+// ~1 GLUP/s), which keeps chunks from getting thin. The cost per step, or infinity when not
+// even one step fits.
+double plan_wavefront(const Shape& shape, const Scheme& scheme, int64_t plane_bytes,
+                      int64_t probe_points, int max_levels, bool periodic, DType dtype,
+                      bool overlap, DevicePlan* plan) {
   const double copy_cost = plan->device.gpu ? 24 : 1;
-  const bool overlapped = buffers >= 3 && plan->device.gpu;
-  const int64_t rz = scheme.radius_z();
+  const double launch_points = plan->device.gpu ? 1 << 19 : 1 << 15;
+  const bool beside = overlap && plan->device.gpu;
+  const int64_t rz = scheme.radius_z(), nz = shape.nz;
   const auto value = static_cast<int64_t>(dtype_size(dtype));
-  // Periodic slabs may hold a source's plane more than once.
-  const int64_t copies = periodic ? plan->budget / (buffers * plane_bytes) / shape.nz + 2 : 1;
+  const auto grid_points = static_cast<double>(shape.points());
   double best = std::numeric_limits<double>::infinity();
-  plan->slab_planes = 0;
   for (int levels = 1; levels <= max_levels; ++levels) {
-    const int64_t halo = levels * rz;
+    const int64_t halo = levels * rz, planes = periodic ? nz + 2 * halo : nz;
+    const int64_t copies = periodic ? planes / nz + 2 : 1;
     const int64_t probes = internal::probe_buffer_bytes(probe_points * copies, levels, value);
-    const int64_t fit = (plan->budget - probes) / (buffers * plane_bytes) - 2 * halo;
-    if (fit < 1) break;
-    const int64_t slabs = (shape.nz + std::min(fit, shape.nz) - 1) / std::min(fit, shape.nz);
-    const int64_t slab = (shape.nz + slabs - 1) / slabs;
-    const double redundancy = slab_redundancy(shape.nz, slab, levels, rz, periodic);
-    const double up = static_cast<double>(slabs * (slab + 2 * halo)) / shape.nz;
-    const double copy = copy_cost * (up + 1), steps = levels * redundancy;
-    const double cost = (overlapped ? std::max(copy, steps) : copy + steps) / levels;
+    const int64_t room = (plan->budget - probes) / plane_bytes - 2 * halo;
+    const int64_t chunk = std::min(planes + halo, room / (levels + 1 + (overlap ? 2 : 0)));
+    if (chunk < 1) break;
+    const internal::DeviceWavefront w(0, nz, nz, periodic, levels, rz, chunk, overlap);
+    const double redundancy = wavefront_redundancy(nz, levels, rz, periodic);
+    const double copy = copy_cost * static_cast<double>(planes + nz) / static_cast<double>(nz);
+    const double steps = levels * redundancy;
+    const double launches = static_cast<double>(w.chunks() * levels) * launch_points / grid_points;
+    const double cost = ((beside ? std::max(copy, steps) : copy + steps) + launches) / levels;
     if (cost >= best) continue;
     best = cost;
     plan->pass_steps = levels;
-    plan->slab_planes = slab;
-    plan->slabs = slabs;
+    plan->chunk_planes = chunk;
+    plan->chunks = w.chunks();
+    plan->pass_planes = planes;
+    plan->ring_planes = internal::DeviceWavefront::ring_planes(levels, rz, chunk, overlap);
+    plan->overlap = overlap;
     plan->redundancy = redundancy;
-    plan->buffer_planes = periodic ? slab + 2 * halo : std::min(shape.nz, slab + 2 * halo);
-    plan->slab_buffers = buffers;
-    plan->device_bytes = buffers * plan->buffer_planes * plane_bytes + probes;
+    plan->device_bytes = plan->ring_planes * plane_bytes + probes;
   }
   return best;
 }
 
-// Slabs in two buffers or three (`overlap`; none: the cheaper in plan_slabs' model, two on a
-// tie). False when neither fits.
-bool plan_slab_buffers(const Shape& shape, const Scheme& scheme, int64_t plane_bytes,
-                       int64_t probe_points, int max_levels, bool periodic, DType dtype,
-                       std::optional<bool> overlap, DevicePlan* plan) {
-  DevicePlan three = *plan;
-  const double two_cost = overlap == true ? std::numeric_limits<double>::infinity()
-                                          : plan_slabs(shape, scheme, plane_bytes, probe_points,
-                                                       max_levels, periodic, dtype, 2, plan);
-  const double three_cost = overlap == false ? std::numeric_limits<double>::infinity()
-                                             : plan_slabs(shape, scheme, plane_bytes, probe_points,
-                                                          max_levels, periodic, dtype, 3, &three);
-  if (three_cost < two_cost) *plan = three;
-  return std::min(two_cost, three_cost) < std::numeric_limits<double>::infinity();
+// A wavefront with its copies beside its steps or in turn (`overlap`; none: the cheaper in
+// plan_wavefront's model, in turn on a tie). False when neither fits.
+bool plan_wavefront_overlap(const Shape& shape, const Scheme& scheme, int64_t plane_bytes,
+                            int64_t probe_points, int max_levels, bool periodic, DType dtype,
+                            std::optional<bool> overlap, DevicePlan* plan) {
+  DevicePlan beside = *plan;
+  const double in_turn_cost = overlap == true
+                                  ? std::numeric_limits<double>::infinity()
+                                  : plan_wavefront(shape, scheme, plane_bytes, probe_points,
+                                                   max_levels, periodic, dtype, false, plan);
+  const double beside_cost = overlap == false
+                                 ? std::numeric_limits<double>::infinity()
+                                 : plan_wavefront(shape, scheme, plane_bytes, probe_points,
+                                                  max_levels, periodic, dtype, true, &beside);
+  if (beside_cost < in_turn_cost) *plan = beside;
+  return std::min(in_turn_cost, beside_cost) < std::numeric_limits<double>::infinity();
 }
 
 }  // namespace
@@ -145,22 +147,23 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
       2 * plan.grid_bytes + internal::probe_buffer_bytes(probe_points, plan.pass_steps, value);
   if (plan.device_bytes <= plan.budget) return plan;
 
-  // Host-resident: the grid through the device in slabs.
+  // Host-resident: the grid through the device as a wavefront.
   const int64_t plane_bytes = shape.nx * shape.ny * scheme.component_count() * value;
   const bool periodic = options.boundary == Boundary::Kind::kPeriodic;
   plan.placement = DevicePlacement::kHostResident;
-  if (!plan_slab_buffers(shape, scheme, plane_bytes, probe_points, plan.pass_steps, periodic, dtype,
-                         options.overlap, &plan)) {
-    const int buffers = options.overlap == true ? 3 : 2;
-    const int64_t minimum =
-        buffers * (1 + 2 * scheme.radius_z()) * plane_bytes +
-        internal::probe_buffer_bytes(probe_points * (periodic ? 3 : 1), 1, value);
+  if (!plan_wavefront_overlap(shape, scheme, plane_bytes, probe_points, plan.pass_steps, periodic,
+                              dtype, options.overlap, &plan)) {
+    const bool overlap = options.overlap == true;
+    const int64_t planes = internal::DeviceWavefront::ring_planes(1, scheme.radius_z(), 1, overlap);
+    const int64_t minimum = planes * plane_bytes + internal::probe_buffer_bytes(
+                                                       probe_points * (periodic ? 3 : 1), 1, value);
     return invalid_argument(
         "the device budget is " + format_size(static_cast<uint64_t>(plan.budget)) +
         (options.device_mem > 0 ? " (--device-mem)" : " (the device's memory less 1/16)") +
-        ", less than " + (buffers == 3 ? "three" : "two") + " slabs of " +
-        std::to_string(1 + 2 * scheme.radius_z()) +
-        " planes each need to stream the grid through it; raise --device-mem to at least " +
+        ", less than the " + std::to_string(planes) + " planes" +
+        (overlap ? " (copies beside the steps)" : "") +
+        " a wavefront of one step needs to stream the grid through it; raise --device-mem to "
+        "at least " +
         format_size(static_cast<uint64_t>(minimum)) +
         " if the device has it, or run on the CPU (--method incore or stream)");
   }
@@ -168,12 +171,12 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
   if (options.host_mem == 0 || plan.host_bytes + options.host_transfer_bytes <= options.host_mem) {
     return plan;
   }
-  // Three tiers: kept between slabs, the next slab's halo below it and, periodic, the planes
-  // the sweep reads again at its other end; the depth cut to what --mem holds of them.
+  // Three tiers: periodic, the planes the sweep reads again at its other end stay in host
+  // memory; the depth cut to what --mem holds of them.
   plan.placement = DevicePlacement::kThreeTiers;
   auto kept_bytes = [&](int levels) {
     const int64_t halo = int64_t{levels} * scheme.radius_z();
-    return (2 * halo + (periodic ? std::min(shape.nz, 2 * halo) : 0)) * plane_bytes;
+    return (periodic ? std::min(shape.nz, 2 * halo) : 0) * plane_bytes;
   };
   const int64_t io = kMinThreeTierIoBuffers * options.io_plane_bytes;
   int levels = plan.pass_steps;
@@ -186,8 +189,8 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
         format_size(static_cast<uint64_t>(kept_bytes(1) + io)) + "; raise --mem to at least that");
   }
   if (levels < plan.pass_steps) {
-    plan_slabs(shape, scheme, plane_bytes, probe_points, levels, periodic, dtype, plan.slab_buffers,
-               &plan);
+    plan_wavefront(shape, scheme, plane_bytes, probe_points, levels, periodic, dtype, plan.overlap,
+                   &plan);
   }
   plan.host_bytes = kept_bytes(plan.pass_steps);
   return plan;
@@ -213,11 +216,14 @@ Result<DeviceEngine> DeviceEngine::create(const Shape& shape, const Scheme& sche
   if (e.host_resident()) {
     for (std::vector<std::byte>& g : e.host_) g.resize(static_cast<size_t>(plan.grid_bytes));
   }
-  const int64_t held = e.host_resident() ? plan.buffer_planes * e.plane_bytes_ : plan.grid_bytes;
-  e.grids_.resize(e.host_resident() ? static_cast<size_t>(plan.slab_buffers) : 2);
-  for (device::Buffer& g : e.grids_) {
+  if (e.host_resident()) {
     DG_ASSIGN_OR_RETURN(
-        g, e.device_.allocate(held, e.host_resident() ? "a slab's buffer" : "the grid's copy"));
+        e.grids_, internal::wavefront_rings(e.device_, plan, scheme.radius_z(), e.plane_bytes_));
+    return e;
+  }
+  e.grids_.resize(2);
+  for (device::Buffer& g : e.grids_) {
+    DG_ASSIGN_OR_RETURN(g, e.device_.allocate(plan.grid_bytes, "the grid's copy"));
   }
   return e;
 }
@@ -255,7 +261,7 @@ Result<int64_t> DeviceEngine::advance(const Boundary& boundary, int64_t steps,
                                       const LateHalos& late) {
   if (late.arrive) late.arrive();
   int64_t done = 0;
-  DG_RETURN_IF_ERROR(host_resident() ? run_in_slabs(boundary, steps, progress, probes, &done)
+  DG_RETURN_IF_ERROR(host_resident() ? run_host_passes(boundary, steps, progress, probes, &done)
                                      : run_on_device(boundary, steps, progress, probes, &done));
   return done;
 }
@@ -273,49 +279,53 @@ Status DeviceEngine::run_on_device(const Boundary& boundary, int64_t steps,
                                            plan_.flush_subnormals, plan_.z_points, shape_));
   if (copies) coefficients_equal_ = false;
 
-  // The probes' indices, and a pass's source values and receivers' values.
+  // The probes' entries: every probe after every step of a pass.
   const ResolvedProbes none;
   const ResolvedProbes& p = probes.probes != nullptr ? *probes.probes : none;
   const int n = scheme_.component_count();
   const auto value = static_cast<int64_t>(dtype_size(dtype_));
   const int pass = plan_.pass_steps;
-  std::vector<int64_t> at[2];
-  std::vector<int> ids[2];
   const std::vector<ProbePoint>* points[2] = {&p.sources, &p.receivers};
-  for (size_t k = 0; k < 2; ++k) {
-    if (k == 1 && p.traces == nullptr) break;
-    for (const ProbePoint& q : *points[k]) {
-      ids[k].push_back(static_cast<int>(at[k].size()));
-      at[k].push_back(internal::value_index(shape_, n, q.x, q.y, q.z, q.component));
+  auto entries = [&](size_t k, int levels) {
+    ProbeList l;
+    for (int row = 0; row < levels && (k == 0 || p.traces != nullptr); ++row) {
+      for (size_t i = 0; i < points[k]->size(); ++i) {
+        const ProbePoint& q = (*points[k])[i];
+        l.add(internal::value_index(shape_, n, q.x, q.y, q.z, q.component), static_cast<int>(i),
+              row);
+      }
+      l.end_launch();
     }
+    return l;
+  };
+  ProbeBuffers b[2];
+  const char* kernels[2] = {"dg_add_sources", "dg_record"};
+  for (size_t k = 0; k < 2; ++k) {
+    DG_ASSIGN_OR_RETURN(
+        b[k], internal::probe_buffers(device_, step.source(), kernels[k],
+                                      static_cast<int64_t>(entries(k, pass).at.size()), value));
   }
-  DG_ASSIGN_OR_RETURN(ProbeBuffers sources,
-                      internal::probe_buffers(device_, step.source(), "dg_add_sources",
-                                              static_cast<int>(at[0].size()), pass, value));
-  DG_ASSIGN_OR_RETURN(ProbeBuffers receivers,
-                      internal::probe_buffers(device_, step.source(), "dg_record",
-                                              static_cast<int>(at[1].size()), pass, value));
-  DG_RETURN_IF_ERROR(sources.point_at(device_, at[0]));
-  DG_RETURN_IF_ERROR(receivers.point_at(device_, at[1]));
 
+  const internal::Ring whole[2] = {{&grids_[0], shape_.nz}, {&grids_[1], shape_.nz}};
   while (*done < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(pass, steps - *done));
     const int64_t first = probes.step + *done + 1;  // the step the pass computes first
-    DG_RETURN_IF_ERROR(internal::upload_source_values(device_, sources, p, ids[0], first, levels,
-                                                      dtype_, &traffic_.bytes));
+    for (size_t k = 0; k < 2; ++k) DG_RETURN_IF_ERROR(b[k].use(device_, entries(k, levels)));
+    DG_RETURN_IF_ERROR(
+        internal::upload_source_values(device_, b[0], p, first, dtype_, &traffic_.bytes));
     for (int row = 0; row < levels; ++row) {
       const int64_t remaining = steps - (*done + row + 1);
       const device::Range xy = computed_xy(shape_, scheme_, probes.placement, remaining);
       const int64_t rz = scheme_.radius_z();
       const int64_t z0 = std::max<int64_t>(0, probes.placement.needed_lo[2] - remaining * rz);
       const int64_t z1 = std::min(shape_.nz, probes.placement.needed_hi[2] + remaining * rz);
-      DG_RETURN_IF_ERROR(step.launch(device_, grids_[cur_], grids_[1 - cur_], xy, {{z0, z1}}));
+      DG_RETURN_IF_ERROR(step.launch(device_, whole[cur_], whole[1 - cur_], xy, {{z0, z1}}));
       cur_ = 1 - cur_;
       DG_RETURN_IF_ERROR(
-          internal::apply_probes(device_, grids_[cur_], row, {&sources, &receivers}));
+          internal::apply_probes(device_, grids_[cur_], static_cast<size_t>(row), {&b[0], &b[1]}));
     }
-    DG_RETURN_IF_ERROR(internal::collect_receivers(device_, receivers, p, ids[1], first, levels,
-                                                   dtype_, &traffic_.bytes));
+    DG_RETURN_IF_ERROR(
+        internal::collect_receivers(device_, b[1], p, first, dtype_, &traffic_.bytes));
     DG_RETURN_IF_ERROR(device_.finish());
     *done += levels;
     if (progress && !progress(*done, steps)) break;

@@ -8,18 +8,19 @@
 // unless a source adds to one. Loaded once, stored once.
 //
 // Host-resident: the grid fits host memory but not the device. Two copies of it in host
-// memory; a pass of bt steps goes through the grid in z-slabs: a slab's planes and bt * rz
-// planes of halo on each side (wrapped, periodic) go to the device, bt steps run there on
-// ranges that shrink by rz planes per step at the slab's cut faces, and the slab's own
+// memory; a pass of bt steps goes through the device as a wavefront (device_wavefront.h):
+// level-0 planes go up a chunk at a time, each level computes the chunk's planes rz planes
+// behind the level before into its own ring of planes on the device, and the last level's
 // planes come back into the other host copy. Each pass moves the grid over once each way
-// (plus the halos up), whatever bt; the redundant work is about bt * rz / slab of the steps.
+// whatever bt, and computes each plane once per level (periodic z: plus bt * rz planes past
+// each end).
 //
 // In both, sources and receivers run on the device: a pass's source values go there once,
-// the receivers' values come back once per pass (per slab).
+// the receivers' values come back once per pass.
 //
 // Three tiers: the grid fits neither; it stays on disk and the stream engine's sweeps (reads
-// ahead, writes behind in place, durable and resumable) feed the device slab by slab
-// (device_sweep.h): a few planes in host memory, the slabs on the device.
+// ahead, writes behind, durable and resumable) feed the wavefront (device_sweep.h): a few
+// planes in host memory, the rings on the device.
 #pragma once
 
 #include <cstddef>
@@ -44,13 +45,13 @@ struct DeviceOptions {
   std::string device;      // device::choose_device's argument: ID, "gpu", "cpu" or "" (any)
   int64_t device_mem = 0;  // device budget in bytes; 0: device::default_device_budget
   // Steps per pass: between progress calls and receivers' reads and, host-resident, per trip
-  // of the grid through the device (at most: fewer when a slab of that depth does not fit the
+  // of the grid through the device (at most: fewer when a wavefront that deep does not fit the
   // device). 0: automatic, up to kMaxAutoBt.
   int bt = 0;
   Boundary::Kind boundary = Boundary::Kind::kDirichlet;
   bool flush_subnormals = false;
-  // Slabs' copies beside their steps: three slab buffers (true), two (false), or the cost
-  // model's choice (RunOptions::device_overlap).
+  // A wavefront's copies beside its steps (true: its first and last rings hold a chunk more),
+  // in turn with them (false), or the cost model's choice (RunOptions::device_overlap).
   std::optional<bool> overlap;
   // Host memory: the budget (0: none), and what the host-resident placement needs besides
   // the grid's two copies (plane transfers); a grid whose copies do not fit stays on disk
@@ -70,18 +71,18 @@ std::string_view placement_name(DevicePlacement p);
 struct DevicePlan {
   device::DeviceInfo device;
   DevicePlacement placement = DevicePlacement::kDeviceResident;
-  int64_t budget = 0;      // device bytes the run may allocate
-  int64_t grid_bytes = 0;  // one copy of the grid's values
-  int64_t device_bytes =
-      0;                    // what the engine allocates: two copies (of the grid or a slab), probes
-  int64_t host_bytes = 0;   // host-resident: the grid's two copies in host memory
-  int pass_steps = 1;       // steps per pass
-  int64_t slab_planes = 0;  // slabs: the planes a slab brings back per pass
-  int64_t buffer_planes = 0;  // slabs: the planes of a slab's buffer, with its halos
-  int slab_buffers = 2;       // slabs: 2 (copies and steps in turn) or 3 (overlapped)
-  int64_t slabs = 0;          // slabs: per pass
-  double redundancy = 1;      // slabs: points computed per point advanced
-  int z_points = 1;           // consecutive points along z per work item
+  int64_t budget = 0;        // device bytes the run may allocate
+  int64_t grid_bytes = 0;    // one copy of the grid's values
+  int64_t device_bytes = 0;  // what the engine allocates: grid copies or rings, and probes
+  int64_t host_bytes = 0;    // host-resident: the grid's two copies; three tiers: planes kept
+  int pass_steps = 1;        // steps per pass
+  int64_t chunk_planes = 0;  // wavefront: the planes a chunk brings up
+  int64_t chunks = 0;        // wavefront: per pass
+  int64_t pass_planes = 0;   // wavefront: the level-0 planes a pass brings up (periodic: more)
+  int64_t ring_planes = 0;   // wavefront: the planes of its rings, every level's
+  bool overlap = false;      // wavefront: copies beside the steps
+  double redundancy = 1;     // wavefront: points computed per point advanced (periodic ends)
+  int z_points = 1;          // consecutive points along z per work item
   bool flush_subnormals = false;
 };
 
@@ -110,7 +111,7 @@ class DeviceEngine {
   const DevicePlan& plan() const { return plan_; }
   int64_t plane_bytes() const { return plane_bytes_; }
 
-  // What went between host and device so far (planes loaded and stored, slabs, probes'
+  // What went between host and device so far (planes loaded and stored, chunks, probes'
   // values), and the time those copies took.
   struct Traffic {
     int64_t bytes = 0;
@@ -121,11 +122,11 @@ class DeviceEngine {
  private:
   DeviceEngine(const Shape& shape, const Scheme& scheme, DType dtype, DevicePlan plan,
                device::Device device);
-  // One placement's passes (host-resident: device_slabs.cc).
+  // One placement's passes (host-resident: device_host_passes.cc).
   Status run_on_device(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
                        const ProbeRun& probes, int64_t* done);
-  Status run_in_slabs(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
-                      const ProbeRun& probes, int64_t* done);
+  Status run_host_passes(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
+                         const ProbeRun& probes, int64_t* done);
   bool host_resident() const { return plan_.placement == DevicePlacement::kHostResident; }
 
   Shape shape_;
@@ -133,7 +134,7 @@ class DeviceEngine {
   DType dtype_;
   DevicePlan plan_;
   device::Device device_;
-  // Device-resident: the grid's two copies; host-resident: plan.slab_buffers slabs' buffers.
+  // Device-resident: the grid's two copies; host-resident: a wavefront's rings.
   std::vector<device::Buffer> grids_;
   std::vector<std::byte> host_[2];  // host-resident: the grid
   int cur_ = 0;

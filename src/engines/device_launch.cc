@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace deepgrid::internal {
 namespace {
@@ -27,18 +28,15 @@ double get_value(DType dtype, const std::byte* from) {
   return v;
 }
 
-// A pass's values of some probes on the host: `levels` rows of one value per probe.
-struct PassValues {
-  int64_t value, count;
+// A list's values on the host: one per entry.
+struct EntryValues {
+  int64_t value;
   std::vector<std::byte> host;
-  PassValues(const std::vector<int>& ids, int levels, DType dtype)
+  EntryValues(const ProbeList& l, DType dtype)
       : value(static_cast<int64_t>(dtype_size(dtype))),
-        count(static_cast<int64_t>(ids.size())),
-        host(static_cast<size_t>(levels * count * value)) {}
+        host(l.at.size() * static_cast<size_t>(value)) {}
   int64_t bytes() const { return static_cast<int64_t>(host.size()); }
-  std::byte* at(int row, size_t i) {
-    return host.data() + (row * count + static_cast<int64_t>(i)) * value;
-  }
+  std::byte* at(size_t i) { return host.data() + static_cast<int64_t>(i) * value; }
 };
 
 }  // namespace
@@ -72,20 +70,24 @@ device::Range computed_xy(const Shape& s, const Scheme& scheme, const GridPlacem
   return r;
 }
 
-Status ProbeBuffers::point_at(device::Device& d, const std::vector<int64_t>& indices) {
-  count = static_cast<int>(indices.size());
-  if (count == 0) return Status::Ok();
-  DG_RETURN_IF_ERROR(d.write(at, 0, indices.data(), 8 * int64_t{count}));
-  return kernel.set(3, static_cast<int32_t>(count));
+Status ProbeBuffers::use(device::Device& d, ProbeList l) {
+  list = std::move(l);
+  if (list.at.empty()) return Status::Ok();
+  if (static_cast<int64_t>(list.at.size()) > capacity) {
+    return Status(ErrorCode::kResource,
+                  "a pass's probe entries (" + std::to_string(list.at.size()) +
+                      ") exceed the room planned for them (" + std::to_string(capacity) + ")");
+  }
+  return d.write(at, 0, list.at.data(), 8 * static_cast<int64_t>(list.at.size()));
 }
 
 Result<ProbeBuffers> probe_buffers(device::Device& d, const DeviceSource& src, const char* kernel,
-                                   int capacity, int pass, int64_t value_bytes) {
+                                   int64_t capacity, int64_t value_bytes) {
   ProbeBuffers b;
   b.capacity = capacity;
   if (capacity == 0) return b;
-  DG_ASSIGN_OR_RETURN(b.at, d.allocate(8 * int64_t{capacity}, "the probes' indices"));
-  DG_ASSIGN_OR_RETURN(b.values, d.allocate(pass * capacity * value_bytes, "the probes' values"));
+  DG_ASSIGN_OR_RETURN(b.at, d.allocate(8 * capacity, "the probes' indices"));
+  DG_ASSIGN_OR_RETURN(b.values, d.allocate(capacity * value_bytes, "the probes' values"));
   DG_ASSIGN_OR_RETURN(b.kernel, d.kernel(src.text, src.options, kernel));
   DG_RETURN_IF_ERROR(b.kernel.set(1, b.at));
   DG_RETURN_IF_ERROR(b.kernel.set(2, b.values));
@@ -109,11 +111,13 @@ Result<StepLauncher> StepLauncher::create(device::Device& d, const Scheme& schem
   return l;
 }
 
-Status StepLauncher::launch(device::Device& d, const device::Buffer& in, const device::Buffer& out,
+Status StepLauncher::launch(device::Device& d, const Ring& in, const Ring& out,
                             const device::Range& xy,
                             const std::vector<std::pair<int64_t, int64_t>>& z) {
-  DG_RETURN_IF_ERROR(step_.set(0, in));
-  DG_RETURN_IF_ERROR(step_.set(1, out));
+  DG_RETURN_IF_ERROR(step_.set(0, *in.buffer));
+  DG_RETURN_IF_ERROR(step_.set(1, *out.buffer));
+  DG_RETURN_IF_ERROR(set_index(step_, 10, in.planes, wide_));
+  DG_RETURN_IF_ERROR(set_index(step_, 11, out.planes, wide_));
   for (auto [begin, end] : z) {
     if (end <= begin) continue;
     device::Range r = xy;
@@ -122,6 +126,8 @@ Status StepLauncher::launch(device::Device& d, const device::Buffer& in, const d
     DG_RETURN_IF_ERROR(set_index(step_, 8, end, wide_));
     // Along z, work item j computes z_points points from z_begin + j * z_points.
     DG_RETURN_IF_ERROR(set_index(step_, 9, begin, wide_));
+    DG_RETURN_IF_ERROR(set_index(step_, 12, begin % in.planes, wide_));
+    DG_RETURN_IF_ERROR(set_index(step_, 13, begin % out.planes, wide_));
     r.offset[2] = 0;
     r.size[2] = (end - begin + z_points_ - 1) / z_points_;
     r.group[2] = 1;
@@ -131,42 +137,37 @@ Status StepLauncher::launch(device::Device& d, const device::Buffer& in, const d
 }
 
 Status upload_source_values(device::Device& d, ProbeBuffers& b, const ResolvedProbes& p,
-                            const std::vector<int>& ids, int64_t first, int levels, DType dtype,
-                            int64_t* bytes) {
-  if (ids.empty()) return Status::Ok();
-  PassValues v(ids, levels, dtype);
-  for (int row = 0; row < levels; ++row) {
-    for (size_t i = 0; i < ids.size(); ++i) {
-      put_value(dtype, p.source_specs[static_cast<size_t>(ids[i])]->value(first + row),
-                v.at(row, i));
-    }
+                            int64_t first, DType dtype, int64_t* bytes) {
+  if (b.list.at.empty()) return Status::Ok();
+  EntryValues v(b.list, dtype);
+  for (size_t i = 0; i < b.list.at.size(); ++i) {
+    const auto id = static_cast<size_t>(b.list.id[i]);
+    put_value(dtype, p.source_specs[id]->value(first + b.list.row[i]), v.at(i));
   }
   *bytes += v.bytes();
   return d.write(b.values, 0, v.host.data(), v.bytes());
 }
 
-Status collect_receivers(device::Device& d, ProbeBuffers& b, const ResolvedProbes& p,
-                         const std::vector<int>& ids, int64_t first, int levels, DType dtype,
-                         int64_t* bytes) {
-  if (ids.empty()) return Status::Ok();
-  PassValues v(ids, levels, dtype);
+Status collect_receivers(device::Device& d, ProbeBuffers& b, const ResolvedProbes& p, int64_t first,
+                         DType dtype, int64_t* bytes) {
+  if (b.list.at.empty()) return Status::Ok();
+  EntryValues v(b.list, dtype);
   DG_RETURN_IF_ERROR(d.read(b.values, 0, v.host.data(), v.bytes()));
   *bytes += v.bytes();
-  for (int row = 0; row < levels; ++row) {
-    if (!p.traces->holds(first + row)) continue;
-    for (size_t r = 0; r < ids.size(); ++r) {
-      *p.traces->at(first + row, ids[r]) = get_value(dtype, v.at(row, r));
-    }
+  for (size_t i = 0; i < b.list.at.size(); ++i) {
+    const int64_t step = first + b.list.row[i];
+    if (p.traces->holds(step)) *p.traces->at(step, b.list.id[i]) = get_value(dtype, v.at(i));
   }
   return Status::Ok();
 }
 
-Status apply_probes(device::Device& d, const device::Buffer& grid, int row,
+Status apply_probes(device::Device& d, const device::Buffer& grid, size_t l,
                     std::initializer_list<ProbeBuffers*> probes) {
   for (ProbeBuffers* b : probes) {
-    if (b->count == 0) continue;
+    if (l + 1 >= b->list.begin.size() || b->list.begin[l] == b->list.begin[l + 1]) continue;
     DG_RETURN_IF_ERROR(b->kernel.set(0, grid));
-    DG_RETURN_IF_ERROR(b->kernel.set(4, static_cast<int32_t>(row)));
+    DG_RETURN_IF_ERROR(b->kernel.set(3, static_cast<int32_t>(b->list.begin[l])));
+    DG_RETURN_IF_ERROR(b->kernel.set(4, static_cast<int32_t>(b->list.begin[l + 1])));
     DG_RETURN_IF_ERROR(d.launch(b->kernel, device::Range{}));
   }
   return Status::Ok();

@@ -1,6 +1,6 @@
 // internal: what both placements of the device engine (engines/device_engine.h) launch: the
-// step kernel over a grid or slab in its on-disk layout, and the probes' kernels with a pass's
-// values.
+// step kernel over a grid or a wavefront's rings in the on-disk layout, and the probes' kernels
+// with a pass's values.
 #pragma once
 
 #include <cstdint>
@@ -31,26 +31,48 @@ bool sources_on_coefficients(const Scheme& scheme, const ResolvedProbes* probes)
 device::Range computed_xy(const Shape& s, const Scheme& scheme, const GridPlacement& at,
                           int64_t remaining);
 
-// A probe kernel (dg_add_sources or dg_record) with room for `capacity` points' indices and a
-// pass's values; point_at() says which points a launch serves.
+// A pass's entries of some probes, in launch order: entries [begin[l], begin[l + 1]) are
+// applied after launch l of the step kernel (a step; a level of a chunk, in a wavefront).
+struct ProbeList {
+  std::vector<int64_t> at;    // the value's index in the buffer the launch writes
+  std::vector<int> id, row;   // the probe, and the pass's step (0-based) it serves
+  std::vector<int> begin{0};  // per launch, and the end
+  void add(int64_t index, int probe, int step_row) {
+    at.push_back(index);
+    id.push_back(probe);
+    row.push_back(step_row);
+  }
+  void end_launch() { begin.push_back(static_cast<int>(at.size())); }
+};
+
+// A probe kernel (dg_add_sources or dg_record) with room for `capacity` entries: their
+// indices and values.
 struct ProbeBuffers {
   device::Kernel kernel;
   device::Buffer at, values;
-  int capacity = 0;
-  int count = 0;  // points served now
-  Status point_at(device::Device& d, const std::vector<int64_t>& indices);
+  int64_t capacity = 0;
+  ProbeList list;
+  // `l`'s entries to the device (the values: upload_source_values, collect_receivers).
+  Status use(device::Device& d, ProbeList l);
 };
 Result<ProbeBuffers> probe_buffers(device::Device& d, const DeviceSource& src, const char* kernel,
-                                   int capacity, int pass, int64_t value_bytes);
+                                   int64_t capacity, int64_t value_bytes);
 
-// The device bytes probe_buffers() allocates for `points` points and passes of `pass` steps.
+// The device bytes probe_buffers() allocates for `points` points and passes of `pass` steps
+// (an entry per point and step).
 inline int64_t probe_buffer_bytes(int64_t points, int pass, int64_t value_bytes) {
-  return points * (8 + pass * value_bytes);
+  return points * pass * (8 + value_bytes);
 }
 
-// One step of a grid (or slab) of extents `s` in two buffers: the step's arguments, and
-// launches from `in` to `out` over the points of each range along z.
-// An index argument of the kernels: `long` when the grid needs 64-bit indices, else `int`.
+// A buffer of planes in a ring: plane z at slot z % planes (a whole grid: nz slots).
+struct Ring {
+  const device::Buffer* buffer = nullptr;
+  int64_t planes = 0;
+};
+
+// One step of a grid (or a wavefront's level) of extents `s` in two buffers: the step's arguments,
+// and launches from `in` to `out` over the points of each range along z. An index argument of the
+// kernels: `long` when the grid needs 64-bit indices, else `int`.
 Status set_index(device::Kernel& k, int i, int64_t v, bool wide);
 
 class StepLauncher {
@@ -59,12 +81,13 @@ class StepLauncher {
                                      const Boundary& boundary, bool copies_coefficients,
                                      bool flush_subnormals, int z_points, const Shape& s);
   const DeviceSource& source() const { return src_; }
-  // The planes of the grid or slab the next launches see (the z faces its boundary rule
-  // applies at), at most those create() was given.
+  // The planes of the grid or the wavefront's pass the next launches see (the z faces its boundary
+  // rule applies at), at most those create() was given.
   Status set_planes(int64_t nz) { return set_index(step_, 4, nz, wide_); }
-  // `x`, `y`: the points' offsets and extents along x and y; `z`: [begin, end) pieces.
-  Status launch(device::Device& d, const device::Buffer& in, const device::Buffer& out,
-                const device::Range& xy, const std::vector<std::pair<int64_t, int64_t>>& z);
+  // `x`, `y`: the points' offsets and extents along x and y; `z`: [begin, end) pieces, each
+  // at most a ring of planes.
+  Status launch(device::Device& d, const Ring& in, const Ring& out, const device::Range& xy,
+                const std::vector<std::pair<int64_t, int64_t>>& z);
 
  private:
   DeviceSource src_;
@@ -73,17 +96,14 @@ class StepLauncher {
   int z_points_ = 1;
 };
 
-// A pass's probes at the device: the sources' values of `levels` steps from step `first` go
-// to `b` (the sources `ids` of `p`, in that order), and the receivers' values come back to
-// `p.traces`.
+// A pass's probes at the device: the sources' values of their entries' steps (from step
+// `first`) go to `b`, and the receivers' values come back to `p.traces`.
 Status upload_source_values(device::Device& d, ProbeBuffers& b, const ResolvedProbes& p,
-                            const std::vector<int>& ids, int64_t first, int levels, DType dtype,
-                            int64_t* bytes);
-Status collect_receivers(device::Device& d, ProbeBuffers& b, const ResolvedProbes& p,
-                         const std::vector<int>& ids, int64_t first, int levels, DType dtype,
-                         int64_t* bytes);
-// After step `row` of a pass, into `grid`: sources added, receivers recorded.
-Status apply_probes(device::Device& d, const device::Buffer& grid, int row,
+                            int64_t first, DType dtype, int64_t* bytes);
+Status collect_receivers(device::Device& d, ProbeBuffers& b, const ResolvedProbes& p, int64_t first,
+                         DType dtype, int64_t* bytes);
+// After launch `l` of a pass, into `grid`: its sources added, its receivers recorded.
+Status apply_probes(device::Device& d, const device::Buffer& grid, size_t l,
                     std::initializer_list<ProbeBuffers*> probes);
 
 }  // namespace deepgrid::internal

@@ -28,13 +28,10 @@ Status DeviceSweep::allocate() {
   DG_ASSIGN_OR_RETURN(device::Device d,
                       device::Device::open(device_plan_.device, device_plan_.budget));
   device_.emplace(std::move(d));
-  const int64_t planes = device_plan_.buffer_planes;
-  grids_.resize(static_cast<size_t>(device_plan_.slab_buffers));
-  for (device::Buffer& g : grids_) {
-    DG_ASSIGN_OR_RETURN(g, device_->allocate(planes * plane_bytes_, "a slab's buffer"));
-  }
-  DG_ASSIGN_OR_RETURN(
-      SlabKernels k, slab_kernels(*device_, scheme_, grid_.dtype(), b_, device_plan_, s_, probes_));
+  DG_ASSIGN_OR_RETURN(rings_,
+                      wavefront_rings(*device_, device_plan_, scheme_.radius_z(), plane_bytes_));
+  DG_ASSIGN_OR_RETURN(DeviceWavefrontKernels k, wavefront_kernels(*device_, scheme_, grid_.dtype(),
+                                                                  b_, device_plan_, s_, probes_));
   kernels_.emplace(std::move(k));
   return Status::Ok();
 }
@@ -50,49 +47,37 @@ Status DeviceSweep::sweep(const SweepRecord& record, int64_t reach, StreamStats&
   kept_.clear();
   // (A reach larger than the run's is only less trimmed.)
   return io_.finish(
-      run_slabs(layout, record.step_from + 1, std::max<int64_t>(reach, record.levels), stats));
+      run_wavefront(layout, record.step_from + 1, std::max<int64_t>(reach, record.levels), stats));
 }
 
-// Slab by slab from the sweep's first output plane (run_slab_pipeline): level-0 planes up,
-// the pass's steps, the slab's own planes back and written. Compute time: the slabs' wall
+// The sweep's output planes from its first on as a wavefront (run_wavefront): level-0 planes
+// up, the levels' steps, the new planes back and written. Compute time: the wavefront's wall
 // time less the host's waits for the disk and for copies.
-Status DeviceSweep::run_slabs(const SweepLayout& layout, int64_t first, int64_t reach,
-                              StreamStats& stats) {
-  const int64_t nz = s_.nz, halo = int64_t{layout.levels} * layout.rz;
-  const int64_t per_slab = device_plan_.slab_planes;
-  SlabPass pass{&*device_,     &*kernels_,      nullptr, &scheme_,   s_,
-                grid_.dtype(), layout.periodic, probes_, placement_, &stats.device_bytes_copied};
-  pass.levels = layout.levels;
+Status DeviceSweep::run_wavefront(const SweepLayout& layout, int64_t first, int64_t reach,
+                                  StreamStats& stats) {
+  const DeviceWavefront w(layout.from, s_.nz, s_.nz, layout.periodic, layout.levels, layout.rz,
+                          device_plan_.chunk_planes, overlaps(device_plan_, layout.levels));
+  DeviceWavefrontPass pass{
+      &*device_,     &*kernels_,      &rings_, &scheme_,   s_,
+      grid_.dtype(), layout.periodic, probes_, placement_, &stats.device_bytes_copied};
   pass.first = first;
   pass.reach = reach;
-  auto slab = [&](int64_t i) {
-    const int64_t z0 = layout.from + i * per_slab;
-    return Slab(z0, std::min(nz, z0 + per_slab), halo, nz, layout.periodic);
-  };
-  SlabCopies copies;
-  copies.up = [&](int64_t i, const device::Buffer& to,
+  ChunkCopies copies;
+  copies.up = [&](int64_t j, const device::Buffer& to,
                   const device::Event& after) -> Result<device::Event> {
     DG_RETURN_IF_ERROR(device_->wait(after));
-    const Slab s = slab(i);
-    // Planes from the next slab's first on are read again by it.
-    const int64_t keep_from = s.z1 < nz ? Slab(s.z1, s.z1 + 1, halo, nz, layout.periodic).g0 : s.g1;
-    DG_RETURN_IF_ERROR(upload(s, keep_from, layout.levels, to, stats));
+    DG_RETURN_IF_ERROR(upload(w, j, to, stats));
     return device::Event{};
   };
-  copies.down = [&](int64_t i, const device::Buffer& from,
+  copies.down = [&](int64_t j, const device::Buffer& from,
                     const device::Event& ready) -> Result<device::Event> {
     DG_RETURN_IF_ERROR(device_->wait(ready));
-    DG_RETURN_IF_ERROR(write_back(slab(i), from, stats));
+    DG_RETURN_IF_ERROR(write_back(w, j, from, stats));
     return device::Event{};
-  };
-  auto steps_of = [&](int64_t i, const device::Buffer* grids) {
-    pass.grids = grids;
-    return advance_slab(pass, slab(i));
   };
   const auto t0 = std::chrono::steady_clock::now();
   const double io_wait = stats.io_wait_seconds, copy_wait = copy_wait_seconds_;
-  DG_RETURN_IF_ERROR(run_slab_pipeline(
-      *device_, grids_, (nz - layout.from + per_slab - 1) / per_slab, copies, steps_of));
+  DG_RETURN_IF_ERROR(internal::run_wavefront(pass, w, copies));
   stats.compute_seconds += std::max(0.0, seconds_since(t0) - (stats.io_wait_seconds - io_wait) -
                                              (copy_wait_seconds_ - copy_wait));
   DG_ASSIGN_OR_RETURN(const double copying, device_->take_transfer_seconds());
@@ -109,15 +94,16 @@ Status DeviceSweep::copied(Result<device::Event> copy, StreamStats& stats) {
   return Status::Ok();
 }
 
-// The slab's level-0 planes into `to`: each from its read buffer, checked against its checksum
-// when the grid verifies, or from the planes kept; those a later slab reads again (from
-// `keep_from` on, or pinned) are kept.
-Status DeviceSweep::upload(const Slab& slab, int64_t keep_from, int levels,
-                           const device::Buffer& to, StreamStats& stats) {
+// Chunk j's level-0 planes into `to`: each from its read buffer, checked against its checksum
+// when the grid verifies, or from the planes kept; periodic, those the sweep reads again at
+// its other end (pinned) are kept until then.
+Status DeviceSweep::upload(const DeviceWavefront& w, int64_t j, const device::Buffer& to,
+                           StreamStats& stats) {
   const int64_t nz = s_.nz;
-  for (int64_t g = slab.g0; g < slab.g1; ++g) {
-    const int64_t p = ((g % nz) + nz) % nz;
-    const bool pinned = is_pinned(b_, levels, scheme_.radius_z(), nz, p);
+  const auto [lo, hi] = w.window(0, j);
+  for (int64_t u = lo; u < hi; ++u) {
+    const int64_t p = (((w.g0 + u) % nz) + nz) % nz;
+    const bool pinned = is_pinned(b_, w.levels, scheme_.radius_z(), nz, p);
     const std::byte* values = nullptr;
     std::optional<size_t> read;  // the read buffer it came in
     auto kept = kept_.find(p);
@@ -130,27 +116,27 @@ Status DeviceSweep::upload(const Slab& slab, int64_t keep_from, int levels,
         DG_RETURN_IF_ERROR(
             grid_.verify_plane_hash(p, plane_hash(values, static_cast<size_t>(plane_bytes_))));
       }
-      if (g >= keep_from || pinned) kept_[p].assign(values, values + plane_bytes_);
+      if (pinned) kept_[p].assign(values, values + plane_bytes_);
     }
     DG_RETURN_IF_ERROR(copied(
-        device_->write_async(to, (g - slab.g0) * plane_bytes_, values, plane_bytes_), stats));
+        device_->write_async(to, (u % w.ring(0)) * plane_bytes_, values, plane_bytes_), stats));
     if (read) DG_RETURN_IF_ERROR(io_.recycle_reads({*read}));
-    // Kept planes go at their last use: at most the next slab's halo and the pinned planes
-    // are held at a time (plan_device's count).
-    if (kept != kept_.end() && !pinned && g < keep_from) kept_.erase(kept);
   }
   return io_.read_ahead();
 }
 
-// The slab's own planes from `from` into write buffers, hashed and written in place.
-Status DeviceSweep::write_back(const Slab& slab, const device::Buffer& from, StreamStats& stats) {
-  for (int64_t z = slab.z0; z < slab.z1; ++z) {
+// Chunk j's output planes from `from` into write buffers, hashed and written in place.
+Status DeviceSweep::write_back(const DeviceWavefront& w, int64_t j, const device::Buffer& from,
+                               StreamStats& stats) {
+  const auto [lo, hi] = w.output(j);
+  for (int64_t u = lo; u < hi; ++u) {
     DG_ASSIGN_OR_RETURN(const size_t b, io_.claim_write_buffer(stats));
     std::byte* out = io_.write_buffer(b).bytes;
     DG_RETURN_IF_ERROR(
-        copied(device_->read_async(from, (z - slab.g0) * plane_bytes_, out, plane_bytes_), stats));
+        copied(device_->read_async(from, (u % w.ring(w.levels)) * plane_bytes_, out, plane_bytes_),
+               stats));
     DG_RETURN_IF_ERROR(
-        io_.write_plane(b, z, plane_hash(out, static_cast<size_t>(plane_bytes_)), stats));
+        io_.write_plane(b, w.g0 + u, plane_hash(out, static_cast<size_t>(plane_bytes_)), stats));
   }
   return io_.read_ahead();
 }

@@ -1,12 +1,11 @@
 // internal: the device engine's three-tier placement (device_engine.h): a stream sweep whose
 // levels the device computes. The disk traffic, its durability and resumption are the stream
 // engine's (stream_io.h: level-0 planes read ahead in the sweep's order, new planes written
-// behind in place, the committer's record); between them the grid goes through the device in
-// z-slabs as in the host-resident placement (device_slab.h), each level-0 plane uploaded from
-// its read buffer and each new plane downloaded into its write buffer, on the device's
-// transfer queue: with three slab buffers the next slab goes up and the last one comes down
-// (and to disk) while a slab's steps run. Planes two slabs read (their halos) and, periodic,
-// the planes the sweep reads again at its other end stay in host memory until their last use.
+// behind in place, the committer's record); between them the sweep goes through the device
+// as a wavefront (device_wavefront.h), each level-0 plane uploaded from its read buffer and
+// each new plane downloaded into its write buffer on the device's transfer queue: overlapped,
+// the next chunk goes up and the last one comes down (and to disk) while a chunk's steps run.
+// Periodic, the planes the sweep reads again at its other end stay in host memory.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +16,7 @@
 #include "deepgrid/probes.h"
 #include "deepgrid/store.h"
 #include "engines/device_engine.h"
-#include "engines/device_slab.h"
+#include "engines/device_wavefront.h"
 #include "engines/stream_engine.h"
 #include "engines/stream_io.h"
 #include "engines/stream_stages.h"
@@ -30,7 +29,7 @@ class DeviceSweep {
               const DevicePlan& device, io::BlockIo& io, const ResolvedProbes* probes,
               const GridPlacement& placement);
 
-  // The device, its slab buffers, kernels and probes' buffers; the I/O buffers.
+  // The device, its wavefront's rings, kernels and probes' buffers; the I/O buffers.
   Status allocate();
 
   // One sweep in place, from the record's `done` plane on; `reach`: the steps left in the run
@@ -39,10 +38,10 @@ class DeviceSweep {
 
  private:
   // `first`: the step the sweep computes first.
-  Status run_slabs(const SweepLayout& layout, int64_t first, int64_t reach, StreamStats& stats);
-  Status upload(const Slab& slab, int64_t keep_from, int levels, const device::Buffer& to,
-                StreamStats& stats);
-  Status write_back(const Slab& slab, const device::Buffer& from, StreamStats& stats);
+  Status run_wavefront(const SweepLayout& layout, int64_t first, int64_t reach, StreamStats& stats);
+  Status upload(const DeviceWavefront& w, int64_t j, const device::Buffer& to, StreamStats& stats);
+  Status write_back(const DeviceWavefront& w, int64_t j, const device::Buffer& from,
+                    StreamStats& stats);
   // A plane's copy on the transfer queue, waited for (the host's time in it counted).
   Status copied(Result<device::Event> copy, StreamStats& stats);
 
@@ -56,11 +55,11 @@ class DeviceSweep {
   const Shape s_;
   const int64_t plane_bytes_;
   SweepIo io_;
-  std::optional<device::Device> device_;  // opened by allocate()
-  std::vector<device::Buffer> grids_;     // DevicePlan::slab_buffers slabs' buffers
-  double copy_wait_seconds_ = 0;          // the host's, in copied()
-  std::optional<SlabKernels> kernels_;    // made by allocate()
-  // Level-0 planes later slabs read again, by plane.
+  std::optional<device::Device> device_;           // opened by allocate()
+  std::vector<device::Buffer> rings_;              // the wavefront's
+  double copy_wait_seconds_ = 0;                   // the host's, in copied()
+  std::optional<DeviceWavefrontKernels> kernels_;  // made by allocate()
+  // Periodic: level-0 planes the sweep reads again at its other end, by plane.
   std::map<int64_t, std::vector<std::byte>> kept_;
 };
 

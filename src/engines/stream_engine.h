@@ -54,7 +54,7 @@ struct StreamOptions {
   // Where the grid lies in a larger one, and which of its points the run must deliver
   // (geometry.h).
   GridPlacement placement;
-  // Three tiers: the device that computes the sweeps' levels, and its slabs (device_engine.h);
+  // Three tiers: the device that computes the sweeps' levels, and its wavefront (device_engine.h);
   // null: the CPU.
   const DevicePlan* device = nullptr;
 };

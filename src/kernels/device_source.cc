@@ -122,52 +122,63 @@ DeviceSource device_step_source(const Scheme& scheme, DType dtype, Boundary::Kin
   s += flush_subnormals ? kFlushedArithmetic : kIeeeArithmetic;
   // Where index i along an axis of n points reads (boundary.h's boundary_source_index).
   s += "inline I source_index(I i, I n) {\n" + std::string(source_index(boundary)) + "}\n";
+  // (`zslot`: the slot of the plane the boundary rule reads, which the caller finds.)
   s += R"(inline T read_outside(__global const T* in, int c, I x, I y, I z, I nx, I ny, I nz,
-                          T outside) {
+                          T outside, I zslot) {
   const I sx = source_index(x, nx), sy = source_index(y, ny), sz = source_index(z, nz);
   if (sx < 0 || sy < 0 || sz < 0) return outside;
-  return in[((sz * NC + c) * ny + sy) * nx + sx];
+  return in[((zslot * NC + c) * ny + sy) * nx + sx];
 }
 )";
   s += "#define RX " + std::to_string(scheme.radius_x()) + "\n";
   s += "#define RY " + std::to_string(scheme.radius_y()) + "\n";
   s += "#define RZ " + std::to_string(scheme.radius_z()) + "\n";
   s += "#define ZP " + std::to_string(z_points) + "\n";
-  s += R"(__kernel void dg_step(__global const T* restrict in, __global T* restrict out, const I nx,
+  s += R"(// Plane z of a buffer that holds its planes in a ring of `planes` (z0, the launch's first
+// plane, at slot0): its slot, from the launch's plane offset (a launch spans at most a ring).
+inline I slot(I j, I slot0, I planes) {
+  const I s = slot0 + j;
+  return s < 0 ? s + planes : s >= planes ? s - planes : s;
+}
+__kernel void dg_step(__global const T* restrict in, __global T* restrict out, const I nx,
                       const I ny, const I nz, const T outside, const I x_end, const I y_end,
-                      const I z_end, const I z_begin) {
+                      const I z_end, const I z_begin, const I in_planes, const I out_planes,
+                      const I in_slot0, const I out_slot0) {
   const I x = (I)get_global_id(0), y = (I)get_global_id(1);
   if (x >= x_end || y >= y_end) return;  // past the range, in its last groups
-  const I field = nx * ny;
-#define W(c) out[at + (c) * field]
+  const I field = nx * ny, row = y * nx + x;
 #pragma unroll
   for (int k = 0; k < ZP; ++k) {
-    const I z = z_begin + (I)get_global_id(2) * ZP + k;
+    const I j = (I)get_global_id(2) * ZP + k, z = z_begin + j;  // the launch's j-th plane
     if (z >= z_end) return;
-    const I at = z * NC * field + y * nx + x;
+    const I zin = slot(j, in_slot0, in_planes);
+#define W(c) out[(slot(j, out_slot0, out_planes) * NC + (c)) * field + row]
     if (x >= RX && x < nx - RX && y >= RY && y < ny - RY && z >= RZ && z < nz - RZ) {
-#define U(c, dx, dy, dz) in[at + (c) * field + (dz) * NC * field + (dy) * nx + (dx)]
+#define U(c, dx, dy, dz) \
+  in[(slot(dz, zin, in_planes) * NC + (c)) * field + row + (dy) * nx + (dx)]
 )";
   s += body;
   s += R"(#undef U
     } else {
-#define U(c, dx, dy, dz) read_outside(in, c, x + (dx), y + (dy), z + (dz), nx, ny, nz, outside)
+#define U(c, dx, dy, dz) read_outside(in, c, x + (dx), y + (dy), z + (dz), nx, ny, nz, outside, \
+                                      slot(source_index(z + (dz), nz) - z, zin, in_planes))
 )";
   s += body;
   s += R"(#undef U
     }
-  }
 #undef W
+  }
 }
 
+// The probes of a launch: entries [begin, end) of the pass's list, in order.
 __kernel void dg_add_sources(__global T* u, __global const long* at, __global const T* a,
-                          const int count, const int row) {
-  for (int i = 0; i < count; ++i) u[at[i]] = ADD(D(u[at[i]]), D(a[row * count + i]));
+                             const int begin, const int end) {
+  for (int i = begin; i < end; ++i) u[at[i]] = ADD(D(u[at[i]]), D(a[i]));
 }
 
 __kernel void dg_record(__global const T* u, __global const long* at, __global T* values,
-                     const int count, const int row) {
-  for (int i = 0; i < count; ++i) values[row * count + i] = u[at[i]];
+                        const int begin, const int end) {
+  for (int i = begin; i < end; ++i) values[i] = u[at[i]];
 }
 )";
   return {s, "-cl-std=CL1.2"};

@@ -2,16 +2,20 @@
 //
 // The program holds three kernels over a grid in its on-disk layout, (z, component, y, x)
 // packed, one work item per point:
-//   dg_step(in, out, nx, ny, nz, outside, x_end, y_end, z_end, z_begin): one step of every
-//     state field at its points (work item (x, y, j): z_begin + j * z_points + k, k <
-//     z_points), in scheme.h's evaluation order with explicit fma() and FP_CONTRACT
-//     OFF, so that its bits are those of tests/reference.h; outside the grid it reads through
-//     the boundary rule (`outside` is dirichlet's value in the dtype). Older levels shift;
-//     coefficient fields are copied only when the source asks (`copies_coefficients`), since
-//     the engine keeps them equal in both copies of its grid. With `flush_subnormals` the
-//     arithmetic is x86's with DAZ and FTZ, emulated (device_source.cc).
-//   dg_add_sources(u, at, a, count, row): u[at[i]] += a[row * count + i], i in order;
-//   dg_record(u, at, values, count, row): values[row * count + i] = u[at[i]].
+//   dg_step(in, out, nx, ny, nz, outside, x_end, y_end, z_end, z_begin, in_planes, out_planes,
+//     in_slot0, out_slot0): one step of every state field at its points (work item (x, y, j):
+//     planes z_begin + j * z_points + k, k < z_points), in scheme.h's evaluation order with
+//     explicit fma() and FP_CONTRACT OFF, so that its bits are those of tests/reference.h;
+//     outside the grid's nz planes it reads through the boundary rule (`outside` is
+//     dirichlet's value in the dtype). Each buffer holds planes in a ring (`in_planes`,
+//     `out_planes` slots; plane z_begin at slot `in_slot0`, `out_slot0`): a whole grid is a
+//     ring of nz planes with plane z at slot z; a wavefront's level keeps only the planes the
+//     next level still reads. Older levels shift; coefficient fields are copied only when
+//     asked (`copies_coefficients`: a source adds to one, or each level has its own buffer);
+//     else the engine keeps them equal in both copies of its grid. With `flush_subnormals`
+//     the arithmetic is x86's with DAZ and FTZ, emulated (device_source.cc).
+//   dg_add_sources(u, at, a, begin, end): u[at[i]] += a[i] for i in [begin, end), in order;
+//   dg_record(u, at, values, begin, end): values[i] = u[at[i]].
 // The range of a launch may be part of the grid (points that cannot reach a distributed
 // part's needed box are not computed); dg_step skips the points at or past its ends (x_end,
 // y_end, z_end: a launch in whole work-groups).

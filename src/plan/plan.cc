@@ -100,9 +100,9 @@ double disk_bytes_per_update(const MachineProfile& machine, double directions) {
 }
 
 // The device method's time: per pass, its kernels over the points it computes (redundant halo
-// work included) and its copies (device-resident: the grid loaded and stored once; slabs: each
-// slab up with its halos, its own planes down), one after the other or, overlapped on a GPU,
-// the longer of the two; the disk once, or per sweep beside them (three tiers).
+// work included) and its copies (device-resident: the grid loaded and stored once; wavefront:
+// the pass's planes up, the grid down), one after the other or, overlapped on a GPU, the
+// longer of the two; the disk once, or per sweep beside them (three tiers).
 void predict_device_time(const Manifest& m, int64_t steps, const MachineProfile& machine,
                          double disk_s, RunPlan* plan) {
   const DevicePlan& d = plan->device;
@@ -111,11 +111,10 @@ void predict_device_time(const Manifest& m, int64_t steps, const MachineProfile&
   const double grid = static_cast<double>(d.grid_bytes);
   const bool resident = d.placement == DevicePlacement::kDeviceResident;
   const bool three = d.placement == DevicePlacement::kThreeTiers;
-  // Three slab buffers: a GPU copies beside its kernels; a CPU device's copies take its cores.
-  const bool beside = !resident && d.slab_buffers >= 3 && d.device.gpu;
+  // Overlapped, a GPU copies beside its kernels; a CPU device's copies take its cores.
+  const bool beside = !resident && d.overlap && d.device.gpu;
   const double plane = grid / static_cast<double>(m.shape.nz);
-  const double pass_copy =
-      resident ? 0 : static_cast<double>(d.slabs * d.buffer_planes) * plane + grid;
+  const double pass_copy = resident ? 0 : static_cast<double>(d.pass_planes) * plane + grid;
   if (copy_bps > 0 && resident) plan->predicted_copy_seconds = 2 * grid / copy_bps;
   plan->predicted_io_seconds = three ? 0 : disk_s;
   plan->predicted_seconds = plan->predicted_io_seconds + plan->predicted_copy_seconds;
@@ -164,10 +163,10 @@ Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
 }
 
 // The device method: the grid held on the device (host memory for the plane transfers), or
-// in host memory and sent through the device in slabs (two host copies besides), or on disk,
-// the stream engine's sweeps feeding the device (three tiers: their I/O buffers and the
-// planes kept between slabs); the device's budget proven by plan_device. The prediction takes
-// the device's measured rates (0: the disk alone): predict_device_time.
+// in host memory and sent through the device as a wavefront (two host copies besides), or on
+// disk, the stream engine's sweeps feeding the device (three tiers: their I/O buffers and,
+// periodic, the planes kept for the sweep's other end); the device's budget proven by plan_device.
+// The prediction takes the device's measured rates (0: the disk alone): predict_device_time.
 Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
                                 const MachineProfile& machine, RunPlan plan, double read_s,
                                 double write_s) {
@@ -326,14 +325,14 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
                  "behind, its record and commits)";
       n += std::snprintf(
           buf + n, sizeof buf - n,
-          "placement   %s: %s; each %s of bt %d steps sends it through the device in %lld "
-          "slabs of %lld planes (%.0f%% redundant halo work) in %d buffers (%s), %s of "
-          "--device-mem %s\n",
+          "placement   %s: %s; each %s of bt %d steps sends it through the device as a "
+          "wavefront of %lld chunks of %lld planes (%.0f%% redundant work), %s, in rings of "
+          "%lld planes: %s of --device-mem %s\n",
           std::string(placement_name(device.placement)).c_str(), where.c_str(),
-          host ? "pass" : "sweep", device.pass_steps, static_cast<long long>(device.slabs),
-          static_cast<long long>(device.slab_planes), 100 * (device.redundancy - 1),
-          device.slab_buffers,
-          device.slab_buffers >= 3 ? "copies beside the steps" : "copies and steps in turn",
+          host ? "pass" : "sweep", device.pass_steps, static_cast<long long>(device.chunks),
+          static_cast<long long>(device.chunk_planes), 100 * (device.redundancy - 1),
+          device.overlap ? "copies beside the steps" : "copies and steps in turn",
+          static_cast<long long>(device.ring_planes),
           format_size(static_cast<uint64_t>(device.device_bytes)).c_str(),
           format_size(static_cast<uint64_t>(device.budget)).c_str());
     }
@@ -412,13 +411,12 @@ std::string RunPlan::to_json() const {
     j["device_bytes"] = device.device_bytes;
     j["host_bytes"] = device.host_bytes;
     j["predicted_copy_seconds"] = predicted_copy_seconds;
-    if (device.placement != DevicePlacement::kDeviceResident) {
-      j["slab_buffers"] = device.slab_buffers;
-    }
     j["bt"] = device.pass_steps;
-    if (device.placement == DevicePlacement::kHostResident) {
-      j["slabs"] = device.slabs;
-      j["slab_planes"] = device.slab_planes;
+    if (device.placement != DevicePlacement::kDeviceResident) {
+      j["overlap"] = device.overlap;
+      j["chunks"] = device.chunks;
+      j["chunk_planes"] = device.chunk_planes;
+      j["ring_planes"] = device.ring_planes;
       j["redundancy"] = device.redundancy;
     }
     j["device_budget_bytes"] = device.budget;

@@ -177,7 +177,7 @@ Result<RunReport> ResidentGrid::advance(const RunOptions& opt, int64_t step,
   engine_->describe(&r);
   r.steps = done;
   // Compute: the advance less the halos' wait and the copies between host and device in it
-  // (host-resident slabs), which the report gives apart.
+  // (host-resident passes), which the report gives apart.
   r.compute_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
                       arrival - (r.device_copy_seconds - before.device_copy_seconds);
   r.engine_memory = plan_.memory_bytes;

@@ -1,0 +1,69 @@
+// The device engine's host-resident passes (device_engine.h): the grid in two host copies,
+// each pass of bt steps through the device as a wavefront (device_wavefront.h), the copies on
+// the transfer queue.
+#include <algorithm>
+#include <vector>
+
+#include "engines/device_engine.h"
+#include "engines/device_wavefront.h"
+
+namespace deepgrid {
+
+Status DeviceEngine::run_host_passes(const Boundary& boundary, int64_t steps,
+                                     const ProgressFn& progress, const ProbeRun& probes,
+                                     int64_t* done) {
+  const bool periodic = boundary.kind == Boundary::Kind::kPeriodic;
+  const int64_t nz = shape_.nz, rz = scheme_.radius_z();
+  DG_ASSIGN_OR_RETURN(internal::DeviceWavefrontKernels kernels,
+                      internal::wavefront_kernels(device_, scheme_, dtype_, boundary, plan_, shape_,
+                                                  probes.probes));
+  internal::DeviceWavefrontPass pass{&device_,         &kernels,       &grids_,  &scheme_,
+                                     shape_,           dtype_,         periodic, probes.probes,
+                                     probes.placement, &traffic_.bytes};
+
+  while (*done < steps) {
+    const int levels = static_cast<int>(std::min<int64_t>(plan_.pass_steps, steps - *done));
+    const internal::DeviceWavefront w(0, nz, nz, periodic, levels, rz, plan_.chunk_planes,
+                                      internal::overlaps(plan_, levels));
+    pass.first = probes.step + *done + 1;
+    pass.reach = steps - *done;
+    const std::vector<std::byte>& from = host_[cur_];
+    std::vector<std::byte>& to = host_[1 - cur_];
+    // Plane by plane: a ring's slots and, periodic, the grid's planes wrap.
+    internal::ChunkCopies copies;
+    copies.up = [&](int64_t j, const device::Buffer& ring,
+                    const device::Event& after) -> Result<device::Event> {
+      const auto [lo, hi] = w.window(0, j);
+      device::Event last;
+      for (int64_t u = lo; u < hi; ++u) {
+        const int64_t g = w.g0 + u, p = ((g % nz) + nz) % nz;
+        DG_ASSIGN_OR_RETURN(
+            last, device_.write_async(ring, (u % w.ring(0)) * plane_bytes_,
+                                      from.data() + p * plane_bytes_, plane_bytes_, {after}));
+      }
+      traffic_.bytes += std::max<int64_t>(0, hi - lo) * plane_bytes_;
+      return last;
+    };
+    copies.down = [&](int64_t j, const device::Buffer& ring,
+                      const device::Event& ready) -> Result<device::Event> {
+      const auto [lo, hi] = w.output(j);
+      device::Event last;
+      for (int64_t u = lo; u < hi; ++u) {
+        DG_ASSIGN_OR_RETURN(
+            last, device_.read_async(ring, (u % w.ring(levels)) * plane_bytes_,
+                                     to.data() + (w.g0 + u) * plane_bytes_, plane_bytes_, {ready}));
+      }
+      traffic_.bytes += std::max<int64_t>(0, hi - lo) * plane_bytes_;
+      return last;
+    };
+    DG_RETURN_IF_ERROR(internal::run_wavefront(pass, w, copies));
+    DG_ASSIGN_OR_RETURN(const double copying, device_.take_transfer_seconds());
+    traffic_.copy_seconds += copying;
+    cur_ = 1 - cur_;
+    *done += levels;
+    if (progress && !progress(*done, steps)) break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace deepgrid
