@@ -31,18 +31,36 @@ double wavefront_redundancy(int64_t nz, int levels, int64_t rz, bool periodic) {
   return computed / (static_cast<double>(nz) * levels);
 }
 
+constexpr double kThreeTierDiskCostOnCpuDevices = 0.5;
+
 // Wavefronts: the pass depth (up to `max_levels`) and chunk that fit `plan.budget` and cost
 // least per step in a model of copies, kernels and launches. A point's copy one way costs 24
-// steps of its update on GPUs (PCIe's ~50 GB/s against HBM's ~3 TB/s) and 1 on CPU devices,
-// where both are memory copies; overlapped, a GPU's copies run beside its kernels (the longer
-// of the two counts), a CPU device's take the same cores (both count). A launch costs about
-// 2^19 points' updates on a GPU (~10 us at ~50 GLUP/s) and 2^15 on a CPU device (~30 us at
-// ~1 GLUP/s), which keeps chunks from getting thin. The cost per step, or infinity when not
-// even one step fits.
-double plan_wavefront(const Shape& shape, const Scheme& scheme, int64_t plane_bytes,
-                      int64_t probe_points, int max_levels, bool periodic, DType dtype,
-                      bool overlap, DevicePlan* plan) {
-  const double copy_cost = plan->device.gpu ? 24 : 1;
+// of its updates on GPUs (PCIe's ~50 GB/s against HBM's ~3 TB/s) and 0.1 on CPU devices,
+// where copies are memcpy and kernels compute (PoCL, 7pt f32: 8.7 GB/s against 200 MLUP/s);
+// overlapped, a GPU's copies run beside its kernels (the longer of the two counts), a CPU
+// device's take the same cores (both count). A launch (with its events) costs about 2^19
+// updates on a GPU (~10 us at ~50 GLUP/s) and 2^15 on a CPU device (PoCL: ~190 us at 200
+// MLUP/s), which keeps chunks from getting thin. Three tiers on a CPU device, each pass's
+// reads and writes cost 0.5 updates per point each way besides: the host's I/O work (checksums,
+// io_uring, a VM's disk emulation) takes the kernels' cores, and each sweep commits (on a GPU
+// the host does it beside the device). The cost per step, or infinity when not even one step
+// fits.
+struct WavefrontModel {
+  Shape shape;
+  const Scheme* scheme = nullptr;
+  int64_t plane_bytes = 0, probe_points = 0;
+  bool periodic = false;
+  DType dtype = DType::kF32;
+  bool from_disk = false;  // three tiers
+};
+double plan_wavefront(const WavefrontModel& m, int max_levels, bool overlap, DevicePlan* plan) {
+  const Shape& shape = m.shape;
+  const Scheme& scheme = *m.scheme;
+  const int64_t plane_bytes = m.plane_bytes, probe_points = m.probe_points;
+  const bool periodic = m.periodic;
+  const DType dtype = m.dtype;
+  const double copy_cost =
+      plan->device.gpu ? 24 : 0.1 + (m.from_disk ? kThreeTierDiskCostOnCpuDevices : 0);
   const double launch_points = plan->device.gpu ? 1 << 19 : 1 << 15;
   const bool beside = overlap && plan->device.gpu;
   const int64_t rz = scheme.radius_z(), nz = shape.nz;
@@ -78,18 +96,13 @@ double plan_wavefront(const Shape& shape, const Scheme& scheme, int64_t plane_by
 
 // A wavefront with its copies beside its steps or in turn (`overlap`; none: the cheaper in
 // plan_wavefront's model, in turn on a tie). False when neither fits.
-bool plan_wavefront_overlap(const Shape& shape, const Scheme& scheme, int64_t plane_bytes,
-                            int64_t probe_points, int max_levels, bool periodic, DType dtype,
-                            std::optional<bool> overlap, DevicePlan* plan) {
+bool plan_wavefront_overlap(const WavefrontModel& m, int max_levels, std::optional<bool> overlap,
+                            DevicePlan* plan) {
   DevicePlan beside = *plan;
-  const double in_turn_cost = overlap == true
-                                  ? std::numeric_limits<double>::infinity()
-                                  : plan_wavefront(shape, scheme, plane_bytes, probe_points,
-                                                   max_levels, periodic, dtype, false, plan);
-  const double beside_cost = overlap == false
-                                 ? std::numeric_limits<double>::infinity()
-                                 : plan_wavefront(shape, scheme, plane_bytes, probe_points,
-                                                  max_levels, periodic, dtype, true, &beside);
+  const double in_turn_cost = overlap == true ? std::numeric_limits<double>::infinity()
+                                              : plan_wavefront(m, max_levels, false, plan);
+  const double beside_cost = overlap == false ? std::numeric_limits<double>::infinity()
+                                              : plan_wavefront(m, max_levels, true, &beside);
   if (beside_cost < in_turn_cost) *plan = beside;
   return std::min(in_turn_cost, beside_cost) < std::numeric_limits<double>::infinity();
 }
@@ -151,8 +164,9 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
   const int64_t plane_bytes = shape.nx * shape.ny * scheme.component_count() * value;
   const bool periodic = options.boundary == Boundary::Kind::kPeriodic;
   plan.placement = DevicePlacement::kHostResident;
-  if (!plan_wavefront_overlap(shape, scheme, plane_bytes, probe_points, plan.pass_steps, periodic,
-                              dtype, options.overlap, &plan)) {
+  WavefrontModel model{shape, &scheme, plane_bytes, probe_points, periodic, dtype};
+  const int max_levels = plan.pass_steps;
+  if (!plan_wavefront_overlap(model, max_levels, options.overlap, &plan)) {
     const bool overlap = options.overlap == true;
     const int64_t planes = internal::DeviceWavefront::ring_planes(1, scheme.radius_z(), 1, overlap);
     const int64_t minimum = planes * plane_bytes + internal::probe_buffer_bytes(
@@ -179,7 +193,7 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
     return (periodic ? std::min(shape.nz, 2 * halo) : 0) * plane_bytes;
   };
   const int64_t io = kMinThreeTierIoBuffers * options.io_plane_bytes;
-  int levels = plan.pass_steps;
+  int levels = max_levels;
   while (levels > 0 && kept_bytes(levels) + io > options.host_mem) --levels;
   if (levels == 0) {
     return invalid_argument(
@@ -188,10 +202,8 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
         "device needs, " +
         format_size(static_cast<uint64_t>(kept_bytes(1) + io)) + "; raise --mem to at least that");
   }
-  if (levels < plan.pass_steps) {
-    plan_wavefront(shape, scheme, plane_bytes, probe_points, levels, periodic, dtype, plan.overlap,
-                   &plan);
-  }
+  model.from_disk = true;
+  plan_wavefront(model, levels, plan.overlap, &plan);
   plan.host_bytes = kept_bytes(plan.pass_steps);
   return plan;
 }
