@@ -337,6 +337,13 @@ TEST_F(DeviceTest, BenchRunsTheDeviceOutOfItsMemoryToo) {
     EXPECT_GT(row["device_bytes_copied"].get<int64_t>(), 0) << row.dump();
     EXPECT_EQ(row["steps"], 3);
   }
+  // --device-overlap reaches the budgeted run: at grid / 16 (4 planes) the rings of one step
+  // with copies beside the steps (6 planes) do not fit, and it is refused.
+  const auto tight = run_cli({"bench", "--methods", "device", "--device", "0", "--device-ratio",
+                              "16", "--mem-ratio", "4", "--shape", "32x32x64", "--steps", "1",
+                              "--device-overlap", "on", "--dir", (tmp.path() / "tight").string()});
+  EXPECT_EQ(tight.exit_code, 2) << tight;
+  EXPECT_NE(tight.err.find("copies beside the steps"), std::string::npos) << tight;
 }
 
 }  // namespace

@@ -74,6 +74,7 @@ def run(
     method: str = "auto",
     device: int | str | None = None,
     device_mem: int | str | None = None,
+    device_overlap: str = "auto",
     boundary: str = "dirichlet:0",
     threads: int = 0,
     bt: int = 0,
@@ -106,7 +107,8 @@ def run(
     ``method`` auto | incore | stream | naive, ``boundary`` ``dirichlet:V`` | ``neumann`` |
     ``periodic``; ``device`` runs on an accelerator through OpenCL (a number from
     :func:`devices`, ``"gpu"`` or ``"cpu"``; it implies ``method="device"``) within
-    ``device_mem`` of its memory (docs/devices.md); ``flush_subnormals`` computes with subnormal numbers taken as zero (x86
+    ``device_mem`` of its memory, ``device_overlap`` auto | on | off: a wavefront's copies
+    beside its steps (docs/devices.md); ``flush_subnormals`` computes with subnormal numbers taken as zero (x86
     computes them far slower: a field decaying into zero can run several times faster; every
     method gives the same bits). ``progress``: ``None`` shows a tqdm bar when stderr is a
     terminal, ``True`` always, ``False`` never; a callable ``progress(done, total)`` is called
@@ -148,6 +150,7 @@ def run(
     args.mem = _mem_bytes(mem)
     args.device = "" if device is None else str(device)
     args.device_mem = _mem_bytes(device_mem)
+    args.device_overlap = device_overlap
     args.threads = threads
     args.bt = bt
     args.tile_x, args.tile_y = tile if tile is not None else (0, 0)

@@ -87,7 +87,7 @@ MethodsBenchOptions methods_bench_options(const BenchArgs& a) {
   o.mem_ratio = a.mem_ratio;
   o.threads = a.threads;
   o.methods = split_csv(a.methods);
-  a.device.apply(&o.device, &o.device_mem);
+  a.device.apply(&o.device, &o.device_mem, &o.device_overlap);
   if (a.device_ratio < 0) check(invalid_argument("--device-ratio must be > 0, e.g. 16"));
   o.device_ratio = a.device_ratio;
   int bt = 0;
@@ -309,7 +309,8 @@ Command add_bench_command(CLI::App& app) {
   bench->add_option("--device-ratio", a->device_ratio,
                     "With the device method: run it again with --device-mem = grid size / this "
                     "and --mem = grid size / --mem-ratio (host-resident or three-tier), e.g. 16");
-  bench->add_option("--sweep-bt", a->sweep_bt, "Stream and tiled: run each bt, e.g. 1,2,4,8,16,32");
+  bench->add_option("--sweep-bt", a->sweep_bt,
+                    "Stream, tiled and device: run each bt, e.g. 1,2,4,8,16,32");
   bench->add_option("--sweep-ratio", a->sweep_ratio,
                     "Out-of-core: run each memory ratio, e.g. 1,2,4,8,16,32");
   bench->add_option("--dir", a->dir, "Scratch directory for the grids (emptied after)")

@@ -244,7 +244,8 @@ struct RunArgs {
   int64_t steps = 0;
   std::string boundary, method, io;
   uint64_t mem = 0, device_mem = 0;
-  std::string device;  // RunOptions::device
+  std::string device;                   // RunOptions::device
+  std::string device_overlap = "auto";  // RunOptions::device_overlap: auto, on, off
   int threads = 0, bt = 0;
   int64_t tile_x = 0, tile_y = 0;
   bool resume = false, flush_subnormals = false;
@@ -268,6 +269,7 @@ std::string run(const std::string& path, const RunArgs& a, nb::object progress) 
   o.mem_budget = a.mem;
   o.device = a.device;
   o.device_mem = a.device_mem;
+  o.device_overlap = get(parse_device_overlap(a.device_overlap));
   o.threads = a.threads;
   o.bt = a.bt;
   o.tile_x = a.tile_x;
@@ -472,6 +474,7 @@ void bind_run(nb::module_& m) {
       .def_rw("mem", &RunArgs::mem)
       .def_rw("device", &RunArgs::device)
       .def_rw("device_mem", &RunArgs::device_mem)
+      .def_rw("device_overlap", &RunArgs::device_overlap)
       .def_rw("threads", &RunArgs::threads)
       .def_rw("bt", &RunArgs::bt)
       .def_rw("tile_x", &RunArgs::tile_x)

@@ -85,7 +85,8 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
         method == Method::kStream || method == Method::kNaive || method == Method::kTiled;
     const std::vector<double> ratios =
         out_of_core && !o.ratios.empty() ? o.ratios : std::vector<double>{o.mem_ratio};
-    const bool blocked = method == Method::kStream || method == Method::kTiled;
+    const bool blocked =
+        method == Method::kStream || method == Method::kTiled || method == Method::kDevice;
     const std::vector<int> bts = blocked ? o.bts : std::vector<int>{0};
     for (double ratio : ratios) {
       for (int bt : bts) {
@@ -102,6 +103,7 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
         if (method == Method::kDevice) {
           opt.device = o.device;
           opt.device_mem = o.device_mem;
+          opt.device_overlap = o.device_overlap;
         }
         MethodsBenchRow row;
         row.method = name;

@@ -10,6 +10,7 @@
 #include "deepgrid/dtype.h"
 #include "deepgrid/geometry.h"
 #include "deepgrid/report.h"
+#include "deepgrid/run_options.h"
 #include "deepgrid/scheme.h"
 
 namespace deepgrid {
@@ -25,12 +26,13 @@ struct MethodsBenchOptions {
   double mem_ratio = 16;  // out-of-core methods get --mem = grid bytes / mem_ratio
   int threads = 0;
   std::vector<std::string> methods;  // incore, stream, naive, mmap, tiled, device
-  std::string device;                // the device method's device and budget (RunOptions)
+  std::string device;                // the device method's device, budget and copies (RunOptions)
   uint64_t device_mem = 0;
+  DeviceOverlap device_overlap = DeviceOverlap::kAuto;
   // The device method again, larger than its budget: --device-mem = grid bytes / device_ratio
   // and --mem = grid bytes / mem_ratio, so host-resident or three-tier as they fall; 0: not.
   double device_ratio = 0;
-  std::vector<int> bts = {0};      // stream and tiled: each bt (0: automatic)
+  std::vector<int> bts = {0};      // stream, tiled and device: each bt (0: automatic)
   int cache_bt = 0;                // stream: steps per stage (0: automatic)
   int64_t tile_x = 0, tile_y = 0;  // every method's tiles (0: automatic)
   std::vector<double> ratios;      // out-of-core: each memory ratio (overrides mem_ratio)

@@ -48,12 +48,16 @@ def test_a_device_run_matches_the_in_core_run_bitwise(tmp_path, cli):
     assert report["device_placement"] == "device-resident"
     deepgrid.run(other, steps=6, method="incore", boundary="periodic", progress=False)
     assert sha256_of(g) == sha256_of(other)
-    # A budget below the grid's two copies (111 KiB): it goes through the device in slabs.
-    report = deepgrid.run(g, steps=6, device=0, device_mem="80KiB", boundary="periodic",
-                          progress=False)
-    assert report["device_placement"] == "host-resident"
-    deepgrid.run(other, steps=6, method="incore", boundary="periodic", progress=False)
-    assert sha256_of(g) == sha256_of(other)
+    # A budget below the grid's two copies (111 KiB): it goes through the device as a
+    # wavefront, its copies and steps in turn or beside each other.
+    for overlap in ("off", "on"):
+        report = deepgrid.run(g, steps=6, device=0, device_mem="80KiB", boundary="periodic",
+                              device_overlap=overlap, progress=False)
+        assert report["device_placement"] == "host-resident"
+        deepgrid.run(other, steps=6, method="incore", boundary="periodic", progress=False)
+        assert sha256_of(g) == sha256_of(other)
+    with pytest.raises(deepgrid.InvalidArgument, match="is not auto, on or off"):
+        deepgrid.run(g, steps=1, device=0, device_overlap="maybe", progress=False)
     # A --mem below them too: the grid stays on disk, swept through the device (three tiers).
     report = deepgrid.run(g, steps=6, device=0, device_mem="80KiB", mem="100KiB",
                           boundary="periodic", progress=False)
@@ -61,7 +65,7 @@ def test_a_device_run_matches_the_in_core_run_bitwise(tmp_path, cli):
     deepgrid.run(other, steps=6, method="incore", boundary="periodic", progress=False)
     assert sha256_of(g) == sha256_of(other)
     with pytest.raises(deepgrid.InvalidArgument, match="--device-mem"):
-        deepgrid.run(g, steps=1, device=0, device_mem="16KiB", progress=False)
+        deepgrid.run(g, steps=1, device=0, device_mem="12KiB", progress=False)
 
 
 def test_flushed_subnormals_leave_none_and_match_the_command_line(tmp_path, cli):
