@@ -52,13 +52,14 @@ void wavefront_probes(const DeviceWavefrontPass& pass, const DeviceWavefront& w,
   }
 }
 
-// Chunk j's levels on the rings.
-Status chunk_steps(const DeviceWavefrontPass& pass, const DeviceWavefront& w, int64_t j) {
+// Chunk j's levels [from, to] on the rings.
+Status chunk_steps(const DeviceWavefrontPass& pass, const DeviceWavefront& w, int64_t j, int from,
+                   int to) {
   device::Device& d = *pass.device;
   DeviceWavefrontKernels& k = *pass.kernels;
   const std::vector<device::Buffer>& rings = *pass.rings;
   const int64_t rz = pass.scheme->radius_z();
-  for (int level = 1; level <= w.levels; ++level) {
+  for (int level = from; level <= to; ++level) {
     const int64_t remaining = pass.reach - level;
     const device::Range xy = computed_xy(pass.shape, *pass.scheme, pass.placement, remaining);
     const ZPieces z =
@@ -159,10 +160,13 @@ Result<std::vector<device::Buffer>> wavefront_rings(device::Device& d, const Dev
   return rings;
 }
 
-// Ordering: chunk j's steps wait for its planes' copy up and for the copy down of the chunk
-// whose slots in the last ring they overwrite (j - 1, or j - 2 overlapped); chunk j + 1 goes
-// up once the level-1 steps that read the slots it overwrites in ring 0 are done (chunk j's,
-// or j - 1's overlapped).
+// Ordering, with lag 1 (copies and steps in turn) or 2 (overlapped: the first and last rings
+// hold a chunk more). Chunk j's levels wait for its planes' copy up; its last level waits
+// also for the copy down of chunk j - lag, whose slots in the last ring it overwrites. Chunk
+// j + 1 goes up once the level-1 step that read the slots it overwrites in ring 0 is done
+// (chunk j + 1 - lag's). Chunk j - 1 comes down once its steps are done, queued after chunk
+// j's first levels so that the device has work while the host waits for it (three tiers:
+// the host copies each plane and waits for it).
 Status run_wavefront(const DeviceWavefrontPass& pass, const DeviceWavefront& w,
                      const ChunkCopies& copies) {
   device::Device& d = *pass.device;
@@ -181,28 +185,32 @@ Status run_wavefront(const DeviceWavefrontPass& pass, const DeviceWavefront& w,
   const device::Buffer& first_ring = rings.front();
   const device::Buffer& last_ring = rings[static_cast<size_t>(w.levels)];
   const int64_t n = w.chunks(), lag = w.overlap ? 2 : 1;
-  std::vector<device::Event> done(static_cast<size_t>(n)), down(static_cast<size_t>(n));
+  // Per chunk: its first level done, all its levels done, its copy down.
+  std::vector<device::Event> read(static_cast<size_t>(n)), done(read.size()), down(read.size());
+  auto at = [](int64_t j) { return static_cast<size_t>(j); };
   DG_ASSIGN_OR_RETURN(device::Event up, copies.up(0, first_ring, {}));
   for (int64_t j = 0; j < n; ++j) {
+    const int last = w.levels;
     DG_RETURN_IF_ERROR(d.compute_after(up));
-    if (j >= lag) DG_RETURN_IF_ERROR(d.compute_after(down[static_cast<size_t>(j - lag)]));
-    DG_RETURN_IF_ERROR(chunk_steps(pass, w, j));
-    DG_ASSIGN_OR_RETURN(done[static_cast<size_t>(j)], d.compute_done());
-    const int64_t last = w.overlap ? j - 1 : j;  // the chunk coming down now
-    if (last >= 0) {
-      const auto i = static_cast<size_t>(last);
-      DG_ASSIGN_OR_RETURN(down[i], copies.down(last, last_ring, done[i]));
+    if (last > 1) {
+      DG_RETURN_IF_ERROR(chunk_steps(pass, w, j, 1, 1));
+      DG_ASSIGN_OR_RETURN(read[at(j)], d.compute_done());
+      DG_RETURN_IF_ERROR(chunk_steps(pass, w, j, 2, last - 1));
     }
+    if (j >= 1) {
+      DG_ASSIGN_OR_RETURN(down[at(j - 1)], copies.down(j - 1, last_ring, done[at(j - 1)]));
+    }
+    if (j >= lag) DG_RETURN_IF_ERROR(d.compute_after(down[at(j - lag)]));
+    DG_RETURN_IF_ERROR(chunk_steps(pass, w, j, last, last));
+    DG_ASSIGN_OR_RETURN(done[at(j)], d.compute_done());
+    if (last == 1) read[at(j)] = done[at(j)];
     if (j + 1 < n) {
-      DG_ASSIGN_OR_RETURN(up,
-                          copies.up(j + 1, first_ring,
-                                    last >= 0 ? done[static_cast<size_t>(last)] : device::Event{}));
+      const int64_t reader = j + 1 - lag;  // the chunk whose level 1 read the slots going
+      DG_ASSIGN_OR_RETURN(
+          up, copies.up(j + 1, first_ring, reader >= 0 ? read[at(reader)] : device::Event{}));
     }
   }
-  if (w.overlap && n > 0) {
-    const auto i = static_cast<size_t>(n - 1);
-    DG_RETURN_IF_ERROR(copies.down(n - 1, last_ring, done[i]).status());
-  }
+  if (n > 0) DG_RETURN_IF_ERROR(copies.down(n - 1, last_ring, done[at(n - 1)]).status());
   DG_RETURN_IF_ERROR(collect_receivers(d, k.receivers, p, pass.first, pass.dtype, pass.bytes));
   return d.finish();
 }
