@@ -307,16 +307,17 @@ TEST_F(DeviceTest, PlanPredictsTheDeviceTimeFromItsMeasuredRates) {
       r["predicted_compute_seconds"].get<double>() + r["predicted_copy_seconds"].get<double>();
   EXPECT_GE(r["predicted_seconds"].get<double>(), kernels_and_copies * (1 - 1e-9));  // (order)
 
-  std::vector<std::string> slab_args = args;
-  slab_args.insert(slab_args.end(), {"--device-mem", "100KiB"});
-  const auto slabs = run_cli(slab_args);
-  ASSERT_EQ(slabs.exit_code, 0) << slabs;
-  const auto s = nlohmann::json::parse(slabs.out);
+  std::vector<std::string> wavefront_args = args;
+  wavefront_args.insert(wavefront_args.end(), {"--device-mem", "100KiB"});
+  const auto wavefront = run_cli(wavefront_args);
+  ASSERT_EQ(wavefront.exit_code, 0) << wavefront;
+  const auto s = nlohmann::json::parse(wavefront.out);
   EXPECT_EQ(s["placement"], "host-resident");
   EXPECT_GT(s["predicted_copy_seconds"].get<double>(), r["predicted_copy_seconds"].get<double>())
       << s;
+  // (The same sum in other passes: equal up to rounding.)
   EXPECT_GE(s["predicted_compute_seconds"].get<double>(),
-            r["predicted_compute_seconds"].get<double>())
+            r["predicted_compute_seconds"].get<double>() * (1 - 1e-9))
       << s;
 }
 
