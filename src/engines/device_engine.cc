@@ -313,9 +313,10 @@ Status DeviceEngine::run_on_device(const Boundary& boundary, int64_t steps,
   ProbeBuffers b[2];
   const char* kernels[2] = {"dg_add_sources", "dg_record"};
   for (size_t k = 0; k < 2; ++k) {
+    const bool used = k == 0 || p.traces != nullptr;  // (receivers: only with traces)
+    const auto capacity = used ? static_cast<int64_t>(points[k]->size()) * pass : 0;
     DG_ASSIGN_OR_RETURN(
-        b[k], internal::probe_buffers(device_, step.source(), kernels[k],
-                                      static_cast<int64_t>(entries(k, pass).at.size()), value));
+        b[k], internal::probe_buffers(device_, step.source(), kernels[k], capacity, value));
   }
 
   const internal::Ring whole[2] = {{&grids_[0], shape_.nz}, {&grids_[1], shape_.nz}};
