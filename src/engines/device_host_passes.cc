@@ -29,32 +29,36 @@ Status DeviceEngine::run_host_passes(const Boundary& boundary, int64_t steps,
     pass.reach = steps - *done;
     const std::vector<std::byte>& from = host_[cur_];
     std::vector<std::byte>& to = host_[1 - cur_];
-    // Plane by plane: a ring's slots and, periodic, the grid's planes wrap.
-    internal::ChunkCopies copies;
-    copies.up = [&](int64_t j, const device::Buffer& ring,
-                    const device::Event& after) -> Result<device::Event> {
-      const auto [lo, hi] = w.window(0, j);
+    // In runs of planes that lie one after the other both in the ring and in the host's grid
+    // (a ring's slots and, periodic, the grid's planes wrap): a GPU driver takes about as
+    // long for each copy command as for a plane's bytes (docs/performance.md).
+    auto runs = [&](int k, int64_t lo, int64_t hi, auto&& copy) -> Result<device::Event> {
       device::Event last;
-      for (int64_t u = lo; u < hi; ++u) {
-        const int64_t g = w.g0 + u, p = ((g % nz) + nz) % nz;
-        DG_ASSIGN_OR_RETURN(
-            last, device_.write_async(ring, (u % w.ring(0)) * plane_bytes_,
-                                      from.data() + p * plane_bytes_, plane_bytes_, {after}));
+      for (int64_t u = lo; u < hi;) {
+        const int64_t p = (((w.g0 + u) % nz) + nz) % nz, slot = u % w.ring(k);
+        int64_t end = u + 1;
+        while (end < hi && end % w.ring(k) == slot + (end - u) && p + (end - u) < nz) ++end;
+        DG_ASSIGN_OR_RETURN(last,
+                            copy(slot * plane_bytes_, p * plane_bytes_, (end - u) * plane_bytes_));
+        u = end;
       }
       traffic_.bytes += std::max<int64_t>(0, hi - lo) * plane_bytes_;
       return last;
     };
+    internal::ChunkCopies copies;
+    copies.up = [&](int64_t j, const device::Buffer& ring,
+                    const device::Event& after) -> Result<device::Event> {
+      const auto [lo, hi] = w.window(0, j);
+      return runs(0, lo, hi, [&](int64_t slot, int64_t at, int64_t bytes) {
+        return device_.write_async(ring, slot, from.data() + at, bytes, {after});
+      });
+    };
     copies.down = [&](int64_t j, const device::Buffer& ring,
                       const device::Event& ready) -> Result<device::Event> {
       const auto [lo, hi] = w.output(j);
-      device::Event last;
-      for (int64_t u = lo; u < hi; ++u) {
-        DG_ASSIGN_OR_RETURN(
-            last, device_.read_async(ring, (u % w.ring(levels)) * plane_bytes_,
-                                     to.data() + (w.g0 + u) * plane_bytes_, plane_bytes_, {ready}));
-      }
-      traffic_.bytes += std::max<int64_t>(0, hi - lo) * plane_bytes_;
-      return last;
+      return runs(levels, lo, hi, [&](int64_t slot, int64_t at, int64_t bytes) {
+        return device_.read_async(ring, slot, to.data() + at, bytes, {ready});
+      });
     };
     DG_RETURN_IF_ERROR(internal::run_wavefront(pass, w, copies));
     DG_ASSIGN_OR_RETURN(const double copying, device_.take_transfer_seconds());
