@@ -35,16 +35,19 @@ constexpr double kThreeTierDiskCostOnCpuDevices = 0.5;
 
 // Wavefronts: the pass depth (up to `max_levels`) and chunk that fit `plan.budget` and cost
 // least per step in a model of copies, kernels and launches. A point's copy one way costs 24
-// of its updates on GPUs (PCIe's ~50 GB/s against HBM's ~3 TB/s) and 0.1 on CPU devices,
-// where copies are memcpy and kernels compute (PoCL, 7pt f32: 8.7 GB/s against 200 MLUP/s);
-// overlapped, a GPU's copies run beside its kernels (the longer of the two counts), a CPU
-// device's take the same cores (both count). A launch (with its events) costs about 2^19
-// updates on a GPU (~10 us at ~50 GLUP/s) and 2^15 on a CPU device (PoCL: ~190 us at 200
-// MLUP/s), which keeps chunks from getting thin. Three tiers on a CPU device, each pass's
-// reads and writes cost 0.5 updates per point each way besides: the host's I/O work (checksums,
-// io_uring, a VM's disk emulation) takes the kernels' cores, and each sweep commits (on a GPU
-// the host does it beside the device). The cost per step, or infinity when not even one step
-// fits.
+// of its updates on GPUs (PCIe's ~50 GB/s against HBM's ~3 TB/s; an H200's copies ran at 43
+// GB/s) and 0.1 on CPU devices, where copies are memcpy and kernels compute (PoCL, 7pt f32:
+// 8.7 GB/s against 200 MLUP/s); overlapped, a GPU's copies run beside its kernels (the longer
+// of the two counts), a CPU device's take the same cores (both count). A launch costs about
+// 2^22 updates on a GPU (an H200's OpenCL: 17-20 us more per launch of a chunk's level, at
+// ~220 GLUP/s) and 2^15 on a CPU device (PoCL: ~190 us at 200 MLUP/s with its events), which
+// keeps chunks from getting thin. A copy command costs a GPU another 2^25 updates (the H200:
+// ~130 us for a plane of 1 or 4 MiB from the host's pageable memory): the host-resident
+// placement copies a chunk at once each way, three tiers a plane at a time (from and to
+// their I/O buffers). Three tiers on a CPU device, each pass's reads and writes cost 0.5
+// updates per point each way besides: the host's I/O work (checksums, io_uring, a VM's disk
+// emulation) takes the kernels' cores, and each sweep commits (on a GPU the host does it
+// beside the device). The cost per step, or infinity when not even one step fits.
 struct WavefrontModel {
   Shape shape;
   const Scheme* scheme = nullptr;
@@ -61,7 +64,8 @@ double plan_wavefront(const WavefrontModel& m, int max_levels, bool overlap, Dev
   const DType dtype = m.dtype;
   const double copy_cost =
       plan->device.gpu ? 24 : 0.1 + (m.from_disk ? kThreeTierDiskCostOnCpuDevices : 0);
-  const double launch_points = plan->device.gpu ? 1 << 19 : 1 << 15;
+  const double launch_points = plan->device.gpu ? 1 << 22 : 1 << 15;
+  const double copy_command_points = plan->device.gpu ? 1 << 25 : 0;
   const bool beside = overlap && plan->device.gpu;
   const int64_t rz = scheme.radius_z(), nz = shape.nz;
   const auto value = static_cast<int64_t>(dtype_size(dtype));
@@ -79,7 +83,10 @@ double plan_wavefront(const WavefrontModel& m, int max_levels, bool overlap, Dev
     const double copy = copy_cost * static_cast<double>(planes + nz) / static_cast<double>(nz);
     const double steps = levels * redundancy;
     const double launches = static_cast<double>(w.chunks() * levels) * launch_points / grid_points;
-    const double cost = ((beside ? std::max(copy, steps) : copy + steps) + launches) / levels;
+    const double commands = 2.0 * static_cast<double>(m.from_disk ? planes : w.chunks()) *
+                            copy_command_points / grid_points;
+    const double cost =
+        ((beside ? std::max(copy, steps) : copy + steps) + launches + commands) / levels;
     if (cost >= best) continue;
     best = cost;
     plan->pass_steps = levels;
