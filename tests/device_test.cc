@@ -13,6 +13,7 @@
 
 #include "cli_runner.h"
 #include "engines/device_engine.h"
+#include "engines/device_wavefront.h"
 #include "engines/subnormals.h"
 #include "reference.h"
 #include "test_schemes.h"
@@ -42,6 +43,62 @@ void expect_one_line_naming(const Status& s, const std::vector<std::string>& wor
   EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
   for (const std::string& w : words)
     EXPECT_NE(s.message().find(w), std::string::npos) << s.message();
+}
+
+// The wavefront's rings, simulated slot by slot over whole passes in run_wavefront's order:
+// every plane a chunk's level reads (its window and rz planes each side, within the pass) is
+// still in its slot, and so is every plane a copy down takes. Each copy counts as landing as
+// early and as late as its events allow: a chunk's copy up right after the level-1 step it
+// waits for (overlapped: before the chunk before it starts), a copy down just before the
+// last-level step that waits for it.
+TEST(DeviceWavefrontTest, EveryStepAndCopyDownFindsItsPlanesInTheirSlots) {
+  for (const bool periodic : {false, true}) {
+    for (const bool overlap : {false, true}) {
+      for (const int64_t rz : {1, 2, 4}) {
+        for (const int levels : {1, 2, 3, 6}) {
+          for (const int64_t chunk : {1, 2, 3, 5}) {
+            const int64_t nz = 23, lag = overlap ? 2 : 1;
+            const internal::DeviceWavefront w(0, nz, nz, periodic, levels, rz, chunk, overlap);
+            SCOPED_TRACE(::testing::Message()
+                         << "periodic " << periodic << " overlap " << overlap << " rz " << rz
+                         << " levels " << levels << " chunk " << chunk);
+            std::vector<std::vector<int64_t>> held;  // per ring, the plane in each slot
+            for (int k = 0; k <= levels; ++k) {
+              held.emplace_back(static_cast<size_t>(w.ring(k)), -1);
+            }
+            auto put = [&](int k, int64_t j) {  // chunk j's planes of level k into their slots
+              const auto [lo, hi] = w.window(k, j);
+              for (int64_t u = lo; u < hi; ++u) held[k][static_cast<size_t>(u % w.ring(k))] = u;
+            };
+            auto holds = [&](int k, int64_t lo, int64_t hi) {
+              for (int64_t u = std::max<int64_t>(lo, 0); u < std::min(hi, w.planes()); ++u) {
+                if (held[k][static_cast<size_t>(u % w.ring(k))] != u) return false;
+              }
+              return true;
+            };
+            auto down = [&](int64_t j) {
+              const auto [lo, hi] = w.output(j);
+              EXPECT_TRUE(holds(levels, lo, hi)) << "chunk " << j << " down";
+            };
+            put(0, 0);
+            for (int64_t j = 0; j < w.chunks(); ++j) {
+              if (overlap && j + 1 < w.chunks()) put(0, j + 1);
+              for (int k = 1; k <= levels; ++k) {
+                if (k == levels && j >= lag) down(j - lag);
+                const auto [lo, hi] = w.window(k, j);
+                if (lo < hi) {
+                  EXPECT_TRUE(holds(k - 1, lo - rz, hi + rz)) << "chunk " << j << " level " << k;
+                }
+                put(k, j);
+                if (k == 1 && !overlap && j + 1 < w.chunks()) put(0, j + 1);
+              }
+            }
+            for (int64_t j = std::max<int64_t>(0, w.chunks() - lag); j < w.chunks(); ++j) down(j);
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST_F(DeviceTest, DevicesAreChosenByNumberOrKind) {
