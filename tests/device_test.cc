@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -147,6 +148,29 @@ TEST_F(DeviceTest, ValuesGoThereAndBackAndKernelsRunInOrder) {
   ASSERT_TRUE(d.read(b, 0, out, sizeof out).ok());
   const float want[8] = {1, 2, 27, 36, 45, 54, 7, 8};
   for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], want[i]) << i;
+}
+
+// Host memory for the copies: pinned where the runtime maps a host buffer (PoCL does),
+// outside the device's budget, and values go up from it and come back into it.
+TEST_F(DeviceTest, HostMemoryIsPinnedWhereTheRuntimeCanAndCopiesGoThroughIt) {
+  device::Device d = device::Device::open(first_, 1 << 10).value();
+  const int64_t n = 1 << 16;  // floats: more than the device budget holds
+  const auto from = d.host_memory(4 * n), to = d.host_memory(4 * n);
+  ASSERT_TRUE(from.ok() && to.ok()) << from.status().message();
+  EXPECT_TRUE(from->pinned());
+  EXPECT_EQ(from->bytes(), 4 * n);
+  EXPECT_EQ(d.allocated(), 0);
+  auto* values = reinterpret_cast<float*>(from->data());
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i) * 0.5f;
+  const device::Buffer b = d.allocate(1 << 10, "a test's buffer").value();
+  for (int64_t at = 0; at < 4 * n; at += 1 << 10) {  // through a buffer of 256 floats
+    const auto up = d.write_async(b, 0, from->data() + at, 1 << 10);
+    ASSERT_TRUE(up.ok()) << up.status().message();
+    const auto down = d.read_async(b, 0, to->data() + at, 1 << 10, {*up});
+    ASSERT_TRUE(down.ok()) << down.status().message();
+    ASSERT_TRUE(d.wait(*down).ok());
+  }
+  EXPECT_EQ(std::memcmp(from->data(), to->data(), static_cast<size_t>(4 * n)), 0);
 }
 
 TEST_F(DeviceTest, AKernelThatDoesNotBuildGivesItsBuildLog) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -62,6 +63,25 @@ class Buffer {
   friend class Kernel;
   std::shared_ptr<void> handle_;  // the backend's object; its deleter releases it
   int64_t bytes_ = 0;
+};
+
+// Host memory for the device's copies: page-locked where the runtime gives it (mapped from a
+// buffer it allocates in host memory), which a GPU reaches by DMA, where from pageable
+// memory its driver stages every copy through buffers of its own (an H200: ~130 us a copy
+// command); else ordinary memory. Counted against no device budget: it is the host's.
+class HostMemory {
+ public:
+  HostMemory() = default;
+  std::byte* data() const { return data_; }
+  int64_t bytes() const { return bytes_; }
+  bool pinned() const { return pinned_; }
+
+ private:
+  friend class Device;
+  std::shared_ptr<void> handle_;  // its deleter unmaps and releases, or frees
+  std::byte* data_ = nullptr;
+  int64_t bytes_ = 0;
+  bool pinned_ = false;
 };
 
 // A point in one of a device's queues: done once what was queued there before it is done.
@@ -119,6 +139,9 @@ class Device {
   // would exceed the budget (or the device's largest allocation). A new buffer's bits are
   // all set (NaN).
   Result<Buffer> allocate(int64_t bytes, std::string_view what);
+
+  // `bytes` of host memory, pinned where the runtime can (at most its largest buffer).
+  Result<HostMemory> host_memory(int64_t bytes);
 
   // Builds OpenCL C `source` with `options` (build log in the error) and returns its kernel
   // `name`. A program is built once per device for the same source and options.

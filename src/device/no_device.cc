@@ -26,6 +26,7 @@ int64_t Device::budget() const { return 0; }
 int64_t Device::allocated() const { return 0; }
 int64_t Device::peak_allocated() const { return 0; }
 Result<Buffer> Device::allocate(int64_t, std::string_view) { return no_opencl(); }
+Result<HostMemory> Device::host_memory(int64_t) { return no_opencl(); }
 Result<Kernel> Device::kernel(const std::string&, const std::string&, const std::string&) {
   return no_opencl();
 }

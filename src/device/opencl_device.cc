@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <new>
 #include <utility>
 
 #include "deepgrid/geometry.h"
@@ -239,6 +240,46 @@ Result<Buffer> Device::allocate(int64_t bytes, std::string_view what) {
     release_mem(p);
   });
   return b;
+}
+
+Result<HostMemory> Device::host_memory(int64_t bytes) {
+  Impl& d = *impl_;
+  HostMemory h;
+  h.bytes_ = bytes;
+  const auto n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  cl_int e = CL_SUCCESS;
+  cl_mem m =
+      bytes <= d.info.max_buffer_bytes
+          ? clCreateBuffer(d.context_, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, n, nullptr, &e)
+          : nullptr;
+  void* mapped = nullptr;
+  if (m != nullptr && e == CL_SUCCESS) {
+    mapped = clEnqueueMapBuffer(d.queue_, m, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, n, 0, nullptr,
+                                nullptr, &e);
+  }
+  if (mapped != nullptr && e == CL_SUCCESS) {
+    cl_command_queue q = d.queue_;
+    clRetainCommandQueue(q);
+    h.handle_ = std::shared_ptr<void>(m, [q, mapped](void* p) {
+      const auto mem = static_cast<cl_mem>(p);
+      clEnqueueUnmapMemObject(q, mem, mapped, 0, nullptr, nullptr);
+      clFinish(q);
+      clReleaseMemObject(mem);
+      clReleaseCommandQueue(q);
+    });
+    h.data_ = static_cast<std::byte*>(mapped);
+    h.pinned_ = true;
+    return h;
+  }
+  if (m != nullptr) clReleaseMemObject(m);  // (too large to pin, or refused: pageable)
+  auto* plain = new (std::nothrow) std::byte[n];
+  if (plain == nullptr) {
+    return Status(ErrorCode::kResource,
+                  "no host memory for " + format_size(static_cast<uint64_t>(bytes)));
+  }
+  h.handle_ = std::shared_ptr<void>(plain, [](void* p) { delete[] static_cast<std::byte*>(p); });
+  h.data_ = plain;
+  return h;
 }
 
 Result<Kernel> Device::kernel(const std::string& source, const std::string& options,

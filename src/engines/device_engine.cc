@@ -233,9 +233,9 @@ Result<DeviceEngine> DeviceEngine::create(const Shape& shape, const Scheme& sche
   DG_ASSIGN_OR_RETURN(device::Device d, device::Device::open(plan.device, plan.budget));
   DeviceEngine e(shape, scheme, dtype, plan, std::move(d));
   if (e.host_resident()) {
-    for (std::vector<std::byte>& g : e.host_) g.resize(static_cast<size_t>(plan.grid_bytes));
-  }
-  if (e.host_resident()) {
+    for (device::HostMemory& g : e.host_) {
+      DG_ASSIGN_OR_RETURN(g, e.device_.host_memory(plan.grid_bytes));
+    }
     DG_ASSIGN_OR_RETURN(
         e.grids_, internal::wavefront_rings(e.device_, plan, scheme.radius_z(), e.plane_bytes_));
     return e;

@@ -136,7 +136,7 @@ class DeviceEngine {
   device::Device device_;
   // Device-resident: the grid's two copies; host-resident: a wavefront's rings.
   std::vector<device::Buffer> grids_;
-  std::vector<std::byte> host_[2];  // host-resident: the grid
+  device::HostMemory host_[2];  // host-resident: the grid, pinned where the device can
   int cur_ = 0;
   int64_t plane_bytes_ = 0;
   bool coefficients_equal_ = true;  // coefficient fields equal in both copies

@@ -27,8 +27,8 @@ Status DeviceEngine::run_host_passes(const Boundary& boundary, int64_t steps,
                                       internal::overlaps(plan_, levels));
     pass.first = probes.step + *done + 1;
     pass.reach = steps - *done;
-    const std::vector<std::byte>& from = host_[cur_];
-    std::vector<std::byte>& to = host_[1 - cur_];
+    const device::HostMemory& from = host_[cur_];
+    const device::HostMemory& to = host_[1 - cur_];
     // In runs of planes that lie one after the other both in the ring and in the host's grid
     // (a ring's slots and, periodic, the grid's planes wrap): a GPU driver takes about as
     // long for each copy command as for a plane's bytes (docs/performance.md).
