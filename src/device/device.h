@@ -119,9 +119,9 @@ struct Range {
   int64_t items() const { return size[0] * size[1] * size[2]; }
 };
 
-// A device opened for a run: its context, two in-order queues (compute: kernels and the
-// copies below; transfer: the asynchronous copies, beside it), the programs built on it and
-// the bytes allocated against `budget`. Calls are made from one thread.
+// A device opened for a run: its context, in-order queues (compute: kernels and the copies
+// below; transfer: the asynchronous copies beside it, one queue each way), the programs built
+// on it and the bytes allocated against `budget`. Calls are made from one thread.
 class Device {
  public:
   static Result<Device> open(const DeviceInfo& info, int64_t budget);
@@ -156,9 +156,10 @@ class Device {
   // Queues `kernel` over `range` (work-group size left to the runtime); nothing when the
   // range is empty.
   Status launch(const Kernel& kernel, const Range& range);
-  // Copies on the transfer queue, beside the compute queue's work: each starts once the events
-  // `after` are done, returns at once with its own event, and needs its host memory left
-  // alone until that event is done. Ordering against kernels is the caller's, through events.
+  // Copies on the transfer queues, beside the compute queue's work: each starts once the
+  // events `after` are done, returns at once with its own event, and needs its host memory
+  // left alone until that event is done. Copies one way run in order; ordering against
+  // kernels and copies the other way is the caller's, through events.
   Result<Event> write_async(const Buffer& to, int64_t offset, const void* from, int64_t bytes,
                             const std::vector<Event>& after = {});
   Result<Event> read_async(const Buffer& from, int64_t offset, void* to, int64_t bytes,
@@ -169,18 +170,18 @@ class Device {
   Result<Event> compute_done();
   // Returns once `e` is done (at once when empty).
   Status wait(const Event& e);
-  // The time the transfer queue's copies took on the device (its profiling clock) since the
-  // last call; waits for them.
+  // The time the transfer queues' copies took on the device (its profiling clock; both ways
+  // added) since the last call; waits for them.
   Result<double> take_transfer_seconds();
 
-  // Waits until everything queued on both queues is done.
+  // Waits until everything queued on every queue is done.
   Status finish();
 
   class Impl;
 
  private:
   explicit Device(std::unique_ptr<Impl> impl);
-  // A copy on the transfer queue (up: host to device), its event kept for
+  // A copy on a transfer queue (up: host to device), its event kept for
   // take_transfer_seconds().
   Result<Event> transfer(bool up, const Buffer& buffer, int64_t offset, void* host, int64_t bytes,
                          const std::vector<Event>& after);

@@ -147,7 +147,9 @@ class Device::Impl {
   ~Impl() {
     programs_.clear();
     if (queue_ != nullptr) clReleaseCommandQueue(queue_);
-    if (transfer_ != nullptr) clReleaseCommandQueue(transfer_);
+    for (cl_command_queue q : {up_, down_}) {
+      if (q != nullptr) clReleaseCommandQueue(q);
+    }
     if (context_ != nullptr) clReleaseContext(context_);
   }
 
@@ -158,9 +160,10 @@ class Device::Impl {
   int64_t peak = 0;
   cl_device_id id_ = nullptr;
   cl_context context_ = nullptr;
-  cl_command_queue queue_ = nullptr;     // compute
-  cl_command_queue transfer_ = nullptr;  // asynchronous copies
-  std::vector<Event> transfers_;         // copies not yet timed (take_transfer_seconds)
+  cl_command_queue queue_ = nullptr;  // compute
+  // Asynchronous copies, a queue each way: a GPU's copy engines move both at once.
+  cl_command_queue up_ = nullptr, down_ = nullptr;
+  std::vector<Event> transfers_;  // copies not yet timed (take_transfer_seconds)
 
   struct Program {
     cl_program program = nullptr;
@@ -197,8 +200,10 @@ Result<Device> Device::open(const DeviceInfo& info, int64_t budget) {
   DG_CL(e, "clCreateContext");
   impl->queue_ = clCreateCommandQueue(impl->context_, impl->id_, 0, &e);
   DG_CL(e, "clCreateCommandQueue");
-  impl->transfer_ = clCreateCommandQueue(impl->context_, impl->id_, CL_QUEUE_PROFILING_ENABLE, &e);
-  DG_CL(e, "clCreateCommandQueue");
+  for (cl_command_queue* q : {&impl->up_, &impl->down_}) {
+    *q = clCreateCommandQueue(impl->context_, impl->id_, CL_QUEUE_PROFILING_ENABLE, &e);
+    DG_CL(e, "clCreateCommandQueue");
+  }
   return Device(std::move(impl));
 }
 
@@ -406,8 +411,8 @@ Result<Event> Device::transfer(bool up, const Buffer& buffer, int64_t offset, vo
   const auto count = static_cast<cl_uint>(waits.size());
   const cl_event* list = waits.empty() ? nullptr : waits.data();
   cl_event done = nullptr;
-  DG_CL(up ? clEnqueueWriteBuffer(impl_->transfer_, mem, CL_FALSE, at, n, host, count, list, &done)
-           : clEnqueueReadBuffer(impl_->transfer_, mem, CL_FALSE, at, n, host, count, list, &done),
+  DG_CL(up ? clEnqueueWriteBuffer(impl_->up_, mem, CL_FALSE, at, n, host, count, list, &done)
+           : clEnqueueReadBuffer(impl_->down_, mem, CL_FALSE, at, n, host, count, list, &done),
         up ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer");
   impl_->transfers_.push_back(event(done));
   return impl_->transfers_.back();
@@ -464,7 +469,8 @@ Status Device::wait(const Event& e) {
 
 Status Device::finish() {
   DG_CL(clFinish(impl_->queue_), "clFinish");
-  DG_CL(clFinish(impl_->transfer_), "clFinish");
+  DG_CL(clFinish(impl_->up_), "clFinish");
+  DG_CL(clFinish(impl_->down_), "clFinish");
   return Status::Ok();
 }
 

@@ -3,7 +3,7 @@
 // engine's (stream_io.h: level-0 planes read ahead in the sweep's order, new planes written
 // behind in place, the committer's record); between them the sweep goes through the device
 // as a wavefront (device_wavefront.h), each level-0 plane uploaded from its read buffer and
-// each new plane downloaded into its write buffer on the device's transfer queue: overlapped,
+// each new plane downloaded into its write buffer on the device's transfer queues: overlapped,
 // the next chunk goes up and the last one comes down (and to disk) while a chunk's steps run.
 // Periodic, the planes the sweep reads again at its other end stay in host memory.
 #pragma once
@@ -42,7 +42,7 @@ class DeviceSweep {
   Status upload(const DeviceWavefront& w, int64_t j, const device::Buffer& to, StreamStats& stats);
   Status write_back(const DeviceWavefront& w, int64_t j, const device::Buffer& from,
                     StreamStats& stats);
-  // A plane's copy on the transfer queue, waited for (the host's time in it counted).
+  // A plane's copy on a transfer queue, waited for (the host's time in it counted).
   Status copied(Result<device::Event> copy, StreamStats& stats);
 
   Grid& grid_;

@@ -78,7 +78,7 @@ Result<std::vector<device::Buffer>> wavefront_rings(device::Device& d, const Dev
                                                     int rz, int64_t plane_bytes);
 
 // How a placement moves a pass's chunk j (0-based) between the host and the rings: up, level-0
-// planes window(0, j) into `to` on the transfer queue, not before `after`; down, the output
+// planes window(0, j) into `to` on the transfer queue up, not before `after`; down, the output
 // planes output(j) from `from` to the host once `ready` is done. Each returns its last copy's
 // event (empty: done on return).
 struct ChunkCopies {
