@@ -100,14 +100,15 @@ Result<StepLauncher> StepLauncher::create(device::Device& d, const Scheme& schem
   StepLauncher l;
   l.wide_ = s.points() * scheme.component_count() >= (int64_t{1} << 31);
   l.z_points_ = z_points;
-  l.src_ = device_step_source(scheme, dtype, boundary.kind, copies_coefficients, flush_subnormals,
-                              l.wide_, z_points);
+  l.src_ = device_step_source(scheme, dtype, flush_subnormals, l.wide_, z_points);
   DG_ASSIGN_OR_RETURN(l.step_, d.kernel(l.src_.text, l.src_.options, "dg_step"));
   DG_RETURN_IF_ERROR(set_index(l.step_, 2, s.nx, l.wide_));
   DG_RETURN_IF_ERROR(set_index(l.step_, 3, s.ny, l.wide_));
   DG_RETURN_IF_ERROR(set_index(l.step_, 4, s.nz, l.wide_));
   DG_RETURN_IF_ERROR(dtype == DType::kF32 ? l.step_.set(5, static_cast<float>(boundary.value))
                                           : l.step_.set(5, boundary.value));
+  DG_RETURN_IF_ERROR(l.step_.set(14, static_cast<int32_t>(device_boundary_code(boundary.kind))));
+  DG_RETURN_IF_ERROR(l.step_.set(15, static_cast<int32_t>(copies_coefficients ? 1 : 0)));
   return l;
 }
 

@@ -30,7 +30,7 @@ std::string read(int component, int dx, int dy, int dz) {
 // The update of every state field and the shift of older levels at the point, reading through
 // U(c, dx, dy, dz) and writing through W(c): scheme.h's evaluation order, term by term, each
 // operation through MUL and FMA (which flush subnormal results when asked).
-std::string step_body(const Scheme& scheme, DType dtype, bool copies_coefficients, bool flush) {
+std::string step_body(const Scheme& scheme, DType dtype, bool flush) {
   std::string b;
   for (const SchemeUpdate& up : scheme.updates()) {
     b += "  {\n    T acc;\n";
@@ -51,9 +51,10 @@ std::string step_body(const Scheme& scheme, DType dtype, bool copies_coefficient
     b += "    W(" + std::to_string(up.component) + ") = acc;\n  }\n";
   }
   // (Copies are not arithmetic: they keep subnormal numbers, as the CPU's do.)
+  // A coefficient field carries itself: copied only when the launch asks (`copies`).
   for (const auto& [to, from] : scheme.carried()) {
-    if (to == from && !copies_coefficients) continue;
-    b += "  W(" + std::to_string(to) + ") = U(" + std::to_string(from) + ", 0, 0, 0);\n";
+    b += to == from ? "  if (copies) " : "  ";
+    b += "W(" + std::to_string(to) + ") = U(" + std::to_string(from) + ", 0, 0, 0);\n";
   }
   return b;
 }
@@ -92,25 +93,24 @@ inline T ADD(T a, T b) {
 }
 )";
 
-std::string_view source_index(Boundary::Kind kind) {
-  switch (kind) {
-    case Boundary::Kind::kDirichlet:
-      return "  return i >= 0 && i < n ? i : -1;\n";
-    case Boundary::Kind::kNeumann:
-      return "  return i < 0 ? 0 : i >= n ? n - 1 : i;\n";
-    case Boundary::Kind::kPeriodic:
-      return "  return ((i % n) + n) % n;\n";
-  }
-  return "";
-}
-
 }  // namespace
 
-DeviceSource device_step_source(const Scheme& scheme, DType dtype, Boundary::Kind boundary,
-                                bool copies_coefficients, bool flush_subnormals, bool wide_indices,
-                                int z_points) {
+int device_boundary_code(Boundary::Kind kind) {
+  switch (kind) {
+    case Boundary::Kind::kDirichlet:
+      return 0;
+    case Boundary::Kind::kNeumann:
+      return 1;
+    case Boundary::Kind::kPeriodic:
+      return 2;
+  }
+  return 0;
+}
+
+DeviceSource device_step_source(const Scheme& scheme, DType dtype, bool flush_subnormals,
+                                bool wide_indices, int z_points) {
   const std::string n = std::to_string(scheme.component_count());
-  const std::string body = step_body(scheme, dtype, copies_coefficients, flush_subnormals);
+  const std::string body = step_body(scheme, dtype, flush_subnormals);
   std::string s;
   s += "#pragma OPENCL FP_CONTRACT OFF\n";
   if (dtype == DType::kF64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
@@ -120,12 +120,19 @@ DeviceSource device_step_source(const Scheme& scheme, DType dtype, Boundary::Kin
   s += std::string("#define SMALLEST_NORMAL ") + (dtype == DType::kF32 ? "FLT_MIN" : "DBL_MIN") +
        "\n";
   s += flush_subnormals ? kFlushedArithmetic : kIeeeArithmetic;
-  // Where index i along an axis of n points reads (boundary.h's boundary_source_index).
-  s += "inline I source_index(I i, I n) {\n" + std::string(source_index(boundary)) + "}\n";
+  // Where index i along an axis of n points reads under the boundary rule of code `b`
+  // (device_boundary_code; boundary.h's boundary_source_index). The rule is an argument, not
+  // a variant of the program, so that one compiled program serves every boundary.
   // (`zslot`: the slot of the plane the boundary rule reads, which the caller finds.)
-  s += R"(inline T read_outside(__global const T* in, int c, I x, I y, I z, I nx, I ny, I nz,
-                          T outside, I zslot) {
-  const I sx = source_index(x, nx), sy = source_index(y, ny), sz = source_index(z, nz);
+  s += R"(inline I source_index(I i, I n, int b) {
+  if (i >= 0 && i < n) return i;
+  if (b == 0) return -1;
+  if (b == 1) return i < 0 ? 0 : n - 1;
+  return ((i % n) + n) % n;
+}
+__attribute__((noinline)) T read_outside(__global const T* in, int c, I x, I y, I z, I nx,
+                                         I ny, I nz, T outside, int b, I zslot) {
+  const I sx = source_index(x, nx, b), sy = source_index(y, ny, b), sz = source_index(z, nz, b);
   if (sx < 0 || sy < 0 || sz < 0) return outside;
   return in[((zslot * NC + c) * ny + sy) * nx + sx];
 }
@@ -143,7 +150,8 @@ inline I slot(I j, I slot0, I planes) {
 __kernel void dg_step(__global const T* restrict in, __global T* restrict out, const I nx,
                       const I ny, const I nz, const T outside, const I x_end, const I y_end,
                       const I z_end, const I z_begin, const I in_planes, const I out_planes,
-                      const I in_slot0, const I out_slot0) {
+                      const I in_slot0, const I out_slot0, const int boundary,
+                      const int copies) {
   const I x = (I)get_global_id(0), y = (I)get_global_id(1);
   if (x >= x_end || y >= y_end) return;  // past the range, in its last groups
   const I field = nx * ny, row = y * nx + x;
@@ -160,8 +168,9 @@ __kernel void dg_step(__global const T* restrict in, __global T* restrict out, c
   s += body;
   s += R"(#undef U
     } else {
-#define U(c, dx, dy, dz) read_outside(in, c, x + (dx), y + (dy), z + (dz), nx, ny, nz, outside, \
-                                      slot(source_index(z + (dz), nz) - z, zin, in_planes))
+#define U(c, dx, dy, dz)                                                                   \
+  read_outside(in, c, x + (dx), y + (dy), z + (dz), nx, ny, nz, outside, boundary,           \
+               slot(source_index(z + (dz), nz, boundary) - z, zin, in_planes))
 )";
   s += body;
   s += R"(#undef U
