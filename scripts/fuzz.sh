@@ -12,7 +12,8 @@ targets=(manifest geometry stencil checksums)
 
 CXX=clang++-14 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DDEEPGRID_FUZZ=ON \
-  -DDEEPGRID_WERROR=ON -DDEEPGRID_BUILD_TESTS=OFF -DDEEPGRID_BUILD_BENCH=OFF >/dev/null
+  -DDEEPGRID_WERROR=ON -DDEEPGRID_BUILD_TESTS=OFF -DDEEPGRID_BUILD_BENCH=OFF \
+  -DDEEPGRID_UNITY_BUILD=OFF >/dev/null
 cmake --build "$build" -j "$jobs" --target "${targets[@]/%/_fuzz}"
 mkdir -p "$build/artifacts"
 # One target per core at a time: each fuzzer is one process, and gets its seconds of a core.

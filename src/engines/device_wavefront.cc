@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/int_math.h"
+
 namespace deepgrid::internal {
 namespace {
-
-int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
 
 // The local planes of global plane z in [lo, hi): every copy when periodic.
 template <typename F>

@@ -94,8 +94,8 @@ Geometry geometry(const Manifest& m, const Stencil& st, int bt, int64_t by, int6
   return g;
 }
 
-TiledPlan plan_for(const Manifest& m, const Stencil& st, const Boundary& b, int bt, int64_t by,
-                   int64_t bz, const TiledOptions& opt) {
+TiledPlan tiled_plan_for(const Manifest& m, const Stencil& st, const Boundary& b, int bt,
+                         int64_t by, int64_t bz, const TiledOptions& opt) {
   const Shape& s = m.shape;
   const bool periodic = b.kind == Boundary::Kind::kPeriodic;
   TiledPlan p;
@@ -388,7 +388,7 @@ Result<TiledPlan> plan_tiled(const Manifest& m, const Stencil& st, const Boundar
   if (opt.mem_budget == 0) {
     return invalid_argument("the tiled method needs a memory budget; give --mem, e.g. --mem 1GiB");
   }
-  const TiledPlan minimum = plan_for(m, st, b, 1, 1, 1, opt);
+  const TiledPlan minimum = tiled_plan_for(m, st, b, 1, 1, 1, opt);
   const int deepest = static_cast<int>(std::clamp<int64_t>(steps, 1, 64));
   const int bt_lo = opt.bt > 0 ? std::min(opt.bt, deepest) : 1;
   const int bt_hi = opt.bt > 0 ? bt_lo : deepest;
@@ -410,7 +410,7 @@ Result<TiledPlan> plan_tiled(const Manifest& m, const Stencil& st, const Boundar
         if (bz < std::min(opt.block_z, m.shape.nz)) break;
         bz = std::min(opt.block_z, m.shape.nz);
       }
-      const TiledPlan q = plan_for(m, st, b, bt, by, bz, opt);
+      const TiledPlan q = tiled_plan_for(m, st, b, bt, by, bz, opt);
       const double cost = q.redundancy + (q.read_amplification + 1) * value_bytes / (bt * disk);
       if (!found || cost < best) {
         found = true;

@@ -20,7 +20,7 @@ constexpr int64_t kSampleSide = 256;
 
 // The sample's planes of `plane_bytes`: its full size, or what half of `budget` holds of two
 // copies.
-int64_t sample_planes(const device::DeviceInfo& info, int64_t plane_bytes, int64_t budget) {
+int64_t device_sample_planes(const device::DeviceInfo& info, int64_t plane_bytes, int64_t budget) {
   const int64_t full = (info.gpu ? int64_t{256} : int64_t{16}) << 20;
   return std::min(full, budget / 4) / plane_bytes;
 }
@@ -97,10 +97,10 @@ Result<DeviceRates> device_rates(const std::string& device, const Scheme& scheme
   }
   const int64_t plane_bytes = kSampleSide * kSampleSide * scheme.component_count() *
                               static_cast<int64_t>(dtype_size(dtype));
-  const int64_t planes = sample_planes(info, plane_bytes, budget);
+  const int64_t planes = device_sample_planes(info, plane_bytes, budget);
   if (planes < 2 * scheme.radius_z() + 2) return DeviceRates{};
   DG_ASSIGN_OR_RETURN(r, measure(info, scheme, dtype, Shape{kSampleSide, kSampleSide, planes}));
-  if (planes == sample_planes(info, plane_bytes, device::default_device_budget(info))) {
+  if (planes == device_sample_planes(info, plane_bytes, device::default_device_budget(info))) {
     cache_machine_number(kStepSection, step_key, r.step_mlups);
     cache_machine_number(kCopySection, device_key, r.copy_bps);
   }

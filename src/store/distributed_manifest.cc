@@ -6,18 +6,21 @@
 #include <stdexcept>
 
 #include "core/file_util.h"
+#include "core/int_math.h"
+#include "store/grid_files.h"
 #include "store/grid_paths.h"
 #include "store/json_fields.h"
 #include "store/plane_rect.h"
 
 namespace deepgrid {
 
+using internal::floor_div;
 using internal::integer_at;
+using internal::kManifestName;
 using nlohmann::json;
 
 namespace {
 
-constexpr const char* kManifestName = "manifest.json";
 constexpr const char* kFormatName = "deepgrid-distributed";
 
 // Each part is where deepgrid puts it (grid_paths.h): deepgrid-<id>.part.<rank> in its first
@@ -306,8 +309,6 @@ namespace {
 struct Images {
   std::array<int64_t, 3> lo{}, hi{};
 };
-
-int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
 
 Images images_meeting(const Block& region, const Shape& shape, bool periodic) {
   Images im;
