@@ -124,11 +124,13 @@ DeviceSource device_step_source(const Scheme& scheme, DType dtype, bool flush_su
   // (device_boundary_code; boundary.h's boundary_source_index). The rule is an argument, not
   // a variant of the program, so that one compiled program serves every boundary.
   // (`zslot`: the slot of the plane the boundary rule reads, which the caller finds.)
+  s += "#define DIRICHLET " + std::to_string(device_boundary_code(Boundary::Kind::kDirichlet)) +
+       "\n#define NEUMANN " + std::to_string(device_boundary_code(Boundary::Kind::kNeumann)) + "\n";
   s += R"(inline I source_index(I i, I n, int b) {
   if (i >= 0 && i < n) return i;
-  if (b == 0) return -1;
-  if (b == 1) return i < 0 ? 0 : n - 1;
-  return ((i % n) + n) % n;
+  if (b == DIRICHLET) return -1;
+  if (b == NEUMANN) return i < 0 ? 0 : n - 1;
+  return ((i % n) + n) % n;  // periodic
 }
 __attribute__((noinline)) T read_outside(__global const T* in, int c, I x, I y, I z, I nx,
                                          I ny, I nz, T outside, int b, I zslot) {
