@@ -1,6 +1,6 @@
 // deepgrid bench: the in-core engine's rate in memory against this machine's DRAM bandwidth,
 // or (--methods) one problem run on disk through several methods and compared as a table,
-// optionally swept over bt or the memory ratio and drawn as a line plot.
+// optionally swept over bt, the memory ratio or the plane size and drawn as a line plot.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -27,7 +27,7 @@ using nlohmann::json;
 
 struct BenchArgs {
   std::string shape = "256x256x256", stencil = "7pt", dtype = "f32", boundary = "dirichlet:0";
-  std::string methods, dir = "scratch/bench", csv, sweep_bt, sweep_ratio, plot;
+  std::string methods, dir = "scratch/bench", csv, sweep_bt, sweep_ratio, sweep_plane, plot;
   double mem_ratio = 16, device_ratio = 0;
   int64_t steps = 10;
   int threads = 0, repeats = 3;
@@ -99,8 +99,11 @@ MethodsBenchOptions methods_bench_options(const BenchArgs& a) {
     for (double v : parse_numbers(a.sweep_bt, "--sweep-bt")) o.bts.push_back(static_cast<int>(v));
   }
   if (!a.sweep_ratio.empty()) o.ratios = parse_numbers(a.sweep_ratio, "--sweep-ratio");
-  if (!a.plot.empty() && a.sweep_bt.empty() && a.sweep_ratio.empty()) {
-    check(invalid_argument("--plot draws a sweep; add --sweep-bt or --sweep-ratio"));
+  if (!a.plot.empty() && a.sweep_bt.empty() && a.sweep_ratio.empty() && a.sweep_plane.empty()) {
+    check(invalid_argument("--plot draws a sweep; add --sweep-bt, --sweep-ratio or --sweep-plane"));
+  }
+  if (!a.sweep_plane.empty() && (!a.sweep_bt.empty() || !a.sweep_ratio.empty())) {
+    check(invalid_argument("--sweep-plane sweeps alone; drop --sweep-bt and --sweep-ratio"));
   }
   return o;
 }
@@ -231,8 +234,120 @@ int cmd_bench_methods(const BenchArgs& a) {
   return 0;
 }
 
+// The plane sweep as a line plot: MLUP/s against the plane's width, one line per method (those
+// without a budget over their compute phase, the out-of-core ones over their whole run: the
+// ratio the targets name) and one each for the kernel in cache and the in-core warm rate.
+void plot_plane_sweep(const BenchArgs& a, const MethodsBenchOptions& o,
+                      const std::vector<PlaneSweepRow>& rows) {
+  char title[256];
+  std::snprintf(title, sizeof title, "%s %s, %lld steps, grids of %s, --mem = grid / %g",
+                o.scheme.name().c_str(), std::string(dtype_name(o.dtype)).c_str(),
+                static_cast<long long>(o.steps),
+                format_size(static_cast<uint64_t>(o.shape.points()) * dtype_size(o.dtype) *
+                            static_cast<uint64_t>(o.scheme.component_count()))
+                    .c_str(),
+                o.mem_ratio);
+  LinePlot plot;
+  plot.title = title;
+  plot.x_label = "plane width P (grid P x P x nz)";
+  plot.y_label = "MLUP/s";
+  plot.log2_x = true;
+  auto add = [&](const std::string& name, double x, double y) {
+    auto it = std::find_if(plot.series.begin(), plot.series.end(),
+                           [&](const PlotSeries& s) { return s.name == name; });
+    if (it == plot.series.end()) it = plot.series.insert(plot.series.end(), {name, {}});
+    it->points.push_back({x, y});
+  };
+  for (const PlaneSweepRow& p : rows) {
+    const auto x = static_cast<double>(p.plane);
+    add("kernel in cache", x, p.kernel_mlups);
+    if (p.methods.incore_warm_mlups > 0) add("in-core warm", x, p.methods.incore_warm_mlups);
+    for (const MethodsBenchRow& r : p.methods.rows) {
+      if (!r.skipped.empty()) continue;
+      if (r.mem_budget == 0) {
+        add(r.method + " compute", x, r.report.compute_mlups());
+      } else {
+        add(r.method, x, r.report.mlups());
+      }
+    }
+  }
+  check(write_line_plot_png(plot, a.plot));
+}
+
+// deepgrid bench --sweep-plane: the methods on grids of growing planes, the same bytes each.
+int cmd_bench_planes(const BenchArgs& a) {
+  MethodsBenchOptions o = methods_bench_options(a);
+  if (o.methods.empty()) o.methods = {"incore", "stream"};
+  std::vector<int64_t> planes;
+  for (double v : parse_numbers(a.sweep_plane, "--sweep-plane")) {
+    if (v < 1 || v != std::floor(v)) {
+      char got[64];
+      std::snprintf(got, sizeof got, "%g", v);
+      check(invalid_argument(
+          std::string("--sweep-plane takes whole plane widths like 256,512,1024; got ") + got));
+    }
+    planes.push_back(static_cast<int64_t>(v));
+  }
+  const std::vector<PlaneSweepRow> rows = get(bench_plane_sweep(o, planes));
+  json all = json::array();
+  std::string csv =
+      "plane,shape,method,bt,tile,mem_budget_bytes,seconds,mlups,compute_mlups,gflops,"
+      "ratio_to_incore_compute,ratio_to_incore_warm,incore_warm_mlups,kernel_in_cache_mlups\n";
+  if (!a.json) {
+    std::printf(
+        "%s %s %s, %lld steps; grids P x P x nz of the bytes of %s; out-of-core budget = grid / "
+        "%g\n%6s %-16s %-8s %4s %-10s %9s %9s %9s %8s %7s %9s %9s\n",
+        o.scheme.name().c_str(), std::string(dtype_name(o.dtype)).c_str(),
+        o.boundary.to_string().c_str(), static_cast<long long>(o.steps), a.shape.c_str(),
+        o.mem_ratio, "P", "shape", "method", "bt", "tiles", "mem", "MLUP/s", "compute", "/incore*",
+        "/warm", "warm", "kernel");
+  }
+  for (const PlaneSweepRow& p : rows) {
+    for (const MethodsBenchRow& r : p.methods.rows) {
+      const RunReport& q = r.report;
+      json j = r.skipped.empty() ? json_row(r) : json{{"method", r.method}, {"skipped", r.skipped}};
+      j["plane"] = p.plane;
+      j["incore_warm_mlups"] = p.methods.incore_warm_mlups;
+      j["kernel_in_cache_mlups"] = p.kernel_mlups;
+      all.push_back(j);
+      if (!r.skipped.empty()) {
+        if (!a.json)
+          std::printf("%6lld %-16s %-8s skipped: %s\n", static_cast<long long>(p.plane),
+                      p.shape.to_string().c_str(), r.method.c_str(), r.skipped.c_str());
+        continue;
+      }
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "%lld,%s,%s,%d,%s,%llu,%.4f,%.1f,%.1f,%.3f,%.4f,%.4f,%.1f,%.1f\n",
+                    static_cast<long long>(p.plane), p.shape.to_string().c_str(), r.method.c_str(),
+                    r.bt, q.tile.c_str(), static_cast<unsigned long long>(r.mem_budget), q.seconds,
+                    q.mlups(), q.compute_mlups(), q.gflops(), r.compute_ratio_to_incore,
+                    r.ratio_to_incore_warm, p.methods.incore_warm_mlups, p.kernel_mlups);
+      csv += line;
+      if (!a.json) {
+        std::printf("%6lld %-16s %-8s %4d %-10s %9s %9.1f %9.1f %8.3f %7.3f %9.1f %9.1f\n",
+                    static_cast<long long>(p.plane), p.shape.to_string().c_str(), r.method.c_str(),
+                    r.bt, q.tile.c_str(), r.mem_budget ? format_size(r.mem_budget).c_str() : "-",
+                    q.mlups(), q.compute_mlups(), r.compute_ratio_to_incore, r.ratio_to_incore_warm,
+                    p.methods.incore_warm_mlups, p.kernel_mlups);
+      }
+    }
+  }
+  if (!a.json) {
+    std::printf(
+        "MLUP/s: whole run (create excluded); compute: over its compute phase; /incore*: whole "
+        "run over the in-core run's compute phase;\n/warm: over the in-core engine's warm rate "
+        "in memory (warm); kernel: the kernel alone on P-wide rows in cache, all threads\n");
+  }
+  if (!a.csv.empty()) write_csv(a.csv, csv);
+  if (!a.plot.empty()) plot_plane_sweep(a, o, rows);
+  if (a.json) std::printf("%s\n", all.dump().c_str());
+  return 0;
+}
+
 int cmd_bench(const BenchArgs& a) {
   check(refuse_under_mpi("bench"));
+  if (!a.sweep_plane.empty()) return cmd_bench_planes(a);
   if (!a.methods.empty()) return cmd_bench_methods(a);
   const Shape shape = get(parse_shape(a.shape));
   const Scheme stencil = get(Scheme::resolve(a.stencil));
@@ -313,12 +428,15 @@ Command add_bench_command(CLI::App& app) {
                     "Stream, tiled and device: run each bt, e.g. 1,2,4,8,16,32");
   bench->add_option("--sweep-ratio", a->sweep_ratio,
                     "Out-of-core: run each memory ratio, e.g. 1,2,4,8,16,32");
+  bench->add_option("--sweep-plane", a->sweep_plane,
+                    "Run the methods (default incore,stream) on grids of square planes this wide "
+                    "and the bytes of --shape, e.g. 256,512,1024,2048, beside the kernel's rate "
+                    "in cache");
   bench->add_option("--dir", a->dir, "Scratch directory for the grids (emptied after)")
       ->capture_default_str();
   bench->add_option("--csv", a->csv, "Also write the table as CSV");
   bench->add_option("--plot", a->plot,
-                    "With --sweep-bt or --sweep-ratio: also draw MLUP/s against it as a PNG, one "
-                    "line per method");
+                    "With a sweep: also draw MLUP/s against it as a PNG, one line per method");
   bench->add_flag("--no-bandwidth", a->no_bandwidth, "Skip the DRAM bandwidth measurement");
   bench->add_flag("--json", a->json, "Print as one JSON object");
   return {bench, [a] { return cmd_bench(*a); }};

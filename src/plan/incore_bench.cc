@@ -1,5 +1,7 @@
 #include "plan/incore_bench.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -7,6 +9,7 @@
 #include "core/aligned_buffer.h"
 #include "deepgrid/init.h"
 #include "engines/incore_engine.h"
+#include "kernels/scheme_kernel.h"
 
 namespace deepgrid {
 namespace {
@@ -53,6 +56,52 @@ Result<InCoreBench> bench_typed(const Shape& shape, const Scheme& stencil, int64
   return r;
 }
 
+// Rows per plane of kernel_in_cache_mlups: the inputs and the output within about 256 KiB (an
+// L2's share), 2 to 64 rows.
+int64_t in_cache_rows(int64_t width, int planes, size_t value_bytes, int components) {
+  const auto row = width * static_cast<int64_t>(value_bytes) * components * (planes + 1);
+  return std::clamp<int64_t>((int64_t{256} << 10) / std::max<int64_t>(1, row), 2, 64);
+}
+
+template <typename T>
+double kernel_in_cache_typed(const Scheme& scheme, int64_t width, int threads, int repeats) {
+  const SchemeKernel<T> kernel(scheme);
+  const int rx = kernel.rx(), ry = kernel.ry(), planes = 2 * kernel.rz() + 1;
+  const int components = kernel.components();
+  const int64_t rows = in_cache_rows(width, planes, sizeof(T), components);
+  const ptrdiff_t stride = round_up(width + 2 * rx, 16);
+  const ptrdiff_t field = stride * (rows + 2 * ry);
+  const Rect rect{rx, rx + width, ry, ry + rows};
+  const PlanePosition at{0, 0, 0, 1, Shape{width + 2 * rx, rows + 2 * ry, planes}};
+  double best = 0;
+  for (int rep = 0; rep < repeats; ++rep) {
+    int64_t applied = 0;  // kernel applications, all threads
+    double longest = 0;   // the slowest thread's seconds
+#pragma omp parallel num_threads(threads) reduction(+ : applied) reduction(max : longest)
+    {
+      internal::AlignedBuffer in_buffer(static_cast<size_t>(field * components * planes) *
+                                        sizeof(T));
+      internal::AlignedBuffer out_buffer(static_cast<size_t>(field * components) * sizeof(T));
+      T* first = in_buffer.data<T>();
+      std::fill(first, first + field * components * planes, T{1} / 3);
+      std::vector<const T*> in;
+      for (int p = 0; p < planes; ++p) in.push_back(first + p * field * components);
+#pragma omp barrier
+      const auto t0 = std::chrono::steady_clock::now();
+      double seconds = 0;
+      while (seconds < 0.2) {
+        kernel.apply(in.data(), stride, field, out_buffer.data<T>(), stride, field, rect, at);
+        ++applied;
+        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+      longest = seconds;
+    }
+    best = std::max(
+        best, static_cast<double>(applied) * static_cast<double>(rect.points()) / longest / 1e6);
+  }
+  return best;
+}
+
 }  // namespace
 
 Bandwidth measure_bandwidth(int64_t bytes, int repeats) {
@@ -88,6 +137,16 @@ Result<InCoreBench> bench_incore(const Shape& shape, const Scheme& stencil, DTyp
   return dispatch_dtype(dtype, [&](auto tag) {
     return bench_typed<decltype(tag)>(shape, stencil, steps, options, repeats, bandwidth_gbs,
                                       boundary);
+  });
+}
+
+Result<double> kernel_in_cache_mlups(const Scheme& scheme, DType dtype, int64_t width, int threads,
+                                     int repeats) {
+  if (width < 1) return invalid_argument("a plane must be at least 1 point wide");
+  DG_RETURN_IF_ERROR(scheme.check_dtype(dtype));
+  const int n = std::max(1, threads > 0 ? threads : omp_get_max_threads());
+  return dispatch_dtype(dtype, [&](auto tag) -> Result<double> {
+    return kernel_in_cache_typed<decltype(tag)>(scheme, width, n, std::max(1, repeats));
   });
 }
 

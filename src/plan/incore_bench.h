@@ -43,4 +43,11 @@ Result<InCoreBench> bench_incore(const Shape& shape, const Scheme& scheme, DType
                                  int64_t steps, const InCoreOptions& options, int repeats,
                                  double bandwidth_gbs, const Boundary& boundary = {});
 
+// The scheme's kernel alone on rows `width` points wide whose planes stay in cache (a few rows
+// each: the in-core engine's planes at most, without its memory traffic, tile halos or
+// bookkeeping), every thread on planes of its own: MLUP/s, best of `repeats` timings of about
+// 0.2 s. What a wavefront's levels could reach at best on planes that wide.
+Result<double> kernel_in_cache_mlups(const Scheme& scheme, DType dtype, int64_t width, int threads,
+                                     int repeats = 3);
+
 }  // namespace deepgrid

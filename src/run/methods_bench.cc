@@ -127,7 +127,7 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
           if (report.ok()) row.method = device_row_name(report->device_placement);
         }
         if (!report.ok() && report.status().code() == ErrorCode::kInvalidArgument &&
-            (bts.size() > 1 || ratios.size() > 1)) {
+            (o.sweep || bts.size() > 1 || ratios.size() > 1)) {
           row.bt = bt;
           row.skipped = report.status().message();  // a sweep point that does not fit
           rows.push_back(row);
@@ -159,6 +159,25 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
     }
   }
   out.rows = std::move(rows);
+  return out;
+}
+
+Result<std::vector<PlaneSweepRow>> bench_plane_sweep(const MethodsBenchOptions& options,
+                                                     const std::vector<int64_t>& planes) {
+  std::vector<PlaneSweepRow> out;
+  for (const int64_t p : planes) {
+    if (p < 1) return invalid_argument("a swept plane must be at least 1 point wide");
+    PlaneSweepRow row;
+    row.plane = p;
+    row.shape = {p, p, std::max<int64_t>(1, options.shape.points() / (p * p))};
+    DG_ASSIGN_OR_RETURN(row.kernel_mlups,
+                        kernel_in_cache_mlups(options.scheme, options.dtype, p, options.threads));
+    MethodsBenchOptions o = options;
+    o.shape = row.shape;
+    o.sweep = true;
+    DG_ASSIGN_OR_RETURN(row.methods, bench_methods(o));
+    out.push_back(std::move(row));
+  }
   return out;
 }
 

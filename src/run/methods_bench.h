@@ -36,6 +36,9 @@ struct MethodsBenchOptions {
   int cache_bt = 0;                // stream: steps per stage (0: automatic)
   int64_t tile_x = 0, tile_y = 0;  // every method's tiles (0: automatic)
   std::vector<double> ratios;      // out-of-core: each memory ratio (overrides mem_ratio)
+  // Part of a sweep: a configuration that does not fit its budget becomes a skipped row instead
+  // of an error (also where bts or ratios hold several).
+  bool sweep = false;
 };
 
 struct MethodsBenchRow {
@@ -61,5 +64,21 @@ struct MethodsBench {
 };
 
 Result<MethodsBench> bench_methods(const MethodsBenchOptions& options);
+
+// One plane size of a sweep: the grid P x P x nz of about the bytes of the options' shape.
+struct PlaneSweepRow {
+  int64_t plane = 0;  // P
+  Shape shape;
+  // The kernel alone on P-wide rows in cache, all threads (kernel_in_cache_mlups): what the
+  // engines could reach at best on such planes.
+  double kernel_mlups = 0;
+  MethodsBench methods;  // the options' methods on this shape
+};
+
+// The options' methods on grids of square planes `planes` wide and the options' shape's bytes
+// (nz = points / P^2, at least 1), beside the kernel's in-cache rate: how the engines hold
+// their speed as planes grow.
+Result<std::vector<PlaneSweepRow>> bench_plane_sweep(const MethodsBenchOptions& options,
+                                                     const std::vector<int64_t>& planes);
 
 }  // namespace deepgrid
