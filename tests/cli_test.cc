@@ -226,15 +226,15 @@ TEST_F(CliTest, BenchSweepsPlaneSizesAtTheSameBytes) {
   const RunResult sweep =
       run_cli({"bench", "--sweep-plane", "16,32,128", "--shape", "32x32x64", "--steps", "2",
                "--mem-ratio", "2", "--dir", tmp_ / "bench", "--json"});
-  ASSERT_TRUE(Succeeded(sweep));
+  ASSERT_TRUE(Succeeded(sweep)) << sweep;
   const json rows = json::parse(sweep.out);
-  ASSERT_EQ(rows.size(), 6u) << rows.dump();
+  ASSERT_EQ(rows.size(), 6u) << sweep;
   const std::vector<std::pair<int, std::string>> expected = {
       {16, "16x16x256"}, {16, "16x16x256"},  {32, "32x32x64"},
       {32, "32x32x64"},  {128, "128x128x4"}, {128, "128x128x4"}};
   for (size_t i = 0; i < rows.size(); ++i) {
     const json& row = rows[i];
-    EXPECT_EQ(row.at("plane"), expected[i].first) << row.dump();
+    EXPECT_EQ(row.at("plane"), expected[i].first) << sweep;
     EXPECT_EQ(row.at("method"), i % 2 == 0 ? "incore" : "stream") << row.dump();
     EXPECT_GT(row.at("kernel_in_cache_mlups").get<double>(), 0) << row.dump();
     if (row.contains("skipped")) continue;
@@ -242,8 +242,8 @@ TEST_F(CliTest, BenchSweepsPlaneSizesAtTheSameBytes) {
     EXPECT_GT(row.at("incore_warm_mlups").get<double>(), 0) << row.dump();
   }
   // 128x128x4 at a 2x ratio leaves the stream method too little memory for a plane.
-  EXPECT_TRUE(rows[5].contains("skipped")) << rows[5].dump();
-  EXPECT_FALSE(rows[3].contains("skipped")) << rows[3].dump();
+  EXPECT_TRUE(rows[5].contains("skipped")) << sweep;
+  EXPECT_FALSE(rows[3].contains("skipped")) << sweep;
 }
 
 TEST(CliHelpTest, HelpMentionsStencilPresetsAndBoundary) {

@@ -222,6 +222,30 @@ TEST(WavefrontPlan, DeeperBlockingWhereTheWorkingSetAllowsTallTiles) {
   EXPECT_EQ(plan_wavefront({512, 512, 512}, Stencil::preset("27pt").value(), 4, 100, opt).bt, 3);
 }
 
+// Where the depth chosen would cut tiles narrower than the grid, a shallower one whose tiles
+// span x with 16 rows or more is taken (not below 3 for 7pt); the stream engine's stages keep
+// the depth, and grids whose tiles span x already plan as before.
+TEST(WavefrontPlan, ShallowerBlockingWhereDeepTilesWouldNotSpanX) {
+  const Stencil star = Stencil::preset("7pt").value();
+  InCoreOptions opt;
+  opt.cache_bytes = int64_t{3} << 20;
+  const WavefrontPlan wide = plan_wavefront({2048, 2048, 64}, star, 4, 100, opt);
+  EXPECT_EQ(wide.bt, 4);
+  EXPECT_EQ(wide.tile_x, 2048);
+  EXPECT_GE(wide.tile_y, 16);
+  EXPECT_LE(wide.workspace_bytes, opt.cache_bytes + (int64_t{1} << 16));
+  const WavefrontPlan as_before = plan_wavefront({512, 512, 64}, star, 4, 100, opt);
+  EXPECT_EQ(as_before.bt, 8);
+  EXPECT_EQ(as_before.tile_x, 512);
+  const WavefrontPlan too_wide = plan_wavefront({8192, 8192, 8}, star, 8, 100, opt);
+  EXPECT_EQ(too_wide.bt, 6) << "only bt 1 spans 8192 f64 values";
+  EXPECT_LT(too_wide.tile_x, 8192);
+  opt.shallower_to_span_x = false;
+  const WavefrontPlan stage = plan_wavefront({2048, 2048, 64}, star, 4, 100, opt);
+  EXPECT_EQ(stage.bt, 6);
+  EXPECT_EQ(stage.tile_x, 1024);
+}
+
 // Wavefronts that take turns in one workspace (the stream engine's stages, per thread) carry
 // their inner levels from one run of steps to the next: running the steps in chunks, each in
 // a workspace another chunk left stale, gives the bits of one uninterrupted run.

@@ -210,6 +210,33 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
     return row_budget(bt) / round_up(tile_width(bt) + 2 * int64_t{bt} * rx, 16) -
            2 * int64_t{bt} * ry;
   };
+  // Where the depth chosen below would cut the grid's planes into tiles narrower than the grid,
+  // which run slower per point (docs/performance.md, "Row tails and tiles narrower than the
+  // grid"): a shallower depth, at least `lowest`, whose tiles span x with at least 16 rows, the
+  // one of least modelled cost per useful update: the halo rows recomputed, ry (bt - 1) / rows
+  // on average over the levels, times the extra cost of the two levels that read and write the
+  // grid, about 0.8 of an inner level's per pass (measured per level, ibid.). The deepest within
+  // 2% of the least wins. Measured (7pt, 3 MiB per thread, 2026-11-27): f32 1280-, 2048- and
+  // 4096-wide planes ran 35%, 23% and 15% faster, f64 1280- and 2048-wide ones 19% and 17%;
+  // below `lowest` (bt 1 or 2 for 7pt) the memory traffic costs more than narrow tiles do
+  // (docs/performance.md, "Large planes"). Without such a depth: `deepest`.
+  auto spanning_depth = [&](int deepest, int lowest) {
+    std::vector<std::pair<int, double>> costs;  // (bt, cost), deepest first
+    for (int bt = deepest - 1; bt >= lowest; --bt) {
+      const int64_t rows =
+          row_budget(bt) / round_up(s.nx + 2 * int64_t{bt} * rx, 16) - 2 * int64_t{bt} * ry;
+      if (rows < 16) continue;
+      costs.emplace_back(bt, (1 + static_cast<double>(ry) * (bt - 1) / static_cast<double>(rows)) *
+                                 (1 + 0.8 / bt));
+    }
+    if (costs.empty()) return deepest;
+    double least = costs.front().second;
+    for (const auto& c : costs) least = std::min(least, c.second);
+    for (const auto& c : costs) {
+      if (c.second <= 1.02 * least) return c.first;
+    }
+    return deepest;
+  };
   // Deeper blocking cuts memory traffic but adds halo work and ring size. Measured on this
   // class of machine (docs/performance.md): star stencils do best around 6 / r levels with a
   // 1.5 MiB working set per thread (a 2 MiB L2), around 8 / r where the working set can be
@@ -219,7 +246,10 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   const bool star = scheme.points() <= (6 * r + 1) * static_cast<int>(scheme.updates().size()) +
                                            2 * (scheme.component_count() - 1);
   const int deep = std::max(1, 8 / r), shallow = std::max(1, 6 / r);
-  const int auto_bt = !star ? std::max(1, 3 / r) : tile_rows(deep) >= 32 ? deep : shallow;
+  int auto_bt = !star ? std::max(1, 3 / r) : tile_rows(deep) >= 32 ? deep : shallow;
+  if (opt.shallower_to_span_x && opt.tile_x <= 0 && tile_width(auto_bt) < s.nx) {
+    auto_bt = spanning_depth(auto_bt, std::max(2, shallow / 2));
+  }
   p.bt = static_cast<int>(
       std::clamp<int64_t>(opt.bt > 0 ? opt.bt : auto_bt, 1, std::max<int64_t>(1, steps)));
   p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());

@@ -64,6 +64,7 @@ InCoreOptions stage_tiling(const StreamOptions& opt) {
   tiling.tile_x = opt.tile_x;
   tiling.tile_y = opt.tile_y;
   if (opt.cache_bytes > 0) tiling.cache_bytes = opt.cache_bytes;
+  tiling.shallower_to_span_x = false;
   return tiling;
 }
 
