@@ -206,10 +206,11 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
     }
     return tx;
   };
-  auto tile_rows = [&](int bt) {
-    return row_budget(bt) / round_up(tile_width(bt) + 2 * int64_t{bt} * rx, 16) -
-           2 * int64_t{bt} * ry;
+  // Rows of a tile `tx` wide at depth bt.
+  auto rows_of = [&](int bt, int64_t tx) {
+    return row_budget(bt) / round_up(tx + 2 * int64_t{bt} * rx, 16) - 2 * int64_t{bt} * ry;
   };
+  auto tile_rows = [&](int bt) { return rows_of(bt, tile_width(bt)); };
   // Where the depth chosen below would cut the grid's planes into tiles narrower than the grid,
   // which run slower per point (docs/performance.md, "Row tails and tiles narrower than the
   // grid"): a shallower depth, at least `lowest`, whose tiles span x with at least 16 rows, the
@@ -217,25 +218,23 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   // on average over the levels, times the extra cost of the two levels that read and write the
   // grid, about 0.8 of an inner level's per pass (measured per level, ibid.). The deepest within
   // 2% of the least wins. Measured (7pt, 3 MiB per thread, 2026-11-27): f32 1280-, 2048- and
-  // 4096-wide planes ran 35%, 23% and 15% faster, f64 1280- and 2048-wide ones 19% and 17%;
+  // 4096-wide planes ran 31%, 23% and 14% faster, f64 1280- and 2048-wide ones 19% and 17%;
   // below `lowest` (bt 1 or 2 for 7pt) the memory traffic costs more than narrow tiles do
   // (docs/performance.md, "Large planes"). Without such a depth: `deepest`.
   auto spanning_depth = [&](int deepest, int lowest) {
-    std::vector<std::pair<int, double>> costs;  // (bt, cost), deepest first
+    std::vector<std::pair<double, int>> costs;  // (cost, bt), deepest first
     for (int bt = deepest - 1; bt >= lowest; --bt) {
-      const int64_t rows =
-          row_budget(bt) / round_up(s.nx + 2 * int64_t{bt} * rx, 16) - 2 * int64_t{bt} * ry;
+      const int64_t rows = rows_of(bt, s.nx);
       if (rows < 16) continue;
-      costs.emplace_back(bt, (1 + static_cast<double>(ry) * (bt - 1) / static_cast<double>(rows)) *
-                                 (1 + 0.8 / bt));
+      costs.emplace_back(
+          (1 + static_cast<double>(ry) * (bt - 1) / static_cast<double>(rows)) * (1 + 0.8 / bt),
+          bt);
     }
     if (costs.empty()) return deepest;
-    double least = costs.front().second;
-    for (const auto& c : costs) least = std::min(least, c.second);
-    for (const auto& c : costs) {
-      if (c.second <= 1.02 * least) return c.first;
-    }
-    return deepest;
+    const double least = std::min_element(costs.begin(), costs.end())->first;
+    return std::find_if(costs.begin(), costs.end(),
+                        [&](const auto& c) { return c.first <= 1.02 * least; })
+        ->second;
   };
   // Deeper blocking cuts memory traffic but adds halo work and ring size. Measured on this
   // class of machine (docs/performance.md): star stencils do best around 6 / r levels with a

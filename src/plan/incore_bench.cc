@@ -64,7 +64,8 @@ int64_t in_cache_rows(int64_t width, int planes, size_t value_bytes, int compone
 }
 
 template <typename T>
-double kernel_in_cache_typed(const Scheme& scheme, int64_t width, int threads, int repeats) {
+Result<double> kernel_in_cache_typed(const Scheme& scheme, int64_t width, int threads,
+                                     int repeats) {
   const SchemeKernel<T> kernel(scheme);
   const int rx = kernel.rx(), ry = kernel.ry(), planes = 2 * kernel.rz() + 1;
   const int components = kernel.components();
@@ -77,25 +78,30 @@ double kernel_in_cache_typed(const Scheme& scheme, int64_t width, int threads, i
   for (int rep = 0; rep < repeats; ++rep) {
     int64_t applied = 0;  // kernel applications, all threads
     double longest = 0;   // the slowest thread's seconds
-#pragma omp parallel num_threads(threads) reduction(+ : applied) reduction(max : longest)
+    bool unallocated = false;
+#pragma omp parallel num_threads(threads) reduction(+ : applied) reduction(max : longest) \
+    reduction(|| : unallocated)
     {
       internal::AlignedBuffer in_buffer(static_cast<size_t>(field * components * planes) *
                                         sizeof(T));
       internal::AlignedBuffer out_buffer(static_cast<size_t>(field * components) * sizeof(T));
+      unallocated = !in_buffer.ok() || !out_buffer.ok();
       T* first = in_buffer.data<T>();
-      std::fill(first, first + field * components * planes, T{1} / 3);
+      if (!unallocated) std::fill(first, first + field * components * planes, T{1} / 3);
       std::vector<const T*> in;
       for (int p = 0; p < planes; ++p) in.push_back(first + p * field * components);
 #pragma omp barrier
       const auto t0 = std::chrono::steady_clock::now();
       double seconds = 0;
-      while (seconds < 0.2) {
+      while (!unallocated && seconds < 0.2) {
         kernel.apply(in.data(), stride, field, out_buffer.data<T>(), stride, field, rect, at);
         ++applied;
         seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
       longest = seconds;
     }
+    if (unallocated)
+      return Status(ErrorCode::kResource, "no memory for the kernel's in-cache planes");
     best = std::max(
         best, static_cast<double>(applied) * static_cast<double>(rect.points()) / longest / 1e6);
   }
