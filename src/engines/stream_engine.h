@@ -59,6 +59,15 @@ struct StreamOptions {
   const DevicePlan* device = nullptr;
 };
 
+// A plan's run as the planner weighs it, in steps over the grid at the in-core rate (the
+// planner knows the disks and the I/O's CPU time relative to that rate; plan_run turns steps
+// into seconds).
+struct StreamCost {
+  double steps = 0;          // per sweep the larger of compute and disk (hedged: plan_stream)
+  double compute_steps = 0;  // halo work, blocks, stages, and the CPU time of the I/O
+  double disk_steps = 0;     // reads and writes at the disk rate assumed
+};
+
 struct StreamPlan {
   int bt = 1;
   int cache_bt = 1;  // levels per stage
@@ -82,6 +91,7 @@ struct StreamPlan {
   // Compute per update against the in-core engine's rate, apart from halo work (which the
   // in-core engine does too): blocks' cold reads of carried planes, shallow stages.
   double compute_factor = 1;
+  StreamCost cost;  // of the planned steps
   bool flush_subnormals = false;
 };
 

@@ -168,26 +168,38 @@ StreamPlan with_deepest_block(const Manifest& m, const Scheme& st, const Boundar
   return q;
 }
 
-// A plan's cost over a run, in units of one perfectly efficient step over the grid, and the
-// compute within it.
-struct RunCost {
-  double time = 0;
-  double computed = 0;
+// A sweep's read and write of the grid, and the compute they take from the threads, in units of
+// one perfectly efficient step over the grid (the in-core rate).
+struct SweepIo {
+  double disk = 0;
+  double cpu = 0;
 };
 
-// Plan q's cost over `run` steps, counted as cheapest_plan() says; `disk`: a sweep's read and
-// write of the grid, `io_cpu`: the compute they take from the threads.
-RunCost run_cost(const StreamPlan& q, DType dtype, int64_t run, double disk, double io_cpu,
-                 bool observed) {
+// The disk as cheapest_plan() weighs it: a measured rate with a 20% margin, the rate earlier
+// sweeps sustained as it is.
+SweepIo sweep_io(const Manifest& m, const StreamOptions& opt, int threads) {
+  const double bytes_per_point = 2.0 * static_cast<double>(m.layout.plane_stride) /
+                                 static_cast<double>(m.shape.plane_points());
+  return {(opt.disk_rate_observed ? 1.0 : 1.2) * bytes_per_point /
+              std::max(opt.disk_bytes_per_update, 1e-3),
+          opt.io_cpu_updates_per_byte / threads * bytes_per_point};
+}
+
+// Plan q's cost over `run` steps, counted as cheapest_plan() says: per sweep, the larger of its
+// compute and its disk time; with a measured (not observed) rate, the mean of that and of the
+// same with the disks at half the rate.
+StreamCost run_cost(const StreamPlan& q, DType dtype, int64_t run, const SweepIo& io,
+                    bool observed) {
   const int bt = q.bt;
   const double per_step = q.redundancy * relative_compute(q, dtype);
-  RunCost c;
+  StreamCost c;
   for (int64_t done = 0; done < run; done += bt) {
     const double compute =
-        per_step * static_cast<double>(std::min<int64_t>(bt, run - done)) + io_cpu;
-    c.time += observed ? std::max(compute, disk)
-                       : (std::max(compute, disk) + std::max(compute, 2 * disk)) / 2;
-    c.computed += compute;
+        per_step * static_cast<double>(std::min<int64_t>(bt, run - done)) + io.cpu;
+    c.steps += observed ? std::max(compute, io.disk)
+                        : (std::max(compute, io.disk) + std::max(compute, 2 * io.disk)) / 2;
+    c.compute_steps += compute;
+    c.disk_steps += io.disk;
   }
   return c;
 }
@@ -208,25 +220,19 @@ RunCost run_cost(const StreamPlan& q, DType dtype, int64_t run, double disk, dou
 // 86 s where bt 12 with blocks of 6 took 67, both in 2 sweeps); then the deeper plan.
 StreamPlan cheapest_plan(const Manifest& m, const Scheme& st, const Boundary& b, int64_t steps,
                          int deepest, const StreamPlan& minimum, const StreamOptions& opt) {
-  const double disk =
-      (opt.disk_rate_observed ? 1.0 : 1.2) * 2.0 * static_cast<double>(m.layout.plane_bytes) /
-      static_cast<double>(m.shape.plane_points()) / std::max(opt.disk_bytes_per_update, 1e-3);
+  const SweepIo io = sweep_io(m, opt, minimum.threads);
   const int64_t run = std::max<int64_t>(steps, 1);
-  // The compute a sweep's reads and writes take from the threads, in the same units.
-  const double io_cpu = opt.io_cpu_updates_per_byte / minimum.threads * 2.0 *
-                        static_cast<double>(m.layout.plane_stride) /
-                        static_cast<double>(m.shape.plane_points());
   StreamPlan p = minimum;
-  double best = 0, best_compute = 0;
+  StreamCost best;
   for (int bt = 1; bt <= deepest; ++bt) {
     const StreamPlan q = with_deepest_block(m, st, b, bt, opt);
     if (static_cast<uint64_t>(q.memory_bytes) > opt.mem_budget) continue;
-    const RunCost c = run_cost(q, m.dtype, run, disk, io_cpu, opt.disk_rate_observed);
-    const bool cheaper = c.time < best * (1 - 1e-9);
-    const bool as_cheap = c.time <= best * (1 + 1e-9) && c.computed <= best_compute * (1 + 1e-9);
+    const StreamCost c = run_cost(q, m.dtype, run, io, opt.disk_rate_observed);
+    const bool cheaper = c.steps < best.steps * (1 - 1e-9);
+    const bool as_cheap =
+        c.steps <= best.steps * (1 + 1e-9) && c.compute_steps <= best.compute_steps * (1 + 1e-9);
     if (bt == 1 || cheaper || as_cheap) {
-      best = c.time;
-      best_compute = c.computed;
+      best = c;
       p = q;
     }
   }
@@ -256,6 +262,8 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
   p.minimum_bytes = minimum.memory_bytes;
   p.sweeps = (std::max<int64_t>(steps, 0) + p.bt - 1) / p.bt;
   p.compute_factor = relative_compute(p, m.dtype);
+  p.cost = run_cost(p, m.dtype, std::max<int64_t>(steps, 0), sweep_io(m, opt, p.threads),
+                    opt.disk_rate_observed);
   return p;
 }
 

@@ -280,17 +280,14 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   so.io_cpu_updates_per_byte = cpu_per_byte * rate;
   DG_ASSIGN_OR_RETURN(plan.stream, plan_stream(m, opt.scheme, opt.boundary, opt.steps, so));
   plan.memory_bytes = static_cast<uint64_t>(plan.stream.memory_bytes);
-  for (int64_t done = 0; done < opt.steps; done += plan.stream.bt) {
-    const double levels = static_cast<double>(std::min<int64_t>(plan.stream.bt, opt.steps - done));
-    // Each sweep's reads and writes also take CPU time from every thread's compute.
-    const double compute = (rate > 0 ? points * levels / rate * plan.stream.compute_factor : 0) +
-                           cpu_per_byte * 2 * grid_bytes / plan.stream.threads;
-    plan.predicted_compute_seconds += compute;
-    const double disk = machine.disk_sweep_bps > 0 ? 2 * grid_bytes / machine.disk_sweep_bps
-                                                   : (read_s + write_s) / kConcurrentDirections;
-    plan.predicted_io_seconds += disk;
-    plan.predicted_seconds += std::max(compute, disk);
-  }
+  // The planner's own cost of the plan it chose, in seconds at the in-core rate (the disk's
+  // only where a rate was measured: otherwise the planner weighed a default).
+  const double step_seconds = rate > 0 ? points / rate : 0;
+  const bool disk_known = machine.disk_sweep_bps > 0 || machine.disk_read_bps > 0;
+  plan.predicted_compute_seconds = plan.stream.cost.compute_steps * step_seconds;
+  plan.predicted_io_seconds = disk_known ? plan.stream.cost.disk_steps * step_seconds : 0;
+  plan.predicted_seconds =
+      disk_known ? plan.stream.cost.steps * step_seconds : plan.predicted_compute_seconds;
   return plan;
 }
 
