@@ -22,6 +22,7 @@
 #include "cli_runner.h"
 #include "device/device.h"
 #include "grid_holder.h"
+#include "sanitizer_build.h"
 
 namespace {
 
@@ -204,8 +205,12 @@ TEST_F(CliTest, RunsKilledAtRandomMomentsFinishWithTheSameCommand) {
                       "--boundary", "periodic"},
                      4});
   }
+  // Under a sanitizer every run starts and computes tens of times slower: the same cases with
+  // a third of the kills check the same paths; the release stage gathers the statistics.
+  const int divisor = testing::kUnderSanitizer ? 3 : 1;
   std::mt19937 rng(20261123);
   int killed = 0;
+  for (Case& c : cases) c.trials = (c.trials + divisor - 1) / divisor;
   for (const Case& c : cases) {
     auto command = [&](const std::string& dir) {
       std::vector<std::string> args = {"run", dir, "--stencil", "7pt", "--steps", "22"};
@@ -255,7 +260,7 @@ TEST_F(CliTest, RunsKilledAtRandomMomentsFinishWithTheSameCommand) {
       EXPECT_EQ(sha256_of(dir), expected) << info;
     }
   }
-  EXPECT_GE(killed, 20) << "most kills should land while the runs are under way";
+  EXPECT_GE(killed, 20 / divisor) << "most kills should land while the runs are under way";
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "deepgrid/run.h"
+#include "sanitizer_build.h"
 #include "temp_dir.h"
 
 namespace deepgrid {
@@ -27,20 +28,6 @@ constexpr const char* kCgroupRoot = "/sys/fs/cgroup/memory";  // cgroup v1 memor
 // Under AddressSanitizer, freed blocks wait in a quarantine (up to 256 MiB) before they are
 // reused: memory the checker holds, not the program. It is kept small here so that the cgroup
 // measures the program.
-#if defined(__SANITIZE_ADDRESS__)
-#define DEEPGRID_TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DEEPGRID_TEST_UNDER_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define DEEPGRID_TEST_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define DEEPGRID_TEST_UNDER_TSAN 1
-#endif
-#endif
 #ifdef DEEPGRID_TEST_UNDER_ASAN
 constexpr const char* kCheckerOptions = "quarantine_size_mb=1";
 #else
@@ -108,14 +95,15 @@ TEST(MemoryCap, StreamRunSixteenTimesTheBudgetInsideACgroup) {
   co.init = *parse_init("random:5");
   ASSERT_TRUE(Grid::create(root + "/ooc", co).ok());
   ASSERT_TRUE(Grid::create(root + "/ref", co).ok());
+  // Five sweeps of bt 4; under a sanitizer two (the same buffers, a third of the work).
+  const int steps = testing::kUnderSanitizer ? 8 : 20;
 
   // An empty machine cache: the run's first measurement of this machine happens inside the
   // cgroup too, and must keep the budget as well.
   const auto [code, out] = shell("sh -c 'echo $$ > " + cgroup + "/cgroup.procs && exec env " +
                                  "DEEPGRID_CACHE_DIR=" + root + "/cache " + checker_env() +
-                                 DEEPGRID_CLI + " run " + root +
-                                 "/ooc --stencil 7pt --steps 20 --method stream --mem 8MiB "
-                                 "--json'");
+                                 DEEPGRID_CLI + " run " + root + "/ooc --stencil 7pt --steps " +
+                                 std::to_string(steps) + " --method stream --mem 8MiB --json'");
   const std::string usage = read_file(cgroup + "/memory.max_usage_in_bytes");
   const uint64_t max_usage = usage.empty() ? 0 : std::stoull(usage);
   ::rmdir(cgroup.c_str());
@@ -129,7 +117,7 @@ TEST(MemoryCap, StreamRunSixteenTimesTheBudgetInsideACgroup) {
 
   RunOptions opt;
   opt.scheme = Stencil::preset("7pt").value();
-  opt.steps = 20;
+  opt.steps = steps;
   opt.method = Method::kInCore;
   ASSERT_TRUE(run_grid(root + "/ref", opt).ok());
   std::vector<float> a(static_cast<size_t>(co.shape.points())), b(a.size());
