@@ -41,10 +41,12 @@ using internal::seconds_since;
 // seconds instead of a minute, along the same paths.
 #ifdef DEEPGRID_SANITIZED
 constexpr int64_t kStepsDivisor = 4;
-constexpr int kTuningRepeats = 1;
+constexpr int kTimingRepeats = 1;
 #else
 constexpr int64_t kStepsDivisor = 1;
-constexpr int kTuningRepeats = 3;  // best of three: the tiles' candidates differ by a few %
+// Best of three: the tiles' candidates differ by a few %, and one timing of the compute sample
+// (a twentieth of a second) ran 8% below the best of three on a Xeon VM.
+constexpr int kTimingRepeats = 3;
 #endif
 constexpr int64_t kComputeSteps = 12 / kStepsDivisor;
 constexpr int64_t kTuningSteps = 32 / kStepsDivisor;
@@ -76,13 +78,17 @@ InCoreOptions compute_options(int threads, int64_t cache_bytes) {
   return opt;
 }
 
-// The sample measure_compute() runs: up to 256x256x64 points of the grid's extent (256x256x16
-// when that does not fit half the budget; a budget of 0: no limit). Empty when neither fits: a
-// smaller sample would measure overheads, not the rate, so the planner's defaults serve better.
+// The sample measure_compute() runs: rows of the grid's own width (up to 2048), up to 256 of
+// them, up to 64 planes, within half the budget (0: no limit): fewer rows first, down to 64,
+// then 16 planes (a wavefront over few planes spends its time filling and draining). Empty
+// when none fits: a smaller sample would measure overheads, not the rate, so the planner's
+// defaults serve better. The width is the grid's because the in-core planner tiles
+// wide planes differently: on a Xeon VM (2026-11-28) 256x256x64 ran at 2039 MLUP/s, 1024x256x64
+// at 2411 and 1024^3 at 2546 (7pt f32).
 Shape compute_sample(const Grid& grid, const Scheme& stencil, const InCoreOptions& opt,
                      uint64_t mem_budget) {
   const Shape& s = grid.shape();
-  Shape sample{std::min<int64_t>(s.nx, 256), std::min<int64_t>(s.ny, 256),
+  Shape sample{std::min<int64_t>(s.nx, 2048), std::min<int64_t>(s.ny, 256),
                std::min<int64_t>(s.nz, 64)};
   auto fits = [&] {
     return mem_budget == 0 ||
@@ -90,6 +96,7 @@ Shape compute_sample(const Grid& grid, const Scheme& stencil, const InCoreOption
              return InCoreEngine<decltype(tag)>::memory_bytes(sample, stencil, kComputeSteps, opt);
            })) <= mem_budget / 2;
   };
+  while (!fits() && sample.ny > 64) sample.ny = std::max<int64_t>(64, sample.ny / 2);
   if (!fits()) sample.nz = std::min<int64_t>(s.nz, 16);
   if (!fits()) return Shape{0, 0, 0};
   return sample;
@@ -99,8 +106,8 @@ Shape compute_sample(const Grid& grid, const Scheme& stencil, const InCoreOption
 Result<double> measure_compute(const Grid& grid, const Scheme& stencil, const InCoreOptions& opt,
                                const Shape& sample) {
   if (sample.points() == 0) return 0.0;
-  DG_ASSIGN_OR_RETURN(InCoreBench b,
-                      bench_incore(sample, stencil, grid.dtype(), kComputeSteps, opt, 1, 0));
+  DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, grid.dtype(), kComputeSteps, opt,
+                                                  kTimingRepeats, 0));
   return b.mlups;
 }
 
@@ -124,7 +131,7 @@ Result<int64_t> measure_cache_bytes(int threads, uint64_t mem_budget, bool* all_
       continue;
     }
     DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, DType::kF32, kTuningSteps, opt,
-                                                    kTuningRepeats, 0));
+                                                    kTimingRepeats, 0));
     if (b.mlups > best_mlups) {
       best_mlups = b.mlups;
       best = candidate;
