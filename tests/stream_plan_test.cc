@@ -4,6 +4,7 @@
 // is run (the engines against the reference are stream_test.cc).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -19,24 +20,61 @@ namespace {
 
 using testing::planning_manifest;
 
+// A 7pt stream run of `steps` on 2 threads within `budget`.
+RunOptions stream_run(int64_t steps, uint64_t budget) {
+  RunOptions ro;
+  ro.scheme = Stencil::preset("7pt").value();
+  ro.steps = steps;
+  ro.method = Method::kStream;
+  ro.threads = 2;
+  ro.mem_budget = budget;
+  return ro;
+}
+
 // Every sweep costs the engine's own work on the bytes it moves, however fast the disks: with
 // the rate sweeps sustained on the Xeon VM (2.28 GB/s), three sweeps of bt 16 looked as fast as
 // one of bt 48 to a planner that did not count it, and ran at 0.77 of the warm in-core rate
 // where bt 48 ran at 0.88-0.94.
 TEST(StreamPlan, EverySweepCostsTheEnginesWorkOnItsBytes) {
   const Manifest m = planning_manifest({512, 512, 4096});
-  RunOptions ro;
-  ro.scheme = Stencil::preset("7pt").value();
-  ro.steps = 48;
-  ro.method = Method::kStream;
-  ro.threads = 2;
-  ro.mem_budget = 256 << 20;
+  RunOptions ro = stream_run(48, 256 << 20);
   MachineProfile machine;
   machine.compute_mlups = 4113;
   machine.disk_read_bps = machine.disk_write_bps = 1397e6;
   machine.disk_sweep_bps = 2.28e9;
   const RunPlan plan = plan_run(m, "", ro, machine).value();
   EXPECT_EQ(plan.stream.sweeps, 1) << "bt " << plan.stream.bt;
+}
+
+// What `plan` predicts is what the planner weighed: no forced depth is predicted to run
+// faster than the one it chose, from disk-bound to compute-bound, with a disk rate measured
+// (hedged) and one earlier sweeps sustained. (It printed a cost without the tiles' halo work
+// and the hedge, and showed bt 8 faster than the bt 6 it chose.)
+TEST(StreamPlan, NoForcedDepthIsPredictedFasterThanTheChosenOne) {
+  const Manifest m = planning_manifest({96, 80, 64});
+  RunOptions ro = stream_run(24, 3 << 20);
+  MachineProfile machine;
+  machine.compute_mlups = 2000;
+  for (const double disk : {2e8, 5e8, 1e9, 2e9, 4e9, 8e9}) {
+    for (const bool sustained : {false, true}) {
+      machine.disk_read_bps = machine.disk_write_bps = disk;
+      machine.disk_sweep_bps = sustained ? disk : 0;
+      ro.bt = 0;
+      const RunPlan chosen = plan_run(m, "", ro, machine).value();
+      ASSERT_GT(chosen.predicted_seconds, 0);
+      EXPECT_GE(
+          chosen.predicted_seconds,
+          std::max(chosen.predicted_compute_seconds, chosen.predicted_io_seconds) * (1 - 1e-9));
+      for (int bt = 1; bt <= 24; ++bt) {
+        ro.bt = bt;
+        const Result<RunPlan> forced = plan_run(m, "", ro, machine);
+        if (!forced.ok()) continue;  // beyond the budget
+        EXPECT_GE(forced->predicted_seconds, chosen.predicted_seconds * (1 - 1e-9))
+            << "bt " << bt << " against the chosen bt " << chosen.stream.bt << ", disks at " << disk
+            << " B/s" << (sustained ? " sustained" : " measured");
+      }
+    }
+  }
 }
 
 // What a plan computes beyond the in-core engine's updates: shallower blocks read their

@@ -693,44 +693,6 @@ TEST_F(StreamGolden, PlansChargeTheCpuCostOfIoToCompute) {
               3 * 0.3 / (1 << 30) * 2 * grid_bytes / 2, 1e-12);
 }
 
-// What `plan` predicts is what the planner weighed: no forced depth is predicted to run
-// faster than the one it chose (with a measured disk rate, hedged, and with the rate earlier
-// sweeps sustained).
-TEST_F(StreamGolden, PlansPredictNoForcedDepthFasterThanTheChosenOne) {
-  CreateOptions co;
-  co.shape = {96, 80, 64};
-  const Grid g = Grid::create(root_ + "/chosen", co).value();
-  RunOptions ro;
-  ro.scheme = testing_stencil("7pt");
-  ro.steps = 24;
-  ro.method = Method::kStream;
-  ro.threads = 2;
-  ro.mem_budget = 3 << 20;
-  MachineProfile machine;
-  machine.compute_mlups = 2000;
-  // From disk-bound to compute-bound, measured (hedged) and sustained in earlier sweeps.
-  for (const double disk : {2e8, 5e8, 1e9, 2e9, 4e9, 8e9}) {
-    for (const bool sustained : {false, true}) {
-      machine.disk_read_bps = machine.disk_write_bps = disk;
-      machine.disk_sweep_bps = sustained ? disk : 0;
-      ro.bt = 0;
-      const RunPlan chosen = plan_run(g, ro, machine).value();
-      ASSERT_GT(chosen.predicted_seconds, 0);
-      EXPECT_GE(
-          chosen.predicted_seconds,
-          std::max(chosen.predicted_compute_seconds, chosen.predicted_io_seconds) * (1 - 1e-9));
-      for (int bt = 1; bt <= 24; ++bt) {
-        ro.bt = bt;
-        const Result<RunPlan> forced = plan_run(g, ro, machine);
-        if (!forced.ok()) continue;  // beyond the budget
-        EXPECT_GE(forced->predicted_seconds, chosen.predicted_seconds * (1 - 1e-9))
-            << "bt " << bt << " against the chosen bt " << chosen.stream.bt << ", disks at " << disk
-            << " B/s" << (sustained ? " sustained" : " measured");
-      }
-    }
-  }
-}
-
 // Blocks of every depth: between blocks each (stage, tile) trades its carried planes with the
 // threads' rings, so planes pass between tiles, stages and threads; a scheme of several
 // fields carries planes of several components.
