@@ -12,10 +12,12 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/process_stats.h"
 #include "deepgrid/report.h"
+#include "plan/machine_cache.h"
 #include "temp_dir.h"
 
 namespace deepgrid {
@@ -67,6 +69,32 @@ TEST_F(MachineProfileTest, MeasuresOnceThenReadsTheCache) {
   EXPECT_EQ(second.io_cpu_seconds_per_byte, first.io_cpu_seconds_per_byte);
 
   EXPECT_FALSE(profile(/*remeasure=*/true).value().cached);
+}
+
+// Processes measure at the same time (tests, ranks, runs side by side) and each caches what it
+// measured: none drops what another cached meanwhile. (A profile read before seconds of
+// measuring and written whole after them dropped the device's rates another had cached.)
+TEST_F(MachineProfileTest, NumbersCachedAtTheSameTimeAreAllKept) {
+  ASSERT_TRUE(profile().ok());
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 8; ++t) {
+    writers.emplace_back([t] {
+      for (int i = 0; i < 10; ++i) {
+        internal::cache_machine_number("test_section", std::to_string(t) + "/" + std::to_string(i),
+                                       t * 10 + i);
+      }
+    });
+  }
+  for (std::thread& w : writers) w.join();
+  for (int t = 0; t < 8; ++t) {
+    for (int i = 0; i < 10; ++i) {
+      EXPECT_EQ(internal::cached_machine_number("test_section",
+                                                std::to_string(t) + "/" + std::to_string(i)),
+                t * 10 + i)
+          << "writer " << t << ", number " << i;
+    }
+  }
+  EXPECT_TRUE(profile().value().cached) << "the profile measured first is still there";
 }
 
 TEST_F(MachineProfileTest, TheCpuCostOfIoIsCachedPerDiskAndMeasuredWhereMissing) {

@@ -1,12 +1,15 @@
 #include "deepgrid/machine.h"
 
+#include <fcntl.h>
 #include <omp.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -264,13 +267,40 @@ json& this_machine(json& file) {
   return mine;
 }
 
-void write_cache(const std::string& path, const json& j) {
+// One change to this machine's profile in the cache file: a number set, or (no value) erased.
+struct CacheEdit {
+  std::string section, key;
+  std::optional<double> value;
+};
+
+// Applies `edits` to this machine's profile in the cache file as it is now: processes measure
+// at the same time (tests, MPI ranks, runs side by side), and a file read before a measurement
+// of seconds and written whole after it would drop what others cached meanwhile. An flock(2)
+// on a lock file beside it makes each read and write one step; the write is atomic (a crash
+// leaves the old file).
+void update_cache(const std::string& path, const std::vector<CacheEdit>& edits) {
+  if (path.empty()) return;
   const std::filesystem::path p(path);
   std::error_code ec;
   std::filesystem::create_directories(p.parent_path(), ec);
   if (ec) return;
+  const int lock = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock >= 0) {
+    while (::flock(lock, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  json file = read_cache(path);
+  json& mine = this_machine(file);
+  for (const CacheEdit& e : edits) {
+    if (e.value) {
+      mine[e.section][e.key] = *e.value;
+    } else if (mine.contains(e.section) && mine[e.section].is_object()) {
+      mine[e.section].erase(e.key);
+    }
+  }
   (void)internal::write_file_atomic(p.parent_path().string(), p.filename().string(),
-                                    j.dump(2) + "\n");
+                                    file.dump(2) + "\n");
+  if (lock >= 0) ::close(lock);  // releases the lock
 }
 
 // The first value of a /proc/cpuinfo field, or empty.
@@ -324,9 +354,7 @@ int64_t grid_disks_busy_ms(const Grid& grid) {
 void record_sweep_bandwidth(const Grid& grid, double bytes, double busy_seconds) {
   const std::string path = machine_cache_path(), dk = disk_key(grid);
   if (busy_seconds < 1 || bytes <= 0 || path.empty() || dk.empty()) return;
-  json file = read_cache(path);
-  this_machine(file)[kSweepSection][dk] = bytes / busy_seconds;
-  write_cache(path, file);
+  update_cache(path, {{kSweepSection, dk, bytes / busy_seconds}});
 }
 
 std::string machine_identity() {
@@ -363,9 +391,8 @@ Result<int64_t> tuned_cache_bytes(int threads, bool remeasure, uint64_t mem_budg
   }
   bool all_tried = false;
   DG_ASSIGN_OR_RETURN(const int64_t bytes, measure_cache_bytes(threads, mem_budget, &all_tried));
-  if (bytes > 0 && all_tried && !path.empty()) {  // the best of some is not the best
-    cache["wavefront_cache_bytes"][key] = bytes;
-    write_cache(path, file);
+  if (bytes > 0 && all_tried) {  // the best of some is not the best
+    update_cache(path, {{"wavefront_cache_bytes", key, static_cast<double>(bytes)}});
   }
   return bytes;
 }
@@ -409,7 +436,11 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
     if (p.compute_mlups <= 0) p.compute_mlups = cached_number(cache, "compute_mlups", ck);
     p.disk_read_bps = dk.empty() ? 0 : cached_number(cache, "disk_read_bytes_per_second", dk);
   }
-  if (remeasure && cache.contains(kSweepSection)) cache[kSweepSection].erase(dk);
+  std::vector<CacheEdit> edits;  // what this call measured, for the cache
+  if (remeasure && !dk.empty()) {
+    if (cache.contains(kSweepSection)) cache[kSweepSection].erase(dk);
+    edits.push_back({kSweepSection, dk, std::nullopt});
+  }
   p.disk_sweep_bps = dk.empty() ? 0 : cached_number(cache, kSweepSection, dk);
   const std::optional<double> io_cost_cached =
       remeasure || dk.empty() ? std::nullopt : cached_value(cache, kIoCostSection, dk);
@@ -417,22 +448,22 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
   p.cached = p.known() && io_cost_cached;
   if (p.compute_mlups <= 0) {
     DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, opt, sample));
-    if (p.compute_mlups > 0) cache["compute_mlups"][ck] = p.compute_mlups;
+    if (p.compute_mlups > 0) edits.push_back({"compute_mlups", ck, p.compute_mlups});
   }
   const bool cache_disk = !dk.empty() && full_depth;
   if (p.disk_read_bps <= 0) {
     DG_ASSIGN_OR_RETURN(p.disk_read_bps,
                         measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
-    if (cache_disk) cache["disk_read_bytes_per_second"][dk] = p.disk_read_bps;
+    if (cache_disk) edits.push_back({"disk_read_bytes_per_second", dk, p.disk_read_bps});
   }
   p.disk_write_bps = p.disk_read_bps;
   if (!io_cost_cached) {
     DG_ASSIGN_OR_RETURN(const double io_cost,
                         measure_io_cpu_cost(grid, threads, p.cache_bytes, mem_budget));
     p.io_cpu_seconds_per_byte = std::max(0.0, io_cost);
-    if (cache_disk && io_cost >= 0) cache[kIoCostSection][dk] = io_cost;
+    if (cache_disk && io_cost >= 0) edits.push_back({kIoCostSection, dk, io_cost});
   }
-  if (!p.cached && !path.empty()) write_cache(path, file);
+  if (!p.cached) update_cache(path, edits);
   return p;
 }
 
@@ -448,9 +479,7 @@ std::optional<double> cached_machine_number(const std::string& section, const st
 void cache_machine_number(const std::string& section, const std::string& key, double value) {
   const std::string path = machine_cache_path();
   if (path.empty()) return;
-  json file = read_cache(path);
-  this_machine(file)[section][key] = value;
-  write_cache(path, file);
+  update_cache(path, {{section, key, value}});
 }
 
 }  // namespace internal
