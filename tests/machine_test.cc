@@ -224,7 +224,8 @@ TEST_F(MachineProfileTest, ADamagedCacheIsMeasuredOver) {
 }
 
 TEST_F(MachineProfileTest, TunesTheTilesWorkingSetOnceAndCachesIt) {
-  const int64_t candidates[] = {int64_t{3} << 19, int64_t{3} << 20, int64_t{6} << 20};
+  const int64_t candidates[] = {int64_t{3} << 17, int64_t{3} << 18, int64_t{3} << 19,
+                                int64_t{3} << 20, int64_t{6} << 20};
   EXPECT_EQ(tuned_cache_bytes(1, false, 1 << 20).value(), 0) << "no sample fits 512 KiB";
   EXPECT_FALSE(std::ifstream(machine_cache_path())) << "nothing measured, nothing cached";
 

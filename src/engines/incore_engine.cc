@@ -240,7 +240,9 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   // class of machine (docs/performance.md): star stencils do best around 6 / r levels with a
   // 1.5 MiB working set per thread (a 2 MiB L2), around 8 / r where the working set can be
   // 3-6 MiB (a large L3) and tiles stay at least 32 rows tall; the compute-heavier box
-  // stencils around 3 / r. Schemes count their stencils' points per updated field.
+  // stencils around 3 / r. With a 1 MiB L2 and a slow L3 (a Skylake-class Xeon) the tuning
+  // picks 768 KiB, where spanning_depth() leaves 512- and 1024-wide planes at bt 4 and 3. Schemes
+  // count their stencils' points per updated field.
   const int r = std::max(1, scheme.radius());
   const bool star = scheme.points() <= (6 * r + 1) * static_cast<int>(scheme.updates().size()) +
                                            2 * (scheme.component_count() - 1);

@@ -121,9 +121,13 @@ Result<double> measure_compute(const Grid& grid, const Scheme& stencil, const In
   return b.mlups;
 }
 
-// Candidate working sets for tuned_cache_bytes(): the engines' default (sized for a 2 MiB L2)
-// and larger ones for machines whose tiles do better in a large L3.
-constexpr int64_t kCacheCandidates[] = {int64_t{3} << 19, int64_t{3} << 20, int64_t{6} << 20};
+// Candidate working sets for tuned_cache_bytes(): the engines' default (sized for a 2 MiB L2),
+// larger ones for machines whose tiles do better in a large L3, and smaller ones for a 1 MiB
+// L2 beside a slow L3: on a Skylake-class Xeon VM (2026-11-28, 7pt f32 512x512x256, 2 threads)
+// the default's plan (bt 6, 512x32: 1.4 MiB of rings) ran at 2287-2595 MLUP/s, bt 3-4 tiles
+// of 0.5-0.6 MiB at 3220-3393 (docs/performance.md, "Tiles that fit a 1 MiB L2").
+constexpr int64_t kCacheCandidates[] = {int64_t{3} << 17, int64_t{3} << 18, int64_t{3} << 19,
+                                        int64_t{3} << 20, int64_t{6} << 20};
 
 // The best of the candidates that fit half the budget (a budget of 0: no limit), 0 when none
 // does; `all_tried` tells whether every candidate fit. Each candidate's best of
