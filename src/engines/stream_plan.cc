@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/aligned_buffer.h"
 #include "engines/incore_engine.h"
@@ -58,20 +59,40 @@ double redundancy(const Shape& s, const Scheme& st, const Boundary& b, const Sta
 }
 
 // The in-core engine's tiling options for a stream's stages.
-InCoreOptions stage_tiling(const StreamOptions& opt) {
+InCoreOptions stage_tiling(const StreamOptions& opt, bool shallower_to_span_x = false) {
   InCoreOptions tiling;
   tiling.threads = opt.threads;
   tiling.tile_x = opt.tile_x;
   tiling.tile_y = opt.tile_y;
   if (opt.cache_bytes > 0) tiling.cache_bytes = opt.cache_bytes;
-  tiling.shallower_to_span_x = false;
+  tiling.shallower_to_span_x = shallower_to_span_x;
   return tiling;
 }
 
 // The depth of one stage: what the in-core engine chooses for this stencil (its tiles and
 // rings are sized for the cache at that depth).
-int default_cache_bt(const Manifest& m, const Scheme& st, const StreamOptions& opt) {
-  return plan_wavefront(m.shape, st, dtype_size(m.dtype), 64, stage_tiling(opt)).bt;
+int default_cache_bt(const Manifest& m, const Scheme& st, const StreamOptions& opt,
+                     bool shallower_to_span_x = false) {
+  return plan_wavefront(m.shape, st, dtype_size(m.dtype), 64,
+                        stage_tiling(opt, shallower_to_span_x))
+      .bt;
+}
+
+// The stage depths a plan may take: the one asked for, else the in-core engine's depth and,
+// where its tiles would be narrower than the grid, the shallower depth whose tiles span x
+// (InCoreOptions::shallower_to_span_x): fewer halo rows recomputed, more stages. The cost
+// model weighs the two (redundancy()). On a Xeon VM with 768 KiB working sets (2026-11-28,
+// 7pt f32 512x512x1024 at --mem 64MiB, bt 16) stages of 6 with 256x32 tiles computed for
+// 6.3-7.2 s, stages of 4 with 512x29 tiles for 4.4-5.4 s.
+std::vector<StreamOptions> stage_depth_options(const Manifest& m, const Scheme& st,
+                                               const StreamOptions& opt) {
+  std::vector<StreamOptions> out{opt};
+  if (opt.cache_bt > 0) return out;
+  out[0].cache_bt = default_cache_bt(m, st, opt);
+  StreamOptions spanning = opt;
+  spanning.cache_bt = default_cache_bt(m, st, opt, true);
+  if (spanning.cache_bt != out[0].cache_bt) out.push_back(spanning);
+  return out;
 }
 
 StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int bt, int block,
@@ -204,7 +225,8 @@ StreamCost run_cost(const StreamPlan& q, DType dtype, int64_t run, const SweepIo
   return c;
 }
 
-// The cheapest plan of depth 1..deepest within the budget (`minimum` if none fits).
+// The cheapest plan of depth lo..hi, of any stage depth stage_depth_options() gives, within the
+// budget (`fallback` if none fits).
 //
 // The run's time in units of one perfectly efficient step over the grid: per sweep, the
 // larger of its compute (halo work, ring reloads once per block) and one read and write
@@ -219,21 +241,25 @@ StreamCost run_cost(const StreamPlan& q, DType dtype, int64_t run, const SweepIo
 // blocks and compute more (a 25 GiB grid in 1 GiB, 24 steps: bt 14 with blocks of 3 took
 // 86 s where bt 12 with blocks of 6 took 67, both in 2 sweeps); then the deeper plan.
 StreamPlan cheapest_plan(const Manifest& m, const Scheme& st, const Boundary& b, int64_t steps,
-                         int deepest, const StreamPlan& minimum, const StreamOptions& opt) {
-  const SweepIo io = sweep_io(m, opt, minimum.threads);
+                         int lo, int hi, const StreamPlan& fallback, const StreamOptions& opt) {
+  const SweepIo io = sweep_io(m, opt, fallback.threads);
   const int64_t run = std::max<int64_t>(steps, 1);
-  StreamPlan p = minimum;
+  StreamPlan p = fallback;
   StreamCost best;
-  for (int bt = 1; bt <= deepest; ++bt) {
-    const StreamPlan q = with_deepest_block(m, st, b, bt, opt);
-    if (static_cast<uint64_t>(q.memory_bytes) > opt.mem_budget) continue;
-    const StreamCost c = run_cost(q, m.dtype, run, io, opt.disk_rate_observed);
-    const bool cheaper = c.steps < best.steps * (1 - 1e-9);
-    const bool as_cheap =
-        c.steps <= best.steps * (1 + 1e-9) && c.compute_steps <= best.compute_steps * (1 + 1e-9);
-    if (bt == 1 || cheaper || as_cheap) {
-      best = c;
-      p = q;
+  bool found = false;
+  for (const StreamOptions& stage_opt : stage_depth_options(m, st, opt)) {
+    for (int bt = lo; bt <= hi; ++bt) {
+      const StreamPlan q = with_deepest_block(m, st, b, bt, stage_opt);
+      if (static_cast<uint64_t>(q.memory_bytes) > opt.mem_budget) continue;
+      const StreamCost c = run_cost(q, m.dtype, run, io, opt.disk_rate_observed);
+      const bool cheaper = c.steps < best.steps * (1 - 1e-9);
+      const bool as_cheap =
+          c.steps <= best.steps * (1 + 1e-9) && c.compute_steps <= best.compute_steps * (1 + 1e-9);
+      if (!found || cheaper || as_cheap) {
+        best = c;
+        p = q;
+        found = true;
+      }
     }
   }
   return p;
@@ -248,10 +274,11 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
   const StreamPlan minimum = plan_for(m, st, b, 1, 1, opt);
   const int deepest =
       static_cast<int>(std::clamp<int64_t>(steps, 1, std::min<int64_t>(kMaxAutoBt, spare)));
-  StreamPlan p =
-      opt.bt > 0
-          ? with_deepest_block(m, st, b, static_cast<int>(std::min<int64_t>(opt.bt, deepest)), opt)
-          : cheapest_plan(m, st, b, steps, deepest, minimum, opt);
+  // A forced bt still gets the cheaper stage depth; if none fits, the error names its memory.
+  const int forced = static_cast<int>(std::min<int64_t>(opt.bt, deepest));
+  StreamPlan p = opt.bt > 0 ? cheapest_plan(m, st, b, steps, forced, forced,
+                                            with_deepest_block(m, st, b, forced, opt), opt)
+                            : cheapest_plan(m, st, b, steps, 1, deepest, minimum, opt);
   if (static_cast<uint64_t>(p.memory_bytes) > opt.mem_budget) {
     return invalid_argument("--mem " + format_size(opt.mem_budget) + " is below the " +
                             format_size(p.memory_bytes) + " the stream method needs with bt " +
