@@ -222,6 +222,19 @@ TEST(WavefrontPlan, DeeperBlockingWhereTheWorkingSetAllowsTallTiles) {
   EXPECT_EQ(plan_wavefront({512, 512, 512}, Stencil::preset("27pt").value(), 4, 100, opt).bt, 3);
 }
 
+// Radius 4: 8 / r is 2 and 6 / r is 1, which blocks nothing; a working set whose tiles at depth 2
+// span x with 16 rows or more (768 KiB: 29 rows of 512) keeps depth 2, a smaller one falls to 1.
+TEST(WavefrontPlan, RadiusFourKeepsTwoLevelsWhileTheirTilesHaveSixteenRows) {
+  const Stencil st = Stencil::preset("25pt").value();
+  InCoreOptions opt;
+  opt.cache_bytes = int64_t{3} << 18;
+  const WavefrontPlan two = plan_wavefront({512, 512, 512}, st, 4, 100, opt);
+  EXPECT_EQ(two.bt, 2);
+  EXPECT_EQ(two.tile_x, 512);
+  opt.cache_bytes = int64_t{3} << 17;
+  EXPECT_EQ(plan_wavefront({512, 512, 512}, st, 4, 100, opt).bt, 1) << "256-wide tiles at depth 2";
+}
+
 // Where the depth chosen would cut tiles narrower than the grid, a shallower one whose tiles
 // span x with 16 rows or more is taken (not below 3 for 7pt); the stream engine's stages keep
 // the depth, and grids whose tiles span x already plan as before.
