@@ -43,7 +43,7 @@ struct MachineProfile {
   bool known() const { return compute_mlups > 0 && disk_read_bps > 0; }
 };
 
-// Measures the tiles' working set (tuned_cache_bytes, ~0.4 s), the in-core rate on a small
+// Measures the tiles' working set (tuned_cache_bytes, ~1.5 s), the in-core rate on a small
 // in-memory grid with it (~0.2 s), the read bandwidth of the grid's data files: O_DIRECT
 // reads through io_uring, several planes in flight, up to 256 MiB (~0.3 s), and what those
 // reads cost the CPUs (the same reads beside an in-core load on every thread, ~0.8 s). Writes
@@ -63,11 +63,11 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& scheme, i
 // The per-thread working set (bytes) the wavefront's tiles run fastest with on this machine,
 // for `threads` threads (0: all): caches differ (a 2 MiB L2 per core on one machine class, a
 // 512 KiB L2 and a large shared L3 on another), and what a guest sees of them does not say
-// how much is its own. Measured once (about a second: the in-core engine on a 512x256x64 f32
-// 7pt sample with a few candidate budgets, best of two runs each) and cached in machine.json;
-// `remeasure` measures again. Candidates that do not fit half of `mem_budget` (bytes, 0: no
-// limit) are skipped, and then the best of the rest is not cached; 0 (the engines' default)
-// when none fits.
+// how much is its own. Measured once (a second or two: the in-core engine on a 512x256x64 f32
+// 7pt sample with five candidate budgets, 384 KiB to 6 MiB, best of three runs each) and
+// cached in machine.json; `remeasure` measures again. Candidates that do not fit half of
+// `mem_budget` (bytes, 0: no limit) are skipped, and then the best of the rest is not cached;
+// 0 (the engines' default) when none fits.
 Result<int64_t> tuned_cache_bytes(int threads, bool remeasure = false, uint64_t mem_budget = 0);
 
 // Milliseconds the block device holding `path` has spent with requests in flight since boot
