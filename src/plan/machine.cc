@@ -41,14 +41,16 @@ using internal::seconds_since;
 
 // The work of each timing. Sanitizer builds (DEEPGRID_SANITIZED) run the engines tens to
 // hundreds of times slower and their rates mean nothing: they time every candidate once, over
-// a quarter of the steps and of the tuning sample's planes, so that a first run there (every test
-// that measures a machine) takes seconds instead of a minute, along the same paths.
+// a quarter of the steps and of the tuning sample's rows and planes, so that a first run there
+// (every test that measures a machine) takes seconds instead of a minute, along the same paths.
 #ifdef DEEPGRID_SANITIZED
 constexpr int64_t kStepsDivisor = 4;
+constexpr int64_t kTuningRows = 64;
 constexpr int64_t kTuningPlanes = 16;
 constexpr int kTimingRepeats = 1;
 #else
 constexpr int64_t kStepsDivisor = 1;
+constexpr int64_t kTuningRows = 256;
 // The tuning sample's planes: a wavefront of bt 8 fills and drains over 8 of them, a quarter of
 // 32 (by arithmetic), which weighed against the deeper plans of larger working sets; with 32, one
 // candidate's timings ranged over 1298-1855 MLUP/s on a Xeon VM, with 64 over 1913-2321.
@@ -134,7 +136,7 @@ constexpr int64_t kCacheCandidates[] = {int64_t{3} << 17, int64_t{3} << 18, int6
 // kTimingRepeats rounds, the candidates taking turns within a round, so that a slow spell of
 // a virtual machine does not fall on one candidate's timings only.
 Result<int64_t> measure_cache_bytes(int threads, uint64_t mem_budget, bool* all_tried) {
-  const Shape sample{512, 256, kTuningPlanes};
+  const Shape sample{512, kTuningRows, kTuningPlanes};
   const Scheme stencil(Stencil::preset("7pt").value());
   std::vector<int64_t> tried;
   for (const int64_t candidate : kCacheCandidates) {
