@@ -82,8 +82,8 @@ int default_cache_bt(const Manifest& m, const Scheme& st, const StreamOptions& o
 // where its tiles would be narrower than the grid, the shallower depth whose tiles span x
 // (InCoreOptions::shallower_to_span_x): fewer halo rows recomputed, more stages. The cost
 // model weighs the two (redundancy()). On a Xeon VM with 768 KiB working sets (2026-11-28,
-// 7pt f32 512x512x1024 at --mem 64MiB, bt 16) stages of 6 with 256x32 tiles computed for
-// 6.3-7.2 s, stages of 4 with 512x29 tiles for 4.4-5.4 s.
+// 7pt f32 512x512x1024 at --mem 64MiB, 32 steps, three runs each, alternating) stages of 6
+// with 256x32 tiles computed for 4.9-5.1 s, stages of 4 with 512x29 tiles for 4.0-4.2 s.
 std::vector<StreamOptions> stage_depth_options(const Manifest& m, const Scheme& st,
                                                const StreamOptions& opt) {
   std::vector<StreamOptions> out{opt};
