@@ -43,8 +43,8 @@ struct MachineProfile {
   bool known() const { return compute_mlups > 0 && disk_read_bps > 0; }
 };
 
-// Measures the tiles' working set (tuned_cache_bytes, ~1.5 s), the in-core rate on a small
-// in-memory grid with it (~0.2 s), the read bandwidth of the grid's data files: O_DIRECT
+// Measures the tiles' working set (tuned_cache_bytes, ~1.5 s by arithmetic), the in-core rate on a
+// small in-memory grid with it (~0.2 s), the read bandwidth of the grid's data files: O_DIRECT
 // reads through io_uring, several planes in flight, up to 256 MiB (~0.3 s), and what those
 // reads cost the CPUs (the same reads beside an in-core load on every thread, ~0.8 s). Writes
 // nothing.
