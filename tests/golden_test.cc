@@ -5,7 +5,6 @@
 #include <array>
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -440,16 +439,6 @@ TEST(Golden, LateHalosArriveDuringTheFirstPassAndTheResultIsExact) {
                                      {{0, 0, 9}, {0, 8, 0}, {}},
                                      {{9, 8, 9}, {8, 10, 8}, {}}};
   const int64_t steps = 5;  // bt 3: a second pass of 2 steps reads halo points
-  // The reference of each (scheme, boundary), computed once for every halo layout and depth:
-  // it took most of this test's time under the sanitizers.
-  std::map<std::string, std::vector<float>> references;
-  auto reference = [&](const std::string& key, const std::vector<float>& u, const Scheme& st,
-                       const Boundary& b) -> const std::vector<float>& {
-    auto it = references.find(key);
-    if (it == references.end())
-      it = references.emplace(key, reference_run(u, s, st, b, steps)).first;
-    return it->second;
-  };
   for (const LateHalos& halos : lates) {
     bool one_sided = false;  // along some axis
     for (size_t a = 0; a < 3; ++a) one_sided |= (halos.below[a] == 0) != (halos.above[a] == 0);
@@ -497,7 +486,11 @@ TEST(Golden, LateHalosArriveDuringTheFirstPassAndTheResultIsExact) {
           for (int64_t z = 0; z < s.nz; ++z) {
             engine.store_plane(z, got.data() + z * fields * s.plane_points());
           }
-          const auto& want = reference(std::string(name) + "/" + b.to_string(), u, st, b);
+          // (one reference per scheme and boundary for every halo layout and depth)
+          const auto& want =
+              testing::remembered<float>(std::string("late halos ") + name + " " + s.to_string() +
+                                             " " + b.to_string() + " " + std::to_string(steps),
+                                         [&] { return reference_run(u, s, st, b, steps); });
           EXPECT_EQ(wrong_outside_halos(got, want, s, fields, halo), 0);
         }
       }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -173,6 +175,17 @@ std::vector<T> reference_run(std::vector<T> u, const Shape& s, const Scheme& sc,
     }
   }
   return u;
+}
+
+// The values `compute()` returns, computed once per process for `key`, which must name every
+// input they follow from: suites that run one case through several engines, placements or
+// plans recompute no reference run (which took most of their time under the sanitizers).
+template <typename T, typename Compute>
+const std::vector<T>& remembered(const std::string& key, Compute&& compute) {
+  static std::map<std::string, std::vector<T>> values;
+  auto it = values.find(key);
+  if (it == values.end()) it = values.emplace(key, compute()).first;
+  return it->second;
 }
 
 template <typename T>

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -193,20 +192,15 @@ class StreamGolden : public ::testing::Test {
     return want;
   }
 
-  // flushed_reference_run() of a case without probes, computed once per process for its
-  // inputs (the values follow from the shape, dtype, scheme and subnormal mode): suites that
-  // run one case through several engines, placements or plans recompute none of it, which took
-  // most of their time under the sanitizers.
+  // flushed_reference_run() of a case without probes, computed once per process (the values
+  // follow from the case's stencil, shape, dtype, boundary, steps and subnormal mode).
   template <typename T>
   static const std::vector<T>& remembered_reference_run(const std::vector<T>& u, const Case& c,
                                                         const Scheme& scheme, const Boundary& b) {
-    static std::map<std::string, std::vector<T>> runs;
-    const std::string key = c.stencil + " " + c.shape.to_string() + " " + b.to_string() + " " +
-                            std::to_string(c.steps) + (c.flush_subnormals ? " flushed" : "");
-    auto it = runs.find(key);
-    if (it == runs.end())
-      it = runs.emplace(key, flushed_reference_run(u, c, scheme, b, nullptr)).first;
-    return it->second;
+    return testing::remembered<T>(c.stencil + " " + c.shape.to_string() + " " + b.to_string() +
+                                      " " + std::to_string(c.steps) +
+                                      (c.flush_subnormals ? " flushed" : ""),
+                                  [&] { return flushed_reference_run(u, c, scheme, b, nullptr); });
   }
 
   // The needed box bitwise the reference's; points too far from it to reach it by the run's
