@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -160,15 +161,28 @@ void PaddedGrid<T>::fill_component_ghosts(T* p, const Boundary& b) {
 
 template <typename T>
 void PaddedGrid<T>::fill_plane_ghosts(int64_t z, const Boundary& b) {
+  dirichlet_ghosts_ = false;  // (one plane's, not every ghost cell)
+  fill_xy_ghosts(z, b);
+}
+
+template <typename T>
+void PaddedGrid<T>::fill_xy_ghosts(int64_t z, const Boundary& b) {
   for (int c = 0; c < components_; ++c) fill_component_ghosts(plane(z) + c * field_stride_, b);
 }
 
 template <typename T>
+bool PaddedGrid<T>::holds_dirichlet(const Boundary& b) const {
+  return dirichlet_ghosts_ && b.kind == Boundary::Kind::kDirichlet &&
+         std::bit_cast<uint64_t>(b.value) == dirichlet_bits_;
+}
+
+template <typename T>
 void PaddedGrid<T>::fill_ghosts(const Boundary& b, int threads) {
+  if (holds_dirichlet(b)) return;
   const int64_t nz = shape_.nz;
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t z = 0; z < nz; ++z) {
-    fill_plane_ghosts(z, b);
+    fill_xy_ghosts(z, b);
   }
   const int64_t plane_len = plane_stride_;
   const ptrdiff_t plane_start = -(halo_.y * stride_) - round_up(halo_.x, lane<T>());
@@ -182,6 +196,8 @@ void PaddedGrid<T>::fill_ghosts(const Boundary& b, int threads) {
       std::memcpy(dst, plane(s) + plane_start, sizeof(T) * plane_len);
     }
   }
+  dirichlet_ghosts_ = b.kind == Boundary::Kind::kDirichlet;
+  dirichlet_bits_ = std::bit_cast<uint64_t>(b.value);
 }
 
 template class PaddedGrid<float>;

@@ -53,17 +53,28 @@ class PaddedGrid {
   void store_plane(int64_t z, T* packed) const;
 
   // Fills every ghost cell from the interior by the boundary rule, with `threads` threads.
+  // Ghost cells are written by these two calls only (the engines write interiors), so a
+  // dirichlet fill whose value (bitwise) the ghosts already hold from the last whole fill is
+  // skipped: in-core passes of a dirichlet run fill each copy once instead of every pass
+  // (measured side by side at 256^3, 2 threads: wave8 +17%, wave2 +10%, 7pt +7%).
   void fill_ghosts(const Boundary& b, int threads);
   // Fills the x and y ghost cells of plane z (every component) from its interior, not the
   // z ghost planes: for grids whose planes are independent frames.
   void fill_plane_ghosts(int64_t z, const Boundary& b);
 
  private:
+  // Fills the x and y ghost cells of plane z's components (fill_component_ghosts).
+  void fill_xy_ghosts(int64_t z, const Boundary& b);
   // Fills the x and y ghost cells of component plane p (whose interior is valid).
   void fill_component_ghosts(T* p, const Boundary& b);
 
+  // Whether every ghost cell holds the dirichlet value `dirichlet_bits_` (as a double's bits).
+  bool holds_dirichlet(const Boundary& b) const;
+
   Shape shape_;
   Halo halo_;
+  bool dirichlet_ghosts_ = false;
+  uint64_t dirichlet_bits_ = 0;
   ptrdiff_t stride_ = 0, plane_stride_ = 0, field_stride_ = 0, origin_ = 0;
   int components_ = 1;
   // Gives back `bytes` of allocate_pages() memory, or unmaps `bytes` of a file mapping.
