@@ -38,6 +38,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -99,6 +100,7 @@ class WavefrontWorkspace {
     std::fill(constant_plane(), constant_plane() + plane_, outside);
     for (int64_t p = 0; p < (levels - 1) * slots_; ++p)
       table_.push_back(buffer_.data<T>() + p * plane_);
+    outside_.resize(table_.size());
   }
 
   bool ok() const { return buffer_.ok(); }
@@ -109,8 +111,22 @@ class WavefrontWorkspace {
   ptrdiff_t stride() const { return stride_; }
   ptrdiff_t field_stride(int level) const { return wavefront_level_field(stride_, h_, level, ry_); }
   T* ring(int level, int64_t z) const { return table_[slot(level, z)]; }  // level in [1, L)
-  // The ring's pointer to plane z of `level`, for trading it (WavefrontCarry).
-  T*& ring_entry(int level, int64_t z) { return table_[slot(level, z)]; }
+  // The ring's pointer to plane z of `level`, for trading it (WavefrontCarry): what the slot's
+  // plane held outside the grid is forgotten.
+  T*& ring_entry(int level, int64_t z) {
+    outside_[slot(level, z)] = {};
+    return table_[slot(level, z)];
+  }
+  // What the cells left and right of the grid hold in the plane of a ring slot: a dirichlet
+  // value filled into columns [region.x0, x0) and [x1, region.x1) of every row of `region`
+  // (Wavefront::impose_outside), or, `filled` false, nothing known.
+  struct OutsideColumns {
+    bool filled = false;
+    int64_t region_x0 = 0, region_x1 = 0, region_y0 = 0, region_y1 = 0, x0 = 0, x1 = 0;
+    uint64_t value_bits = 0;
+    bool operator==(const OutsideColumns&) const = default;
+  };
+  OutsideColumns& outside(int level, int64_t z) { return outside_[slot(level, z)]; }
   T* constant_plane() const { return buffer_.data<T>() + (levels_ - 1) * slots_ * plane_; }
 
  private:
@@ -127,7 +143,8 @@ class WavefrontWorkspace {
   int64_t plane_;
   int levels_;
   AlignedBuffer buffer_;
-  std::vector<T*> table_;  // level-major: (level - 1) * slots_ + slot
+  std::vector<T*> table_;                // level-major: (level - 1) * slots_ + slot
+  std::vector<OutsideColumns> outside_;  // per slot of table_
 };
 
 struct WavefrontFrame {
@@ -362,18 +379,38 @@ class Wavefront {
               probes_.step + k, whole_},
              aliased);
     if (probes_.probes != nullptr) apply_probes(k, z, out, out_s, c, aliased);
-    // (Cells the trim leaves out are never read; only the grid's edges need the rule.)
+    if (k < L_) impose_outside(k, z, r, c, inside);
+  }
+
+  // The cells of level k's plane z in region r outside the computed ones c, by the boundary
+  // rule where r reaches past the grid (`inside`; cells the trim leaves out are never read).
+  // Dirichlet columns left and right of the grid keep the value from the last time this ring
+  // slot was filled for the same region and columns (no kernel writes them): only the rows
+  // above and below the grid are filled again, instead of a few cells at each end of every
+  // row.
+  void impose_outside(int k, int64_t z, const Rect& r, const Rect& c, const Rect& inside) const {
+    typename WavefrontWorkspace<T>::OutsideColumns& known = ws_.outside(k, z);
     const bool outside =
         inside.x0 != r.x0 || inside.x1 != r.x1 || inside.y0 != r.y0 || inside.y1 != r.y1;
-    if (k < L_ && outside) {
-      for (int f = 0; f < k_.components(); ++f) {
-        if (!ws_.holds(f)) continue;
-        T* plane = ws_.ring(k, z) + f * ws_.field_stride(k);
-        if (periodic_) {
-          wrap_columns(plane, r, c);
-        } else {
-          impose_boundary(plane, r, c);
-        }
+    const bool dirichlet = b_.kind == Boundary::Kind::kDirichlet;
+    const typename WavefrontWorkspace<T>::OutsideColumns now{outside && dirichlet,
+                                                             r.x0,
+                                                             r.x1,
+                                                             r.y0,
+                                                             r.y1,
+                                                             c.x0,
+                                                             c.x1,
+                                                             std::bit_cast<uint64_t>(b_.value)};
+    const bool columns_hold = now.filled && known == now;
+    known = now;
+    if (!outside) return;
+    for (int f = 0; f < k_.components(); ++f) {
+      if (!ws_.holds(f)) continue;
+      T* plane = ws_.ring(k, z) + f * ws_.field_stride(k);
+      if (periodic_) {
+        wrap_columns(plane, r, c);
+      } else {
+        impose_boundary(plane, r, c, columns_hold);
       }
     }
   }
@@ -463,13 +500,14 @@ class Wavefront {
     return plane[fy * stride + fx];
   }
 
-  // Fills the cells of region r outside the computed part c: x ghosts of c's rows, then the
-  // ghost rows above and below from the nearest computed row.
-  void impose_boundary(T* plane, const Rect& r, const Rect& c) const {
+  // Fills the cells of region r outside the computed part c: x ghosts of c's rows (unless
+  // `columns_hold` the dirichlet value already), then the ghost rows above and below from the
+  // nearest computed row.
+  void impose_boundary(T* plane, const Rect& r, const Rect& c, bool columns_hold) const {
     const ptrdiff_t S = ws_.stride();
     const bool dirichlet = b_.kind == Boundary::Kind::kDirichlet;
     const T v = static_cast<T>(b_.value);
-    for (int64_t j = c.y0; j < c.y1; ++j) {
+    for (int64_t j = c.y0; j < c.y1 && !columns_hold; ++j) {
       T* row = plane + j * S;
       for (int64_t i = r.x0; i < c.x0; ++i) row[i] = dirichlet ? v : row[c.x0];
       for (int64_t i = c.x1; i < r.x1; ++i) row[i] = dirichlet ? v : row[c.x1 - 1];
