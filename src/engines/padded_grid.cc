@@ -161,7 +161,10 @@ void PaddedGrid<T>::fill_component_ghosts(T* p, const Boundary& b) {
 
 template <typename T>
 void PaddedGrid<T>::fill_plane_ghosts(int64_t z, const Boundary& b) {
-  dirichlet_ghosts_ = false;  // (one plane's, not every ghost cell)
+  // Another rule's plane makes the whole frame's value unknown. Written only where it was
+  // known: threads fill the planes of frames that take no whole fill side by side, which then
+  // only read the flag.
+  if (dirichlet_ghosts_ && !holds_dirichlet(b)) dirichlet_ghosts_ = false;
   fill_xy_ghosts(z, b);
 }
 
