@@ -56,7 +56,8 @@ class PaddedGrid {
   // Ghost cells are written by these two calls only (the engines write interiors), so a
   // dirichlet fill whose value (bitwise) the ghosts already hold from the last whole fill is
   // skipped: in-core passes of a dirichlet run fill each copy once instead of every pass
-  // (measured side by side at 256^3, 2 threads: wave8 +17%, wave2 +10%, 7pt +7%).
+  // (this alone, side by side at 256^3, 2 threads, medians of three: wave8 +15%, wave2 +10%,
+  // 7pt +8%).
   void fill_ghosts(const Boundary& b, int threads);
   // Fills the x and y ghost cells of plane z (every component) from its interior, not the
   // z ghost planes: for grids whose planes are independent frames. Threads may fill different
