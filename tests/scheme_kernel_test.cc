@@ -34,33 +34,39 @@ void check_every_width(const Scheme& sc, int64_t max_width, uint64_t aliased = 0
   const int64_t rows = 2, stride = max_width + 2 * rx + 5;  // odd: rows at every alignment
   const int64_t field = stride * (rows + 2 * ry);           // one component's plane
   const Shape planes{stride, (rows + 2 * ry) * n, 2 * int64_t{rz} + 1};
-  const std::vector<T> u = testing::random_values<T>(planes, 11);
-  // The aliased components' centre planes, rows stride + 7 apart, and the input without them.
+  // One plane more than the stencil reads: room for the input's origin to move by up to 16
+  // values, so that rows start at every alignment of a 64-byte line as the widths go.
+  const std::vector<T> u =
+      testing::random_values<T>({stride, (rows + 2 * ry) * n, planes.nz + 1}, 11);
   const ptrdiff_t own_stride = stride + 7;
   std::vector<std::vector<T>> own(static_cast<size_t>(n));
   std::vector<const T*> own_planes(static_cast<size_t>(n));
   std::vector<ptrdiff_t> own_strides(static_cast<size_t>(n), own_stride);
-  std::vector<T> input = u;
   const internal::AliasedPlanes<T> aliases{aliased, own_planes.data(), own_strides.data(),
                                            write ? 0 : aliased};
-  for (int c = 0; c < n; ++c) {
-    if (!aliases.has(c)) continue;
-    std::vector<T>& p = own[static_cast<size_t>(c)];
-    p.assign(static_cast<size_t>(own_stride * (rows + 2 * ry)), T{0});
-    for (int64_t y = 0; y < rows + 2 * ry; ++y) {
-      for (int64_t x = 0; x < stride; ++x) {
-        const size_t from =
-            static_cast<size_t>(rz * planes.plane_points() + c * field + y * stride + x);
-        p[static_cast<size_t>(y * own_stride + x)] = u[from];
-        input[from] = static_cast<T>(7.25);
-      }
-    }
-    own_planes[static_cast<size_t>(c)] = p.data();
-  }
-  std::vector<const T*> in;
-  for (int64_t z = 0; z < planes.nz; ++z) in.push_back(input.data() + z * planes.plane_points());
   const T guard = static_cast<T>(-1234.5);
   for (int64_t width = 1; width <= max_width; ++width) {
+    const int64_t origin = width * 5 % 17;
+    // The aliased components' centre planes, rows stride + 7 apart, and the input without
+    // them.
+    std::vector<T> input = u;
+    for (int c = 0; c < n; ++c) {
+      if (!aliases.has(c)) continue;
+      std::vector<T>& p = own[static_cast<size_t>(c)];
+      p.assign(static_cast<size_t>(own_stride * (rows + 2 * ry)), T{0});
+      for (int64_t y = 0; y < rows + 2 * ry; ++y) {
+        for (int64_t x = 0; x < stride; ++x) {
+          const size_t from =
+              static_cast<size_t>(origin + rz * planes.plane_points() + c * field + y * stride + x);
+          p[static_cast<size_t>(y * own_stride + x)] = u[from];
+          input[from] = static_cast<T>(7.25);
+        }
+      }
+      own_planes[static_cast<size_t>(c)] = p.data();
+    }
+    std::vector<const T*> in;
+    for (int64_t z = 0; z < planes.nz; ++z)
+      in.push_back(input.data() + origin + z * planes.plane_points());
     for (int64_t shift = 0; shift < 3; ++shift) {  // the output's first point, in values
       const ptrdiff_t out_stride = width + 3, out_field = rows * out_stride + 5;
       std::vector<T> out(static_cast<size_t>(shift + n * out_field), guard);
@@ -70,7 +76,7 @@ void check_every_width(const Scheme& sc, int64_t max_width, uint64_t aliased = 0
       for (int64_t y = 0; y < rows; ++y) {
         for (int64_t x = 0; x < width; ++x) {
           auto read = [&](int c, int dx, int dy, int dz) {
-            return u[static_cast<size_t>((dz + rz) * planes.plane_points() + c * field +
+            return u[static_cast<size_t>(origin + (dz + rz) * planes.plane_points() + c * field +
                                          (ry + y + dy) * stride + rx + x + dx)];
           };
           auto at = [&](int c) -> T& {

@@ -1,5 +1,6 @@
 // The stencil kernels row by row: every width a row can have (below one vector, between
-// vectors, beyond the unrolled block), at every alignment of the output, against the scalar
+// vectors, beyond the unrolled block), at every alignment of the input and output, against the
+// scalar
 // definition (c_0 u_0, then fma term by term in canonical order), bitwise, and nothing
 // written outside the rectangle.
 #include "kernels/stencil_kernel.h"
@@ -24,11 +25,15 @@ void check_every_width(const Stencil& st, int64_t max_width) {
   const int rx = st.radius_x(), ry = st.radius_y(), rz = st.radius_z();
   const int64_t rows = 3, stride = max_width + 2 * rx + 5;  // odd: rows at every alignment
   const Shape planes{stride, rows + 2 * ry, 2 * int64_t{rz} + 1};
-  const std::vector<T> u = testing::random_values<T>(planes, 7);
-  std::vector<const T*> in;
-  for (int64_t z = 0; z < planes.nz; ++z) in.push_back(u.data() + z * planes.plane_points());
+  // One plane more than the stencil reads: room for the input's origin to move by up to 16
+  // values, so that rows start at every alignment of a 64-byte line as the widths go.
+  const std::vector<T> u = testing::random_values<T>({stride, rows + 2 * ry, planes.nz + 1}, 7);
   const T guard = static_cast<T>(-1234.5);
   for (int64_t width = 1; width <= max_width; ++width) {
+    const int64_t origin = width * 5 % 17;
+    std::vector<const T*> in;
+    for (int64_t z = 0; z < planes.nz; ++z)
+      in.push_back(u.data() + origin + z * planes.plane_points());
     for (int64_t shift = 0; shift < 4; ++shift) {  // the output's first point, in values
       const ptrdiff_t out_stride = width + 3;
       std::vector<T> out(static_cast<size_t>(shift + rows * out_stride + 8), guard);
@@ -39,7 +44,7 @@ void check_every_width(const Stencil& st, int64_t max_width) {
         const bool inside = j >= 0 && y < rows && x < width;
         const T want =
             !inside ? guard : testing::reference_stencil_sum<T>(st, [&](int dx, int dy, int dz) {
-              return u[static_cast<size_t>((dz + rz) * planes.plane_points() +
+              return u[static_cast<size_t>(origin + (dz + rz) * planes.plane_points() +
                                            (ry + y + dy) * stride + rx + x + dx)];
             });
         const T got = out[static_cast<size_t>(i)];

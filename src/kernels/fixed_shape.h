@@ -25,6 +25,7 @@ struct FixedShape {
   static constexpr int kRz = ThreeD ? R : 0;
   static constexpr int kSide = 2 * R + 1;
   static constexpr int kRows = (2 * kRz + 1) * kSide;  // (dz, dy) rows, some unused
+  static constexpr int kCentreRow = kRz * kSide + R;   // the row of (dy, dz) = (0, 0)
 
   static constexpr auto offsets() {
     constexpr auto count = [] {
@@ -136,6 +137,30 @@ __attribute__((always_inline)) inline void for_each_point_vectorised(int64_t wid
 #pragma omp simd
     for (int64_t j = at; j < at + kVector; ++j) point(j);
   }
+}
+
+// Values of T per 64-byte line.
+template <typename T>
+inline constexpr int64_t kLineValues = 64 / static_cast<int64_t>(sizeof(T));
+
+// Computes the `width` points of a row of a shape's sums: block(i) points [i, i +
+// kBlockPoints<T>) for shapes whose sums go in blocks, point(j) point j alone, vectorised. The
+// blocks and vectors start at the first point whose value in `centre` (the row of the point
+// itself) starts a 64-byte line, after the line's worth of points before it computed as
+// vectors (those past that point twice, with the same values: outputs alias no input), so
+// that the loads of every row at dx = 0 and the stores are whole lines wherever rows are
+// aligned alike (vectors across two lines made wave8's kernel about 1.5x slower).
+template <typename T, typename Shape, typename Block, typename Point>
+__attribute__((always_inline)) inline void for_each_row_point(const T* centre, int64_t width,
+                                                              Block&& block, Point&& point) {
+  constexpr int64_t kLine = kLineValues<T>, kB = kBlockPoints<T>;
+  const auto address = reinterpret_cast<uintptr_t>(centre) / sizeof(T);
+  int64_t i = static_cast<int64_t>((kLine - address % kLine) % kLine);
+  if (width < 4 * kLine) i = 0;
+  if (i > 0) for_each_point_vectorised<T>(kLine, point);
+  for (; kSumsInBlocks<Shape> && i + kB <= width; i += kB) block(i);
+  for_each_point_vectorised<T>(
+      width - i, [&](int64_t j) __attribute__((always_inline)) { point(i + j); });
 }
 
 }  // namespace deepgrid::internal

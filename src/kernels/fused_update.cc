@@ -49,20 +49,19 @@ void fused_rows(const FusedUpdate<T>& u, const PointRows<T>& at,
       if constexpr (C >= 1) c0[i] = s0[i];
       if constexpr (C == 2) c1[i] = s1[i];
     };
-    // Blocks whose stencil sums interleave (FixedShape::sum_block), then the rest a vector at
-    // a time.
-    constexpr int64_t kB = kBlockPoints<T>;
-    int64_t i = 0;
-    for (; kSumsInBlocks<Shape> && i + kB <= width; i += kB) {
-      alignas(64) T sums[kB];
-      Shape::template sum_block<T, kB>(rows, coef, i, sums, shape);
+    // Blocks whose stencil sums interleave (FixedShape::sum_block), the rest a vector at a
+    // time.
+    for_each_row_point<T, Shape>(
+        rows[Shape::kCentreRow], width,
+        [&](int64_t i) __attribute__((always_inline)) {
+          constexpr int64_t kB = kBlockPoints<T>;
+          alignas(64) T sums[kB];
+          Shape::template sum_block<T, kB>(rows, coef, i, sums, shape);
 #pragma omp simd
-      for (int64_t j = 0; j < kB; ++j) finish(i + j, sums[j]);
-    }
-    for_each_point_vectorised<T>(
-        width - i, [&](int64_t j) __attribute__((always_inline)) {
-          finish(i + j, Shape::sum(rows, coef, i + j, shape));
-        });
+          for (int64_t j = 0; j < kB; ++j) finish(i + j, sums[j]);
+        },
+        [&](int64_t i)
+            __attribute__((always_inline)) { finish(i, Shape::sum(rows, coef, i, shape)); });
   }
 }
 

@@ -14,7 +14,7 @@ using internal::FixedShape;
 using internal::Offset;
 
 // One row of a fixed-shape stencil (fixed_shape.h): long chains in blocks whose sums
-// interleave, then the rest a vector at a time.
+// interleave, the rest a vector at a time (for_each_row_point).
 template <typename T, typename Shape, size_t... K>
 inline void fixed_row(const T* const* in, const T* c, T* __restrict out, ptrdiff_t row_start,
                       ptrdiff_t stride, int64_t width, std::index_sequence<K...> points) {
@@ -22,15 +22,13 @@ inline void fixed_row(const T* const* in, const T* c, T* __restrict out, ptrdiff
   const T* rows[Shape::kRows];
   Shape::set_rows(in, row_start, stride, rows);
   const T coef[] = {c[K]...};
-  constexpr int64_t kB = internal::kBlockPoints<T>;
-  int64_t i = 0;
-  for (; internal::kSumsInBlocks<Shape> && i + kB <= width; i += kB) {
-    Shape::template sum_block<T, kB>(rows, coef, i, out + i, points);
-  }
-  internal::for_each_point_vectorised<T>(
-      width - i, [&](int64_t j) __attribute__((always_inline)) {
-        out[i + j] = Shape::sum(rows, coef, i + j, points);
-      });
+  internal::for_each_row_point<T, Shape>(
+      rows[Shape::kCentreRow], width,
+      [&](int64_t i) __attribute__((always_inline)) {
+        Shape::template sum_block<T, internal::kBlockPoints<T>>(rows, coef, i, out + i, points);
+      },
+      [&](int64_t i)
+          __attribute__((always_inline)) { out[i] = Shape::sum(rows, coef, i, points); });
 }
 
 template <typename T, int R, bool ThreeD, int MaxNonzero>
