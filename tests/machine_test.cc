@@ -141,7 +141,7 @@ TEST_F(MachineProfileTest, RatesABudgetCutShortDoNotStandInForFullOnes) {
     return keys;
   };
   uint64_t cut_short = 0;  // the smallest budget that fits the 16-plane sample
-  for (uint64_t budget = 256 << 10; budget <= (64u << 20) && cut_short == 0; budget *= 2) {
+  for (uint64_t budget = 256 << 10; budget <= (64u << 20) && cut_short == 0; budget += budget / 8) {
     std::filesystem::remove(machine_cache_path());
     const MachineProfile p = machine_profile(g, s7, 1, false, budget).value();
     if (p.compute_mlups > 0) cut_short = budget;

@@ -200,7 +200,8 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
     int64_t tx = opt.tile_x > 0 ? opt.tile_x : s.nx;
     const int64_t hx = int64_t{bt} * rx, hy = int64_t{bt} * ry;
     if (opt.tile_x <= 0) {
-      while (tx > 64 && (round_up(tx + 2 * hx, 16)) * (16 + 2 * hy) > row_budget(bt)) {
+      while (tx > 64 && internal::wavefront_row_stride(tx + 2 * hx, value_bytes) * (16 + 2 * hy) >
+                            row_budget(bt)) {
         tx = (tx + 1) / 2;
       }
     }
@@ -208,7 +209,8 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   };
   // Rows of a tile `tx` wide at depth bt.
   auto rows_of = [&](int bt, int64_t tx) {
-    return row_budget(bt) / round_up(tx + 2 * int64_t{bt} * rx, 16) - 2 * int64_t{bt} * ry;
+    return row_budget(bt) / internal::wavefront_row_stride(tx + 2 * int64_t{bt} * rx, value_bytes) -
+           2 * int64_t{bt} * ry;
   };
   auto tile_rows = [&](int bt) { return rows_of(bt, tile_width(bt)); };
   // Where the depth chosen below would cut the grid's planes into tiles narrower than the grid,

@@ -138,9 +138,11 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
                 frame_h = p.tile_y + 2 * int64_t{frame.y};
   const int64_t carry_bytes =
       vb == 4 ? internal::WavefrontCarry<float>::bytes(p.cache_bt, rz, st.radius_y(),
-                                                       round_up(frame_w, 16), frame_h, n)
+                                                       internal::wavefront_row_stride(frame_w, vb),
+                                                       frame_h, n)
               : internal::WavefrontCarry<double>::bytes(p.cache_bt, rz, st.radius_y(),
-                                                        round_up(frame_w, 16), frame_h, n);
+                                                        internal::wavefront_row_stride(frame_w, vb),
+                                                        frame_h, n);
   const int64_t ring_bytes =
       p.threads * internal::wavefront_workspace_bytes(p.cache_bt, rz, frame_w, frame_h, vb, n) +
       static_cast<int64_t>(
