@@ -206,7 +206,7 @@ def test_field_interop_and_checksums_match_the_cli(tmp_path, cli):
 
 
 # --- runs -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("method, mem", [("incore", None), ("stream", "1MiB")])
+@pytest.mark.parametrize("method, mem", [("incore", None), ("stream", "2MiB")])
 def test_wave8_from_python_matches_the_cli_bitwise(tmp_path, cli, method, mem):
     """A wave8 grid made and filled from Python, run with a shot and receivers, against the same
     problem through the command line (create --scheme, import --field, run --probes)."""
