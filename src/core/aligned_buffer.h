@@ -13,6 +13,12 @@ namespace deepgrid::internal {
 inline constexpr size_t kPageBytes = 4096;
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
+// Values of `value_bytes` bytes per 64-byte cache line: a vector load or store that starts on
+// a line touches one line, one that does not touches two.
+inline constexpr int64_t line_values(size_t value_bytes) {
+  return 64 / static_cast<int64_t>(value_bytes);
+}
+
 // `bytes` rounded up to a multiple of `unit`, at least one.
 inline size_t whole_units(size_t bytes, size_t unit) {
   return bytes == 0 ? unit : (bytes + unit - 1) / unit * unit;

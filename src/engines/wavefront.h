@@ -62,8 +62,7 @@ inline int ring_components(int components, uint64_t aliased) {
 // lines, with room for the lead that puts every grid column at the alignment it has in the grid
 // (Wavefront::lead_), up to one line's values less one.
 inline int64_t wavefront_row_stride(int64_t frame_w, size_t value_bytes) {
-  const int64_t line = 64 / static_cast<int64_t>(value_bytes);
-  return (frame_w + line - 1 + 15) / 16 * 16;
+  return (frame_w + line_values(value_bytes) - 1 + 15) / 16 * 16;
 }
 
 // Bytes of a WavefrontWorkspace with these dimensions (whole pages: AlignedBuffer); components:
@@ -555,7 +554,7 @@ class Wavefront {
   // line, padded_grid.h): loads of the same columns are aligned alike on every level, and a
   // tile whose x0 starts a line reads and writes its own columns in whole lines. (Misaligned
   // ring rows made wave8's kernel about 1.5x slower: every vector load split two lines.)
-  static constexpr int64_t kLine = 64 / static_cast<int64_t>(sizeof(T));
+  static constexpr int64_t kLine = line_values(sizeof(T));
   const int64_t ox_, lead_, oy_, w_, h_;
   const bool periodic_;
   // Periodic, the tile spans x, its frame's x halos are at most the grid's width and the trim

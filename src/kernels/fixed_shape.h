@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "core/aligned_buffer.h"
+
 namespace deepgrid::internal {
 
 struct Offset {
@@ -139,10 +141,6 @@ __attribute__((always_inline)) inline void for_each_point_vectorised(int64_t wid
   }
 }
 
-// Values of T per 64-byte line.
-template <typename T>
-inline constexpr int64_t kLineValues = 64 / static_cast<int64_t>(sizeof(T));
-
 // Computes the `width` points of a row of a shape's sums: block(i) points [i, i +
 // kBlockPoints<T>) for shapes whose sums go in blocks, point(j) point j alone, vectorised. The
 // blocks and vectors start at the first point whose value in `centre` (the row of the point
@@ -153,7 +151,7 @@ inline constexpr int64_t kLineValues = 64 / static_cast<int64_t>(sizeof(T));
 template <typename T, typename Shape, typename Block, typename Point>
 __attribute__((always_inline)) inline void for_each_row_point(const T* centre, int64_t width,
                                                               Block&& block, Point&& point) {
-  constexpr int64_t kLine = kLineValues<T>, kB = kBlockPoints<T>;
+  constexpr int64_t kLine = line_values(sizeof(T)), kB = kBlockPoints<T>;
   const auto address = reinterpret_cast<uintptr_t>(centre) / sizeof(T);
   int64_t i = static_cast<int64_t>((kLine - address % kLine) % kLine);
   if (width < 4 * kLine) i = 0;
