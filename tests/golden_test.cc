@@ -189,6 +189,38 @@ TEST(Golden, EachAdvanceReadsTheGhostsOfItsOwnBoundary) {
   }
 }
 
+// At bt 1 the wave's u and u@1 take turns between the passes of one advance (InCoreEngine): an
+// advance that its progress stops between passes still leaves u@1 where it belongs, and the
+// next ones run on from there (one step; five, stopped after three again); rows as wide as the
+// grid and tiles 8 values wide.
+TEST(Golden, TimeLevelsThatTakeTurnsAreInPlaceWhenAnAdvanceStops) {
+  const Scheme sc = Scheme::preset("wave4").value();
+  const Shape s{21, 13, 11};
+  const int n = sc.component_count();
+  for (const int64_t tile_x : {int64_t{0}, int64_t{8}}) {
+    for (const Boundary& b : kBoundaries) {
+      SCOPED_TRACE(b.to_string() + ", tiles " + std::to_string(tile_x) + " wide");
+      InCoreOptions opt = two_threads_on_small_tiles(1);
+      opt.tile_x = tile_x;
+      auto engine = InCoreEngine<float>::create(s, sc, 9, opt).value();
+      std::vector<float> want = random_values<float>({s.nx, s.ny, s.nz * n}, 7);
+      for (int64_t z = 0; z < s.nz; ++z)
+        engine.load_plane(z, want.data() + z * s.plane_points() * n);
+      int64_t step = 0;
+      for (const int64_t steps : {int64_t{9}, int64_t{1}, int64_t{5}}) {
+        const int64_t done = engine.advance(b, steps, [](int64_t d, int64_t) { return d < 3; });
+        ASSERT_EQ(done, std::min<int64_t>(3, steps));
+        want = reference_run(want, s, sc, b, done, step);
+        step += done;
+        std::vector<float> got(want.size());
+        for (int64_t z = 0; z < s.nz; ++z)
+          engine.store_plane(z, got.data() + z * s.plane_points() * n);
+        ASSERT_EQ(first_bitwise_difference(want, got), -1) << "after step " << step;
+      }
+    }
+  }
+}
+
 // Temporal blocking: every depth (deeper than the run, not dividing the step count), and tiles
 // forced small so that interior tiles, edge tiles and tiles narrower than their halo all occur.
 TEST(Golden, WavefrontDepthsAndTilesDoNotChangeResults) {
@@ -260,6 +292,29 @@ TEST(WavefrontPlan, RadiusFourKeepsTwoLevelsWhileTheirTilesHaveSixteenRows) {
   EXPECT_EQ(two.tile_x, 512);
   opt.cache_bytes = int64_t{3} << 17;
   EXPECT_EQ(plan_wavefront({512, 512, 512}, st, 4, 100, opt).bt, 1) << "256-wide tiles at depth 2";
+}
+
+// The wave equations of radius 2 and 4 take turns at bt 1 in memory, in tiles spanning x of
+// 1/24 of the budget's bytes (at least 8 rows); wave2 (radius 1) keeps its blocking, and so
+// does the stream's tiling, whose stages do not turn.
+TEST(WavefrontPlan, WavesOfRadiusTwoAndMoreTakeTurnsAtDepthOne) {
+  InCoreOptions opt;
+  opt.cache_bytes = int64_t{3} << 18;  // 8192 f32 values per tile
+  for (const char* name : {"wave4", "wave8"}) {
+    const Scheme wave = Scheme::preset(name).value();
+    const WavefrontPlan p = plan_wavefront({256, 256, 256}, wave, 4, 100, opt);
+    EXPECT_EQ(p.bt, 1) << name;
+    EXPECT_EQ(p.tile_x, 256) << name;
+    EXPECT_EQ(p.tile_y, 32) << name;
+    EXPECT_EQ(plan_wavefront({256, 256, 256}, wave, 8, 100, opt).tile_y, 16) << name << " f64";
+    const WavefrontPlan wide = plan_wavefront({4096, 1024, 64}, wave, 4, 100, opt);
+    EXPECT_EQ(wide.tile_x, 4096) << name;
+    EXPECT_EQ(wide.tile_y, 8) << name;
+    InCoreOptions stages = opt;
+    stages.turn_time_levels = false;
+    EXPECT_GT(plan_wavefront({256, 256, 256}, wave, 4, 100, stages).bt, 1) << name;
+  }
+  EXPECT_GT(plan_wavefront({256, 256, 256}, Scheme::preset("wave2").value(), 4, 100, opt).bt, 1);
 }
 
 // Where the depth chosen would cut tiles narrower than the grid, a shallower one whose tiles

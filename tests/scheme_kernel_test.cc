@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "deepgrid/scheme.h"
@@ -24,11 +25,13 @@ Scheme scheme_named(const std::string& name) {
 
 // Aliased components (SchemeKernel::aliasable(), lean wavefronts): `aliased` says which are
 // read from planes of their own; their rows in the input planes are then overwritten, so that
-// reading them there shows. Aliased components are written only when `write`.
+// reading them there shows. Those in `unwritten` are not written. `rotated`: u@1's plane is the
+// output's u (SchemeKernel::rotation()), which the kernel writes over it point by point.
 template <typename T>
 void check_every_width(const Scheme& sc, int64_t max_width, uint64_t aliased = 0,
-                       bool write = true) {
+                       uint64_t unwritten = 0, bool rotated = false) {
   const SchemeKernel<T> kernel(sc);
+  const auto [u1, u0] = kernel.rotation();  // u@1, u
   const int rx = sc.radius_x(), ry = sc.radius_y(), rz = sc.radius_z();
   const int n = sc.component_count();
   const int64_t rows = 2, stride = max_width + 2 * rx + 5;  // odd: rows at every alignment
@@ -43,7 +46,7 @@ void check_every_width(const Scheme& sc, int64_t max_width, uint64_t aliased = 0
   std::vector<const T*> own_planes(static_cast<size_t>(n));
   std::vector<ptrdiff_t> own_strides(static_cast<size_t>(n), own_stride);
   const internal::AliasedPlanes<T> aliases{aliased, own_planes.data(), own_strides.data(),
-                                           write ? 0 : aliased};
+                                           unwritten, rotated};
   const T guard = static_cast<T>(-1234.5);
   for (int64_t width = 1; width <= max_width; ++width) {
     const int64_t origin = width * 5 % 17;
@@ -69,8 +72,20 @@ void check_every_width(const Scheme& sc, int64_t max_width, uint64_t aliased = 0
       in.push_back(input.data() + origin + z * planes.plane_points());
     for (int64_t shift = 0; shift < 3; ++shift) {  // the output's first point, in values
       const ptrdiff_t out_stride = width + 3, out_field = rows * out_stride + 5;
-      std::vector<T> out(static_cast<size_t>(shift + n * out_field), guard);
-      kernel.apply(in.data(), stride, field, out.data() + shift, out_stride, out_field,
+      const ptrdiff_t pad = ry * out_stride + rx;  // room for a rotated plane's (0, 0)
+      std::vector<T> out(static_cast<size_t>(pad + shift + n * out_field), guard);
+      T* const o = out.data() + pad + shift;
+      if (rotated) {
+        for (int64_t y = 0; y < rows; ++y) {
+          for (int64_t x = 0; x < width; ++x) {
+            o[u0 * out_field + y * out_stride + x] =
+                own[static_cast<size_t>(u1)][static_cast<size_t>((ry + y) * own_stride + rx + x)];
+          }
+        }
+        own_planes[static_cast<size_t>(u1)] = o + u0 * out_field - pad;
+        own_strides[static_cast<size_t>(u1)] = out_stride;
+      }
+      kernel.apply(in.data(), stride, field, o, out_stride, out_field,
                    Rect{rx, rx + width, ry, ry + rows}, {}, aliases);
       std::vector<T> want(out.size(), guard);
       for (int64_t y = 0; y < rows; ++y) {
@@ -80,7 +95,7 @@ void check_every_width(const Scheme& sc, int64_t max_width, uint64_t aliased = 0
                                          (ry + y + dy) * stride + rx + x + dx)];
           };
           auto at = [&](int c) -> T& {
-            return want[static_cast<size_t>(shift + c * out_field + y * out_stride + x)];
+            return want[static_cast<size_t>(pad + shift + c * out_field + y * out_stride + x)];
           };
           for (const SchemeUpdate& up : sc.updates())
             at(up.component) = testing::reference_update<T>(up, read);
@@ -91,7 +106,7 @@ void check_every_width(const Scheme& sc, int64_t max_width, uint64_t aliased = 0
       }
       ASSERT_EQ(std::memcmp(out.data(), want.data(), sizeof(T) * out.size()), 0)
           << sc.name() << " width " << width << " shift " << shift << " aliased " << aliased
-          << " written " << write;
+          << " unwritten " << unwritten << " rotated " << rotated;
     }
   }
 }
@@ -134,10 +149,31 @@ TEST(SchemeKernel, AliasedComponentsAreReadFromTheirOwnPlanes) {
     const Scheme sc = scheme_named(name);
     const uint64_t aliased = SchemeKernel<float>(sc).aliasable();
     ASSERT_NE(aliased, 0u) << sc.name();
-    for (bool write : {false, true}) {
-      check_every_width<float>(sc, 70, aliased, write);
-      check_every_width<double>(sc, 40, aliased, write);
+    for (uint64_t unwritten : {aliased, uint64_t{0}}) {
+      check_every_width<float>(sc, 70, aliased, unwritten);
+      check_every_width<double>(sc, 40, aliased, unwritten);
     }
+  }
+}
+
+// Time levels that take turns (the in-core engine at bt 1): the wave's new u goes over u@1's
+// plane, which the kernel reads at the point, so each point must be computed once, at every
+// width and alignment (the vectors that round a row off elsewhere compute points twice). u@1
+// left unwritten (the passes of a run), or written with m or without it (its last pass).
+TEST(SchemeKernel, RotatedTimeLevelsWriteTheNewUOverTheOldOne) {
+  // (The fused-form scheme reads v@1 as its first point term, v as its second.)
+  for (const char* name : {"wave2", "wave4", "wave8", testing::kFusedFormScheme}) {
+    const Scheme sc = scheme_named(name);
+    ASSERT_EQ(SchemeKernel<float>(sc).rotation(), std::make_pair(1, 0)) << sc.name();  // u@1, u
+    const uint64_t aliased = SchemeKernel<float>(sc).aliasable();
+    for (uint64_t unwritten : {aliased, aliased & ~uint64_t{2}, uint64_t{0}}) {
+      check_every_width<float>(sc, 150, aliased, unwritten, true);
+      check_every_width<double>(sc, 80, aliased, unwritten, true);
+    }
+  }
+  // Nothing to turn: no u@1, a term-by-term update, or u@1 carried further (u@2 <- u@1).
+  for (const char* name : {"heat-var", testing::kCoupledScheme, testing::kThreeLevelScheme}) {
+    EXPECT_EQ(SchemeKernel<float>(scheme_named(name)).rotation(), std::make_pair(-1, -1)) << name;
   }
 }
 

@@ -58,6 +58,17 @@ LeanComponents lean_components(const SchemeKernel<T>& k, uint64_t kept, const Pr
   return {aliased, kept & aliased};
 }
 
+// Time levels taking turns in a run at bt 1 (SchemeKernel::rotation(): u@1 <- u): a pass
+// writes u's new value but not u@1, whose new value, the old u, stays in the source's u; the
+// next pass, whose output that copy is, finds u@1 in its output's u and writes the new u over
+// it point by point. 16 bytes per update for wave8 (u, u@1 and m read, u written where it was
+// read) instead of 28 (u and u@1 stored into lines not in the cache).
+struct Rotation {
+  int to = -1, from = -1;  // u@1, u; -1: the pass stores every component as usual
+  bool in_output = false;  // u@1 lies in the output copy's u
+  bool store = true;       // the pass stores u@1 (the last pass of a run)
+};
+
 // The output regions of one pass, each cut into the plan's tiles: level L of each tile's
 // wavefront, which starts at the levels below that `from` needs and stops once plane to - 1 is
 // out. Threads take whole tiles.
@@ -65,7 +76,7 @@ template <typename T>
 void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k,
                const Boundary& b, int levels, const internal::WavefrontTrim& trim,
                const WavefrontPlan& plan, ProbeRun probes, const std::vector<OutputRegion>& regions,
-               LeanComponents lean) {
+               LeanComponents lean, Rotation turn) {
   const Shape& s = src.shape();
   std::vector<OutputRegion> tiles;
   for (const OutputRegion& r : regions) {
@@ -81,6 +92,7 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
   const int64_t frame_w = plan.tile_x + 2 * int64_t{levels} * k.rx();
   const int64_t frame_h = plan.tile_y + 2 * int64_t{levels} * k.ry();
   const auto items = static_cast<int64_t>(tiles.size());
+  const uint64_t holds = lean.kept | (turn.store ? 0 : uint64_t{1} << turn.to);
 #pragma omp parallel num_threads(plan.threads)
   {
     const internal::SubnormalsFlushed flushed(plan.flush_subnormals);
@@ -92,12 +104,13 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
       const internal::WavefrontFrame& tile = region.rect;
       const int64_t ox = tile.x0 - int64_t{levels} * k.rx();
       const int64_t oy = tile.y0 - int64_t{levels} * k.ry();
-      const internal::Wavefront<T> wave(
+      internal::Wavefront<T> wave(
           k, b, s, levels, tile, ws,
           [&](int64_t z) -> const T* { return src.plane(z) + oy * src.stride() + ox; },
           {src.stride(), src.field_stride()},
           [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
-          {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim, lean.kept);
+          {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim, holds);
+      if (turn.in_output) wave.read_level0_from_output(turn.to, turn.from);
       const int64_t end = std::min(wave.end_step(), region.to + int64_t{levels} * k.rz());
       for (int64_t i = wave.first_step(); i < end; ++i) wave.step(i);
     }
@@ -136,16 +149,17 @@ std::vector<OutputRegion> around(const LateCut& cut, const Shape& s) {
 // computed are trimmed to what reaches probes.placement's needed box by then); fills src's
 // ghost frame first. With `late` halos, the output box that reads none of them comes first.
 // Wavefronts are lean as `lean` says; its kept components are not written (dst holds them).
+// Time levels turn as `turn` says.
 template <typename T>
 void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, const Boundary& b,
           int levels, int64_t reach, const WavefrontPlan& plan, ProbeRun probes,
-          const LateHalos* late, LeanComponents lean) {
+          const LateHalos* late, LeanComponents lean, Rotation turn) {
   src.fill_ghosts(b, plan.threads);
   const internal::WavefrontTrim trim{probes.placement.needed_lo, probes.placement.needed_hi, reach};
   const Shape& s = src.shape();
   const std::vector<OutputRegion> all{{{0, s.nx, 0, s.ny}, 0, s.nz}};
   if (late == nullptr) {
-    run_tiles(src, dst, k, b, levels, trim, plan, probes, all, lean);
+    run_tiles(src, dst, k, b, levels, trim, plan, probes, all, lean, turn);
     return;
   }
   // Split off only when the box's two z ends (computed at once, after) then cover disjoint
@@ -158,11 +172,11 @@ void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, cons
                      cut.z1 - cut.z0 > 2 * int64_t{levels} * k.rz();
   if (split) {
     run_tiles(src, dst, k, b, levels, trim, plan, probes,
-              {{{0, s.nx, cut.y0, cut.y1}, cut.z0, cut.z1}}, lean);
+              {{{0, s.nx, cut.y0, cut.y1}, cut.z0, cut.z1}}, lean, turn);
   }
   late->arrive();
   src.fill_ghosts(b, plan.threads);  // of the points that arrived, and made of them
-  run_tiles(src, dst, k, b, levels, trim, plan, probes, split ? around(cut, s) : all, lean);
+  run_tiles(src, dst, k, b, levels, trim, plan, probes, split ? around(cut, s) : all, lean, turn);
 }
 
 // The ghost frame a pass of the plan reads around the source grid.
@@ -260,12 +274,29 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   if (opt.shallower_to_span_x && opt.tile_x <= 0 && tile_width(auto_bt) < s.nx) {
     auto_bt = spanning_depth(auto_bt, std::max(2, shallow / 2));
   }
+  // Schemes whose time levels take turns at bt 1 (SchemeKernel::rotation(): the wave
+  // equations) move 16 bytes per update there (u, u@1 and m read, u written where u@1 was),
+  // which beats temporal blocking's halos from radius 2 on. Measured at 256^3 (f32, 2 threads,
+  // a Xeon VM, 2026-11-28): wave4 1381 MLUP/s at bt 1 against 1197 at bt 3, wave8 1090 against
+  // 612 at bt 2 (865 with its best tiles), while wave2 ran 1325 at bt 1 against 1936 at bt 6.
+  const bool turns =
+      opt.turn_time_levels && r >= 2 && SchemeKernel<float>(scheme).rotation().first >= 0;
+  if (turns) auto_bt = 1;
   p.bt = static_cast<int>(
       std::clamp<int64_t>(opt.bt > 0 ? opt.bt : auto_bt, 1, std::max<int64_t>(1, steps)));
   p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
   p.flush_subnormals = opt.flush_subnormals;
   const int64_t hx = int64_t{p.bt} * rx, hy = int64_t{p.bt} * ry;
-  const int64_t tx = tile_width(p.bt);
+  // Those turning passes span x (no halo is computed twice at bt 1; narrower tiles only read
+  // their x halos again) in tiles of about 1/24 of the budget's bytes, at least 8 rows: 8192
+  // f32 points at 768 KiB. Measured (wave8, f32, 2 threads, a Xeon VM with a 1 MiB L2,
+  // 2026-11-28): 256-wide tiles 1029-1104 MLUP/s at 32 rows, 956 at 48, 923 at 64; 512-wide
+  // 994-1005 at 16-24 rows, 783 at 48; 1024-wide 938-953 at 8 and 16 rows, against 735 for
+  // 512x16 tiles; wave4 at 256^3 1135-1144 at 32 rows, 1027-1070 at 64.
+  const bool turning = turns && p.bt == 1 && opt.tile_x <= 0;
+  const int64_t tx = turning ? s.nx : tile_width(p.bt);
+  const int64_t turning_rows =
+      std::max<int64_t>(8, opt.cache_bytes / (24 * static_cast<int64_t>(value_bytes)) / tx);
   int64_t ty = opt.tile_y;
   if (ty <= 0) {
     // As tall as the budget allows, then evened out so that every thread gets the same
@@ -273,7 +304,9 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
     // whichever is taller: measured on a Zen 3 VM (f32 7pt, 6 MiB budget), 512x128 tiles ran
     // no faster than 512x64 and 512x96 ~8% slower, while 256x128 ran ~5% faster than 256x64.
     const int64_t ty_max =
-        std::clamp<int64_t>(tile_rows(p.bt), 8, std::max<int64_t>(64, kMaxTilePoints / tx));
+        turning
+            ? turning_rows
+            : std::clamp<int64_t>(tile_rows(p.bt), 8, std::max<int64_t>(64, kMaxTilePoints / tx));
     const int64_t tiles_x = (s.nx + tx - 1) / tx;
     int64_t tiles_y = (s.ny + ty_max - 1) / ty_max;
     while ((tiles_x * tiles_y) % p.threads != 0 && tiles_y < s.ny) ++tiles_y;
@@ -334,6 +367,21 @@ void InCoreEngine<T>::copy_kept(int from) {
 }
 
 template <typename T>
+void InCoreEngine<T>::store_turned(int to, int from) {
+  const PaddedGrid<T>& src = grids_[1 - cur_];
+  PaddedGrid<T>& dst = grids_[cur_];
+  const Shape& s = src.shape();
+  const auto row_bytes = static_cast<size_t>(s.nx) * sizeof(T);
+#pragma omp parallel for num_threads(plan_.threads) schedule(static)
+  for (int64_t z = 0; z < s.nz; ++z) {
+    for (int64_t y = 0; y < s.ny; ++y) {
+      std::memcpy(dst.plane(z) + to * dst.field_stride() + y * dst.stride(),
+                  src.plane(z) + from * src.field_stride() + y * src.stride(), row_bytes);
+    }
+  }
+}
+
+template <typename T>
 Result<InCoreEngine<T>> InCoreEngine<T>::create(const Shape& shape, const Scheme& scheme,
                                                 int64_t steps, const InCoreOptions& options) {
   DG_RETURN_IF_ERROR(scheme.check_dtype(dtype_of<T>()));
@@ -357,11 +405,17 @@ int64_t InCoreEngine<T>::advance(const Boundary& boundary, int64_t steps,
   int64_t done = 0;
   const LeanComponents lean = lean_components(kernel_, kept_, probes);
   if (lean.kept != 0) copy_kept(cur_);  // what was written since the last pass
+  const auto [to, from] = kernel_.rotation();
+  const bool turns = plan_.bt == 1 && to >= 0 && (lean.aliased >> to & 1) != 0;
+  bool turned = false;  // u@1 lies in the other copy's u
   while (done < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(plan_.bt, steps - done));
+    const bool last = done + levels >= steps;
     pass(grids_[cur_], grids_[1 - cur_], kernel_, boundary, levels, steps - done, plan_,
          {probes.probes, probes.step + done, probes.placement},
-         done == 0 && late.arrive ? &late : nullptr, lean);
+         done == 0 && late.arrive ? &late : nullptr, lean,
+         turns ? Rotation{to, from, turned, last} : Rotation{});
+    turned = turns && !last;
     if (lean.kept != 0) {
       copy_kept(cur_);  // the late halos' planes
     } else {
@@ -371,6 +425,7 @@ int64_t InCoreEngine<T>::advance(const Boundary& boundary, int64_t steps,
     done += levels;
     if (progress && !progress(done, steps)) break;
   }
+  if (turned) store_turned(to, from);  // a run stopped early
   return done;
 }
 

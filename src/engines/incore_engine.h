@@ -31,6 +31,10 @@ struct InCoreOptions {
   // means another stage: 1280x1280x640 ran no faster for it with 3 MiB working sets, 512-wide
   // planes 1.2x faster with 768 KiB ones; docs/performance.md, "Large planes").
   bool shallower_to_span_x = true;
+  // Schemes whose time levels can take turns (SchemeKernel::rotation()) with radius 2 or more
+  // run at bt 1 where that is automatic (plan_wavefront). The stream engine's stages, whose
+  // levels do not take turns, plan without it.
+  bool turn_time_levels = true;
   // Where the two grid copies live: empty, in memory; else in MAP_SHARED mappings of scratch
   // files in this directory, paged by the OS (the mmap method).
   std::string scratch_dir;
@@ -73,7 +77,9 @@ struct LateHalos {
 // store_plane take packed planes of every component). Coefficient fields that the wavefronts
 // read from the source copy (lean wavefronts, wavefront.h) are kept equal in both copies and
 // not written by passes: what is written from outside (load_plane, plane()) is copied to the
-// other copy before a pass reads it.
+// other copy before a pass reads it. At bt 1, a scheme's time levels u and u@1 take turns
+// (SchemeKernel::rotation()): between the passes of one advance() u@1 lies in the other copy's
+// u, and the new u goes over it; the last pass stores u@1 as usual.
 template <typename T>
 class InCoreEngine {
  public:
@@ -120,6 +126,9 @@ class InCoreEngine {
   // Copies the kept components of the planes written since the last copy (of every plane
   // while the copies may differ) from grids_[from] to the other copy.
   void copy_kept(int from);
+  // Stores u@1 (`to`) of the current copy from the other copy's u (`from`), where it lies
+  // after a pass that left it there.
+  void store_turned(int to, int from);
 
   SchemeKernel<T> kernel_;
   WavefrontPlan plan_;

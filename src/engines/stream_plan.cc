@@ -66,6 +66,7 @@ InCoreOptions stage_tiling(const StreamOptions& opt, bool shallower_to_span_x = 
   tiling.tile_y = opt.tile_y;
   if (opt.cache_bytes > 0) tiling.cache_bytes = opt.cache_bytes;
   tiling.shallower_to_span_x = shallower_to_span_x;
+  tiling.turn_time_levels = false;
   return tiling;
 }
 

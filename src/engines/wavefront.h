@@ -290,6 +290,14 @@ class Wavefront {
     }
   }
 
+  // Rotated time levels (a wavefront of one level, the in-core engine at bt 1): level 0's
+  // aliased component c lies in the output's component `at`, which the level writes point by
+  // point over it (the kernel then computes each point once).
+  void read_level0_from_output(int c, int at) {
+    rotated_ = c;
+    rotated_at_ = at;
+  }
+
   // The frame's extents (what level-0 planes must cover).
   int64_t frame_w() const { return w_; }
   int64_t frame_h() const { return h_; }
@@ -374,7 +382,8 @@ class Wavefront {
     const T* aliased_plane[64];
     ptrdiff_t aliased_stride[64];
     const internal::AliasedPlanes<T> aliased{ws_.aliased(), aliased_plane, aliased_stride,
-                                             k == L_ ? output_holds_ : ws_.aliased()};
+                                             k == L_ ? output_holds_ : ws_.aliased(),
+                                             rotated_ >= 0};
     for (int a = 0; a < k_.components() && a < 64; ++a) {
       if (aliased.has(a)) locate_aliased(a, k - 1, z, aliased_plane[a], aliased_stride[a]);
     }
@@ -433,6 +442,11 @@ class Wavefront {
   // itself, as component a of level 0 (a coefficient field), or as the component it is
   // carried from at level k - 1.
   void locate_aliased(int a, int k, int64_t z, const T*& plane, ptrdiff_t& stride) const {
+    if (k == 0 && a == rotated_) {  // frame-local (0, 0) is the output's (-rx, -ry)
+      plane = output_(z) + rotated_at_ * out_.field - ry_ * out_.stride - rx_;
+      stride = out_.stride;
+      return;
+    }
     const int from = carried_from_[static_cast<size_t>(a)];
     const int at_level = k == 0 ? 0 : from == a ? 0 : k - 1;
     const int c = k == 0 ? a : from;
@@ -566,6 +580,7 @@ class Wavefront {
   const Shape whole_;                   // the shape of the grid the kernel's positions are in
   const uint64_t output_holds_;         // aliased components level L does not write
   std::array<int, 64> carried_from_{};  // an aliased component's source (lean wavefronts)
+  int rotated_ = -1, rotated_at_ = -1;  // read_level0_from_output()
 };
 
 }  // namespace deepgrid::internal

@@ -119,8 +119,10 @@ inline constexpr int64_t kBlockPoints =
 // out-of-order window: enough for short chains, sum_block interleaves long ones); the tail in
 // whole 256-bit vectors, the last one ending at the row's end (points computed again get the
 // same values: outputs alias no input), so no scalar remainder runs unless the row is
-// narrower than a vector.
-template <typename T, typename Point>
+// narrower than a vector. kOnce: every point exactly once (the tail's last vector as a
+// remainder loop), for outputs written over a point's own input, which a second computation
+// would read changed.
+template <typename T, bool kOnce, typename Point>
 __attribute__((always_inline)) inline void for_each_point_vectorised(int64_t width, Point&& point) {
   constexpr int64_t kUnroll = 4 * 64 / sizeof(T);
   constexpr int64_t kVector = 32 / sizeof(T);
@@ -129,7 +131,7 @@ __attribute__((always_inline)) inline void for_each_point_vectorised(int64_t wid
 #pragma omp simd
     for (int64_t j = i; j < i + kUnroll; ++j) point(j);
   }
-  if (width < kVector) {
+  if (kOnce || width < kVector) {
 #pragma omp simd
     for (int64_t j = i; j < width; ++j) point(j);
     return;
@@ -144,20 +146,20 @@ __attribute__((always_inline)) inline void for_each_point_vectorised(int64_t wid
 // Computes the `width` points of a row of a shape's sums: block(i) points [i, i +
 // kBlockPoints<T>) for shapes whose sums go in blocks, point(j) point j alone, vectorised. The
 // blocks and vectors start at the first point whose value in `centre` (the row of the point
-// itself) starts a 64-byte line, after the line's worth of points before it computed as
-// vectors (those past that point twice, with the same values: outputs alias no input), so
-// that the loads of every row at dx = 0 and the stores are whole lines wherever rows are
-// aligned alike (vectors across two lines made wave8's kernel about 1.5x slower).
-template <typename T, typename Shape, typename Block, typename Point>
+// itself) starts a 64-byte line, so that the loads of every row at dx = 0 and the stores are
+// whole lines wherever rows are aligned alike (vectors across two lines made wave8's kernel
+// about 1.5x slower). The points before it are computed as the line's worth of vectors (those
+// past it twice, with the same values: outputs alias no input) or, kOnce, each once.
+template <typename T, typename Shape, bool kOnce = false, typename Block, typename Point>
 __attribute__((always_inline)) inline void for_each_row_point(const T* centre, int64_t width,
                                                               Block&& block, Point&& point) {
   constexpr int64_t kLine = line_values(sizeof(T)), kB = kBlockPoints<T>;
   const auto address = reinterpret_cast<uintptr_t>(centre) / sizeof(T);
   int64_t i = static_cast<int64_t>((kLine - address % kLine) % kLine);
   if (width < 4 * kLine) i = 0;
-  if (i > 0) for_each_point_vectorised<T>(kLine, point);
+  if (i > 0) for_each_point_vectorised<T, kOnce>(kOnce ? i : kLine, point);
   for (; kSumsInBlocks<Shape> && i + kB <= width; i += kB) block(i);
-  for_each_point_vectorised<T>(
+  for_each_point_vectorised<T, kOnce>(
       width - i, [&](int64_t j) __attribute__((always_inline)) { point(i + j); });
 }
 

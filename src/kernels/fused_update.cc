@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/fixed_shape.h"
@@ -10,8 +11,9 @@ namespace deepgrid::internal {
 namespace {
 
 // Every row of `rc`: P point terms, then the factor times the stencil of shape Shape, and C
-// carried components.
-template <typename T, int P, int C, typename Shape, size_t... K>
+// carried components. kOnce: the output may be a point term's own plane (written over it),
+// so each point is computed once and no row is `restrict`.
+template <typename T, int P, int C, bool kOnce, typename Shape, size_t... K>
 void fused_rows(const FusedUpdate<T>& u, const PointRows<T>& at,
                 const std::array<typename FusedUpdate<T>::Copy, 2>& copies, T* out,
                 ptrdiff_t out_stride, ptrdiff_t out_field, Rect rc,
@@ -26,22 +28,24 @@ void fused_rows(const FusedUpdate<T>& u, const PointRows<T>& at,
   for (int dz = -Shape::kRz; dz <= Shape::kRz; ++dz) {
     planes[Shape::kRz + dz] = at.in[at.rz + dz] + u.stencil_component * at.field;
   }
+  using In = std::conditional_t<kOnce, const T*, const T* __restrict>;
+  using Out = std::conditional_t<kOnce, T*, T* __restrict>;
   const int64_t width = rc.x1 - rc.x0;
   for (int64_t y = rc.y0; y < rc.y1; ++y) {
     const T* rows[Shape::kRows];
     Shape::set_rows(planes, y * at.stride + rc.x0, at.stride, rows);
-    const T* __restrict p0 = at.row(u.points[0].component, y) + rc.x0;
-    const T* __restrict p1 = at.row(u.points[1].component, y) + rc.x0;
-    const T* __restrict f = at.row(u.factor, y) + rc.x0;
+    In p0 = at.row(u.points[0].component, y) + rc.x0;
+    In p1 = at.row(u.points[1].component, y) + rc.x0;
+    In f = at.row(u.factor, y) + rc.x0;
     const ptrdiff_t out_row = (y - rc.y0) * out_stride;
-    T* __restrict o = out + u.component * out_field + out_row;
+    Out o = out + u.component * out_field + out_row;
     auto source = [&](Source from) {
       return from == Source::kPoint0 ? p0 : from == Source::kPoint1 ? p1 : f;
     };
-    const T* __restrict s0 = source(copies[0].from);
-    const T* __restrict s1 = source(copies[1].from);
-    T* __restrict c0 = out + copies[0].to * out_field + out_row;
-    T* __restrict c1 = out + copies[1].to * out_field + out_row;
+    In s0 = source(copies[0].from);
+    In s1 = source(copies[1].from);
+    Out c0 = out + copies[0].to * out_field + out_row;
+    Out c1 = out + copies[1].to * out_field + out_row;
     auto finish = [&](int64_t i, T sum) __attribute__((always_inline)) {
       T acc = pq0 * (pc0 * p0[i]);
       if constexpr (P == 2) acc = std::fma(pq1, pc1 * p1[i], acc);
@@ -51,7 +55,7 @@ void fused_rows(const FusedUpdate<T>& u, const PointRows<T>& at,
     };
     // Blocks whose stencil sums interleave (FixedShape::sum_block), the rest a vector at a
     // time.
-    for_each_row_point<T, Shape>(
+    for_each_row_point<T, Shape, kOnce>(
         rows[Shape::kCentreRow], width,
         [&](int64_t i) __attribute__((always_inline)) {
           constexpr int64_t kB = kBlockPoints<T>;
@@ -65,27 +69,27 @@ void fused_rows(const FusedUpdate<T>& u, const PointRows<T>& at,
   }
 }
 
-template <typename T, int P, int C, int R>
+template <typename T, int P, int C, bool kOnce, int R>
 void apply_form(const FusedUpdate<T>& u, const PointRows<T>& at,
                 const std::array<typename FusedUpdate<T>::Copy, 2>& copies, T* out,
                 ptrdiff_t out_stride, ptrdiff_t out_field, Rect rc) {
   using Shape = FixedShape<R, true, 1>;
-  fused_rows<T, P, C, Shape>(u, at, copies, out, out_stride, out_field, rc,
-                             std::make_index_sequence<Shape::size()>{});
+  fused_rows<T, P, C, kOnce, Shape>(u, at, copies, out, out_stride, out_field, rc,
+                                    std::make_index_sequence<Shape::size()>{});
 }
 
-template <typename T, int P, int C>
+template <typename T, int P, int C, bool kOnce>
 auto form_of_radius(int r) {
-  return r == 1   ? &apply_form<T, P, C, 1>
-         : r == 2 ? &apply_form<T, P, C, 2>
-                  : &apply_form<T, P, C, 4>;
+  return r == 1   ? &apply_form<T, P, C, kOnce, 1>
+         : r == 2 ? &apply_form<T, P, C, kOnce, 2>
+                  : &apply_form<T, P, C, kOnce, 4>;
 }
 
-template <typename T, int P>
+template <typename T, int P, bool kOnce>
 auto form_of(int copies, int r) {
-  return copies == 0   ? form_of_radius<T, P, 0>(r)
-         : copies == 1 ? form_of_radius<T, P, 1>(r)
-                       : form_of_radius<T, P, 2>(r);
+  return copies == 0   ? form_of_radius<T, P, 0, kOnce>(r)
+         : copies == 1 ? form_of_radius<T, P, 1, kOnce>(r)
+                       : form_of_radius<T, P, 2, kOnce>(r);
 }
 
 // Whether the stencil's offsets are those of the star shape FixedShape<R, true, 1>.
@@ -147,7 +151,11 @@ std::optional<FusedUpdate<T>> FusedUpdate<T>::of(const SchemeUpdate& update,
     return true;
   });
   for (int c = 0; c <= u.copy_count; ++c) {
-    u.fn_[static_cast<size_t>(c)] = u.point_count == 2 ? form_of<T, 2>(c, r) : form_of<T, 1>(c, r);
+    u.fn_[0][static_cast<size_t>(c)] =
+        u.point_count == 2 ? form_of<T, 2, false>(c, r) : form_of<T, 1, false>(c, r);
+    // Written over its own input only where a component read at the point is rotated (the
+    // in-core engine's time levels: u@1's plane takes the new u), so with two point terms.
+    if (u.point_count == 2) u.fn_[1][static_cast<size_t>(c)] = form_of<T, 2, true>(c, r);
   }
   return u;
 }

@@ -50,7 +50,8 @@ class FusedUpdate {
         written[static_cast<size_t>(n++)] = copies[static_cast<size_t>(i)];
       }
     }
-    fn_[static_cast<size_t>(n)](*this, at, written, out, out_stride, out_field, rect);
+    fn_[at.aliased.in_place ? 1 : 0][static_cast<size_t>(n)](*this, at, written, out, out_stride,
+                                                             out_field, rect);
   }
 
   // The form's parts, public for the row functions.
@@ -78,7 +79,9 @@ class FusedUpdate {
  private:
   using Fn = void (*)(const FusedUpdate&, const PointRows<T>&, const std::array<Copy, 2>&, T*,
                       ptrdiff_t, ptrdiff_t, Rect);
-  std::array<Fn, 3> fn_{};  // by the number of copies stored
+  // By whether the output is written over a point component's input (AliasedPlanes::in_place),
+  // and the number of copies stored.
+  std::array<std::array<Fn, 3>, 2> fn_{};
 };
 
 extern template class FusedUpdate<float>;

@@ -20,6 +20,9 @@ struct AliasedPlanes {
   const T* const* plane = nullptr;
   const ptrdiff_t* stride = nullptr;
   uint64_t unwritten = 0;
+  // The output of the update is written over the plane of an aliased component it reads at the
+  // point (the in-core engine's rotated time levels): the kernel computes each point once.
+  bool in_place = false;
 
   bool has(int c) const { return (mask >> c & 1) != 0; }
   bool writes(int c) const { return (unwritten >> c & 1) == 0; }

@@ -68,6 +68,7 @@ SchemeKernel<T>::SchemeKernel(const Scheme& scheme)
   } else {
     fused_.clear();
   }
+  rotation_ = rotation_of();
   for (const SchemeUpdate& u : scheme.updates()) {
     Update out{u.component, {}};
     for (const SchemeTerm& t : u.terms) {
@@ -168,6 +169,30 @@ void SchemeKernel<T>::apply_row(const internal::PointRows<T>& at, T* out, ptrdif
 
 // Each update over the whole rectangle in one pass per row, storing the carried components it
 // can; then the other carried components.
+// One fused update of the form 2u - u@1 + ... (two point terms) that stores u@1 <- u from its
+// own point term: then u's new value may go over u@1's plane, if nothing else reads u@1.
+template <typename T>
+std::pair<int, int> SchemeKernel<T>::rotation_of() const {
+  const std::pair<int, int> none{-1, -1};
+  if (fused_.size() != 1 || !fused_carried_.empty() || fused_[0].point_count != 2) return none;
+  const internal::FusedUpdate<T>& u = fused_[0];
+  using Source = typename internal::FusedUpdate<T>::Source;
+  for (int i = 0; i < u.copy_count; ++i) {
+    const auto& copy = u.copies[static_cast<size_t>(i)];
+    if (copy.from == Source::kFactor) continue;
+    const int own = copy.from == Source::kPoint0 ? 0 : 1;
+    const int to = copy.to;
+    const bool read_elsewhere = std::any_of(carried_.begin(), carried_.end(),
+                                            [&](const auto& pair) { return pair.second == to; });
+    if (u.points[static_cast<size_t>(own)].component == u.component &&
+        u.points[static_cast<size_t>(1 - own)].component == to && (aliasable_ >> to & 1) != 0 &&
+        u.factor != to && u.stencil_component != to && !read_elsewhere) {
+      return {to, u.component};
+    }
+  }
+  return none;
+}
+
 template <typename T>
 void SchemeKernel<T>::apply_fused(const internal::PointRows<T>& at, T* out, ptrdiff_t out_stride,
                                   ptrdiff_t out_field, Rect rect) const {

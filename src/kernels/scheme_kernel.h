@@ -41,7 +41,9 @@ class SchemeKernel {
   // out[c * out_field + (y - rect.y0) * out_stride + (x - rect.x0)]. `out` must not overlap
   // any input plane. `at` places the planes in the grid (read by users' kernels only).
   // Components in `aliased` (a subset of aliasable()) are read from their own planes;
-  // components in aliased.unwritten are not written.
+  // components in aliased.unwritten are not written. With aliased.in_place (only where
+  // rotation() names a pair), the output of rotation().second may be the plane of
+  // rotation().first, point for point.
   void apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t in_field, T* out,
              ptrdiff_t out_stride, ptrdiff_t out_field, Rect rect, const PlanePosition& at,
              const internal::AliasedPlanes<T>& aliased = {}) const;
@@ -61,6 +63,10 @@ class SchemeKernel {
   int components() const { return components_; }
   // Whether every update runs in one pass per row (fused_update.h).
   bool fused() const { return !fused_.empty(); }
+  // Time levels that can take turns in memory: (to, from) = (u@1, u) where the one update, of
+  // u, reads u@1 at the point only and nothing else reads it, so that u's new value can be
+  // written over u@1's old one (apply's in_place) and u@1 found where u was. {-1, -1}: none.
+  std::pair<int, int> rotation() const { return rotation_; }
 
  private:
   struct Term {
@@ -86,6 +92,7 @@ class SchemeKernel {
                   const PlanePosition& at) const;
   // The (to, from) pairs' components of row y, [x0, x0 + width); `out` points at the row's
   // first point.
+  std::pair<int, int> rotation_of() const;
   static void copy_carried(const std::vector<std::pair<int, int>>& pairs,
                            const internal::PointRows<T>& at, int64_t y, int64_t x0, T* out,
                            ptrdiff_t out_field, int64_t width);
@@ -97,6 +104,7 @@ class SchemeKernel {
   std::vector<int> state_components_;               // the user kernel's outputs: current levels
   std::vector<Update> updates_;
   std::vector<std::pair<int, int>> carried_;
+  std::pair<int, int> rotation_{-1, -1};
   uint64_t aliasable_ = 0;
   int rx_ = 0, ry_ = 0, rz_ = 0, components_ = 1;
 };
