@@ -6,7 +6,7 @@
 # Devito (autotuned, opt=advanced, f32) and `deepgrid bench` one after the other, and a table:
 # every run's MLUP/s and the ratio of the medians, deepgrid / Devito.
 #
-#   bash bench/peers/compare_wave.sh [--schemes wave2,wave8] [--shapes 256x256x256,...]
+#   bash bench/peers/compare_wave.sh [--schemes wave2,wave4,wave8] [--shapes 256x256x256,...]
 #        [--steps 20] [--repeats 3] [--threads 2] [--deepgrid build/deepgrid] [--out FILE]
 #        [--no-check]
 #
@@ -103,8 +103,10 @@ records=$work/records.jsonl
 
 IFS=, read -r -a scheme_list <<<"$schemes"
 IFS=, read -r -a shape_list <<<"$shapes"
+for scheme in "${scheme_list[@]}"; do  # all checked before any runs
+  case $scheme in wave2 | wave4 | wave8) ;; *) echo "compare_wave.sh: scheme '$scheme' is not wave2, wave4 or wave8" >&2; exit 2 ;; esac
+done
 for scheme in "${scheme_list[@]}"; do
-  case $scheme in wave2 | wave8) ;; *) echo "compare_wave.sh: scheme '$scheme' is not wave2 or wave8" >&2; exit 2 ;; esac
   if [[ $check == 1 ]]; then
     echo "== $scheme: check against deepgrid (48x40x36, 10 steps)" >&2
     if ! "$py" "$here/devito_wave.py" --check --scheme "$scheme" --deepgrid "$deepgrid" \

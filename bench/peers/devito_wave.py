@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Devito on exactly deepgrid's wave2/wave8 update (issue 31).
+"""Devito on exactly deepgrid's wave2/wave4/wave8 update (issue 31).
 
 deepgrid's scheme presets (src/model/scheme.cc, Scheme::preset): a field u of two time levels
 (u, u@1) and a coefficient m (default 0.1),
 
     u' = 2 u - u@1 + m * lap_r(u),
 
-lap_r the sum over x, y, z of the central second derivative of order r (2 or 8), unit spacing,
+lap_r the sum over x, y, z of the central second derivative of order r (2, 4 or 8), unit spacing,
 unit time step, zero (dirichlet:0) values outside the grid, f32. In Devito that is a TimeFunction
 u (time_order=2, space_order=r), a Function m and Eq(u.forward, 2*u - u.backward + m*u.laplace)
 on a Grid of spacing 1; the equation has no dt, so the time step is 1 by construction.
@@ -55,7 +55,7 @@ from devito import Eq, Function, Grid, Operator, TimeFunction  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEME_CC = REPO / "src" / "model" / "scheme.cc"
-ORDERS = {"wave2": 2, "wave8": 8}
+ORDERS = {"wave2": 2, "wave4": 4, "wave8": 8}
 M_DEFAULT = 0.1  # the presets' default coefficient value
 
 
