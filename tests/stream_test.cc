@@ -478,17 +478,19 @@ TEST_P(EngineGolden, SourcesAndReceivers) {
   }
   // Lean wavefronts (wavefront.h) read u@1 and m where their values already lie: a receiver
   // on m reads it there, and a source on u@1 (a ring level must then hold u@1) keeps the rings
-  // whole.
+  // whole, and at bt 1 keeps u@1 from taking turns with u (the in-core engine).
   Probes older = testing::shot_and_corner();
   older.receivers = {{"m", 9, 6, 7}, {"u@1", 8, 6, 7}};
   Probes on_u1 = probes;
   on_u1.sources.back().field = "u@1";
   for (const Probes* p : {&older, &on_u1}) {
-    Case c{"wave2", {17, 12, 14}, DType::kF32, 8, 4, 1, io::Backend::kUring};
-    c.tile_x = 6;
-    c.tile_y = 5;
-    c.probes = p;
-    expect_all_boundaries(c);
+    for (int bt : {4, 1}) {
+      Case c{"wave2", {17, 12, 14}, DType::kF32, 8, bt, 1, io::Backend::kUring};
+      c.tile_x = 6;
+      c.tile_y = 5;
+      c.probes = p;
+      expect_all_boundaries(c);
+    }
   }
   Case c{"heat-var", {17, 12, 14}, DType::kF32, 9, 4, 1, io::Backend::kThreads};
   SourceSpec heat;
