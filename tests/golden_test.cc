@@ -304,6 +304,7 @@ TEST(WavefrontPlan, WavesOfRadiusTwoAndMoreTakeTurnsAtDepthOne) {
     const Scheme wave = Scheme::preset(name).value();
     const WavefrontPlan p = plan_wavefront({256, 256, 256}, wave, 4, 100, opt);
     EXPECT_EQ(p.bt, 1) << name;
+    EXPECT_TRUE(p.turns) << name;
     EXPECT_EQ(p.tile_x, 256) << name;
     EXPECT_EQ(p.tile_y, 32) << name;
     EXPECT_EQ(plan_wavefront({256, 256, 256}, wave, 8, 100, opt).tile_y, 16) << name << " f64";
@@ -312,9 +313,17 @@ TEST(WavefrontPlan, WavesOfRadiusTwoAndMoreTakeTurnsAtDepthOne) {
     EXPECT_EQ(wide.tile_y, 8) << name;
     InCoreOptions stages = opt;
     stages.turn_time_levels = false;
-    EXPECT_GT(plan_wavefront({256, 256, 256}, wave, 4, 100, stages).bt, 1) << name;
+    const WavefrontPlan stage = plan_wavefront({256, 256, 256}, wave, 4, 100, stages);
+    EXPECT_GT(stage.bt, 1) << name;
+    EXPECT_FALSE(stage.turns) << name;
   }
-  EXPECT_GT(plan_wavefront({256, 256, 256}, Scheme::preset("wave2").value(), 4, 100, opt).bt, 1);
+  const Scheme wave2 = Scheme::preset("wave2").value();
+  EXPECT_GT(plan_wavefront({256, 256, 256}, wave2, 4, 100, opt).bt, 1);
+  InCoreOptions one = opt;
+  one.bt = 1;
+  EXPECT_TRUE(plan_wavefront({256, 256, 256}, wave2, 4, 100, one).turns) << "wave2 at --bt 1";
+  EXPECT_FALSE(
+      plan_wavefront({256, 256, 256}, Scheme::preset("heat-var").value(), 4, 100, one).turns);
 }
 
 // Where the depth chosen would cut tiles narrower than the grid, a shallower one whose tiles

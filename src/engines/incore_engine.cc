@@ -279,9 +279,9 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   // which beats temporal blocking's halos from radius 2 on. Measured at 256^3 (f32, 2 threads,
   // a Xeon VM, 2026-11-28): wave4 1381 MLUP/s at bt 1 against 1197 at bt 3, wave8 1090 against
   // 612 at bt 2 (865 with its best tiles), while wave2 ran 1325 at bt 1 against 1936 at bt 6.
-  const bool turns =
-      opt.turn_time_levels && r >= 2 && SchemeKernel<float>(scheme).rotation().first >= 0;
-  if (turns) auto_bt = 1;
+  const bool rotates = opt.turn_time_levels && !scheme.is_stencil() && !scheme.kernel() &&
+                       SchemeKernel<float>(scheme).rotation().first >= 0;
+  if (rotates && r >= 2) auto_bt = 1;
   p.bt = static_cast<int>(
       std::clamp<int64_t>(opt.bt > 0 ? opt.bt : auto_bt, 1, std::max<int64_t>(1, steps)));
   p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
@@ -293,7 +293,8 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   // 2026-11-28): 256-wide tiles 1029-1104 MLUP/s at 32 rows, 956 at 48, 923 at 64; 512-wide
   // 994-1005 at 16-24 rows, 783 at 48; 1024-wide 938-953 at 8 and 16 rows, against 735 for
   // 512x16 tiles; wave4 at 256^3 1135-1144 at 32 rows, 1027-1070 at 64.
-  const bool turning = turns && p.bt == 1 && opt.tile_x <= 0;
+  p.turns = rotates && p.bt == 1;
+  const bool turning = p.turns && opt.tile_x <= 0;
   const int64_t tx = turning ? s.nx : tile_width(p.bt);
   const int64_t turning_rows =
       std::max<int64_t>(8, opt.cache_bytes / (24 * static_cast<int64_t>(value_bytes)) / tx);
@@ -406,7 +407,7 @@ int64_t InCoreEngine<T>::advance(const Boundary& boundary, int64_t steps,
   const LeanComponents lean = lean_components(kernel_, kept_, probes);
   if (lean.kept != 0) copy_kept(cur_);  // what was written since the last pass
   const auto [to, from] = kernel_.rotation();
-  const bool turns = plan_.bt == 1 && to >= 0 && (lean.aliased >> to & 1) != 0;
+  const bool turns = plan_.turns && (lean.aliased >> to & 1) != 0;
   bool turned = false;  // u@1 lies in the other copy's u
   while (done < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(plan_.bt, steps - done));

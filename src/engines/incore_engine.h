@@ -31,9 +31,9 @@ struct InCoreOptions {
   // means another stage: 1280x1280x640 ran no faster for it with 3 MiB working sets, 512-wide
   // planes 1.2x faster with 768 KiB ones; docs/performance.md, "Large planes").
   bool shallower_to_span_x = true;
-  // Schemes whose time levels can take turns (SchemeKernel::rotation()) with radius 2 or more
-  // run at bt 1 where that is automatic (plan_wavefront). The stream engine's stages, whose
-  // levels do not take turns, plan without it.
+  // Schemes whose time levels can take turns (SchemeKernel::rotation()) do so at bt 1, and with
+  // radius 2 or more run at bt 1 where that is automatic (plan_wavefront). The stream engine's
+  // stages, whose levels do not take turns, and the rates measured for them plan without it.
   bool turn_time_levels = true;
   // Where the two grid copies live: empty, in memory; else in MAP_SHARED mappings of scratch
   // files in this directory, paged by the OS (the mmap method).
@@ -47,6 +47,9 @@ struct WavefrontPlan {
   int64_t tile_x = 1, tile_y = 1;
   int64_t workspace_bytes = 0;  // per thread
   bool flush_subnormals = false;
+  // bt 1 passes write u's new value over u@1 (SchemeKernel::rotation(): the time levels take
+  // turns), unless a run's sources add to u@1.
+  bool turns = false;
 };
 
 // The plan for a run of `steps` steps (pure: no allocation).

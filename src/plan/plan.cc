@@ -301,9 +301,10 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
       std::string(method_name(method)).c_str());
   const bool incore_engine = method == Method::kInCore || method == Method::kMmap;
   if (incore_engine) {
-    n += std::snprintf(buf + n, sizeof buf - n, "blocking    bt %d, tiles %lldx%lld, %d threads\n",
-                       incore.bt, static_cast<long long>(incore.tile_x),
-                       static_cast<long long>(incore.tile_y), incore.threads);
+    n += std::snprintf(buf + n, sizeof buf - n,
+                       "blocking    bt %d, tiles %lldx%lld, %d threads%s\n", incore.bt,
+                       static_cast<long long>(incore.tile_x), static_cast<long long>(incore.tile_y),
+                       incore.threads, incore.turns ? ", each step writing u over u@1" : "");
   } else if (method == Method::kDevice) {
     n += std::snprintf(buf + n, sizeof buf - n, "device      %s\n",
                        device.device.describe().c_str());
@@ -402,6 +403,7 @@ std::string RunPlan::to_json() const {
     j["bt"] = incore.bt;
     j["tile"] = {incore.tile_x, incore.tile_y};
     j["threads"] = incore.threads;
+    j["turns"] = incore.turns;
   } else if (method == Method::kDevice) {
     j["device"] = nlohmann::json::parse(device.device.to_json());
     j["placement"] = std::string(placement_name(device.placement));
