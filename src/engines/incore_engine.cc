@@ -347,21 +347,10 @@ InCoreEngine<T>::InCoreEngine(const Scheme& scheme, WavefrontPlan plan)
 
 template <typename T>
 void InCoreEngine<T>::copy_kept(int from) {
-  const PaddedGrid<T>& src = grids_[from];
-  PaddedGrid<T>& dst = grids_[1 - from];
-  const Shape& s = src.shape();
-  const auto row_bytes = static_cast<size_t>(s.nx) * sizeof(T);
-#pragma omp parallel for num_threads(plan_.threads) schedule(static)
-  for (int64_t z = 0; z < s.nz; ++z) {
-    if (kept_equal_ && written_[static_cast<size_t>(z)] == 0) continue;
-    for (int c = 0; c < src.components(); ++c) {
-      if ((kept_ >> c & 1) == 0) continue;
-      const ptrdiff_t field = c * src.field_stride();
-      for (int64_t y = 0; y < s.ny; ++y) {
-        std::memcpy(dst.plane(z) + field + y * dst.stride(),
-                    src.plane(z) + field + y * src.stride(), row_bytes);
-      }
-    }
+  for (int c = 0; c < grids_[from].components(); ++c) {
+    if ((kept_ >> c & 1) == 0) continue;
+    copy_component(grids_[from], c, grids_[1 - from], c,
+                   [&](int64_t z) { return kept_equal_ && written_[static_cast<size_t>(z)] == 0; });
   }
   std::fill(written_.begin(), written_.end(), 0);
   kept_equal_ = true;
@@ -369,12 +358,18 @@ void InCoreEngine<T>::copy_kept(int from) {
 
 template <typename T>
 void InCoreEngine<T>::store_turned(int to, int from) {
-  const PaddedGrid<T>& src = grids_[1 - cur_];
-  PaddedGrid<T>& dst = grids_[cur_];
+  copy_component(grids_[1 - cur_], from, grids_[cur_], to, [](int64_t) { return false; });
+}
+
+template <typename T>
+template <typename Skip>
+void InCoreEngine<T>::copy_component(const PaddedGrid<T>& src, int from, PaddedGrid<T>& dst, int to,
+                                     Skip skip) const {
   const Shape& s = src.shape();
   const auto row_bytes = static_cast<size_t>(s.nx) * sizeof(T);
 #pragma omp parallel for num_threads(plan_.threads) schedule(static)
   for (int64_t z = 0; z < s.nz; ++z) {
+    if (skip(z)) continue;
     for (int64_t y = 0; y < s.ny; ++y) {
       std::memcpy(dst.plane(z) + to * dst.field_stride() + y * dst.stride(),
                   src.plane(z) + from * src.field_stride() + y * src.stride(), row_bytes);

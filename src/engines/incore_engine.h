@@ -132,6 +132,11 @@ class InCoreEngine {
   // Stores u@1 (`to`) of the current copy from the other copy's u (`from`), where it lies
   // after a pass that left it there.
   void store_turned(int to, int from);
+  // Copies component `from` of src's planes into component `to` of dst's, but the planes z
+  // where skip(z).
+  template <typename Skip>
+  void copy_component(const PaddedGrid<T>& src, int from, PaddedGrid<T>& dst, int to,
+                      Skip skip) const;
 
   SchemeKernel<T> kernel_;
   WavefrontPlan plan_;
