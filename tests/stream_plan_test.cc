@@ -153,6 +153,49 @@ TEST(TiledPlan, ForcedBlocksAndAClearMinimum) {
   EXPECT_FALSE(plan_tiled(m, st, Boundary{}, 100, opt).ok()) << "tiled needs a budget";
 }
 
+// Wave schemes' stages keep u alone in their rings and carries (lean wavefronts): u@1 is read
+// from the level two below, m from the stage's input level, whose planes then stay until the
+// stage's last level has computed them. The memory freed deepens the sweep. A source on u@1
+// keeps u@1 in the rings.
+TEST(StreamPlan, WaveStagesKeepUAloneInTheirRings) {
+  Manifest m = planning_manifest({256, 256, 2048});
+  m.layout = plan_layout(m.shape, DType::kF32, 1, 8 << 20, 64, 3).value();
+  const Scheme wave8 = Scheme::preset("wave8").value();
+  const int u_old = wave8.component_index("u@1"), coefficient = wave8.component_index("m");
+  StreamOptions opt;
+  opt.mem_budget = 512 << 20;
+  opt.threads = 2;
+  opt.bt = 8;
+  opt.cache_bt = 4;
+  opt.block = 4;
+  const StreamPlan lean = plan_stream(m, wave8, Boundary{}, 64, opt).value();
+  EXPECT_EQ(lean.aliased, (uint64_t{1} << u_old) | (uint64_t{1} << coefficient));
+  EXPECT_TRUE(lean.coefficients_from_input);
+  opt.source_components = uint64_t{1} << u_old;
+  const StreamPlan sourced = plan_stream(m, wave8, Boundary{}, 64, opt).value();
+  EXPECT_EQ(sourced.aliased, uint64_t{1} << coefficient);
+  EXPECT_EQ(sourced.frames, lean.frames);
+  // Stages of 4 radius-4 levels keep 16 input planes, not 8, for their m: two stages, 16 frames.
+  opt.source_components = (uint64_t{1} << u_old) | (uint64_t{1} << coefficient);
+  const StreamPlan full = plan_stream(m, wave8, Boundary{}, 64, opt).value();
+  EXPECT_EQ(full.aliased, 0u);
+  EXPECT_FALSE(full.coefficients_from_input);
+  EXPECT_EQ(lean.frames - full.frames, 2 * 8);
+  // Rings of u and u@1 (m, the last component, left out) cost more than u's alone and less
+  // than all three.
+  EXPECT_LT(lean.memory_bytes, sourced.memory_bytes);
+  EXPECT_LT(sourced.memory_bytes,
+            full.memory_bytes + (lean.frames - full.frames) * lean.frame_bytes);
+  EXPECT_LT(lean.memory_bytes, full.memory_bytes);
+  // Chosen freely, on a slow disk, the lean plan sweeps deeper in the same budget.
+  opt.bt = opt.cache_bt = opt.block = 0;
+  opt.mem_budget = 64 << 20;
+  opt.disk_bytes_per_update = 0.1;
+  const int full_bt = plan_stream(m, wave8, Boundary{}, 64, opt)->bt;
+  opt.source_components = 0;
+  EXPECT_GT(plan_stream(m, wave8, Boundary{}, 64, opt)->bt, full_bt);
+}
+
 TEST(StreamPlan, CostModelAndAClearMinimum) {
   const Manifest m = planning_manifest({256, 256, 4096});
   const Stencil st = Stencil::preset("7pt").value();

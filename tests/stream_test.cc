@@ -633,6 +633,40 @@ TEST_F(StreamGolden, ProgressStopsBetweenSweeps) {
       -1);
 }
 
+// A plan decides which components its stages' rings leave out (wave schemes: all but u) and
+// sizes its memory by it; a source must add to a component a ring holds. Run with a source that
+// its plan did not know of, the engine refuses before changing anything, rather than take more
+// memory than planned or leave the source out.
+TEST_F(StreamGolden, APlanMadeWithoutTheSourcesIsRefused) {
+  const Shape shape{16, 12, 20};
+  const Scheme wave2 = testing_scheme("wave2");
+  CreateOptions co;
+  co.shape = shape;
+  co.fields = initial_fields(wave2, {});
+  Grid g = Grid::create(root_ + "/unplanned", co).value();
+  const auto u = testing::random_values<float>({shape.nx, shape.ny * 3, shape.nz}, 4);
+  ASSERT_TRUE(g.write_planes(0, shape.nz, u.data()).ok());
+  StreamOptions opt;
+  opt.mem_budget = 16 << 20;
+  opt.bt = 3;
+  const StreamPlan plan = plan_stream(g.manifest(), wave2, Boundary{}, 6, opt).value();
+  Probes given;
+  given.sources.push_back({"u@1", 3, 3, 3, 0, 0, 1, {1, 1, 1}});
+  const ResolvedProbes sources = resolve_probes(given, shape, wave2.components()).value();
+  opt.probes = &sources;
+  const auto refused = advance_stream(g, wave2, Boundary{}, 6, plan, opt);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(g.manifest().step, 0);
+  std::vector<float> got(u.size());
+  ASSERT_TRUE(g.read_planes(0, shape.nz, got.data()).ok());
+  EXPECT_EQ(got, u);
+  // Planned with them, the source's component stays in the rings and the run goes through.
+  const StreamPlan sourced = plan_stream(g.manifest(), wave2, Boundary{}, 6, opt).value();
+  EXPECT_EQ(sourced.aliased >> wave2.component_index("u@1") & 1, 0u);
+  EXPECT_TRUE(advance_stream(g, wave2, Boundary{}, 6, sourced, opt).ok());
+}
+
 // A run with subnormals flushed, stopped after two sweeps, is finished in that mode by a bare
 // --resume (the run record keeps it), bitwise.
 TEST_F(StreamGolden, AStoppedRunResumesWithItsSubnormalMode) {

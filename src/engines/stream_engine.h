@@ -51,6 +51,9 @@ struct StreamOptions {
   double io_cpu_updates_per_byte = 0;
   io::FaultHook fault_hook;                // tests: inject I/O errors and short transfers
   const ResolvedProbes* probes = nullptr;  // sources and receivers (probes.h); null: none
+  // Components sources add to, bit c for component c, where the plan is made before `probes`
+  // are resolved (the plan keeps them in the stages' rings, as it does those of `probes`).
+  uint64_t source_components = 0;
   // Where the grid lies in a larger one, and which of its points the run must deliver
   // (geometry.h).
   GridPlacement placement;
@@ -83,6 +86,12 @@ struct StreamPlan {
   // Planes of a stage's inner levels each (stage, tile) carries from one block to the next; the
   // rings they run in are per thread.
   int64_t carried_planes = 0;
+  // Components the stages' rings and carries leave out, bit c for component c (lean
+  // wavefronts, wavefront.h: wave8's rings hold u alone), and whether a coefficient field is
+  // among them: every level of a stage then reads it from the stage's input level, whose planes
+  // stay until the last level has computed them (stream_stages.h, kept_input_planes).
+  uint64_t aliased = 0;
+  bool coefficients_from_input = false;
   int64_t io_buffers = 0;     // aligned plane buffers for reads and writes
   int64_t memory_bytes = 0;   // all of the above: what the engine allocates
   int64_t minimum_bytes = 0;  // the working set with bt = 1

@@ -2,10 +2,12 @@
 //
 // Full x-y planes of level 0 and of the levels between stages live in frames of one store
 // (FrameStore), keyed by z per level (FramePool). The pools share the store: once stage j has
-// run a block, its input planes but the 2 rz it carries into the next block hold stage j + 2's
-// output, so memory holds two stages' planes of a block whatever the depth (plan.frames counts
-// them). Inside a stage, each thread advances tiles in its own rings (WavefrontWorkspace), and
-// every (stage, tile) keeps the planes it carries from one block to the next (WavefrontCarry).
+// run a block, its input planes but those it keeps for the next block (kept_input_planes) hold
+// stage j + 2's output, so memory holds two stages' planes of a block whatever the depth
+// (plan.frames counts them). Inside a stage, each thread advances tiles in its own rings
+// (WavefrontWorkspace), and every (stage, tile) keeps the planes it carries from one block to
+// the next (WavefrontCarry); both hold only the components the plan keeps in rings
+// (StreamPlan::aliased: a lean stage reads the others where they lie).
 // StageFrames owns all of it and hands frames to the stages as they take turns.
 #pragma once
 
@@ -166,15 +168,16 @@ class StageFrames {
     for (int t = 0; t < plan.threads; ++t) {
       ws_.push_back(std::make_unique<WavefrontWorkspace<T>>(
           plan.cache_bt, rz, kernel.ry(), plan.tile_x + 2 * int64_t{plan.cache_bt} * kernel.rx(),
-          frame_h, static_cast<T>(b_.value), n));
+          frame_h, static_cast<T>(b_.value), n, plan.aliased));
     }
+    const int ring_n = ring_components(n, plan.aliased);
     const int64_t carry_values = WavefrontCarry<T>::bytes(plan.cache_bt, rz, kernel.ry(),
-                                                          ws_.front()->stride(), frame_h, n) /
+                                                          ws_.front()->stride(), frame_h, ring_n) /
                                  static_cast<int64_t>(sizeof(T));
     carry_arena_ = AlignedBuffer::on_huge_pages(
         static_cast<size_t>(plan.stages * plan.tiles * carry_values) * sizeof(T));
     for (int64_t c = 0; c < plan.stages * plan.tiles && carry_arena_.ok(); ++c) {
-      carries_.emplace_back(plan.cache_bt, rz, kernel.ry(), ws_.front()->stride(), frame_h, n,
+      carries_.emplace_back(plan.cache_bt, rz, kernel.ry(), ws_.front()->stride(), frame_h, ring_n,
                             carry_arena_.data<T>() + c * carry_values);
     }
     bool ok = true;
@@ -208,12 +211,12 @@ class StageFrames {
     return Status::Ok();
   }
 
-  // After stage j's steps [i0, i1): its input plane q is done with after its step q + 2 rz,
-  // except level 0's pinned planes.
+  // After stage j's steps [i0, i1): its input plane q is done with after its step q + the
+  // planes it keeps (kept_input_planes), except level 0's pinned planes.
   void release_stage_inputs(int j, int64_t i0, int64_t i1) {
     const int rz = layout_.rz;
     for (int64_t i = i0; i < i1; ++i) {
-      const int64_t q = i - 2 * rz - int64_t{layout_.stages.first(j)} * rz;
+      const int64_t q = i - layout_.kept_input_planes(j) - int64_t{layout_.stages.first(j)} * rz;
       if (j > 0 || !is_pinned(b_, layout_.levels, rz, s_.nz, q))
         pools_[static_cast<size_t>(j)].release(q);
     }

@@ -18,6 +18,7 @@
 namespace deepgrid {
 namespace {
 
+using internal::stream::kept_input_planes;
 using internal::stream::pinned_planes;
 using internal::stream::Stages;
 
@@ -96,6 +97,25 @@ std::vector<StreamOptions> stage_depth_options(const Manifest& m, const Scheme& 
   return out;
 }
 
+// The components a plan's stages leave out of their rings: those the scheme allows
+// (SchemeKernel::aliasable()) but the ones sources add to, which a ring level must hold.
+uint64_t lean_components(const Scheme& st, const StreamOptions& opt) {
+  uint64_t sourced = opt.source_components;
+  if (opt.probes != nullptr) {
+    for (const ProbePoint& q : opt.probes->sources) {
+      if (q.component < 64) sourced |= uint64_t{1} << q.component;
+    }
+  }
+  return internal::aliasable_components(st) & ~sourced;
+}
+
+// Whether a coefficient field (carried m <- m) is among the `aliased` components.
+bool aliases_coefficients(const Scheme& st, uint64_t aliased) {
+  return std::ranges::any_of(st.carried(), [aliased](const std::pair<int, int>& c) {
+    return c.first == c.second && c.first < 64 && (aliased >> c.first & 1) != 0;
+  });
+}
+
 StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int bt, int block,
                     const StreamOptions& opt) {
   const Shape& s = m.shape;
@@ -111,6 +131,9 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   p.block = block;
   const Halo frame{p.cache_bt * st.radius_x(), p.cache_bt * st.radius_y(), 0};
   const int n = st.component_count();
+  p.aliased = lean_components(st, opt);
+  p.coefficients_from_input = aliases_coefficients(st, p.aliased);
+  const int ring_n = internal::ring_components(n, p.aliased);
   // `count` frames in one padded grid (FramePool).
   auto frames_bytes = [&](int64_t count) {
     return vb == 4 ? PaddedGrid<float>::bytes_needed({s.nx, s.ny, count}, frame, n)
@@ -118,10 +141,11 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   };
   p.frame_bytes = frames_bytes(1);
   // While a stage runs: its input planes of the block, its output planes (unless it is the
-  // last), and the 2 rz planes every stage carries into the next block; level 0 also keeps
-  // the pinned planes. Dirichlet adds one constant frame beyond z's ends.
-  p.frames = std::min(p.stages, 2) * int64_t{block} + 2 * rz * int64_t{p.stages} +
-             pinned_planes(b, bt, rz, s.nz);
+  // last), and the planes every stage keeps for the next block; level 0 also keeps the pinned
+  // planes. Dirichlet adds one constant frame beyond z's ends.
+  p.frames = std::min(p.stages, 2) * int64_t{block} + pinned_planes(b, bt, rz, s.nz);
+  for (int j = 0; j < p.stages; ++j)
+    p.frames += kept_input_planes(stages, j, rz, p.coefficients_from_input);
   const int64_t pools_bytes =
       frames_bytes(p.frames) + (b.kind == Boundary::Kind::kDirichlet ? p.frame_bytes : 0);
   // Tiles like the in-core engine's at the stage depth, so that a thread's rings stay in cache
@@ -140,14 +164,14 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   const int64_t carry_bytes =
       vb == 4 ? internal::WavefrontCarry<float>::bytes(p.cache_bt, rz, st.radius_y(),
                                                        internal::wavefront_row_stride(frame_w, vb),
-                                                       frame_h, n)
+                                                       frame_h, ring_n)
               : internal::WavefrontCarry<double>::bytes(p.cache_bt, rz, st.radius_y(),
                                                         internal::wavefront_row_stride(frame_w, vb),
-                                                        frame_h, n);
-  const int64_t ring_bytes =
-      p.threads * internal::wavefront_workspace_bytes(p.cache_bt, rz, frame_w, frame_h, vb, n) +
-      static_cast<int64_t>(
-          internal::paged_bytes(static_cast<size_t>(p.stages * p.tiles * carry_bytes)));
+                                                        frame_h, ring_n);
+  const int64_t ring_bytes = p.threads * internal::wavefront_workspace_bytes(
+                                             p.cache_bt, rz, frame_w, frame_h, vb, ring_n) +
+                             static_cast<int64_t>(internal::paged_bytes(
+                                 static_cast<size_t>(p.stages * p.tiles * carry_bytes)));
   p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.tile_y);
   // Reads of the next block and writes of the previous one overlap the current block.
   p.io_buffers = 3 * int64_t{block};

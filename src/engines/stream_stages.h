@@ -35,6 +35,15 @@ struct Stages {
   int count(int j) const { return std::min(cache_bt, levels - first(j)); }
 };
 
+// Planes of stage j's input level that stay in memory from one block to the next (the rest
+// are released after each step): the 2 rz its first level reads again, or, where its levels
+// read a coefficient field from the input (a lean stage: wavefront.h), down to the plane its
+// last level computes next.
+inline int64_t kept_input_planes(const Stages& stages, int j, int rz,
+                                 bool coefficients_from_input) {
+  return int64_t{coefficients_from_input ? std::max(2, stages.count(j)) : 2} * rz;
+}
+
 // One sweep's z geometry: `levels` steps from output plane `from` on (a resumed sweep's
 // record.done; 0 for a new sweep) of a grid `nz` planes deep, by a stencil of z radius `rz`.
 struct SweepLayout {
@@ -44,6 +53,11 @@ struct SweepLayout {
   int64_t nz = 0;
   bool periodic = false;
   Stages stages{1, 1};
+  bool coefficients_from_input = false;  // StreamPlan::coefficients_from_input
+
+  int64_t kept_input_planes(int j) const {
+    return stream::kept_input_planes(stages, j, rz, coefficients_from_input);
+  }
 
   // Planes past each z end that the level after stage j covers (periodic: computed there).
   int64_t extension(int j) const {

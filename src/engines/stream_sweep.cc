@@ -34,6 +34,17 @@ StreamSweep<T>::StreamSweep(Grid& grid, const Scheme& st, const Boundary& b, con
 
 template <typename T>
 Status StreamSweep<T>::allocate() {
+  // A source adds to its component in ring levels, which must then hold it: a plan made
+  // without knowing the sources is not one this sweep can run within its memory.
+  if (probes_ != nullptr) {
+    for (const ProbePoint& q : probes_->sources) {
+      if (q.component < 64 && (plan_.aliased >> q.component & 1) != 0) {
+        return Status(ErrorCode::kInvalidArgument,
+                      "stream engine: the plan leaves a source's component out of its rings "
+                      "(planned without the sources: StreamOptions::source_components)");
+      }
+    }
+  }
   DG_RETURN_IF_ERROR(frames_.allocate(plan_, kernel_));
   return io_.allocate(plan_.io_buffers, plan_.block);
 }
@@ -47,7 +58,8 @@ Status StreamSweep<T>::sweep(const SweepRecord& record, int64_t reach, StreamSta
                         rz_,
                         s_.nz,
                         b_.kind == Boundary::Kind::kPeriodic,
-                        Stages{record.levels, plan_.cache_bt}};
+                        Stages{record.levels, plan_.cache_bt},
+                        plan_.coefficients_from_input};
   DG_RETURN_IF_ERROR(io_.begin(record, layout_.read_order()));
   return io_.finish(run_blocks(stats));
 }
