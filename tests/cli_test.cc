@@ -175,6 +175,21 @@ TEST_F(CliTest, PlotWritesAPngAndSaysWhatItDrew) {
   EXPECT_GT(h, 23u * 13);
 }
 
+// plan says which fields a stream plan's carried planes hold: a wave scheme's u alone, u@1 and
+// m read where they lie; a plain stencil's without comment.
+TEST_F(CliTest, PlanNamesTheFieldsTheStreamRingsHold) {
+  const std::string w = create("w", "32x24x40", {"--scheme", "wave8"});
+  const RunResult wave =
+      run_cli({"plan", w, "--steps", "6", "--method", "stream", "--mem", "4MiB", "--bt", "3"});
+  ASSERT_TRUE(Succeeded(wave));
+  EXPECT_TRUE(contains(wave.out, "planes each of u (u@1, m read where they lie)")) << wave;
+  const std::string g = create("g", "32x24x40", {});
+  const RunResult plain = run_cli(
+      {"plan", g, "--stencil", "7pt", "--steps", "6", "--method", "stream", "--mem", "4MiB"});
+  ASSERT_TRUE(Succeeded(plain));
+  EXPECT_FALSE(contains(plain.out, "read where they lie")) << plain;
+}
+
 // plan shows what the comparison methods would do, with the disk space they need.
 TEST_F(CliTest, PlanShowsTheMmapAndTiledMethods) {
   const std::string g = create("g", "32x24x20", {"--init", "random:2"});

@@ -215,6 +215,18 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
   return plan;
 }
 
+// " of u (u@1, m read where they lie)": what a lean stream plan's carried planes hold (empty
+// when they hold every component).
+std::string ring_fields(const Scheme& scheme, uint64_t aliased) {
+  if (aliased == 0) return "";
+  std::string held, left;
+  for (int c = 0; c < scheme.component_count(); ++c) {
+    std::string& to = c < 64 && (aliased >> c & 1) != 0 ? left : held;
+    to += (to.empty() ? "" : ", ") + scheme.components()[static_cast<size_t>(c)];
+  }
+  return " of " + held + " (" + left + " read where they lie)";
+}
+
 }  // namespace
 
 Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineProfile& machine) {
@@ -358,13 +370,14 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
         "blocking    bt %d (%lld sweeps) in stages of %d steps, tiles %lldx%lld (%.0f%% "
         "redundant halo work), blocks of %d z-steps, %d threads\n"
         "buffers     %lld plane frames for level 0 and between stages, %lld tiles x %d "
-        "stages carrying %lld planes each, %lld I/O buffers\n"
+        "stages carrying %lld planes each%s, %lld I/O buffers\n"
         "minimum     %s (bt 1)\n",
         stream.bt, static_cast<long long>(stream.sweeps), stream.cache_bt,
         static_cast<long long>(stream.tile_x), static_cast<long long>(stream.tile_y),
         100 * (stream.redundancy - 1), stream.block, stream.threads,
         static_cast<long long>(stream.frames), static_cast<long long>(stream.tiles), stream.stages,
-        static_cast<long long>(stream.carried_planes), static_cast<long long>(stream.io_buffers),
+        static_cast<long long>(stream.carried_planes),
+        ring_fields(opt.scheme, stream.aliased).c_str(), static_cast<long long>(stream.io_buffers),
         format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
   }
   if (method == Method::kMmap) {
