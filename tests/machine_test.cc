@@ -71,6 +71,33 @@ TEST_F(MachineProfileTest, MeasuresOnceThenReadsTheCache) {
   EXPECT_FALSE(profile(/*remeasure=*/true).value().cached);
 }
 
+// Compute rates are measured with the kernels of one build and cached under it: another
+// build's rate for the same sample (here a planted 1 MLUP/s) does not stand in for this one's,
+// and once the section holds more than its cap the other builds' rates go. (A wave8 rate cached
+// before the fused kernels, 323 MLUP/s, stood for 743 on a Xeon VM.)
+TEST_F(MachineProfileTest, ComputeRatesAreThoseOfThisBuild) {
+  if (code_build_id().empty()) GTEST_SKIP() << "this toolchain links without --build-id";
+  ASSERT_TRUE(profile().ok());
+  nlohmann::json mine = cached_profile();
+  ASSERT_EQ(mine["compute_mlups"].size(), 1u);
+  const std::string key = mine["compute_mlups"].begin().key();
+  const size_t at = key.rfind('@');
+  ASSERT_NE(at, std::string::npos) << key;
+  EXPECT_EQ(key.substr(at + 1), code_build_id().substr(0, 16));
+  const double own = mine["compute_mlups"][key].get<double>();
+  nlohmann::json older = nlohmann::json::object();
+  older[key.substr(0, at)] = 1.0;  // as a build before build keys cached it
+  for (int b = 0; b < 300; ++b) older[key.substr(0, at) + "@older" + std::to_string(b)] = 1.0;
+  mine["compute_mlups"] = older;
+  write_profile(mine);
+  const MachineProfile p = profile().value();
+  EXPECT_GT(p.compute_mlups, 1.0) << "measured again, not another build's rate";
+  EXPECT_GT(own, 1.0);
+  const nlohmann::json after = cached_profile()["compute_mlups"];
+  EXPECT_EQ(after.size(), 1u) << after.dump();
+  EXPECT_TRUE(after.contains(key));
+}
+
 // Processes measure at the same time (tests, ranks, runs side by side) and each caches what it
 // measured: none drops what another cached meanwhile. (A profile read before seconds of
 // measuring and written whole after them dropped the device's rates another had cached.)
@@ -147,13 +174,15 @@ TEST_F(MachineProfileTest, RatesABudgetCutShortDoNotStandInForFullOnes) {
     if (p.compute_mlups > 0) cut_short = budget;
   }
   ASSERT_NE(cut_short, 0u);
-  ASSERT_EQ(cached_keys(), std::vector<std::string>{"7pt:7/f32/1t/64x48x16"})
+  std::string build = code_build_id().substr(0, 16);  // keys end with the build's
+  if (!build.empty()) build.insert(build.begin(), '@');
+  ASSERT_EQ(cached_keys(), std::vector<std::string>{"7pt:7/f32/1t/64x48x16" + build})
       << "the smallest budget with a compute rate measures the 16-plane sample";
 
   const MachineProfile full = profile().value();
   EXPECT_FALSE(full.cached) << "the cut-short rate did not stand in for the full one";
-  EXPECT_EQ(cached_keys(),
-            (std::vector<std::string>{"7pt:7/f32/1t/64x48x16", "7pt:7/f32/1t/64x48x40"}));
+  EXPECT_EQ(cached_keys(), (std::vector<std::string>{"7pt:7/f32/1t/64x48x16" + build,
+                                                     "7pt:7/f32/1t/64x48x40" + build}));
   const MachineProfile again = machine_profile(g, s7, 1, false, cut_short).value();
   EXPECT_EQ(again.compute_mlups, full.compute_mlups) << "the full rate serves every budget";
 

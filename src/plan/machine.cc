@@ -247,12 +247,38 @@ std::string threads_key(int threads) {
   return std::to_string(threads > 0 ? threads : omp_get_max_threads()) + "t";
 }
 
+// "@" and the build of the code that measures (code_build_id(), 16 hex digits), or empty.
+std::string build_suffix() {
+  std::string suffix = code_build_id().substr(0, 16);
+  if (!suffix.empty()) suffix.insert(suffix.begin(), '@');
+  return suffix;
+}
+
 // The sample is part of the key: a rate measured on a smaller one (a smaller grid's, or one cut
-// short by a budget) is lower, and must not stand in for the full sample's.
+// short by a budget) is lower, and must not stand in for the full sample's. So is the build:
+// a rate measured with older kernels misled the planner after them (wave8's 323 MLUP/s on the
+// 256x256x64 sample, cached before its fused kernels, stood for 743 on a Xeon VM, against
+// which the disk looked 2.3x as fast as it was).
 std::string compute_key(const Grid& grid, const Scheme& stencil, int threads, const Shape& sample) {
   return stencil.name() + ":" + std::to_string(stencil.points()) + "/" +
          std::string(dtype_name(grid.dtype())) + "/" + threads_key(threads) + "/" +
-         sample.to_string();
+         sample.to_string() + build_suffix();
+}
+
+// Compute rates cached at most (every build's; then those of other builds are dropped).
+constexpr size_t kMaxComputeRates = 256;
+
+// Drops the compute rates of other builds once the section holds more than kMaxComputeRates.
+void drop_other_builds_rates(json& mine) {
+  if (!mine.contains("compute_mlups") || !mine["compute_mlups"].is_object()) return;
+  json& rates = mine["compute_mlups"];
+  if (rates.size() <= kMaxComputeRates) return;
+  const std::string suffix = build_suffix();
+  json kept = json::object();
+  for (const auto& [key, value] : rates.items()) {
+    if (!suffix.empty() && key.ends_with(suffix)) kept[key] = value;
+  }
+  rates = std::move(kept);
 }
 
 // The cache file: one object per machine_identity().
@@ -310,6 +336,7 @@ void update_cache(const std::string& path, const std::vector<CacheEdit>& edits) 
       mine[e.section].erase(e.key);
     }
   }
+  drop_other_builds_rates(mine);
   (void)internal::write_file_atomic(p.parent_path().string(), p.filename().string(),
                                     file.dump(2) + "\n");
   if (lock >= 0) ::close(lock);  // releases the lock
