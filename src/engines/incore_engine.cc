@@ -49,12 +49,7 @@ struct LeanComponents {
 // hold it, and passes write it).
 template <typename T>
 LeanComponents lean_components(const SchemeKernel<T>& k, uint64_t kept, const ProbeRun& probes) {
-  uint64_t aliased = k.aliasable();
-  if (probes.probes != nullptr) {
-    for (const ProbePoint& q : probes.probes->sources) {
-      if (q.component < 64) aliased &= ~(uint64_t{1} << q.component);
-    }
-  }
+  const uint64_t aliased = k.aliasable() & ~internal::sourced_components(probes.probes);
   return {aliased, kept & aliased};
 }
 

@@ -100,13 +100,8 @@ std::vector<StreamOptions> stage_depth_options(const Manifest& m, const Scheme& 
 // The components a plan's stages leave out of their rings: those the scheme allows
 // (SchemeKernel::aliasable()) but the ones sources add to, which a ring level must hold.
 uint64_t lean_components(const Scheme& st, const StreamOptions& opt) {
-  uint64_t sourced = opt.source_components;
-  if (opt.probes != nullptr) {
-    for (const ProbePoint& q : opt.probes->sources) {
-      if (q.component < 64) sourced |= uint64_t{1} << q.component;
-    }
-  }
-  return internal::aliasable_components(st) & ~sourced;
+  return internal::aliasable_components(st) &
+         ~(opt.source_components | internal::sourced_components(opt.probes));
 }
 
 // Whether a coefficient field (carried m <- m) is among the `aliased` components.

@@ -36,14 +36,10 @@ template <typename T>
 Status StreamSweep<T>::allocate() {
   // A source adds to its component in ring levels, which must then hold it: a plan made
   // without knowing the sources is not one this sweep can run within its memory.
-  if (probes_ != nullptr) {
-    for (const ProbePoint& q : probes_->sources) {
-      if (q.component < 64 && (plan_.aliased >> q.component & 1) != 0) {
-        return Status(ErrorCode::kInvalidArgument,
-                      "stream engine: the plan leaves a source's component out of its rings "
-                      "(planned without the sources: StreamOptions::source_components)");
-      }
-    }
+  if ((plan_.aliased & sourced_components(probes_)) != 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "stream engine: the plan leaves a source's component out of its rings "
+                  "(planned without the sources: StreamOptions::source_components)");
   }
   DG_RETURN_IF_ERROR(frames_.allocate(plan_, kernel_));
   return io_.allocate(plan_.io_buffers, plan_.block);

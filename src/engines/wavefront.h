@@ -51,6 +51,18 @@
 
 namespace deepgrid::internal {
 
+// Components sources add to, bit c for component c (none for null): a lean wavefront's rings
+// must hold them, since their values then change from level to level.
+inline uint64_t sourced_components(const ResolvedProbes* probes) {
+  uint64_t sourced = 0;
+  if (probes != nullptr) {
+    for (const ProbePoint& q : probes->sources) {
+      if (q.component < 64) sourced |= uint64_t{1} << q.component;
+    }
+  }
+  return sourced;
+}
+
 // Components a ring plane holds when `aliased` ones are left out: up to the last one kept.
 inline int ring_components(int components, uint64_t aliased) {
   int n = components;
