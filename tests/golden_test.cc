@@ -191,7 +191,8 @@ TEST(Golden, EachAdvanceReadsTheGhostsOfItsOwnBoundary) {
 
 // At bt 1 the wave's u and u@1 take turns between the passes of one advance (InCoreEngine): an
 // advance that its progress stops between passes still leaves u@1 where it belongs, and the
-// next ones run on from there (one step; five, stopped after three again); rows as wide as the
+// next ones run on from there (one step; five, stopped after three again), also when the advance
+// before or after had a source on u@1, which kept its levels from turning; rows as wide as the
 // grid and tiles 8 values wide.
 TEST(Golden, TimeLevelsThatTakeTurnsAreInPlaceWhenAnAdvanceStops) {
   const Scheme sc = Scheme::preset("wave4").value();
@@ -206,11 +207,21 @@ TEST(Golden, TimeLevelsThatTakeTurnsAreInPlaceWhenAnAdvanceStops) {
       std::vector<float> want = random_values<float>({s.nx, s.ny, s.nz * n}, 7);
       for (int64_t z = 0; z < s.nz; ++z)
         engine.load_plane(z, want.data() + z * s.plane_points() * n);
+      // A source on u@1 keeps the levels from turning (the rings then hold u@1): the same
+      // stops with it, every other run.
+      Probes shot;
+      shot.sources.push_back({"u@1", 4, 5, 6, 0, 0, 1, {0.5, -1, 2, 0.25, 1, -0.5, 3, 1, 2}});
+      const ResolvedProbes sources = resolve_probes(shot, s, sc.components()).value();
       int64_t step = 0;
-      for (const int64_t steps : {int64_t{9}, int64_t{1}, int64_t{5}}) {
-        const int64_t done = engine.advance(b, steps, [](int64_t d, int64_t) { return d < 3; });
+      int run = 0;
+      for (const int64_t steps : {int64_t{9}, int64_t{1}, int64_t{5}, int64_t{4}}) {
+        const bool sourced = run++ % 2 == 1;
+        const int64_t done = engine.advance(
+            b, steps, [](int64_t d, int64_t) { return d < 3; },
+            sourced ? ProbeRun{&sources, step} : ProbeRun{});
         ASSERT_EQ(done, std::min<int64_t>(3, steps));
-        want = reference_run(want, s, sc, b, done, step);
+        want = sourced ? reference_run(want, s, sc, b, done, shot, step, nullptr)
+                       : reference_run(want, s, sc, b, done, step);
         step += done;
         std::vector<float> got(want.size());
         for (int64_t z = 0; z < s.nz; ++z)
