@@ -57,15 +57,17 @@ struct BuildIdSearch {
   std::string id;
 };
 
-// The hex of an NT_GNU_BUILD_ID note in the `size` bytes of notes at `notes`, or empty.
-std::string build_id_in_notes(const unsigned char* notes, size_t size) {
+// The hex of an NT_GNU_BUILD_ID note in the `size` bytes of notes at `notes`, or empty. Names
+// and descriptors are padded to the segment's alignment: 4, or 8 for 8-aligned note segments.
+std::string build_id_in_notes(const unsigned char* notes, size_t size, size_t align) {
+  const size_t pad = align == 8 ? 7 : 3;
   size_t at = 0;
   while (at + sizeof(ElfW(Nhdr)) <= size) {
     ElfW(Nhdr) note;
     std::memcpy(&note, notes + at, sizeof note);
     const size_t name = at + sizeof note;
-    const size_t desc = name + ((note.n_namesz + 3) & ~size_t{3});
-    const size_t next = desc + ((note.n_descsz + 3) & ~size_t{3});
+    const size_t desc = name + ((note.n_namesz + pad) & ~pad);
+    const size_t next = desc + ((note.n_descsz + pad) & ~pad);
     if (next > size) break;
     if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 &&
         std::memcmp(notes + name, "GNU", 4) == 0) {
@@ -95,8 +97,9 @@ int find_build_id(dl_phdr_info* info, size_t, void* data) {
   for (int i = 0; i < info->dlpi_phnum && search->id.empty(); ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_NOTE) continue;
-    search->id = build_id_in_notes(
-        reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr), ph.p_memsz);
+    search->id =
+        build_id_in_notes(reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr),
+                          ph.p_memsz, ph.p_align);
   }
   return 1;  // this object: stop
 }
