@@ -71,6 +71,39 @@ TEST_F(MachineProfileTest, MeasuresOnceThenReadsTheCache) {
   EXPECT_FALSE(profile(/*remeasure=*/true).value().cached);
 }
 
+// Where the in-core engine turns the time levels (wave8 at bt 1) its rate is measured apart from
+// the stream's stages' (which never turn them), cached under a key of its own, and read back;
+// schemes it runs as the stages do (7pt, wave2 at bt > 1) measure one rate. (In-core wave
+// runs were predicted at the stages' rate, 1.4x slower than they ran on a Xeon VM.)
+TEST_F(MachineProfileTest, WavesMeasureTheInCoreRateWithTheirTimeLevelsTakingTurns) {
+  const Grid g = Grid::open((tmp_.path() / "g").string()).value();
+  const MachineProfile wave8 = machine_profile(g, Scheme::preset("wave8").value(), 1).value();
+  EXPECT_GT(wave8.compute_mlups, 0);
+  EXPECT_GT(wave8.incore_mlups, 0);
+  EXPECT_EQ(wave8.incore_rate(), wave8.incore_mlups);
+  int turned_keys = 0;
+  const nlohmann::json cache = cached_profile();
+  for (const auto& [key, value] : cache["compute_mlups"].items()) {
+    if (key.find("/turned") != std::string::npos) {
+      ++turned_keys;
+      EXPECT_EQ(key.rfind("wave8:", 0), 0u) << key;
+      EXPECT_EQ(value.get<double>(), wave8.incore_mlups) << key;
+    }
+  }
+  EXPECT_EQ(turned_keys, 1) << cache.dump();
+  const MachineProfile again = machine_profile(g, Scheme::preset("wave8").value(), 1).value();
+  EXPECT_TRUE(again.cached);
+  EXPECT_EQ(again.incore_mlups, wave8.incore_mlups);
+
+  for (const char* name : {"wave2", "7pt"}) {
+    const Scheme scheme = std::string(name) == "7pt" ? Scheme(Stencil::preset(name).value())
+                                                     : Scheme::preset(name).value();
+    const MachineProfile p = machine_profile(g, scheme, 1).value();
+    EXPECT_EQ(p.incore_mlups, 0) << name;
+    EXPECT_EQ(p.incore_rate(), p.compute_mlups) << name;
+  }
+}
+
 // Compute rates are measured with the kernels of one build and cached under it: another
 // build's rate for the same sample (here a planted 1 MLUP/s) does not stand in for this one's,
 // and once the section holds more than its cap the other builds' rates go. (A wave8 rate cached

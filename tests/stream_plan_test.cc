@@ -46,6 +46,23 @@ TEST(StreamPlan, EverySweepCostsTheEnginesWorkOnItsBytes) {
   EXPECT_EQ(plan.stream.sweeps, 1) << "bt " << plan.stream.bt;
 }
 
+// An in-core run is predicted at the in-core engine's own rate (incore_rate(): wave8 turning
+// its time levels), a stream run weighs the stages' rate (compute_mlups).
+TEST(StreamPlan, InCoreRunsArePredictedAtTheInCoreEnginesOwnRate) {
+  const Manifest m = planning_manifest({96, 80, 64});
+  RunOptions ro = stream_run(24, 0);
+  ro.scheme = Scheme::preset("wave8").value();
+  ro.method = Method::kInCore;
+  MachineProfile machine;
+  machine.compute_mlups = 500;
+  machine.incore_mlups = 800;
+  machine.disk_read_bps = machine.disk_write_bps = 1e9;
+  const double updates = static_cast<double>(m.shape.points()) * 24;
+  EXPECT_DOUBLE_EQ(plan_run(m, "", ro, machine).value().predicted_compute_seconds, updates / 800e6);
+  machine.incore_mlups = 0;  // runs as the stages do
+  EXPECT_DOUBLE_EQ(plan_run(m, "", ro, machine).value().predicted_compute_seconds, updates / 500e6);
+}
+
 // What `plan` predicts is what the planner weighed: no forced depth is predicted to run
 // faster than the one it chose, from disk-bound to compute-bound, with a disk rate measured
 // (hedged) and one earlier sweeps sustained. (It printed a cost without the tiles' halo work

@@ -19,7 +19,12 @@
 namespace deepgrid {
 
 struct MachineProfile {
-  double compute_mlups = 0;   // in-core engine, this stencil and dtype, from cache
+  // The in-core engine's rate for this stencil, dtype and thread count as the stream's stages
+  // run it (their time levels never take turns).
+  double compute_mlups = 0;
+  // The in-core engine's own where its plan turns the time levels (the wave equations of radius
+  // 2 and more: about 1.4x compute_mlups for wave8); 0 where it runs as the stages do.
+  double incore_mlups = 0;
   double disk_read_bps = 0;   // O_DIRECT reads of the grid's own files, several in flight
   double disk_write_bps = 0;  // estimated equal to reads unless measured
   // Per-thread working set the wavefront's tiles are sized for (InCoreOptions::cache_bytes);
@@ -41,15 +46,17 @@ struct MachineProfile {
   bool cached = false;  // came from the cache file rather than a measurement
 
   bool known() const { return compute_mlups > 0 && disk_read_bps > 0; }
+  // The rate of an in-core run.
+  double incore_rate() const { return incore_mlups > 0 ? incore_mlups : compute_mlups; }
 };
 
 // Measures the tiles' working set (tuned_cache_bytes, ~1.5 s by arithmetic), the in-core rate on a
-// small in-memory grid with it (~0.2 s), the read bandwidth of the grid's data files: O_DIRECT
-// reads through io_uring, several planes in flight, up to 256 MiB (~0.3 s), and what those
-// reads cost the CPUs (the same reads beside an in-core load on every thread, ~0.8 s). Writes
-// nothing.
-// With a memory budget (bytes, 0: none) every measurement stays within half of it, so that a
-// run's first measurement keeps the run's memory promise.
+// small in-memory grid with it (~0.2 s; twice where the in-core engine turns the time levels), the
+// read bandwidth of the grid's data files: O_DIRECT reads through io_uring, several planes in
+// flight, up to 256 MiB (~0.3 s), and what those reads cost the CPUs (the same reads beside an
+// in-core load on every thread, ~0.8 s). Writes nothing. With a memory budget (bytes, 0: none)
+// every measurement stays within half of it, so that a run's first measurement keeps the run's
+// memory promise.
 Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& scheme, int threads,
                                        uint64_t mem_budget = 0);
 

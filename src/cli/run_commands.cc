@@ -231,6 +231,7 @@ int cmd_plan(const RunArgs& a) {
     json j = json::parse(plan.to_json());
     j["machine"] = {{"cached", machine.cached},
                     {"compute_mlups", machine.compute_mlups},
+                    {"incore_mlups", machine.incore_rate()},
                     {"disk_read_bytes_per_second", machine.disk_read_bps},
                     {"disk_sweep_bytes_per_second", machine.disk_sweep_bps},
                     {"disk_write_bytes_per_second", machine.disk_write_bps},
@@ -254,11 +255,16 @@ int cmd_plan(const RunArgs& a) {
       std::snprintf(sweeps, sizeof sweeps, ", %.0f MB/s of reads and writes in earlier sweeps",
                     machine.disk_sweep_bps / 1e6);
     }
-    char compute[160] =
+    char compute[192] =
         "in-core rate not measured (--mem leaves too little for a meaningful "
         "sample): the planner used its default balance of disk and compute, "
         "and predicts no time";
-    if (machine.compute_mlups > 0) {
+    if (machine.incore_mlups > 0) {
+      std::snprintf(compute, sizeof compute,
+                    "in-core %.0f MLUP/s on a sample of this stencil (its time levels taking "
+                    "turns), %.0f as the stream's stages run it",
+                    machine.incore_mlups, machine.compute_mlups);
+    } else if (machine.compute_mlups > 0) {
       std::snprintf(compute, sizeof compute, "in-core %.0f MLUP/s on a sample of this stencil",
                     machine.compute_mlups);
     }

@@ -94,6 +94,23 @@ InCoreOptions compute_options(int threads, int64_t cache_bytes) {
   return opt;
 }
 
+// The in-core engine's own options for the samples: the stages' (compute_options), but with
+// the time levels taking turns where its plan turns them.
+InCoreOptions incore_options(InCoreOptions stages) {
+  stages.turn_time_levels = true;
+  return stages;
+}
+
+// Whether the in-core engine runs `sample` otherwise than the stream's stages do: its plan
+// turns the time levels (the wave equations of radius 2 and more, at bt 1), which made wave8
+// in memory 1.4-1.5x as fast (docs/performance.md, "Time levels that take turns").
+bool incore_turns(const Grid& grid, const Scheme& stencil, const InCoreOptions& stages,
+                  const Shape& sample) {
+  return sample.points() > 0 && plan_wavefront(sample, stencil, dtype_size(grid.dtype()),
+                                               kComputeSteps, incore_options(stages))
+                                    .turns;
+}
+
 // The sample measure_compute() runs: rows of the grid's own width (up to 2048), up to 256 of
 // them, up to 64 planes, within half the budget (0: no limit): fewer rows first, down to 64,
 // then 16 planes (a wavefront over few planes spends its time filling and draining). Empty
@@ -258,11 +275,13 @@ std::string build_suffix() {
 // short by a budget) is lower, and must not stand in for the full sample's. So is the build:
 // a rate measured with older kernels misled the planner after them (wave8's 323 MLUP/s on the
 // 256x256x64 sample, cached before its fused kernels, stood for 743 on a Xeon VM, against
-// which the disk looked 2.3x as fast as it was).
-std::string compute_key(const Grid& grid, const Scheme& stencil, int threads, const Shape& sample) {
+// which the disk looked 2.3x as fast as it was). The in-core engine's rate where it turns the
+// time levels (`turned`) has a key of its own.
+std::string compute_key(const Grid& grid, const Scheme& stencil, int threads, const Shape& sample,
+                        bool turned = false) {
   return stencil.name() + ":" + std::to_string(stencil.points()) + "/" +
          std::string(dtype_name(grid.dtype())) + "/" + threads_key(threads) + "/" +
-         sample.to_string() + build_suffix();
+         sample.to_string() + (turned ? "/turned" : "") + build_suffix();
 }
 
 // Compute rates cached at most (every build's; then those of other builds are dropped).
@@ -442,9 +461,12 @@ Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, 
   bool all_tried = false;
   DG_ASSIGN_OR_RETURN(p.cache_bytes, measure_cache_bytes(threads, mem_budget, &all_tried));
   const InCoreOptions opt = compute_options(threads, p.cache_bytes);
-  DG_ASSIGN_OR_RETURN(
-      p.compute_mlups,
-      measure_compute(grid, stencil, opt, compute_sample(grid, stencil, opt, mem_budget)));
+  const Shape sample = compute_sample(grid, stencil, opt, mem_budget);
+  DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, opt, sample));
+  if (incore_turns(grid, stencil, opt, sample)) {
+    DG_ASSIGN_OR_RETURN(p.incore_mlups,
+                        measure_compute(grid, stencil, incore_options(opt), sample));
+  }
   DG_ASSIGN_OR_RETURN(p.disk_read_bps,
                       measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
   p.disk_write_bps = p.disk_read_bps;
@@ -466,13 +488,21 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
   json& cache = this_machine(file);
   const InCoreOptions opt = compute_options(threads, p.cache_bytes);
   const Shape sample = compute_sample(grid, stencil, opt, mem_budget);
-  const std::string ck = compute_key(grid, stencil, threads, sample), dk = disk_key(grid);
+  const bool turns = incore_turns(grid, stencil, opt, sample);
+  const std::string dk = disk_key(grid);
   const bool full_depth = read_depth(grid, mem_budget) == int64_t{io::kPlanesInFlight};
+  // The rate cached for the full sample, else for this budget's.
+  auto cached_rate = [&](bool turned) {
+    const double full = cached_number(
+        cache, "compute_mlups",
+        compute_key(grid, stencil, threads, compute_sample(grid, stencil, opt, 0), turned));
+    return full > 0 ? full
+                    : cached_number(cache, "compute_mlups",
+                                    compute_key(grid, stencil, threads, sample, turned));
+  };
   if (!remeasure) {
-    p.compute_mlups =
-        cached_number(cache, "compute_mlups",
-                      compute_key(grid, stencil, threads, compute_sample(grid, stencil, opt, 0)));
-    if (p.compute_mlups <= 0) p.compute_mlups = cached_number(cache, "compute_mlups", ck);
+    p.compute_mlups = cached_rate(false);
+    if (turns) p.incore_mlups = cached_rate(true);
     p.disk_read_bps = dk.empty() ? 0 : cached_number(cache, "disk_read_bytes_per_second", dk);
   }
   std::vector<CacheEdit> edits;  // what this call measured, for the cache
@@ -481,10 +511,21 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
   const std::optional<double> io_cost_cached =
       remeasure || dk.empty() ? std::nullopt : cached_value(cache, kIoCostSection, dk);
   p.io_cpu_seconds_per_byte = io_cost_cached.value_or(0);
-  p.cached = p.known() && io_cost_cached;
+  p.cached = p.known() && io_cost_cached && (!turns || p.incore_mlups > 0);
   if (p.compute_mlups <= 0) {
     DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, opt, sample));
-    if (p.compute_mlups > 0) edits.push_back({"compute_mlups", ck, p.compute_mlups});
+    if (p.compute_mlups > 0) {
+      edits.push_back(
+          {"compute_mlups", compute_key(grid, stencil, threads, sample), p.compute_mlups});
+    }
+  }
+  if (turns && p.incore_mlups <= 0) {
+    DG_ASSIGN_OR_RETURN(p.incore_mlups,
+                        measure_compute(grid, stencil, incore_options(opt), sample));
+    if (p.incore_mlups > 0) {
+      edits.push_back(
+          {"compute_mlups", compute_key(grid, stencil, threads, sample, true), p.incore_mlups});
+    }
   }
   const bool cache_disk = !dk.empty() && full_depth;
   if (p.disk_read_bps <= 0) {

@@ -259,7 +259,9 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
     plan.memory_bytes = memory;
     plan.disk_bytes = incore_scratch_bytes(m, opt, io);
     plan.incore = plan_wavefront(m.shape, opt.scheme, dtype_size(m.dtype), opt.steps, io);
-    plan.predicted_compute_seconds = rate > 0 ? points * static_cast<double>(opt.steps) / rate : 0;
+    const double incore_rate = machine.incore_rate() * 1e6;
+    plan.predicted_compute_seconds =
+        incore_rate > 0 ? points * static_cast<double>(opt.steps) / incore_rate : 0;
     plan.predicted_io_seconds = read_s + write_s;
     plan.predicted_seconds = plan.predicted_compute_seconds + plan.predicted_io_seconds;
     return plan;
