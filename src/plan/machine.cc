@@ -103,12 +103,17 @@ InCoreOptions incore_options(InCoreOptions stages) {
 
 // Whether the in-core engine runs `sample` otherwise than the stream's stages do: its plan
 // turns the time levels (the wave equations of radius 2 and more, at bt 1), which made wave8
-// in memory 1.4-1.5x as fast (docs/performance.md, "Time levels that take turns").
+// in memory 1.4-1.5x as fast (docs/performance.md, "Time levels that take turns"). Only where
+// that run also fits half the budget (0: no limit), as the stages' sample does.
 bool incore_turns(const Grid& grid, const Scheme& stencil, const InCoreOptions& stages,
-                  const Shape& sample) {
-  return sample.points() > 0 && plan_wavefront(sample, stencil, dtype_size(grid.dtype()),
-                                               kComputeSteps, incore_options(stages))
-                                    .turns;
+                  const Shape& sample, uint64_t mem_budget) {
+  if (sample.points() == 0) return false;
+  const InCoreOptions opt = incore_options(stages);
+  return plan_wavefront(sample, stencil, dtype_size(grid.dtype()), kComputeSteps, opt).turns &&
+         (mem_budget == 0 || static_cast<uint64_t>(dispatch_dtype(grid.dtype(), [&](auto tag) {
+                               return InCoreEngine<decltype(tag)>::memory_bytes(sample, stencil,
+                                                                                kComputeSteps, opt);
+                             })) <= mem_budget / 2);
 }
 
 // The sample measure_compute() runs: rows of the grid's own width (up to 2048), up to 256 of
@@ -463,7 +468,7 @@ Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, 
   const InCoreOptions opt = compute_options(threads, p.cache_bytes);
   const Shape sample = compute_sample(grid, stencil, opt, mem_budget);
   DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, opt, sample));
-  if (incore_turns(grid, stencil, opt, sample)) {
+  if (incore_turns(grid, stencil, opt, sample, mem_budget)) {
     DG_ASSIGN_OR_RETURN(p.incore_mlups,
                         measure_compute(grid, stencil, incore_options(opt), sample));
   }
@@ -488,7 +493,7 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
   json& cache = this_machine(file);
   const InCoreOptions opt = compute_options(threads, p.cache_bytes);
   const Shape sample = compute_sample(grid, stencil, opt, mem_budget);
-  const bool turns = incore_turns(grid, stencil, opt, sample);
+  const bool turns = incore_turns(grid, stencil, opt, sample, mem_budget);
   const std::string dk = disk_key(grid);
   const bool full_depth = read_depth(grid, mem_budget) == int64_t{io::kPlanesInFlight};
   // The rate cached for the full sample, else for this budget's.
