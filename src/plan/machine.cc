@@ -94,6 +94,16 @@ InCoreOptions compute_options(int threads, int64_t cache_bytes) {
   return opt;
 }
 
+// Whether the in-core engine runs `sample` with `opt` within half the budget (0: no limit), so
+// that a run's first measurement keeps its memory promise.
+bool sample_fits(const Grid& grid, const Scheme& stencil, const InCoreOptions& opt,
+                 const Shape& sample, uint64_t mem_budget) {
+  return mem_budget == 0 ||
+         static_cast<uint64_t>(dispatch_dtype(grid.dtype(), [&](auto tag) {
+           return InCoreEngine<decltype(tag)>::memory_bytes(sample, stencil, kComputeSteps, opt);
+         })) <= mem_budget / 2;
+}
+
 // The in-core engine's own options for the samples: the stages' (compute_options), but with
 // the time levels taking turns where its plan turns them.
 InCoreOptions incore_options(InCoreOptions stages) {
@@ -110,10 +120,7 @@ bool incore_turns(const Grid& grid, const Scheme& stencil, const InCoreOptions& 
   if (sample.points() == 0) return false;
   const InCoreOptions opt = incore_options(stages);
   return plan_wavefront(sample, stencil, dtype_size(grid.dtype()), kComputeSteps, opt).turns &&
-         (mem_budget == 0 || static_cast<uint64_t>(dispatch_dtype(grid.dtype(), [&](auto tag) {
-                               return InCoreEngine<decltype(tag)>::memory_bytes(sample, stencil,
-                                                                                kComputeSteps, opt);
-                             })) <= mem_budget / 2);
+         sample_fits(grid, stencil, opt, sample, mem_budget);
 }
 
 // The sample measure_compute() runs: rows of the grid's own width (up to 2048), up to 256 of
@@ -128,12 +135,7 @@ Shape compute_sample(const Grid& grid, const Scheme& stencil, const InCoreOption
   const Shape& s = grid.shape();
   Shape sample{std::min<int64_t>(s.nx, 2048), std::min<int64_t>(s.ny, 256),
                std::min<int64_t>(s.nz, 64)};
-  auto fits = [&] {
-    return mem_budget == 0 ||
-           static_cast<uint64_t>(dispatch_dtype(grid.dtype(), [&](auto tag) {
-             return InCoreEngine<decltype(tag)>::memory_bytes(sample, stencil, kComputeSteps, opt);
-           })) <= mem_budget / 2;
-  };
+  auto fits = [&] { return sample_fits(grid, stencil, opt, sample, mem_budget); };
   while (!fits() && sample.ny > 64) sample.ny = std::max<int64_t>(64, sample.ny / 2);
   if (!fits()) sample.nz = std::min<int64_t>(s.nz, 16);
   if (!fits()) return Shape{0, 0, 0};
@@ -497,10 +499,10 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
   const std::string dk = disk_key(grid);
   const bool full_depth = read_depth(grid, mem_budget) == int64_t{io::kPlanesInFlight};
   // The rate cached for the full sample, else for this budget's.
+  const Shape full_sample = compute_sample(grid, stencil, opt, 0);
   auto cached_rate = [&](bool turned) {
-    const double full = cached_number(
-        cache, "compute_mlups",
-        compute_key(grid, stencil, threads, compute_sample(grid, stencil, opt, 0), turned));
+    const double full = cached_number(cache, "compute_mlups",
+                                      compute_key(grid, stencil, threads, full_sample, turned));
     return full > 0 ? full
                     : cached_number(cache, "compute_mlups",
                                     compute_key(grid, stencil, threads, sample, turned));
