@@ -23,7 +23,7 @@ struct MachineProfile {
   // run it (their time levels never take turns).
   double compute_mlups = 0;
   // The in-core engine's own where its plan turns the time levels (the wave equations of radius
-  // 2 and more: about 1.4x compute_mlups for wave8); 0 where it runs as the stages do.
+  // 2 and more: 1.1-1.6x compute_mlups for wave8 on a Xeon VM); 0 where it runs as the stages do.
   double incore_mlups = 0;
   double disk_read_bps = 0;   // O_DIRECT reads of the grid's own files, several in flight
   double disk_write_bps = 0;  // estimated equal to reads unless measured
