@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The in-core benchmarks whose results are recorded in docs/performance.md, as run there.
+# The in-core benchmarks whose results are recorded in docs/performance/incore.md, as run there.
 set -euo pipefail
 build/bench/incore_bench --benchmark_counters_tabular=true
 build/deepgrid bench --shape 256x256x256 --stencil 7pt --dtype f32 --steps 24 --repeats 3

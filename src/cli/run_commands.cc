@@ -358,7 +358,7 @@ Command add_run_command(CLI::App& app) {
                 "Compute with subnormal numbers (below 1.2e-38 in f32, 2.2e-308 in f64) taken "
                 "as zero: x86 computes them far slower, so a field decaying into zero (e.g. a "
                 "diffusing Gaussian) can run several times faster (3.7-5x measured, "
-                "docs/performance.md). Every method gives the same bits; "
+                "docs/performance/stream.md). Every method gives the same bits; "
                 "without it the arithmetic is IEEE's. A resumed run keeps its run's choice");
   run->add_option("--probes", a->probes,
                   "JSON file of point sources (a Ricker wavelet or a series added at a point) and "

@@ -148,7 +148,7 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
   plan.device = info;
   plan.flush_subnormals = options.flush_subnormals;
   // Radius-1 updates run faster with 4 points along z per work item (on an H200, 7pt: f32
-  // 1.32x, f64 1.12x), wider ones slower (wave8: 0.9x): docs/performance.md.
+  // 1.32x, f64 1.12x), wider ones slower (wave8: 0.9x): docs/performance/devices.md.
   plan.z_points = scheme.radius() == 1 ? 4 : 1;
   plan.pass_steps = static_cast<int>(std::clamp<int64_t>(options.bt > 0 ? options.bt : kMaxAutoBt,
                                                          1, std::max<int64_t>(steps, 1)));

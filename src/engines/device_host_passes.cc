@@ -31,7 +31,7 @@ Status DeviceEngine::run_host_passes(const Boundary& boundary, int64_t steps,
     const device::HostMemory& to = host_[1 - cur_];
     // In runs of planes that lie one after the other both in the ring and in the host's grid
     // (a ring's slots and, periodic, the grid's planes wrap): an H200's driver took ~130 us a
-    // copy command, whether of 1 or 4 MiB (docs/performance.md).
+    // copy command, whether of 1 or 4 MiB (docs/performance/devices.md).
     auto runs = [&](int k, int64_t lo, int64_t hi, auto&& copy) -> Result<device::Event> {
       device::Event last;
       for (int64_t u = lo; u < hi;) {

@@ -224,7 +224,7 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   };
   auto tile_rows = [&](int bt) { return rows_of(bt, tile_width(bt)); };
   // Where the depth chosen below would cut the grid's planes into tiles narrower than the grid,
-  // which run slower per point (docs/performance.md, "Row tails and tiles narrower than the
+  // which run slower per point (docs/performance/incore.md, "Row tails and tiles narrower than the
   // grid"): a shallower depth, at least `lowest`, whose tiles span x with at least 16 rows, the
   // one of least modelled cost per useful update: the halo rows recomputed, ry (bt - 1) / rows
   // on average over the levels, times the extra cost of the two levels that read and write the
@@ -232,7 +232,7 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   // 2% of the least wins. Measured (7pt, 3 MiB per thread, 2026-11-27): f32 1280-, 2048- and
   // 4096-wide planes ran 31%, 23% and 14% faster, f64 1280- and 2048-wide ones 19% and 17%;
   // below `lowest` (bt 1 or 2 for 7pt) the memory traffic costs more than narrow tiles do
-  // (docs/performance.md, "Large planes"). Without such a depth: `deepest`.
+  // (docs/performance/large-planes.md, "Large planes"). Without such a depth: `deepest`.
   auto spanning_depth = [&](int deepest, int lowest) {
     std::vector<std::pair<double, int>> costs;  // (cost, bt), deepest first
     for (int bt = deepest - 1; bt >= lowest; --bt) {
@@ -249,7 +249,7 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
         ->second;
   };
   // Deeper blocking cuts memory traffic but adds halo work and ring size. Measured on this
-  // class of machine (docs/performance.md): star stencils do best around 6 / r levels with a
+  // class of machine (docs/performance/incore.md): star stencils do best around 6 / r levels with a
   // 1.5 MiB working set per thread (a 2 MiB L2), around 8 / r where the working set can be
   // 3-6 MiB (a large L3) and tiles stay at least 32 rows tall; the compute-heavier box
   // stencils around 3 / r. With a 1 MiB L2 and a slow L3 (a Skylake-class Xeon) the tuning

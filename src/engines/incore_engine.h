@@ -29,7 +29,7 @@ struct InCoreOptions {
   // An automatic bt may be made shallower so that tiles span the grid's x (plan_wavefront).
   // The stream engine plans its stages both ways and its cost model picks (a shallower stage
   // means another stage: 1280x1280x640 ran no faster for it with 3 MiB working sets, 512-wide
-  // planes 1.2x faster with 768 KiB ones; docs/performance.md, "Large planes").
+  // planes 1.2x faster with 768 KiB ones; docs/performance/large-planes.md, "Large planes").
   bool shallower_to_span_x = true;
   // Schemes whose time levels can take turns (SchemeKernel::rotation()) do so at bt 1, and with
   // radius 2 or more run at bt 1 where that is automatic (plan_wavefront). The stream engine's

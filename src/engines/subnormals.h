@@ -2,10 +2,10 @@
 //
 // x86 computes with subnormal numbers (below 1.18e-38 in f32, 2.2e-308 in f64) through a slow
 // microcode path, far slower per operation than normal numbers: a field decaying into zero (the
-// tail of a diffusing Gaussian) slowed a whole run 3.7-5 times (docs/performance.md). With MXCSR's
-// DAZ (subnormal inputs read as zero) and FTZ (subnormal results written as zero) the arithmetic
-// stays at full speed. The results are no longer IEEE's below the normal range, but they are
-// deterministic: every engine that sets the mode on each thread that computes (and the tests'
+// tail of a diffusing Gaussian) slowed a whole run 3.7-5 times (docs/performance/stream.md). With
+// MXCSR's DAZ (subnormal inputs read as zero) and FTZ (subnormal results written as zero) the
+// arithmetic stays at full speed. The results are no longer IEEE's below the normal range, but they
+// are deterministic: every engine that sets the mode on each thread that computes (and the tests'
 // scalar reference, under the same mode) gets the same bits.
 #pragma once
 

@@ -113,7 +113,7 @@ InCoreOptions incore_options(InCoreOptions stages) {
 
 // Whether the in-core engine runs `sample` otherwise than the stream's stages do: its plan
 // turns the time levels (the wave equations of radius 2 and more, at bt 1), which made wave8
-// in memory 1.4-1.5x as fast (docs/performance.md, "Time levels that take turns"). Only where
+// in memory 1.4-1.5x as fast (docs/performance/waves.md, "Time levels that take turns"). Only where
 // that run also fits half the budget (0: no limit), as the stages' sample does.
 bool incore_turns(const Grid& grid, const Scheme& stencil, const InCoreOptions& stages,
                   const Shape& sample, uint64_t mem_budget) {
@@ -155,7 +155,7 @@ Result<double> measure_compute(const Grid& grid, const Scheme& stencil, const In
 // larger ones for machines whose tiles do better in a large L3, and smaller ones for a 1 MiB
 // L2 beside a slow L3: on a Skylake-class Xeon VM (2026-11-28, 7pt f32 512x512x256, 2 threads)
 // the default's plan (bt 6, 512x32: 1.4 MiB of rings) ran at 2287-2595 MLUP/s, bt 3-4 tiles
-// of 0.5-0.6 MiB at 3220-3393 (docs/performance.md, "Tiles that fit a 1 MiB L2").
+// of 0.5-0.6 MiB at 3220-3393 (docs/performance/large-planes.md, "Tiles that fit a 1 MiB L2").
 constexpr int64_t kCacheCandidates[] = {int64_t{3} << 17, int64_t{3} << 18, int64_t{3} << 19,
                                         int64_t{3} << 20, int64_t{6} << 20};
 
