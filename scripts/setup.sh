@@ -20,10 +20,10 @@ packages=(
   libhdf5-dev                # VTKHDF files for ParaView/VisIt (export, run --snapshots)
   hdf5-tools                 # h5diff: the MPI test compares distributed runs' snapshots
   libsegyio-dev              # SEG-Y receiver traces (run --traces OUT.sgy, deepgrid traces)
-  libasan8 libubsan1          # ASan+UBSan build
-  clang-14 libomp-14-dev       # TSan build: clang with LLVM's OpenMP and its Archer tool
+  libasan8 libubsan1          # g++'s ASan+UBSan runtimes, for sanitizer builds with g++ by hand
+  clang-14 libomp-14-dev       # ASan+UBSan and TSan builds: clang, LLVM's OpenMP and Archer
   python3-venv python3-dev     # the Python package: a project venv, headers for the module
-  libclang-rt-14-dev           # libFuzzer targets (scripts/fuzz.sh)
+  libclang-rt-14-dev           # clang's sanitizer runtimes and libFuzzer (scripts/fuzz.sh)
   openmpi-bin libopenmpi-dev   # distributed grids: mpirun -n P deepgrid ... (MPI build)
   ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers  # the device method: OpenCL's ICD loader
   pocl-opencl-icd clinfo      # PoCL: OpenCL on the CPU, the device the tests run on; clinfo lists devices
