@@ -78,6 +78,9 @@ struct StreamPlan {
   int threads = 1;
   int64_t tile_x = 0, tile_y = 0;  // x-y tiles of every stage
   int64_t tiles = 0;
+  // Per-thread working set the tiles were sized for: StreamOptions::cache_bytes, or a multiple of
+  // it where that one leaves stages of a single level (stream_plan.cc, stage_depth_options).
+  int64_t cache_bytes = 0;
   int block = 1;            // z-steps per block
   int64_t frame_bytes = 0;  // one frame plane
   // Frames holding level 0 and the levels between stages, one store for all stages: a stage's

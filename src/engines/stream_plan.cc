@@ -86,6 +86,14 @@ int default_cache_bt(const Manifest& m, const Scheme& st, const StreamOptions& o
 // model weighs the two (redundancy()). On a Xeon VM with 768 KiB working sets (2026-11-28,
 // 7pt f32 512x512x1024 at --mem 64MiB, 32 steps, three runs each, alternating) stages of 6
 // with 256x32 tiles computed for 4.9-5.1 s, stages of 4 with 512x29 tiles for 4.0-4.2 s.
+//
+// Where the working set leaves stages of one level (radius 2 and more at a small working set),
+// also the first of twice and four times it whose stages run two levels: a level per pass over
+// the cache is bound by memory (relative_compute), and the larger tiles' rings spill from L2
+// to L3, which cost less. wave8 f32 512x512x1024 at --mem 192MiB, 16 steps, the working set
+// set by hand: on an EPYC VM (512 KiB L2) 384 KiB, stages of one level, ran 272-337 MLUP/s and
+// 768 KiB 344-414 (five runs each, taking turns); on a Xeon VM (1 MiB L2) whose tuning chose
+// 384 KiB, 1.5 MiB ran 1.3x as fast (docs/performance/waves.md).
 std::vector<StreamOptions> stage_depth_options(const Manifest& m, const Scheme& st,
                                                const StreamOptions& opt) {
   std::vector<StreamOptions> out{opt};
@@ -94,6 +102,18 @@ std::vector<StreamOptions> stage_depth_options(const Manifest& m, const Scheme& 
   StreamOptions spanning = opt;
   spanning.cache_bt = default_cache_bt(m, st, opt, true);
   if (spanning.cache_bt != out[0].cache_bt) out.push_back(spanning);
+  if (out[0].cache_bt == 1 && opt.tile_x <= 0 && opt.tile_y <= 0) {
+    const int64_t tuned = stage_tiling(opt).cache_bytes;
+    for (const int64_t factor : {2, 4}) {
+      StreamOptions wider = opt;
+      wider.cache_bytes = factor * tuned;
+      wider.cache_bt = default_cache_bt(m, st, wider);
+      if (wider.cache_bt >= 2) {
+        out.push_back(wider);
+        break;
+      }
+    }
+  }
   return out;
 }
 
@@ -151,6 +171,7 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   const WavefrontPlan wp = plan_wavefront(s, st, vb, p.cache_bt, tiling);
   p.tile_x = wp.tile_x;
   p.tile_y = wp.tile_y;
+  p.cache_bytes = tiling.cache_bytes;
   p.tiles = ((s.nx + p.tile_x - 1) / p.tile_x) * ((s.ny + p.tile_y - 1) / p.tile_y);
   // Per-thread rings, and what every (stage, tile) carries from one block to the next.
   p.carried_planes = int64_t{p.cache_bt - 1} * 2 * rz;

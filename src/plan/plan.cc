@@ -370,15 +370,16 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
     n += std::snprintf(
         buf + n, sizeof buf - n,
         "blocking    bt %d (%lld sweeps) in stages of %d steps, tiles %lldx%lld (%.0f%% "
-        "redundant halo work), blocks of %d z-steps, %d threads\n"
+        "redundant halo work, sized for %s per thread), blocks of %d z-steps, %d threads\n"
         "buffers     %lld plane frames for level 0 and between stages, %lld tiles x %d "
         "stages carrying %lld planes each%s, %lld I/O buffers\n"
         "minimum     %s (bt 1)\n",
         stream.bt, static_cast<long long>(stream.sweeps), stream.cache_bt,
         static_cast<long long>(stream.tile_x), static_cast<long long>(stream.tile_y),
-        100 * (stream.redundancy - 1), stream.block, stream.threads,
-        static_cast<long long>(stream.frames), static_cast<long long>(stream.tiles), stream.stages,
-        static_cast<long long>(stream.carried_planes),
+        100 * (stream.redundancy - 1),
+        format_size(static_cast<uint64_t>(stream.cache_bytes)).c_str(), stream.block,
+        stream.threads, static_cast<long long>(stream.frames), static_cast<long long>(stream.tiles),
+        stream.stages, static_cast<long long>(stream.carried_planes),
         ring_fields(opt.scheme, stream.aliased).c_str(), static_cast<long long>(stream.io_buffers),
         format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
   }
@@ -458,6 +459,7 @@ std::string RunPlan::to_json() const {
     j["frames"] = stream.frames;
     j["carried_planes"] = stream.carried_planes;
     j["tile"] = {stream.tile_x, stream.tile_y};
+    j["tile_cache_bytes"] = stream.cache_bytes;
     j["tiles"] = stream.tiles;
     j["block"] = stream.block;
     j["redundancy"] = stream.redundancy;
