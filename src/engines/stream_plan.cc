@@ -93,7 +93,9 @@ int default_cache_bt(const Manifest& m, const Scheme& st, const StreamOptions& o
 // to L3, which cost less. wave8 f32 512x512x1024 at --mem 192MiB, 16 steps, the working set
 // set by hand: on an EPYC VM (512 KiB L2) 384 KiB, stages of one level, ran 272-337 MLUP/s and
 // 768 KiB 344-414 (five runs each, taking turns); on a Xeon VM (1 MiB L2) whose tuning chose
-// 384 KiB, 1.5 MiB ran 1.3x as fast (docs/performance/waves.md).
+// 384 KiB, 1.5 MiB ran 1.3x as fast. With 384 KiB tuned, the plan this chooses (stages of 2
+// at 768 KiB) computed 1.13x faster than the one-level plan made before, over five rounds on
+// the EPYC VM (docs/performance/waves.md, "Stages of one level weigh a larger working set").
 std::vector<StreamOptions> stage_depth_options(const Manifest& m, const Scheme& st,
                                                const StreamOptions& opt) {
   std::vector<StreamOptions> out{opt};
