@@ -345,6 +345,20 @@ TEST_F(Preflight, TooLittleSpaceToCommit) {
   EXPECT_NE(st.message().find("free"), std::string::npos) << st.message();
 }
 
+// Sweeps in bands write a second copy of the data files: a directory without room for it is
+// refused with the fix; whole-plane sweeps, which write in place, are not.
+TEST_F(Preflight, BandsNeedRoomForASecondCopyOfTheDataFiles) {
+  const uint64_t files = static_cast<uint64_t>(m_.layout.files[0].bytes);
+  facts_.data_dir_free = {{grid_, files - 1}};
+  EXPECT_TRUE(check_preflight(m_, plan_, facts_).ok());
+  plan_.stream.bands = 2;
+  const Status st = check_preflight(m_, plan_, facts_);
+  EXPECT_EQ(st.code(), ErrorCode::kNoSpace);
+  EXPECT_NE(st.message().find("--band-rows"), std::string::npos) << st.message();
+  facts_.data_dir_free = {{grid_, files}};
+  EXPECT_TRUE(check_preflight(m_, plan_, facts_).ok());
+}
+
 TEST_F(Preflight, MoreMemoryThanTheMachineHas) {
   plan_.method = Method::kInCore;
   facts_.physical_memory = plan_.memory_bytes - 1;
@@ -423,12 +437,13 @@ Boundary boundary_named(const char* text) { return parse_boundary(text).value();
 // A stream run towards step kCrashSteps (bt 3, blocks of 1 z-step, so that reads, compute and
 // writes interleave finely) with the given fault hook and progress callback.
 Status stream_to_the_end(Grid& g, const Boundary& b, const io::FaultHook& hook = {},
-                         const ProgressFn& progress = {}) {
+                         const ProgressFn& progress = {}, int64_t band_rows = 0) {
   const Stencil st = Stencil::preset("7pt").value();
   StreamOptions opt;
   opt.mem_budget = 8 << 20;
   opt.bt = 3;
   opt.block = 1;
+  opt.band_rows = band_rows;
   opt.fault_hook = hook;
   const int64_t steps = kCrashSteps - g.manifest().step;
   DG_ASSIGN_OR_RETURN(const StreamPlan plan, plan_stream(g.manifest(), st, b, steps, opt));
@@ -436,7 +451,8 @@ Status stream_to_the_end(Grid& g, const Boundary& b, const io::FaultHook& hook =
 }
 
 // The body of the crashing child: the run above on DEEPGRID_CRASH_DIR with the boundary
-// DEEPGRID_CRASH_BOUNDARY, which _exit()s at the moment DEEPGRID_CRASH_AT says:
+// DEEPGRID_CRASH_BOUNDARY (in bands of DEEPGRID_CRASH_BANDS rows where that is set), which
+// _exit()s at the moment DEEPGRID_CRASH_AT says:
 // "after-sweep:K" in the progress callback of the K-th sweep, or "write:N" as the N-th plane write
 // reaches the I/O layer (writes before it may or may not have completed). Runs only as a child of
 // the tests below: a separate process, so that the kill is real and nothing is flushed afterwards.
@@ -459,18 +475,23 @@ TEST(CrashChild, RunsAStreamAndDies) {
     };
   }
   const int sweeps = when.rfind("after-sweep:", 0) == 0 ? std::stoi(when.substr(12)) : 0;
-  const Status st =
-      stream_to_the_end(g, boundary_named(boundary), hook, [sweeps](int64_t done, int64_t) {
+  const char* bands = std::getenv("DEEPGRID_CRASH_BANDS");
+  const Status st = stream_to_the_end(
+      g, boundary_named(boundary), hook,
+      [sweeps](int64_t done, int64_t) {
         if (sweeps > 0 && done == 3 * sweeps) ::_exit(kCrashExit);
         return true;
-      });
+      },
+      bands != nullptr ? std::stoll(bands) : 0);
   ::_exit(st.ok() ? 0 : 1);  // 0: the crash point was never reached
 }
 
 // Runs CrashChild in a fresh process (fork + exec of this test program) and waits for it.
-int run_crash_child(const std::string& dir, const std::string& at, const std::string& boundary) {
+int run_crash_child(const std::string& dir, const std::string& at, const std::string& boundary,
+                    const std::string& band_rows = "") {
   const pid_t pid = ::fork();
   if (pid == 0) {
+    if (!band_rows.empty()) ::setenv("DEEPGRID_CRASH_BANDS", band_rows.c_str(), 1);
     ::setenv("DEEPGRID_CRASH_DIR", dir.c_str(), 1);
     ::setenv("DEEPGRID_CRASH_AT", at.c_str(), 1);
     ::setenv("DEEPGRID_CRASH_BOUNDARY", boundary.c_str(), 1);
@@ -565,6 +586,38 @@ TEST_F(Crash, AtRandomWritesTheNextRunFinishesBitwise) {
       }
       expect_reference(dir, boundary, kCrashSteps);
       ++interrupted;
+    }
+  }
+}
+
+// In bands of rows (written out of place, stream_bands.h) a kill at any moment leaves the grid at
+// its last committed step, sound, with no sweep to finish; the next run removes what the killed
+// sweep wrote and finishes the run, bitwise. 2 boundaries x 6 random moments; bands of 4 rows.
+TEST_F(Crash, InBandsAKillLeavesTheLastCommittedStepAndTheNextRunFinishesBitwise) {
+  std::mt19937 rng(20261129);
+  const int64_t bands = (shape_.ny + 3) / 4;
+  const int64_t writes = kCrashSteps / 3 * bands * shape_.nz;  // each band writes every plane
+  std::uniform_int_distribution<int> moment(1, static_cast<int>(writes));
+  int killed = 0;
+  for (const char* boundary : {"dirichlet:0.5", "neumann"}) {
+    for (int trial = 0; trial < 6; ++trial) {
+      const int n = moment(rng);
+      std::string name = "b", at = "write:";
+      name += std::to_string(killed);
+      at += std::to_string(n);
+      SCOPED_TRACE(std::string(boundary) + " " + at);
+      const std::string dir = make(name);
+      ASSERT_EQ(run_crash_child(dir, at, boundary, "4"), kCrashExit);
+      const int64_t committed = (n - 1) / (bands * shape_.nz) * 3;
+      expect_reference(dir, boundary, committed);
+      {
+        Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+        EXPECT_FALSE(fs::exists(g.file_path(0, FileSet::kReplacement)))
+            << "opened to write, the grid removes the killed sweep's replacement";
+        ASSERT_TRUE(stream_to_the_end(g, boundary_named(boundary), {}, {}, 4).ok());
+      }
+      expect_reference(dir, boundary, kCrashSteps);
+      ++killed;
     }
   }
 }

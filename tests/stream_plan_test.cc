@@ -350,3 +350,47 @@ TEST(StreamPlan, StagesShareTheirPlanes) {
 
 }  // namespace
 }  // namespace deepgrid
+
+namespace deepgrid {
+namespace {
+
+// Where a budget holds few whole planes (16 of 2048x2048x256 in 256 MiB: bt 4 in 8 sweeps on
+// the EPYC VM of docs/performance/large-planes.md), bands of rows hold as many of their own
+// planes as the depth wants: the plan of bands goes deeper, costs less, keeps within the
+// budget, and its planes hold each band with bt rows of halo at either side.
+TEST(StreamPlan, BandsOfRowsBlockDeeperWhereTheBudgetHoldsFewPlanes) {
+  const Manifest m = testing::planning_manifest({2048, 2048, 256});
+  MachineProfile machine;
+  machine.compute_mlups = 4500;
+  machine.disk_read_bps = machine.disk_write_bps = 900e6;
+  machine.disk_sweep_bps = 2.0e9;
+  RunOptions ro;
+  ro.scheme = Stencil::preset("7pt").value();
+  ro.steps = 32;
+  ro.method = Method::kStream;
+  ro.threads = 2;
+  ro.mem_budget = 256 << 20;
+  const RunPlan whole = plan_run(m, "", ro, machine).value();
+  ro.band_rows = 256;
+  const RunPlan bands = plan_run(m, "", ro, machine).value();
+  EXPECT_EQ(whole.stream.bands, 0);
+  ASSERT_EQ(bands.stream.bands, 8);
+  EXPECT_EQ(bands.stream.band_rows, 256);
+  EXPECT_EQ(bands.stream.band_height, 256 + 2 * bands.stream.bt);
+  EXPECT_GE(bands.stream.bt, 2 * whole.stream.bt) << "whole planes: bt " << whole.stream.bt;
+  EXPECT_LT(bands.stream.sweeps, whole.stream.sweeps);
+  EXPECT_LT(bands.predicted_seconds, whole.predicted_seconds);
+  EXPECT_LE(bands.memory_bytes, ro.mem_budget);
+  EXPECT_EQ(bands.disk_bytes, static_cast<uint64_t>(256 * m.layout.plane_stride))
+      << "room for a second copy of the data files";
+  // A band taller than the grid is one band of the grid's rows; a forced depth is kept.
+  ro.band_rows = 5000;
+  ro.bt = 3;
+  const RunPlan one = plan_run(m, "", ro, machine).value();
+  EXPECT_EQ(one.stream.bands, 1);
+  EXPECT_EQ(one.stream.band_height, 2048);
+  EXPECT_EQ(one.stream.bt, 3);
+}
+
+}  // namespace
+}  // namespace deepgrid

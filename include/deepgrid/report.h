@@ -19,6 +19,7 @@ struct RunReport {
   int threads = 0;
   int bt = 0;                        // steps per pass over memory
   std::string tile;                  // x-y tile of the wavefront, "NXxNY"
+  int64_t band_rows = 0;             // stream in bands of rows (0: whole planes)
   std::string device;                // the device method: the device's name (docs/devices.md)
   std::string device_placement;      // the device method: "device-resident", "host-resident"
   uint64_t device_memory = 0;        // the device method: bytes the run allocated on the device

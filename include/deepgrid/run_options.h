@@ -58,6 +58,9 @@ struct RunOptions {
   int cache_bt = 0;    // stream methods: steps per pass over the cache within a sweep; 0: auto
   int64_t tile_x = 0;  // x-y tile of the wavefront (tiled: block extents along y, z); 0: automatic
   int64_t tile_y = 0;
+  // Stream method: sweep in bands of this many rows instead of whole planes (out of place: a
+  // second copy of the data files during each sweep); 0: whole planes. docs/cli.md, "--band-rows".
+  int64_t band_rows = 0;
   uint64_t mem_budget = 0;  // bytes; 0: no limit (the stream methods need one)
   // The device method: which device (an index of 'deepgrid devices', "gpu", "cpu"; empty: the
   // first GPU, else the first device) and its memory budget in bytes (0: its memory less 1/16).

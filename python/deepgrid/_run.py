@@ -79,6 +79,7 @@ def run(
     threads: int = 0,
     bt: int = 0,
     tile: tuple[int, int] | None = None,
+    band_rows: int = 0,
     io: str = "uring",
     resume: bool = False,
     flush_subnormals: bool = False,
@@ -108,7 +109,9 @@ def run(
     ``periodic``; ``device`` runs on an accelerator through OpenCL (a number from
     :func:`devices`, ``"gpu"`` or ``"cpu"``; it implies ``method="device"``) within
     ``device_mem`` of its memory, ``device_overlap`` auto | on | off: a wavefront's copies
-    beside its steps (docs/devices.md); ``flush_subnormals`` computes with subnormal numbers taken as zero (x86
+    beside its steps (docs/devices.md); ``band_rows`` sweeps the stream method in bands of that
+    many rows instead of whole planes (large planes; docs/cli.md, "--band-rows");
+    ``flush_subnormals`` computes with subnormal numbers taken as zero (x86
     computes them far slower: a field decaying into zero can run several times faster; every
     method gives the same bits). ``progress``: ``None`` shows a tqdm bar when stderr is a
     terminal, ``True`` always, ``False`` never; a callable ``progress(done, total)`` is called
@@ -154,6 +157,7 @@ def run(
     args.threads = threads
     args.bt = bt
     args.tile_x, args.tile_y = tile if tile is not None else (0, 0)
+    args.band_rows = int(band_rows)
     args.resume = resume
     args.flush_subnormals = flush_subnormals
     if snapshots is not None:

@@ -66,6 +66,12 @@ void BlockingArgs::add_to(CLI::App* cmd) {
                   "Stream methods: steps per pass over the cache within one pass over the disk "
                   "(two-level blocking); 0: automatic")
       ->capture_default_str();
+  cmd->add_option("--band-rows", band_rows,
+                  "Stream method: sweep in bands of this many rows of every plane instead of "
+                  "whole planes, so that a budget holding few planes still blocks deeply; writes "
+                  "out of place (room for a second copy of the data files); grids of one field, "
+                  "dirichlet or neumann; see docs/cli.md")
+      ->capture_default_str();
   cmd->add_option("--tile", tile,
                   "x-y tile of the wavefront, NXxNY; for --method tiled the blocks' extents "
                   "along y and z, NYxNZ (default: automatic)");
@@ -74,6 +80,7 @@ void BlockingArgs::add_to(CLI::App* cmd) {
 void BlockingArgs::apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const {
   if (bt < 0) check(invalid_argument("--bt must be >= 1 (or 0 for automatic)"));
   if (cache_bt < 0) check(invalid_argument("--cache-bt must be >= 1 (or 0 for automatic)"));
+  if (band_rows < 0) check(invalid_argument("--band-rows must be >= 1 (or 0: whole planes)"));
   *bt_out = bt;
   if (tile.empty()) return;
   const Result<Shape> t = parse_shape(tile);

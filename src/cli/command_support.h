@@ -52,6 +52,7 @@ std::string schemes_help();
 // --bt, --cache-bt and --tile, shared by run, plan and bench.
 struct BlockingArgs {
   int bt = 0, cache_bt = 0;
+  int64_t band_rows = 0;
   std::string tile;
 
   void add_to(CLI::App* cmd);

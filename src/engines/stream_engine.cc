@@ -1,6 +1,6 @@
 // advance_stream (stream_engine.h): runs a plan as sweeps, each recorded on disk before it
 // starts and committed after it, finishing an interrupted sweep first. The sweep itself is
-// stream_sweep.cc; the plan, stream_plan.cc.
+// stream_sweep.cc; the plan, stream_plan.cc; sweeps in bands of rows, stream_bands.cc.
 #include "engines/stream_engine.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 
 #include "deepgrid/resume.h"
 #include "engines/device_sweep.h"
+#include "engines/stream_bands.h"
 #include "engines/stream_sweep.h"
 
 namespace deepgrid {
@@ -81,6 +82,19 @@ Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boun
                                    int64_t steps, const StreamPlan& plan,
                                    const StreamOptions& options, const ProgressFn& progress) {
   DG_RETURN_IF_ERROR(stencil.check_dtype(grid.dtype()));
+  if (plan.bands > 0) {
+    if (options.probes != nullptr || !options.placement.is_whole() || options.device != nullptr) {
+      return invalid_argument(
+          "--band-rows sweeps a whole grid on the CPU without sources or receivers: not a "
+          "distributed part, a device run or a run with probes; leave out --band-rows");
+    }
+    StreamStats stats;
+    DG_ASSIGN_OR_RETURN(const std::unique_ptr<io::BlockIo> io,
+                        open_block_io(plan, options, &stats.backend));
+    DG_RETURN_IF_ERROR(internal::stream::advance_in_bands(grid, stencil, boundary, steps, plan, *io,
+                                                          progress, stats));
+    return stats;
+  }
   if (grid.can_grow_spare() && !grid.sweep_record()) {
     DG_RETURN_IF_ERROR(grid.grow_spare(spare_planes_needed(plan, stencil)));
   }

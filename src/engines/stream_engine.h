@@ -36,6 +36,10 @@ struct StreamOptions {
   int64_t tile_x = 0;  // x-y tiles; 0: sized for the cache like the in-core engine's
   int64_t tile_y = 0;
   int64_t cache_bytes = 0;  // per-thread working set tiles are sized for; 0: the in-core default
+  // Sweep the grid in bands of this many rows (y) instead of whole planes; 0: whole planes.
+  // Out of place (stream_bands.cc): grids of one field, dirichlet or neumann, no sources or
+  // receivers, not a distributed part or a device run.
+  int64_t band_rows = 0;
   bool flush_subnormals = false;  // RunOptions::flush_subnormals
   // Bytes per lattice update the disks sustain while compute runs at full speed (disk
   // bandwidth / compute rate). The planner deepens bt until the disk traffic, 2 * sizeof(value)
@@ -105,6 +109,11 @@ struct StreamPlan {
   double compute_factor = 1;
   StreamCost cost;  // of the planned steps
   bool flush_subnormals = false;
+  // Bands of rows (StreamOptions::band_rows; 0: whole planes): `bands` of band_rows rows each
+  // (the last may be shorter), each swept as planes of band_height rows (the band and bt * ry
+  // rows of halo at either side, within the grid); every figure above is of those planes but
+  // memory_bytes, which adds the per-plane checksum states, and cost, which is of the whole run.
+  int64_t band_rows = 0, band_height = 0, bands = 0;
 };
 
 // The plan for `steps` steps within the budget; kInvalidArgument naming the minimum budget
@@ -138,6 +147,10 @@ int64_t spare_planes_needed(const StreamPlan& plan, const Scheme& scheme);
 // spare_planes_needed while the ring allows. After each sweep, before its commit, `progress` is
 // asked whether to go on (so what it saves of the sweep is on disk once the grid holds it). On an
 // I/O error the run stops with a Status naming the file and offset.
+// A plan of bands (StreamPlan::bands) sweeps out of place instead: each sweep writes every band
+// into a replacement of the data files and commits it whole (Grid::commit_replacement), so a
+// crash or an error leaves the grid at its last committed step, a damaged plane is found before
+// anything is replaced, and a grid with an interrupted in-place sweep is refused.
 Result<StreamStats> advance_stream(Grid& grid, const Scheme& scheme, const Boundary& boundary,
                                    int64_t steps, const StreamPlan& plan,
                                    const StreamOptions& options, const ProgressFn& progress = {});

@@ -16,8 +16,14 @@ namespace deepgrid::internal::stream {
 
 using Clock = std::chrono::steady_clock;
 
-SweepIo::SweepIo(Grid& grid, io::BlockIo& io, int rz)
-    : grid_(grid), m_(grid.manifest()), io_(io), rz_(rz) {
+namespace {
+constexpr int64_t kBlock = kDirectIoAlignment;
+
+int64_t round_up(int64_t bytes) { return (bytes + kBlock - 1) / kBlock * kBlock; }
+}  // namespace
+
+SweepIo::SweepIo(Grid& grid, io::BlockIo& io, int rz, int64_t band_height)
+    : grid_(grid), m_(grid.manifest()), io_(io), rz_(rz), band_height_(band_height) {
   for (size_t f = 0; f < m_.layout.files.size(); ++f) {
     paths_.push_back(grid.file_path(static_cast<int>(f)));
   }
@@ -30,14 +36,34 @@ Status SweepIo::allocate(int64_t buffers, int block) {
   for (int i = 0; i < 2 * block; ++i, next += buffer_bytes()) writes_.push_back({next});
   if (!arena_.ok())
     return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
+  if (band_height_ > 0) return Status::Ok();
   new_hash_.assign(static_cast<size_t>(m_.shape.nz), 0);
   written_.assign(static_cast<size_t>(m_.shape.nz), false);
   committer_ = std::make_unique<SweepCommitter>(grid_, new_hash_);
   return Status::Ok();
 }
 
+size_t SweepIo::plane_bytes() const {
+  return static_cast<size_t>(band_height_ > 0 ? band_height_ * m_.shape.nx *
+                                                    static_cast<int64_t>(dtype_size(m_.dtype))
+                                              : m_.layout.plane_bytes);
+}
+
+// Band mode: room for the plane's rows after a lead of less than a block.
+size_t SweepIo::buffer_bytes() const {
+  return static_cast<size_t>(band_height_ > 0
+                                 ? round_up(static_cast<int64_t>(plane_bytes())) + kBlock
+                                 : m_.layout.plane_stride);
+}
+
 Status SweepIo::begin(const SweepRecord& record, std::vector<int64_t> order) {
   record_ = &record;
+  if (band_height_ > 0) {
+    begin_band();
+    order_ = std::move(order);
+    next_read_ = 0;
+    return Status::Ok();
+  }
   const Status opened = open_side_file(record);
   if (!opened.ok()) {
     close_side_file();
@@ -57,6 +83,7 @@ Status SweepIo::begin(const SweepRecord& record, std::vector<int64_t> order) {
 
 Status SweepIo::finish(Status st) {
   if (!st.ok()) drain();
+  if (band_height_ > 0) return st;
   const Status committed = committer_->finish();
   if (st.ok()) st = committed;
   close_side_file();
@@ -74,7 +101,7 @@ Result<size_t> SweepIo::await_read(int64_t p, StreamStats& stats) {
 }
 
 Status SweepIo::recycle_reads(const std::vector<size_t>& used) {
-  for (size_t b : used) reads_[b] = Buffer{reads_[b].bytes};
+  for (size_t b : used) reads_[b] = Buffer{reads_[b].bytes, reads_[b].lead};
   return read_ahead();
 }
 
@@ -109,6 +136,7 @@ Result<size_t> SweepIo::idle_write_buffer(StreamStats& stats) {
 }
 
 Status SweepIo::write_plane(size_t b, int64_t z, uint64_t hash, StreamStats& stats) {
+  if (band_height_ > 0) return submit(writes_[b], io::Op::kWrite, z, b);  // (hashed by the band)
   grid_.record_plane_hash(z, hash);
   new_hash_[static_cast<size_t>(z)] = hash;
   DG_RETURN_IF_ERROR(wait_until_writable(z, stats));
@@ -128,9 +156,14 @@ Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
   buf.plane = plane;
   buf.busy = true;
   buf.ready = false;
-  io::Request r;
-  r.op = op;
   const bool write = op == io::Op::kWrite;
+  io::Request r = band_height_ > 0 ? band_request(buf, write, plane) : io::Request{};
+  r.op = op;
+  r.tag = (write ? kWriteTag : 0) | index;
+  if (band_height_ > 0) {
+    buf.length = static_cast<int64_t>(r.length);
+    return io_.submit(r);
+  }
   if (!write && from_side_file(plane)) {
     r.fd = side_fd_;
     r.path = side_path_;
@@ -144,8 +177,48 @@ Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
   }
   r.length = buffer_bytes();
   r.buffer = buf.bytes;
-  r.tag = (op == io::Op::kWrite ? kWriteTag : 0) | index;
+  buf.length = static_cast<int64_t>(r.length);
   return io_.submit(r);
+}
+
+// A band's transfer of plane `plane`: the blocks holding rows [r0, r0 + height) of the old
+// plane, read whole; or the new plane's rows [y0, y1), written where the replacement holds them
+// (on an O_DIRECT descriptor they are whole blocks, the last band's up to the slot's padding,
+// which the buffer holds as zeros: begin_band).
+io::Request SweepIo::band_request(const Buffer& buf, bool write, int64_t plane) const {
+  const int64_t row = m_.shape.nx * static_cast<int64_t>(dtype_size(m_.dtype));
+  io::Request r;
+  if (!write) {
+    const PlaneLocation loc = m_.locate_slot(m_.slot_of(plane, record_->base_from));
+    const int64_t first = band_->r0 * row / kBlock * kBlock;
+    r.fd = grid_.fd(loc.file);
+    r.path = paths_[static_cast<size_t>(loc.file)];
+    r.offset = loc.offset + first;
+    r.length = static_cast<size_t>(round_up(band_->r0 * row + band_height_ * row) - first);
+    r.buffer = buf.bytes;
+    return r;
+  }
+  const PlaneLocation loc = grid_.locate(plane, FileSet::kReplacement);
+  const int64_t bytes = (band_->y1 - band_->y0) * row;
+  r.fd = band_->write_fds[static_cast<size_t>(loc.file)];
+  r.path = band_->write_paths[static_cast<size_t>(loc.file)];
+  r.offset = loc.offset + band_->y0 * row;
+  r.length = static_cast<size_t>(band_->whole_blocks ? round_up(bytes) : bytes);
+  r.buffered = !band_->whole_blocks;
+  r.buffer = buf.bytes + buf.lead + static_cast<size_t>((band_->y0 - band_->r0) * row);
+  return r;
+}
+
+// Every buffer idle, its plane `lead` bytes in (so that rows on block boundaries of the file
+// lie on block boundaries of the buffer), and what follows the plane zeros.
+void SweepIo::begin_band() {
+  const int64_t row = m_.shape.nx * static_cast<int64_t>(dtype_size(m_.dtype));
+  const auto lead = static_cast<size_t>(band_->r0 * row % kBlock);
+  for (Buffer& b : reads_) b = Buffer{b.bytes, lead};
+  for (Buffer& b : writes_) {
+    b = Buffer{b.bytes, lead};
+    std::fill(b.bytes + lead + plane_bytes(), b.bytes + buffer_bytes(), std::byte{0});
+  }
 }
 
 Status SweepIo::complete_one(StreamStats& stats) {
@@ -158,11 +231,11 @@ Status SweepIo::complete_one(StreamStats& stats) {
   buf.busy = false;
   if (!c->status.ok()) return c->status;
   if (write) {
-    stats.bytes_written += buffer_bytes();
-    note_written(buf.plane);
+    stats.bytes_written += static_cast<uint64_t>(buf.length);
+    if (band_height_ == 0) note_written(buf.plane);
     buf.plane = -1;
   } else {
-    stats.bytes_read += buffer_bytes();
+    stats.bytes_read += static_cast<uint64_t>(buf.length);
     buf.ready = true;  // verified as it is converted
   }
   return Status::Ok();

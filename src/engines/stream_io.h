@@ -12,6 +12,14 @@
 //
 // Called from one thread at a time (the sweep's master thread); the buffers' bytes are read and
 // written by the whole team between the calls.
+//
+// Band mode (out-of-place sweeps, stream_bands.h): the planes are `height` rows of the grid's,
+// from row r0 of a band set before each begin(); a read brings those rows (the 4096-byte blocks
+// holding them: the plane's values start `lead` bytes into the buffer), a write sends the
+// band's own rows [y0, y1) of a new plane to the same place in the replacement files, through
+// the descriptors the band gives (O_DIRECT ones only when those rows start and end on 4096-byte
+// boundaries). No record, committer, write window or side file: nothing of the grid's own
+// files is written.
 #pragma once
 
 #include <cstddef>
@@ -35,17 +43,31 @@ class SweepIo {
   // An aligned plane buffer (a slice of the arena) for one read or write at a time.
   struct Buffer {
     std::byte* bytes = nullptr;
+    size_t lead = 0;     // where the plane's values start (band mode)
     int64_t plane = -1;  // the plane it holds or is transferring
     bool busy = false;   // a request is in flight
     bool ready = false;  // read: data arrived
+    int64_t length = 0;  // of the request in flight
     template <typename T>
     T* data() const {
-      return reinterpret_cast<T*>(bytes);
+      return reinterpret_cast<T*>(bytes + lead);
     }
   };
 
+  // A band of an out-of-place sweep: its planes are rows [r0, r0 + height) of the grid's; it
+  // writes rows [y0, y1) into `write_fds` (one per data file of the replacement).
+  struct Band {
+    int64_t y0 = 0, y1 = 0, r0 = 0;
+    std::vector<int> write_fds;
+    std::vector<std::string> write_paths;
+    // Every band's rows are whole 4096-byte blocks (as O_DIRECT descriptors need): the last
+    // band's write then runs to the end of the plane's last block.
+    bool whole_blocks = false;
+  };
+
   // `rz`: the stencil's z radius (the levels' reach, which the write window leaves alone).
-  SweepIo(Grid& grid, io::BlockIo& io, int rz);
+  // `band_height` > 0: band mode, planes of that many rows.
+  SweepIo(Grid& grid, io::BlockIo& io, int rz, int64_t band_height = 0);
 
   // `buffers` plane buffers: `block` for reads, twice as many for writes (plan.io_buffers).
   Status allocate(int64_t buffers, int block);
@@ -54,6 +76,8 @@ class SweepIo {
   // for a new periodic sweep, fills) the side file, starts the committer, and records the
   // checksums of the planes a resumed sweep has done. On an error nothing is left open.
   Status begin(const SweepRecord& record, std::vector<int64_t> order);
+  // Band mode: the band the next begin() sweeps (kept until then).
+  void set_band(const Band* band) { band_ = band; }
   // Ends the sweep whose compute returned `st`: on an error waits out the requests in flight
   // (the kernel must not write into buffers about to be freed); then the committer's last
   // commit, and the side file closed. Returns the first error.
@@ -76,12 +100,16 @@ class SweepIo {
 
   const Buffer& read_buffer(size_t b) const { return reads_[b]; }
   const Buffer& write_buffer(size_t b) const { return writes_[b]; }
-  size_t buffer_bytes() const { return static_cast<size_t>(m_.layout.plane_stride); }
+  size_t buffer_bytes() const;
+  // Bytes of a plane's values in a buffer.
+  size_t plane_bytes() const;
 
  private:
   Status pump_reads();
   Result<size_t> idle_write_buffer(StreamStats& stats);
   Status submit(Buffer& buf, io::Op op, int64_t plane, size_t index);
+  io::Request band_request(const Buffer& buf, bool write, int64_t plane) const;
+  void begin_band();
   Status complete_one(StreamStats& stats);
   void drain();
   void note_written(int64_t z);
@@ -95,6 +123,8 @@ class SweepIo {
   const Manifest& m_;
   io::BlockIo& io_;
   const int rz_;
+  const int64_t band_height_;   // 0: whole planes
+  const Band* band_ = nullptr;  // band mode: the band being swept
   std::vector<std::string> paths_;
   AlignedBuffer arena_;  // the buffers' memory
   std::vector<Buffer> reads_, writes_;

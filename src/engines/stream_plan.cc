@@ -204,6 +204,7 @@ Status check_options(const StreamOptions& opt) {
     return invalid_argument("the stream method needs a memory budget; give --mem, e.g. --mem 1GiB");
   }
   if (opt.block < 0) return invalid_argument("the stream block must be at least one z-step");
+  if (opt.band_rows < 0) return invalid_argument("--band-rows must be >= 1 (or 0: whole planes)");
   if (opt.cache_bt < 0) return invalid_argument("--cache-bt must be >= 1 (or 0 for automatic)");
   return Status::Ok();
 }
@@ -310,11 +311,118 @@ StreamPlan cheapest_plan(const Manifest& m, const Scheme& st, const Boundary& b,
   return p;
 }
 
+// Bands of rows (stream_bands.h): what a sweep of bands can run.
+Status check_bands(const Manifest& m, const Scheme& st, const Boundary& b,
+                   const StreamOptions& opt) {
+  const std::string fix = "; leave out --band-rows";
+  if (b.kind == Boundary::Kind::kPeriodic) {
+    return invalid_argument(
+        "--band-rows needs a dirichlet or neumann boundary (periodic grids "
+        "are swept in whole planes)" +
+        fix);
+  }
+  if (m.components() > 1 || st.component_count() > 1) {
+    return invalid_argument(
+        "--band-rows takes grids of one field for now (schemes of several "
+        "fields are swept in whole planes)" +
+        fix);
+  }
+  if (opt.probes != nullptr || opt.source_components != 0) {
+    return invalid_argument("--band-rows does not take sources or receivers yet" + fix);
+  }
+  if (!opt.placement.is_whole() || opt.device != nullptr) {
+    return invalid_argument(
+        "--band-rows sweeps a whole grid on the CPU: not a distributed part "
+        "or a device run" +
+        fix);
+  }
+  return Status::Ok();
+}
+
+// Memory a sweep of bands keeps per plane: two running checksums (read and written), with
+// their allocations.
+constexpr int64_t kBandHashBytes = 2 * 640;
+
+// The grid as a band's sweep sees it: planes of `height` rows, each read into a buffer with
+// room for a lead of less than a block (SweepIo's band mode).
+Manifest band_manifest(const Manifest& m, int64_t height) {
+  Manifest band = m;
+  band.shape.ny = height;
+  band.layout.plane_bytes = m.shape.nx * height * static_cast<int64_t>(dtype_size(m.dtype));
+  band.layout.plane_stride = (band.layout.plane_bytes + 2 * kDirectIoAlignment - 1) /
+                             kDirectIoAlignment * kDirectIoAlignment;
+  return band;
+}
+
+// The cheapest plan of bands of opt.band_rows rows: for each depth, the band's planes hold the
+// band and bt * ry rows of halo at either side, and the run costs what one band's sweeps cost
+// times the bands (their halo rows read and computed again). No spare slots bound the depth:
+// the sweeps write out of place.
+Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundary& b, int64_t steps,
+                              const StreamOptions& opt) {
+  DG_RETURN_IF_ERROR(check_bands(m, st, b, opt));
+  const int64_t ny = m.shape.ny, rows = std::min(opt.band_rows, ny);
+  const int64_t bands = (ny + rows - 1) / rows;
+  const int64_t hashes = kBandHashBytes * m.shape.nz;
+  StreamOptions band_opt = opt;
+  band_opt.mem_budget = opt.mem_budget > static_cast<uint64_t>(hashes)
+                            ? opt.mem_budget - static_cast<uint64_t>(hashes)
+                            : 0;
+  const int deepest = static_cast<int>(std::clamp<int64_t>(steps, 1, kMaxAutoBt));
+  std::vector<int> depths;
+  if (opt.bt > 0) {
+    depths.push_back(std::min(opt.bt, deepest));
+  } else {
+    for (int bt : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64})
+      if (bt < deepest) depths.push_back(bt);
+    depths.push_back(deepest);
+  }
+  const int64_t run = std::max<int64_t>(steps, 1);
+  StreamPlan best, smallest;
+  double best_steps = 0, best_compute = 0;
+  for (int bt : depths) {
+    const int64_t height = std::min(ny, rows + 2 * int64_t{bt} * st.radius_y());
+    const Manifest band = band_manifest(m, height);
+    const StreamPlan fallback = with_deepest_block(band, st, b, bt, band_opt);
+    const StreamPlan q = cheapest_plan(band, st, b, steps, bt, bt, fallback, band_opt);
+    if (bt == depths.front()) smallest = q;
+    if (static_cast<uint64_t>(q.memory_bytes) > band_opt.mem_budget) continue;
+    // The bands' sweeps, in steps over the whole grid.
+    const double scale = static_cast<double>(bands * height) / static_cast<double>(ny);
+    const StreamCost c =
+        run_cost(q, m.dtype, run, sweep_io(band, band_opt, q.threads), opt.disk_rate_observed);
+    const bool cheaper = best.bands == 0 || c.steps * scale < best_steps * (1 - 1e-9) ||
+                         (c.steps * scale <= best_steps * (1 + 1e-9) &&
+                          c.compute_steps * scale <= best_compute * (1 + 1e-9));
+    if (!cheaper) continue;
+    best = q;
+    best.bands = bands;
+    best.band_rows = rows;
+    best.band_height = height;
+    best.cost = {c.steps * scale, c.compute_steps * scale, c.disk_steps * scale};
+    best_steps = best.cost.steps;
+    best_compute = best.cost.compute_steps;
+  }
+  if (best.bands == 0) {
+    return invalid_argument("--mem " + format_size(opt.mem_budget) + " is below the " +
+                            format_size(static_cast<uint64_t>(smallest.memory_bytes + hashes)) +
+                            " the stream method needs in bands of " + std::to_string(rows) +
+                            " rows with bt " + std::to_string(smallest.bt) +
+                            "; raise --mem or lower --band-rows" + (opt.bt > 0 ? " or --bt" : ""));
+  }
+  best.memory_bytes += hashes;
+  best.minimum_bytes = smallest.memory_bytes + hashes;
+  best.sweeps = (std::max<int64_t>(steps, 0) + best.bt - 1) / best.bt;
+  best.compute_factor = relative_compute(best, m.dtype);
+  return best;
+}
+
 }  // namespace
 
 Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Boundary& b,
                                int64_t steps, const StreamOptions& opt) {
   DG_RETURN_IF_ERROR(check_options(opt));
+  if (opt.band_rows > 0) return plan_bands(m, st, b, steps, opt);
   DG_ASSIGN_OR_RETURN(const int64_t spare, spare_levels(m, st));
   const StreamPlan minimum = plan_for(m, st, b, 1, 1, opt);
   const int deepest =

@@ -24,13 +24,41 @@ StreamSweep<T>::StreamSweep(Grid& grid, const Scheme& st, const Boundary& b, con
       placement_(placement),
       grid_(grid),
       m_(grid.manifest()),
-      s_(m_.shape),
+      s_(planes_shape(grid, plan)),
       kernel_(st),
       b_(b),
       plan_(plan),
       rz_(kernel_.rz()),
       frames_(s_, b),
-      io_(grid, io, rz_) {}
+      io_(grid, io, rz_, plan.bands > 0 ? s_.ny : 0) {}
+
+// The planes a sweep runs on: the grid's, or a band's rows of them.
+template <typename T>
+Shape StreamSweep<T>::planes_shape(const Grid& grid, const StreamPlan& plan) {
+  Shape s = grid.shape();
+  if (plan.bands > 0) s.ny = plan.band_height;
+  return s;
+}
+
+// The band's planes lie at row r0 of the grid; their points the sweep must deliver are the
+// band's rows (the rest is halo, trimmed as a distributed part's is).
+template <typename T>
+void StreamSweep<T>::set_band(const Band* band) {
+  band_ = band;
+  io_.set_band(&band->io);
+  placement_ = GridPlacement{};
+  placement_.y = band->io.r0;
+  placement_.whole = m_.shape;
+  placement_.needed_lo[1] = band->io.y0 - band->io.r0;
+  placement_.needed_hi[1] = band->io.y1 - band->io.r0;
+}
+
+template <typename T>
+void StreamSweep<T>::hash_band_rows(const T* values, PlaneHasher& hash) const {
+  const int64_t first = band_->io.y0 - band_->io.r0;
+  hash.update(values + first * s_.nx,
+              static_cast<size_t>((band_->io.y1 - band_->io.y0) * s_.nx) * sizeof(T));
+}
 
 template <typename T>
 Status StreamSweep<T>::allocate() {
@@ -223,7 +251,9 @@ Status StreamSweep<T>::prepare_block(int64_t i0, int64_t i1, StreamStats& stats)
     DG_ASSIGN_OR_RETURN(const size_t b, io_.claim_write_buffer(stats));  // until finish_block
     // What the trim leaves out is written as zeros, not as what the buffer held before
     // (which depends on the order writes complete in): the files' bytes stay reproducible.
-    if (output_trimmed(z)) std::memset(io_.write_buffer(b).bytes, 0, io_.buffer_bytes());
+    // (A band writes only its rows, which it computes.)
+    if (band_ == nullptr && output_trimmed(z))
+      std::memset(io_.write_buffer(b).bytes, 0, io_.buffer_bytes());
     block_out_[static_cast<size_t>(i - i0)] = static_cast<int>(b);
   }
   return Status::Ok();
@@ -251,7 +281,12 @@ void StreamSweep<T>::convert_level0_planes() {
 #pragma omp for schedule(static)
   for (size_t c = 0; c < conversions_.size(); ++c) {
     const SweepIo::Buffer& read = io_.read_buffer(conversions_[c]);
-    if (verify) {
+    if (band_ != nullptr) {
+      if (band_->read_hashes != nullptr) {
+        hash_band_rows(read.data<T>(), (*band_->read_hashes)[static_cast<size_t>(read.plane)]);
+      }
+      level0.load(read.plane, read.data<T>(), nullptr);
+    } else if (verify) {
       PlaneHasher hash;
       level0.load(read.plane, read.data<T>(), &hash);
       conversion_status_[c] = grid_.verify_plane_hash(read.plane, hash.digest());
@@ -277,9 +312,13 @@ void StreamSweep<T>::hash_block_outputs(int64_t i0, int64_t i1) {
 #pragma omp for schedule(static)
   for (int64_t i = i0; i < i1; ++i) {
     const int b = block_out_[static_cast<size_t>(i - i0)];
-    if (b >= 0) {
-      block_hash_[static_cast<size_t>(i - i0)] =
-          plane_hash(io_.write_buffer(static_cast<size_t>(b)).template data<T>(), bytes);
+    if (b < 0) continue;
+    const T* out = io_.write_buffer(static_cast<size_t>(b)).template data<T>();
+    if (band_ != nullptr) {
+      const int64_t z = block_z0_ + (i - i0);
+      hash_band_rows(out, (*band_->write_hashes)[static_cast<size_t>(z)]);
+    } else {
+      block_hash_[static_cast<size_t>(i - i0)] = plane_hash(out, bytes);
     }
   }
 }

@@ -11,6 +11,12 @@
 // (stream_io.h). The sweep writes in place: new planes go behind the old ones within the
 // window the durable prefix allows, so a crash at any moment leaves a sweep that the record
 // (resume.h) lets a later call finish from its `done` plane.
+//
+// In band mode (stream_bands.h) the sweep runs on a band's planes, rows [r0, r0 + height) of the
+// grid's, placed there in the grid (GridPlacement) with the band's own rows as the needed box,
+// reads them through the SweepIo's band and writes the band's rows; it hashes the band's rows
+// of every plane it reads and writes into the band's running checksums, which the caller
+// compares and records once every band has run.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +43,16 @@ class StreamSweep {
   StreamSweep(Grid& grid, const Scheme& st, const Boundary& b, const StreamPlan& plan,
               io::BlockIo& io, const ResolvedProbes* probes, const GridPlacement& placement);
 
+  // Band mode: what one band's sweep reads, writes and hashes; read_hashes null where the grid
+  // does not verify its reads.
+  struct Band {
+    SweepIo::Band io;
+    std::vector<PlaneHasher>* read_hashes = nullptr;
+    std::vector<PlaneHasher>* write_hashes = nullptr;
+  };
+  // The band the next sweep() runs (kept until then); the plan must be of bands.
+  void set_band(const Band* band);
+
   // The plan's memory: frames, rings, carried planes and I/O buffers (kResource without it).
   Status allocate();
 
@@ -50,6 +66,10 @@ class StreamSweep {
  private:
   using Tile = WavefrontFrame;
   using Wave = Wavefront<T>;
+
+  static Shape planes_shape(const Grid& grid, const StreamPlan& plan);
+  // Band mode: hash the band's own rows of a plane at `values` into `hash`.
+  void hash_band_rows(const T* values, PlaneHasher& hash) const;
 
   Status run_blocks(StreamStats& stats);
   std::vector<std::vector<std::vector<Wave>>> make_all_waves();
@@ -66,7 +86,8 @@ class StreamSweep {
   Status finish_block(int64_t i0, int64_t i1, StreamStats& stats);
 
   const ResolvedProbes* probes_;
-  const GridPlacement placement_;
+  GridPlacement placement_;  // (band mode: the band's)
+  const Band* band_ = nullptr;
   Grid& grid_;
   const Manifest& m_;
   const Shape s_;

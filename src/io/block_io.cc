@@ -20,7 +20,9 @@ Status check_request(const Request& request) {
     return std::string(op_name(request.op)) + " " + std::string(request.path) + " at offset " +
            std::to_string(request.offset);
   };
-  const auto misaligned = [](uint64_t value) { return value % kDirectIoAlignment != 0; };
+  const auto misaligned = [&request](uint64_t value) {
+    return !request.buffered && value % kDirectIoAlignment != 0;
+  };
   if (request.fd < 0) {
     return invalid_argument(describe() + ": bad file descriptor " + std::to_string(request.fd));
   }

@@ -35,6 +35,8 @@ struct Request {
   size_t length = 0;
   void* buffer = nullptr;
   uint64_t tag = 0;  // returned in the completion
+  // The fd is not O_DIRECT: offset, length and buffer need no alignment.
+  bool buffered = false;
 };
 
 struct Completion {

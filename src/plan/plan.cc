@@ -279,6 +279,11 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   so.io = opt.io;
   so.tile_x = opt.tile_x;
   so.tile_y = opt.tile_y;
+  so.band_rows = opt.band_rows;
+  if (opt.band_rows > 0 && (!opt.probes.sources.empty() || !opt.probes.receivers.empty())) {
+    return invalid_argument(
+        "--band-rows does not take sources or receivers yet; leave out --band-rows");
+  }
   so.cache_bytes = machine.cache_bytes;
   so.flush_subnormals = opt.flush_subnormals;
   for (const SourceSpec& source : opt.probes.sources) {
@@ -298,6 +303,7 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   so.io_cpu_updates_per_byte = cpu_per_byte * rate;
   DG_ASSIGN_OR_RETURN(plan.stream, plan_stream(m, opt.scheme, opt.boundary, opt.steps, so));
   plan.memory_bytes = static_cast<uint64_t>(plan.stream.memory_bytes);
+  if (plan.stream.bands > 0) plan.disk_bytes = static_cast<uint64_t>(grid_bytes);
   // The planner's own cost of the plan it chose, in seconds at the in-core rate (the disk's
   // only where a rate was measured: otherwise the planner weighed a default).
   const double step_seconds = rate > 0 ? points / rate : 0;
@@ -382,6 +388,14 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
         stream.stages, static_cast<long long>(stream.carried_planes),
         ring_fields(opt.scheme, stream.aliased).c_str(), static_cast<long long>(stream.io_buffers),
         format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
+    if (stream.bands > 0) {
+      n += std::snprintf(buf + n, sizeof buf - n,
+                         "bands       %lld of %lld rows, each swept as planes of %lld rows (its "
+                         "halo rows read and computed again), written out of place\n",
+                         static_cast<long long>(stream.bands),
+                         static_cast<long long>(stream.band_rows),
+                         static_cast<long long>(stream.band_height));
+    }
   }
   if (method == Method::kMmap) {
     n += std::snprintf(buf + n, sizeof buf - n,
@@ -391,6 +405,10 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
   } else if (method == Method::kTiled) {
     n += std::snprintf(buf + n, sizeof buf - n,
                        "disk        %s for the second copy of the grid, beside its data files\n",
+                       format_size(disk_bytes).c_str());
+  } else if (stream.bands > 0) {
+    n += std::snprintf(buf + n, sizeof buf - n,
+                       "disk        %s for a second copy of the data files during each sweep\n",
                        format_size(disk_bytes).c_str());
   }
   const bool overlapped =
@@ -465,6 +483,11 @@ std::string RunPlan::to_json() const {
     j["redundancy"] = stream.redundancy;
     j["io_buffers"] = stream.io_buffers;
     j["minimum_bytes"] = stream.minimum_bytes;
+    if (stream.bands > 0) {
+      j["bands"] = stream.bands;
+      j["band_rows"] = stream.band_rows;
+      j["band_height"] = stream.band_height;
+    }
   }
   return j.dump();
 }

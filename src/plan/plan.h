@@ -22,7 +22,7 @@ struct RunPlan {
   TiledPlan tiled;               // when method == kTiled
   DevicePlan device;             // when method == kDevice
   uint64_t memory_bytes = 0;     // what the engine will allocate (mmap: besides its mappings)
-  uint64_t disk_bytes = 0;       // scratch files beside the grid (mmap, tiled)
+  uint64_t disk_bytes = 0;       // scratch files beside the grid (mmap, tiled; stream in bands)
   double predicted_seconds = 0;  // the cost model's estimate
   double predicted_io_seconds = 0;
   double predicted_compute_seconds = 0;  // device method: its kernels

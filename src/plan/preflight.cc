@@ -32,7 +32,10 @@ Result<PreflightFacts> measure_preflight(const Grid& grid) {
   if (::access(grid.dir().c_str(), W_OK) != 0) f.unwritable.push_back(grid.dir());
   for (int file = 0; file < static_cast<int>(grid.manifest().layout.files.size()); ++file) {
     const std::string path = grid.file_path(file);
-    if (!supports_direct_io(path)) f.without_direct_io.push_back(internal::parent_path(path));
+    const std::string dir = internal::parent_path(path);
+    DG_ASSIGN_OR_RETURN(const uint64_t free, internal::free_bytes(dir));
+    f.data_dir_free.emplace_back(dir, free);
+    if (!supports_direct_io(path)) f.without_direct_io.push_back(dir);
     if (::access(path.c_str(), W_OK) != 0) f.unwritable.push_back(path);
   }
   return f;
@@ -42,6 +45,27 @@ uint64_t commit_space_needed(const Manifest& m) {
   // The table holds "<16 hex digits>", per plane.
   const uint64_t table = static_cast<uint64_t>(m.shape.nz) * 19 + 128;
   return 2 * (m.to_json().size() + table) + kCommitMargin;
+}
+
+// Sweeps in bands write a second copy of the data files beside them: every directory needs
+// room for the copies of its files.
+Status check_copy_space(const Manifest& m, const PreflightFacts& facts) {
+  for (size_t f = 0; f < facts.data_dir_free.size(); ++f) {
+    const auto& [dir, free] = facts.data_dir_free[f];
+    uint64_t need = 0;
+    for (size_t g = 0; g < facts.data_dir_free.size() && g < m.layout.files.size(); ++g) {
+      if (facts.data_dir_free[g].first == dir)
+        need += static_cast<uint64_t>(m.layout.files[g].bytes);
+    }
+    if (free < need) {
+      return Status(ErrorCode::kNoSpace, dir + " has " + format_size(free) +
+                                             " free but sweeping in bands of rows "
+                                             "writes a second copy of the data files there, " +
+                                             format_size(need) +
+                                             "; free some space, or leave out --band-rows");
+    }
+  }
+  return Status::Ok();
 }
 
 Status check_preflight(const Manifest& m, const RunPlan& plan, const PreflightFacts& facts) {
@@ -56,6 +80,8 @@ Status check_preflight(const Manifest& m, const RunPlan& plan, const PreflightFa
                                            " free but a run needs " + format_size(need) +
                                            " there to commit its result; free some space first");
   }
+  if (is_stream(plan.method) && plan.stream.bands > 0)
+    DG_RETURN_IF_ERROR(check_copy_space(m, facts));
   if (plan.memory_bytes > facts.physical_memory) {
     return invalid_argument(
         "the " + std::string(method_name(plan.method)) + " run needs " +

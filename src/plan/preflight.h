@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "deepgrid/run_options.h"
@@ -18,6 +19,9 @@ struct PreflightFacts {
   uint64_t physical_memory = 0;
   std::vector<std::string> without_direct_io;  // data files' directories refusing O_DIRECT
   std::vector<std::string> unwritable;         // the grid directory or data files
+  // Each data file's directory and the bytes free there (where a second copy goes: sweeps in
+  // bands of rows).
+  std::vector<std::pair<std::string, uint64_t>> data_dir_free;
 };
 
 Result<PreflightFacts> measure_preflight(const Grid& grid);

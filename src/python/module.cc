@@ -247,7 +247,7 @@ struct RunArgs {
   std::string device;                   // RunOptions::device
   std::string device_overlap = "auto";  // RunOptions::device_overlap: auto, on, off
   int threads = 0, bt = 0;
-  int64_t tile_x = 0, tile_y = 0;
+  int64_t tile_x = 0, tile_y = 0, band_rows = 0;
   bool resume = false, flush_subnormals = false;
   // Snapshots (RunOptions::snapshots): directory, every K steps, their VTKHDF form.
   std::string snapshots;
@@ -274,6 +274,7 @@ std::string run(const std::string& path, const RunArgs& a, nb::object progress) 
   o.bt = a.bt;
   o.tile_x = a.tile_x;
   o.tile_y = a.tile_y;
+  o.band_rows = a.band_rows;
   o.resume = a.resume;
   o.flush_subnormals = a.flush_subnormals;
   o.snapshots = {a.snapshots, a.every, {a.origin, a.spacing, a.downsample, a.snapshot_components}};
@@ -479,6 +480,7 @@ void bind_run(nb::module_& m) {
       .def_rw("bt", &RunArgs::bt)
       .def_rw("tile_x", &RunArgs::tile_x)
       .def_rw("tile_y", &RunArgs::tile_y)
+      .def_rw("band_rows", &RunArgs::band_rows)
       .def_rw("resume", &RunArgs::resume)
       .def_rw("snapshots", &RunArgs::snapshots)
       .def_rw("every", &RunArgs::every)

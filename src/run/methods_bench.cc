@@ -98,6 +98,7 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
         opt.threads = o.threads;
         opt.bt = bt;
         opt.cache_bt = o.cache_bt;
+        if (method == Method::kStream) opt.band_rows = o.band_rows;
         opt.tile_x = o.tile_x;
         opt.tile_y = o.tile_y;
         if (method == Method::kDevice) {

@@ -32,6 +32,7 @@ std::string RunReport::to_json() const {
       {"threads", threads},
       {"bt", bt},
       {"tile", tile},
+      {"band_rows", band_rows},
       {"device", device},
       {"device_placement", device_placement},
       {"device_memory_bytes", device_memory},
@@ -68,12 +69,13 @@ std::string RunReport::to_text() const {
                                 : io_backend.empty() ? " (O_DIRECT)"
                                                      : " (O_DIRECT, " + io_backend + ")";
   char buf[1024];
-  const std::string how = device.empty()
-                              ? std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
-                                    ", bt " + std::to_string(bt) + ", tiles " + tile
-                              : "on " + device + ", " + device_placement + ", " +
-                                    format_size(device_memory) + " of device memory" +
-                                    (bt > 1 ? ", bt " + std::to_string(bt) : "");
+  const std::string how =
+      device.empty()
+          ? std::to_string(threads) + (threads == 1 ? " thread" : " threads") + ", bt " +
+                std::to_string(bt) + ", tiles " + tile +
+                (band_rows > 0 ? ", bands of " + std::to_string(band_rows) + " rows" : "")
+          : "on " + device + ", " + device_placement + ", " + format_size(device_memory) +
+                " of device memory" + (bt > 1 ? ", bt " + std::to_string(bt) : "");
   std::snprintf(buf, sizeof buf,
                 "method      %s, %s\n"
                 "problem     %s %s, %s, boundary %s%s\n"

@@ -117,6 +117,7 @@ Result<RunReport> run_stream_part(Grid& grid, const RunOptions& opt, const RunPl
   r.threads = plan.stream.threads;
   r.bt = plan.stream.bt;
   r.tile = std::to_string(plan.stream.tile_x) + "x" + std::to_string(plan.stream.tile_y);
+  r.band_rows = plan.stream.band_rows;
   r.steps = stats.steps;
   r.compute_seconds = stats.compute_seconds;
   r.io_wait_seconds = stats.io_wait_seconds;
@@ -290,8 +291,8 @@ Result<RunPlan> prepare_run(Grid& grid, const RunOptions& opt) {
   if (opt.verify) {
     DG_RETURN_IF_ERROR(grid.enable_verification());
     // In place, a sweep overwrites planes before it reads the last ones: find damage first.
-    // (The in-core engines verify as they load.)
-    if (!writes_replacement(plan)) {
+    // (The in-core engines verify as they load; sweeps in bands before they commit.)
+    if (!writes_replacement(plan) && plan.stream.bands == 0) {
       DG_RETURN_IF_ERROR(read_every_plane(grid));
     }
   }

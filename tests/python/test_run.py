@@ -20,18 +20,24 @@ def cli_run(cli, path, *args):
     return json.loads(out.stdout)
 
 
-@pytest.mark.parametrize("method, mem", [("incore", None), ("stream", "256KiB")])
-def test_run_matches_the_command_line(tmp_path, cli, method, mem):
+@pytest.mark.parametrize("method, mem, band_rows",
+                         [("incore", None, 0), ("stream", "256KiB", 0), ("stream", "256KiB", 8)])
+def test_run_matches_the_command_line(tmp_path, cli, method, mem, band_rows):
     g = deepgrid.create(tmp_path / "a", (24, 40, 36), init="random:5")
     other = copy_grid(g.path, tmp_path / "b")
+    in_core = copy_grid(g.path, tmp_path / "c")
     report = deepgrid.run(g, deepgrid.stencils.nineteen_point(), 7, method=method, mem=mem,
-                          boundary="neumann", progress=False)
-    cli_args = ["--stencil", "19pt", "--steps", "7", "--method", method, "--boundary", "neumann"]
+                          band_rows=band_rows, boundary="neumann", progress=False)
+    cli_args = ["--stencil", "19pt", "--steps", "7", "--method", method, "--boundary", "neumann",
+                "--band-rows", str(band_rows)]
     cli_report = cli_run(cli, other, *cli_args, *(["--mem", mem] if mem else []))
     assert report["method"] == cli_report["method"] == method
+    assert report["band_rows"] == cli_report["band_rows"] == band_rows
     assert (report["steps"], report["step_from"], report["step_to"]) == (7, 0, 7)
     assert g.step == 7  # the Grid object sees the new step
     assert sha256_of(g) == sha256_of(other)
+    deepgrid.run(in_core, "19pt", 7, method="incore", boundary="neumann", progress=False)
+    assert sha256_of(g) == sha256_of(in_core)
 
 
 def test_a_device_run_matches_the_in_core_run_bitwise(tmp_path, cli):

@@ -1,0 +1,140 @@
+// Sweeps in bands of rows, out of place (stream_bands.h).
+#include "engines/stream_bands.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "core/file_util.h"
+#include "deepgrid/integrity.h"
+#include "engines/stream_sweep.h"
+
+namespace deepgrid::internal::stream {
+namespace {
+
+// Where the bands write: the replacement's own descriptors (O_DIRECT where the files allow it)
+// when every band's rows are whole blocks or the files are not O_DIRECT, else buffered ones
+// opened here and closed with it.
+class BandWrites {
+ public:
+  static Result<BandWrites> open(const Grid& grid, const StreamPlan& plan) {
+    BandWrites w;
+    const Manifest& m = grid.manifest();
+    const int64_t band_bytes =
+        plan.band_rows * m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
+    w.whole_blocks_ = band_bytes % kDirectIoAlignment == 0;
+    for (size_t f = 0; f < m.layout.files.size(); ++f) {
+      const std::string path = grid.file_path(static_cast<int>(f), FileSet::kReplacement);
+      w.paths_.push_back(path);
+      if (w.whole_blocks_ || !grid.direct_io()) {
+        w.fds_.push_back(grid.fd(static_cast<int>(f), FileSet::kReplacement));
+        continue;
+      }
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return errno_status(errno, "open", path);
+      w.owned_.push_back(fd);
+      w.fds_.push_back(fd);
+    }
+    return w;
+  }
+  BandWrites() = default;
+  BandWrites(BandWrites&& o) noexcept
+      : fds_(std::move(o.fds_)),
+        owned_(std::move(o.owned_)),
+        paths_(std::move(o.paths_)),
+        whole_blocks_(o.whole_blocks_) {
+    o.owned_.clear();
+  }
+  BandWrites& operator=(BandWrites&&) = delete;
+  ~BandWrites() {
+    for (int fd : owned_) ::close(fd);
+  }
+
+  SweepIo::Band band(const BandRows& r) const {
+    return {r.y0, r.y1, r.r0, fds_, paths_, whole_blocks_};
+  }
+
+ private:
+  std::vector<int> fds_, owned_;
+  std::vector<std::string> paths_;
+  bool whole_blocks_ = false;
+};
+
+SweepRecord band_sweep_record(const Manifest& m, int levels) {
+  SweepRecord r;
+  r.step_from = m.step;
+  r.levels = levels;
+  r.base_from = m.base;
+  r.spare = m.layout.spare_planes;
+  return r;
+}
+
+// One sweep of `levels` levels, every band, into the replacement; on success the replacement
+// holds the new planes and the grid their checksums, ready to commit.
+template <typename T>
+Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int ry, int levels,
+                   StreamStats& stats) {
+  const Manifest& m = grid.manifest();
+  const auto nz = static_cast<size_t>(m.shape.nz);
+  std::vector<PlaneHasher> read_hashes(grid.verifying() ? nz : 0), write_hashes(nz);
+  DG_ASSIGN_OR_RETURN(const BandWrites writes, BandWrites::open(grid, plan));
+  const SweepRecord record = band_sweep_record(m, levels);
+  for (int64_t b = 0; b < plan.bands; ++b) {
+    const typename StreamSweep<T>::Band band{writes.band(band_rows(plan, m.shape.ny, ry, b)),
+                                             grid.verifying() ? &read_hashes : nullptr,
+                                             &write_hashes};
+    run.set_band(&band);
+    DG_RETURN_IF_ERROR(run.sweep(record, levels, stats));
+  }
+  for (size_t p = 0; p < read_hashes.size(); ++p) {
+    DG_RETURN_IF_ERROR(grid.verify_plane_hash(static_cast<int64_t>(p), read_hashes[p].digest()));
+  }
+  for (size_t z = 0; z < nz; ++z) {
+    grid.record_plane_hash(static_cast<int64_t>(z), write_hashes[z].digest());
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status run_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int64_t steps,
+                 const StreamPlan& plan, io::BlockIo& io, const ProgressFn& progress,
+                 StreamStats& stats) {
+  StreamSweep<T> run(grid, scheme, boundary, plan, io, nullptr, GridPlacement{});
+  DG_RETURN_IF_ERROR(run.allocate());
+  while (stats.steps < steps) {
+    const int levels = static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps));
+    DG_RETURN_IF_ERROR(grid.create_replacement());
+    const Status swept = sweep_bands(grid, run, plan, scheme.radius_y(), levels, stats);
+    if (!swept.ok()) {
+      (void)grid.discard_prepared();  // (removes the replacement's files)
+      return swept;
+    }
+    stats.steps += levels;
+    const bool go_on = !progress || progress(stats.steps, steps);
+    Manifest next = grid.manifest();
+    next.step += levels;
+    DG_RETURN_IF_ERROR(grid.commit_replacement(next));
+    if (!go_on) break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status advance_in_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int64_t steps,
+                        const StreamPlan& plan, io::BlockIo& io, const ProgressFn& progress,
+                        StreamStats& stats) {
+  if (grid.sweep_record()) {
+    return invalid_argument(grid.dir() +
+                            " holds an interrupted in-place sweep; finish it with 'deepgrid run " +
+                            grid.dir() + " --resume' before sweeping in bands (--band-rows)");
+  }
+  return dispatch_dtype(grid.dtype(), [&](auto tag) {
+    return run_bands<decltype(tag)>(grid, scheme, boundary, steps, plan, io, progress, stats);
+  });
+}
+
+}  // namespace deepgrid::internal::stream
