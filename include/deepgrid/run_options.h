@@ -46,6 +46,10 @@ struct Snapshots {
   bool wanted() const { return every > 0; }
 };
 
+// RunOptions::band_rows left to the planner: bands of rows where the cost model finds them
+// cheaper than whole planes and the grid's disks have room for their second copy.
+inline constexpr int64_t kAutoBandRows = -1;
+
 struct RunOptions {
   // What to run: a stencil (a Scheme converts from one) or a scheme of several fields. Left
   // empty (no components), the grid's own scheme (Manifest::scheme) runs.
@@ -59,8 +63,9 @@ struct RunOptions {
   int64_t tile_x = 0;  // x-y tile of the wavefront (tiled: block extents along y, z); 0: automatic
   int64_t tile_y = 0;
   // Stream method: sweep in bands of this many rows instead of whole planes (out of place: a
-  // second copy of the data files during each sweep); 0: whole planes. docs/cli.md, "--band-rows".
-  int64_t band_rows = 0;
+  // second copy of the data files during each sweep); 0: whole planes; kAutoBandRows: the
+  // planner's choice (docs/cli.md, "--band-rows").
+  int64_t band_rows = kAutoBandRows;
   uint64_t mem_budget = 0;  // bytes; 0: no limit (the stream methods need one)
   // The device method: which device (an index of 'deepgrid devices', "gpu", "cpu"; empty: the
   // first GPU, else the first device) and its memory budget in bytes (0: its memory less 1/16).

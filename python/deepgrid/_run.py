@@ -79,7 +79,7 @@ def run(
     threads: int = 0,
     bt: int = 0,
     tile: tuple[int, int] | None = None,
-    band_rows: int = 0,
+    band_rows: int | None = None,
     io: str = "uring",
     resume: bool = False,
     flush_subnormals: bool = False,
@@ -110,7 +110,8 @@ def run(
     :func:`devices`, ``"gpu"`` or ``"cpu"``; it implies ``method="device"``) within
     ``device_mem`` of its memory, ``device_overlap`` auto | on | off: a wavefront's copies
     beside its steps (docs/devices.md); ``band_rows`` sweeps the stream method in bands of that
-    many rows instead of whole planes (large planes; docs/cli.md, "--band-rows");
+    many rows instead of whole planes (large planes; ``0``: whole planes; ``None``: the planner's
+    choice; docs/cli.md, "--band-rows");
     ``flush_subnormals`` computes with subnormal numbers taken as zero (x86
     computes them far slower: a field decaying into zero can run several times faster; every
     method gives the same bits). ``progress``: ``None`` shows a tqdm bar when stderr is a
@@ -157,7 +158,7 @@ def run(
     args.threads = threads
     args.bt = bt
     args.tile_x, args.tile_y = tile if tile is not None else (0, 0)
-    args.band_rows = int(band_rows)
+    args.band_rows = -1 if band_rows is None else int(band_rows)  # (-1: kAutoBandRows)
     args.resume = resume
     args.flush_subnormals = flush_subnormals
     if snapshots is not None:

@@ -93,7 +93,7 @@ MethodsBenchOptions methods_bench_options(const BenchArgs& a) {
   int bt = 0;
   a.blocking.apply(&bt, &o.tile_x, &o.tile_y);
   o.cache_bt = a.blocking.cache_bt;
-  o.band_rows = a.blocking.band_rows;
+  o.band_rows = a.blocking.band_rows_value();
   if (bt > 0) o.bts = {bt};
   if (!a.sweep_bt.empty()) {
     o.bts.clear();

@@ -1,6 +1,7 @@
 #include "cli/command_support.h"
 
 #include <array>
+#include <charconv>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
@@ -67,10 +68,11 @@ void BlockingArgs::add_to(CLI::App* cmd) {
                   "(two-level blocking); 0: automatic")
       ->capture_default_str();
   cmd->add_option("--band-rows", band_rows,
-                  "Stream method: sweep in bands of this many rows of every plane instead of "
-                  "whole planes, so that a budget holding few planes still blocks deeply; writes "
+                  "Stream method: sweep in bands of N rows of every plane instead of whole "
+                  "planes, so that a budget holding few large planes still blocks deeply; written "
                   "out of place (room for a second copy of the data files); grids of one field, "
-                  "dirichlet or neumann; see docs/cli.md")
+                  "dirichlet or neumann. auto: the planner's choice; 0: whole planes; see "
+                  "docs/cli.md")
       ->capture_default_str();
   cmd->add_option("--tile", tile,
                   "x-y tile of the wavefront, NXxNY; for --method tiled the blocks' extents "
@@ -80,7 +82,7 @@ void BlockingArgs::add_to(CLI::App* cmd) {
 void BlockingArgs::apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const {
   if (bt < 0) check(invalid_argument("--bt must be >= 1 (or 0 for automatic)"));
   if (cache_bt < 0) check(invalid_argument("--cache-bt must be >= 1 (or 0 for automatic)"));
-  if (band_rows < 0) check(invalid_argument("--band-rows must be >= 1 (or 0: whole planes)"));
+
   *bt_out = bt;
   if (tile.empty()) return;
   const Result<Shape> t = parse_shape(tile);
@@ -90,6 +92,19 @@ void BlockingArgs::apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const {
   }
   *tile_x = t->nx;
   *tile_y = t->ny;
+}
+
+int64_t BlockingArgs::band_rows_value() const {
+  if (band_rows == "auto") return kAutoBandRows;
+  int64_t n = -1;
+  const char* end = band_rows.data() + band_rows.size();
+  const auto [last, err] = std::from_chars(band_rows.data(), end, n);
+  if (err != std::errc() || last != end || n < 0) {
+    check(invalid_argument("--band-rows '" + band_rows +
+                           "' is not auto or a number of rows; write e.g. --band-rows 256 (0: "
+                           "whole planes)"));
+  }
+  return n;
 }
 
 void DeviceArgs::add_to(CLI::App* cmd) {

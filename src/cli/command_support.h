@@ -52,11 +52,12 @@ std::string schemes_help();
 // --bt, --cache-bt and --tile, shared by run, plan and bench.
 struct BlockingArgs {
   int bt = 0, cache_bt = 0;
-  int64_t band_rows = 0;
-  std::string tile;
+  std::string tile, band_rows = "auto";
 
   void add_to(CLI::App* cmd);
   void apply(int* bt_out, int64_t* tile_x, int64_t* tile_y) const;
+  // --band-rows: kAutoBandRows, 0 (whole planes) or the rows of a band.
+  int64_t band_rows_value() const;
 };
 
 // --device and --device-mem, shared by run, plan and bench (docs/devices.md).

@@ -82,7 +82,7 @@ RunOptions run_options(const RunArgs& a) {
   opt.threads = a.threads;
   a.blocking.apply(&opt.bt, &opt.tile_x, &opt.tile_y);
   opt.cache_bt = a.blocking.cache_bt;
-  opt.band_rows = a.blocking.band_rows;
+  opt.band_rows = a.blocking.band_rows_value();
   if (!a.mem.empty()) opt.mem_budget = get(parse_size(a.mem));
   a.device.apply(&opt.device, &opt.device_mem, &opt.device_overlap);
   opt.io = get(io::parse_backend(a.io));

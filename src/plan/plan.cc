@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <vector>
 
+#include "core/file_util.h"
 #include "deepgrid/plane_transfer.h"
 #include "plan/incore_bench.h"
 
@@ -49,6 +52,58 @@ Result<DeviceOverlap> parse_device_overlap(std::string_view text) {
   return invalid_argument("--device-overlap '" + std::string(text) + "' is not auto, on or off");
 }
 namespace {
+
+// Sweeps in bands that the planner weighs when left to choose (kAutoBandRows): their cost must
+// be under this share of whole planes' to be taken, for what the model leaves out (the commit
+// of a second copy of the files, a crash costing the whole sweep).
+constexpr double kBandsWorthIt = 0.9;
+
+// Whether the planner may sweep this run in bands: a grid of one field, dirichlet or neumann,
+// no probes, whole and on the CPU (stream_plan.cc's check_bands), and room for a second copy of
+// the data files beside them (the grid's directory `dir` known).
+bool bands_allowed(const Manifest& m, const std::string& dir, const RunOptions& opt,
+                   Method method) {
+  if (opt.band_rows != kAutoBandRows || method != Method::kStream || dir.empty() ||
+      m.components() > 1 || opt.scheme.component_count() > 1 ||
+      opt.boundary.kind == Boundary::Kind::kPeriodic || !opt.probes.sources.empty() ||
+      !opt.probes.receivers.empty() || !opt.placement.is_whole() || !opt.device.empty()) {
+    return false;
+  }
+  std::map<std::string, uint64_t> need;
+  for (const DataFile& f : m.layout.files) {
+    need[internal::parent_path(internal::join_path(dir, f.path))] += static_cast<uint64_t>(f.bytes);
+  }
+  return std::ranges::all_of(need, [](const auto& dir_need) {
+    const Result<uint64_t> free = internal::free_bytes(dir_need.first);
+    return free.ok() && *free >= dir_need.second;
+  });
+}
+
+// The band heights weighed: rows of whole 4096-byte blocks (the writes stay O_DIRECT), from 16
+// rows up to half the grid's, doubling.
+std::vector<int64_t> band_heights(const Manifest& m) {
+  const int64_t row = m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
+  const int64_t granule = kDirectIoAlignment / std::gcd(row, kDirectIoAlignment);
+  std::vector<int64_t> out;
+  for (int64_t h = std::max<int64_t>(granule, 16); h <= m.shape.ny / 2; h *= 2) out.push_back(h);
+  return out;
+}
+
+// The stream plan: bands of the rows asked for, whole planes, or, left to choose, the cheapest
+// of whole planes and band_heights() where bands_allowed() (`method`: the run's, resolved).
+Result<StreamPlan> choose_stream_plan(const Manifest& m, const std::string& dir,
+                                      const RunOptions& opt, Method method, StreamOptions so) {
+  so.band_rows = std::max<int64_t>(opt.band_rows, 0);
+  DG_ASSIGN_OR_RETURN(StreamPlan best, plan_stream(m, opt.scheme, opt.boundary, opt.steps, so));
+  if (!bands_allowed(m, dir, opt, method)) return best;
+  const double bar = kBandsWorthIt * best.cost.steps;
+  for (const int64_t rows : band_heights(m)) {
+    so.band_rows = rows;
+    const Result<StreamPlan> q = plan_stream(m, opt.scheme, opt.boundary, opt.steps, so);
+    if (q.ok() && q->cost.steps < bar && q->cost.steps < best.cost.steps) best = *q;
+  }
+  return best;
+}
 
 // mmap: the in-core engine with its grids in scratch files in `scratch_dir`. Tiles sized for
 // the machine's tuned working set.
@@ -279,7 +334,6 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   so.io = opt.io;
   so.tile_x = opt.tile_x;
   so.tile_y = opt.tile_y;
-  so.band_rows = opt.band_rows;
   if (opt.band_rows > 0 && (!opt.probes.sources.empty() || !opt.probes.receivers.empty())) {
     return invalid_argument(
         "--band-rows does not take sources or receivers yet; leave out --band-rows");
@@ -301,7 +355,7 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   }
   const double cpu_per_byte = machine.io_cpu_seconds_per_byte + kSweepCpuSecondsPerByte;
   so.io_cpu_updates_per_byte = cpu_per_byte * rate;
-  DG_ASSIGN_OR_RETURN(plan.stream, plan_stream(m, opt.scheme, opt.boundary, opt.steps, so));
+  DG_ASSIGN_OR_RETURN(plan.stream, choose_stream_plan(m, dir, opt, plan.method, so));
   plan.memory_bytes = static_cast<uint64_t>(plan.stream.memory_bytes);
   if (plan.stream.bands > 0) plan.disk_bytes = static_cast<uint64_t>(grid_bytes);
   // The planner's own cost of the plan it chose, in seconds at the in-core rate (the disk's

@@ -247,7 +247,7 @@ struct RunArgs {
   std::string device;                   // RunOptions::device
   std::string device_overlap = "auto";  // RunOptions::device_overlap: auto, on, off
   int threads = 0, bt = 0;
-  int64_t tile_x = 0, tile_y = 0, band_rows = 0;
+  int64_t tile_x = 0, tile_y = 0, band_rows = kAutoBandRows;
   bool resume = false, flush_subnormals = false;
   // Snapshots (RunOptions::snapshots): directory, every K steps, their VTKHDF form.
   std::string snapshots;

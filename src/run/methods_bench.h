@@ -32,11 +32,11 @@ struct MethodsBenchOptions {
   // The device method again, larger than its budget: --device-mem = grid bytes / device_ratio
   // and --mem = grid bytes / mem_ratio, so host-resident or three-tier as they fall; 0: not.
   double device_ratio = 0;
-  std::vector<int> bts = {0};      // stream, tiled and device: each bt (0: automatic)
-  int cache_bt = 0;                // stream: steps per stage (0: automatic)
-  int64_t band_rows = 0;           // stream: bands of rows (0: whole planes)
-  int64_t tile_x = 0, tile_y = 0;  // every method's tiles (0: automatic)
-  std::vector<double> ratios;      // out-of-core: each memory ratio (overrides mem_ratio)
+  std::vector<int> bts = {0};         // stream, tiled and device: each bt (0: automatic)
+  int cache_bt = 0;                   // stream: steps per stage (0: automatic)
+  int64_t band_rows = kAutoBandRows;  // stream: bands of rows (RunOptions::band_rows)
+  int64_t tile_x = 0, tile_y = 0;     // every method's tiles (0: automatic)
+  std::vector<double> ratios;         // out-of-core: each memory ratio (overrides mem_ratio)
   // Part of a sweep: a configuration that does not fit its budget becomes a skipped row instead
   // of an error (also where bts or ratios hold several).
   bool sweep = false;

@@ -277,6 +277,7 @@ void finish_the_sweep_first(const Grid& grid, RunOptions* opt) {
   if (const auto& sweep = grid.sweep_record()) {
     opt->method = opt->method == Method::kNaive ? Method::kNaive : Method::kStream;
     opt->bt = sweep->levels;
+    opt->band_rows = 0;  // (an in-place sweep: whole planes)
   }
 }
 
