@@ -439,6 +439,15 @@ TEST(StreamPlan, ThePlannerChoosesBandsWhereTheyPay) {
   EXPECT_EQ(
       plan_run(testing::planning_manifest({512, 512, 4096}), dir, ro, machine).value().stream.bands,
       0);
+  // Planes of 64 MiB: the budget holds no whole-plane sweep, bands it does.
+  const Manifest wide = testing::planning_manifest({4096, 4096, 16});
+  whole_planes.mem_budget = ro.mem_budget;
+  const auto refused = plan_run(wide, dir, whole_planes, machine);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("raise --mem"), std::string::npos);
+  const RunPlan only_bands = plan_run(wide, dir, ro, machine).value();
+  EXPECT_GT(only_bands.stream.bands, 1);
+  EXPECT_LE(only_bands.memory_bytes, ro.mem_budget);
 }
 
 }  // namespace

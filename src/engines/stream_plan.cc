@@ -355,9 +355,10 @@ Manifest band_manifest(const Manifest& m, int64_t height) {
 }
 
 // The cheapest plan of bands of opt.band_rows rows: for each depth, the band's planes hold the
-// band and bt * ry rows of halo at either side, and the run costs what one band's sweeps cost
-// times the bands (their halo rows read and computed again). No spare slots bound the depth:
-// the sweeps write out of place.
+// band and bt * ry rows of halo at either side. The run's cost, in steps over the whole grid:
+// every band reads its planes whole and computes, level by level, the rows that reach its own
+// (the trim: on average its rows and bt * ry more), and the sweep writes the grid once. No
+// spare slots bound the depth: the sweeps write out of place.
 Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundary& b, int64_t steps,
                               const StreamOptions& opt) {
   DG_RETURN_IF_ERROR(check_bands(m, st, b, opt));
@@ -387,19 +388,24 @@ Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundar
     const StreamPlan q = cheapest_plan(band, st, b, steps, bt, bt, fallback, band_opt);
     if (bt == depths.front()) smallest = q;
     if (static_cast<uint64_t>(q.memory_bytes) > band_opt.mem_budget) continue;
-    // The bands' sweeps, in steps over the whole grid.
-    const double scale = static_cast<double>(bands * height) / static_cast<double>(ny);
-    const StreamCost c =
-        run_cost(q, m.dtype, run, sweep_io(band, band_opt, q.threads), opt.disk_rate_observed);
-    const bool cheaper = best.bands == 0 || c.steps * scale < best_steps * (1 - 1e-9) ||
-                         (c.steps * scale <= best_steps * (1 + 1e-9) &&
-                          c.compute_steps * scale <= best_compute * (1 + 1e-9));
+    const double ny_d = static_cast<double>(ny);
+    const auto computed = static_cast<double>(std::min(height, rows + int64_t{bt} * st.radius_y()));
+    StreamPlan whole_grid = q;  // (its redundancy, counted over the whole grid)
+    whole_grid.redundancy *= static_cast<double>(bands) * computed / ny_d;
+    SweepIo io = sweep_io(m, band_opt, q.threads);
+    const double moved = (static_cast<double>(bands * height) + ny_d) / (2 * ny_d);
+    io.disk *= moved;
+    io.cpu *= moved;
+    const StreamCost c = run_cost(whole_grid, m.dtype, run, io, opt.disk_rate_observed);
+    const bool cheaper =
+        best.bands == 0 || c.steps < best_steps * (1 - 1e-9) ||
+        (c.steps <= best_steps * (1 + 1e-9) && c.compute_steps <= best_compute * (1 + 1e-9));
     if (!cheaper) continue;
     best = q;
     best.bands = bands;
     best.band_rows = rows;
     best.band_height = height;
-    best.cost = {c.steps * scale, c.compute_steps * scale, c.disk_steps * scale};
+    best.cost = c;
     best_steps = best.cost.steps;
     best_compute = best.cost.compute_steps;
   }

@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "core/file_util.h"
@@ -94,15 +95,20 @@ std::vector<int64_t> band_heights(const Manifest& m) {
 Result<StreamPlan> choose_stream_plan(const Manifest& m, const std::string& dir,
                                       const RunOptions& opt, Method method, StreamOptions so) {
   so.band_rows = std::max<int64_t>(opt.band_rows, 0);
-  DG_ASSIGN_OR_RETURN(StreamPlan best, plan_stream(m, opt.scheme, opt.boundary, opt.steps, so));
-  if (!bands_allowed(m, dir, opt, method)) return best;
-  const double bar = kBandsWorthIt * best.cost.steps;
+  Result<StreamPlan> whole = plan_stream(m, opt.scheme, opt.boundary, opt.steps, so);
+  if (!bands_allowed(m, dir, opt, method)) return whole;
+  // Whole planes that do not fit the budget at all leave bands the only plans.
+  std::optional<StreamPlan> best;
+  const double bar = whole.ok() ? kBandsWorthIt * whole->cost.steps : 0;
   for (const int64_t rows : band_heights(m)) {
     so.band_rows = rows;
     const Result<StreamPlan> q = plan_stream(m, opt.scheme, opt.boundary, opt.steps, so);
-    if (q.ok() && q->cost.steps < bar && q->cost.steps < best.cost.steps) best = *q;
+    if (q.ok() && (!whole.ok() || q->cost.steps < bar) &&
+        (!best || q->cost.steps < best->cost.steps)) {
+      best = *q;
+    }
   }
-  return best;
+  return best ? Result<StreamPlan>(*best) : whole;
 }
 
 // mmap: the in-core engine with its grids in scratch files in `scratch_dir`. Tiles sized for
