@@ -292,16 +292,16 @@ int cmd_bench_planes(const BenchArgs& a) {
   const std::vector<PlaneSweepRow> rows = get(bench_plane_sweep(o, planes));
   json all = json::array();
   std::string csv =
-      "plane,shape,method,bt,tile,mem_budget_bytes,seconds,mlups,compute_mlups,gflops,"
+      "plane,shape,method,bt,tile,band_rows,mem_budget_bytes,seconds,mlups,compute_mlups,gflops,"
       "ratio_to_incore_compute,ratio_to_incore_warm,incore_warm_mlups,kernel_in_cache_mlups\n";
   if (!a.json) {
     std::printf(
         "%s %s %s, %lld steps; grids P x P x nz of the bytes of %s; out-of-core budget = grid / "
-        "%g\n%6s %-16s %-8s %4s %-10s %9s %9s %9s %8s %7s %9s %9s\n",
+        "%g\n%6s %-16s %-8s %4s %-10s %5s %9s %9s %9s %8s %7s %9s %9s\n",
         o.scheme.name().c_str(), std::string(dtype_name(o.dtype)).c_str(),
         o.boundary.to_string().c_str(), static_cast<long long>(o.steps), a.shape.c_str(),
-        o.mem_ratio, "P", "shape", "method", "bt", "tiles", "mem", "MLUP/s", "compute", "/incore*",
-        "/warm", "warm", "kernel");
+        o.mem_ratio, "P", "shape", "method", "bt", "tiles", "bands", "mem", "MLUP/s", "compute",
+        "/incore*", "/warm", "warm", "kernel");
   }
   for (const PlaneSweepRow& p : rows) {
     for (const MethodsBenchRow& r : p.methods.rows) {
@@ -319,17 +319,20 @@ int cmd_bench_planes(const BenchArgs& a) {
       }
       char line[512];
       std::snprintf(line, sizeof line,
-                    "%lld,%s,%s,%d,%s,%llu,%.4f,%.1f,%.1f,%.3f,%.4f,%.4f,%.1f,%.1f\n",
+                    "%lld,%s,%s,%d,%s,%lld,%llu,%.4f,%.1f,%.1f,%.3f,%.4f,%.4f,%.1f,%.1f\n",
                     static_cast<long long>(p.plane), p.shape.to_string().c_str(), r.method.c_str(),
-                    r.bt, q.tile.c_str(), static_cast<unsigned long long>(r.mem_budget), q.seconds,
-                    q.mlups(), q.compute_mlups(), q.gflops(), r.compute_ratio_to_incore,
+                    r.bt, q.tile.c_str(), static_cast<long long>(q.band_rows),
+                    static_cast<unsigned long long>(r.mem_budget), q.seconds, q.mlups(),
+                    q.compute_mlups(), q.gflops(), r.compute_ratio_to_incore,
                     r.ratio_to_incore_warm, p.methods.incore_warm_mlups, p.kernel_mlups);
       csv += line;
       if (!a.json) {
-        std::printf("%6lld %-16s %-8s %4d %-10s %9s %9.1f %9.1f %8.3f %7.3f %9.1f %9.1f\n",
+        const std::string bands = q.band_rows > 0 ? std::to_string(q.band_rows) : "-";
+        std::printf("%6lld %-16s %-8s %4d %-10s %5s %9s %9.1f %9.1f %8.3f %7.3f %9.1f %9.1f\n",
                     static_cast<long long>(p.plane), p.shape.to_string().c_str(), r.method.c_str(),
-                    r.bt, q.tile.c_str(), r.mem_budget ? format_size(r.mem_budget).c_str() : "-",
-                    q.mlups(), q.compute_mlups(), r.compute_ratio_to_incore, r.ratio_to_incore_warm,
+                    r.bt, q.tile.c_str(), bands.c_str(),
+                    r.mem_budget ? format_size(r.mem_budget).c_str() : "-", q.mlups(),
+                    q.compute_mlups(), r.compute_ratio_to_incore, r.ratio_to_incore_warm,
                     p.methods.incore_warm_mlups, p.kernel_mlups);
       }
     }
@@ -338,7 +341,8 @@ int cmd_bench_planes(const BenchArgs& a) {
     std::printf(
         "MLUP/s: whole run (create excluded); compute: over its compute phase; /incore*: whole "
         "run over the in-core run's compute phase;\n/warm: over the in-core engine's warm rate "
-        "in memory (warm); kernel: the kernel alone on P-wide rows in cache, all threads\n");
+        "in memory (warm); kernel: the kernel alone on P-wide rows in cache, all threads;\nbands: "
+        "the rows of the stream's bands of rows (-: whole planes)\n");
   }
   if (!a.csv.empty()) write_csv(a.csv, csv);
   if (!a.plot.empty()) plot_plane_sweep(a, o, rows);
