@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -360,18 +361,19 @@ namespace {
 // the EPYC VM of docs/performance/large-planes.md), bands of rows hold as many of their own
 // planes as the depth wants: the plan of bands goes deeper, costs less, keeps within the
 // budget, and its planes hold each band with bt rows of halo at either side.
-TEST(StreamPlan, BandsOfRowsBlockDeeperWhereTheBudgetHoldsFewPlanes) {
-  const Manifest m = testing::planning_manifest({2048, 2048, 256});
+// The EPYC VM of docs/performance/large-planes.md, "Bands of rows, built", as a profile.
+MachineProfile epyc_with_bands() {
   MachineProfile machine;
   machine.compute_mlups = 4500;
   machine.disk_read_bps = machine.disk_write_bps = 900e6;
   machine.disk_sweep_bps = 2.0e9;
-  RunOptions ro;
-  ro.scheme = Stencil::preset("7pt").value();
-  ro.steps = 32;
-  ro.method = Method::kStream;
-  ro.threads = 2;
-  ro.mem_budget = 256 << 20;
+  return machine;
+}
+
+TEST(StreamPlan, BandsOfRowsBlockDeeperWhereTheBudgetHoldsFewPlanes) {
+  const Manifest m = testing::planning_manifest({2048, 2048, 256});
+  const MachineProfile machine = epyc_with_bands();
+  RunOptions ro = stream_run(32, 256 << 20);
   const RunPlan whole = plan_run(m, "", ro, machine).value();
   ro.band_rows = 256;
   const RunPlan bands = plan_run(m, "", ro, machine).value();
@@ -410,21 +412,15 @@ TEST(StreamPlan, ThePlannerChoosesBandsWhereTheyPay) {
   if (std::filesystem::space(dir).available < (uint64_t{3} << 30)) {
     GTEST_SKIP() << dir << " has under 3 GiB free: no room for the 1 GiB copy bands need";
   }
-  MachineProfile machine;
-  machine.compute_mlups = 4500;
-  machine.disk_read_bps = machine.disk_write_bps = 900e6;
-  machine.disk_sweep_bps = 2.0e9;
-  RunOptions ro;
-  ro.scheme = Stencil::preset("7pt").value();
-  ro.steps = 32;
-  ro.method = Method::kStream;
-  ro.threads = 2;
-  ro.mem_budget = 96 << 20;
+  const MachineProfile machine = epyc_with_bands();
+  RunOptions ro = stream_run(32, 96 << 20);
   const Manifest m = testing::planning_manifest({2048, 1024, 128});
   ASSERT_EQ(ro.band_rows, kAutoBandRows) << "the default";
   const RunPlan chosen = plan_run(m, dir, ro, machine).value();
   EXPECT_GT(chosen.stream.bands, 1);
-  EXPECT_EQ(chosen.stream.band_rows % 2, 0) << "rows of whole blocks, 16 to ny/2, doubling";
+  const int64_t rows = chosen.stream.band_rows;  // (rows of 8 KiB: any height is whole blocks)
+  EXPECT_TRUE(std::has_single_bit(static_cast<uint64_t>(rows)) && rows >= 16 && rows <= 512)
+      << rows << " rows: the heights weighed are 16 to ny/2, doubling";
   EXPECT_LE(chosen.memory_bytes, ro.mem_budget);
   RunOptions whole_planes = ro;
   whole_planes.band_rows = 0;

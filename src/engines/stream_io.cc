@@ -58,10 +58,10 @@ size_t SweepIo::buffer_bytes() const {
 
 Status SweepIo::begin(const SweepRecord& record, std::vector<int64_t> order) {
   record_ = &record;
+  order_ = std::move(order);
+  next_read_ = 0;
   if (band_height_ > 0) {
     begin_band();
-    order_ = std::move(order);
-    next_read_ = 0;
     return Status::Ok();
   }
   const Status opened = open_side_file(record);
@@ -70,8 +70,6 @@ Status SweepIo::begin(const SweepRecord& record, std::vector<int64_t> order) {
     return opened;
   }
   committer_->begin(record);
-  order_ = std::move(order);
-  next_read_ = 0;
   const int64_t from = record.done;
   std::fill(new_hash_.begin(), new_hash_.end(), 0);
   std::copy(record.hashes.begin(), record.hashes.end(), new_hash_.begin());
