@@ -244,6 +244,78 @@ TEST_F(StoreTest, APreparedReplacementWaitsForCommitOrDiscard) {
   }
 }
 
+// A commit that keeps the files it replaces hands them to the next replacement (the same
+// files, not truncated and allocated anew), and the states committed through them read back
+// whole; kept files
+// that no replacement takes are removed with the Grid, or by a replacement of another layout.
+TEST_F(StoreTest, KeptFilesTakeTheNextReplacementsWrites) {
+  CreateOptions opt;
+  opt.shape = {9, 7, 6};
+  opt.init = *parse_init("random:3");
+  const std::string dir = path("g");
+  ASSERT_TRUE(Grid::create(dir, opt).ok());
+  const auto initial = testing::random_values<float>(opt.shape, 3);
+  auto state = [&](int step) {
+    auto v = initial;
+    for (float& x : v) x += static_cast<float>(step);
+    return v;
+  };
+  const auto plane_bytes = static_cast<size_t>(opt.shape.plane_points()) * sizeof(float);
+  // `reuse`: the replacement is the files kept two commits ago.
+  auto commit_state = [&](Grid& g, int step, Grid::OldFiles old, bool reuse = false) {
+    ASSERT_TRUE(g.create_replacement().ok());
+    if (reuse) {
+      // Not truncated and allocated again: plane 0's slot still holds the state two back.
+      std::vector<float> stale(static_cast<size_t>(opt.shape.plane_points()));
+      const PlaneLocation at = g.locate(0, FileSet::kReplacement);
+      std::ifstream in(g.file_path(at.file, FileSet::kReplacement), std::ios::binary);
+      in.seekg(at.offset);
+      in.read(reinterpret_cast<char*>(stale.data()), static_cast<std::streamsize>(plane_bytes));
+      EXPECT_EQ(std::memcmp(stale.data(), state(step - 2).data(), plane_bytes), 0);
+    }
+    const auto values = state(step);
+    ASSERT_TRUE(io::write_plane_range(
+                    g, 0, opt.shape.nz,
+                    [&](int64_t z, void* out) {
+                      std::memcpy(out, values.data() + z * opt.shape.plane_points(), plane_bytes);
+                      return Status::Ok();
+                    },
+                    io::kPlanesInFlight, FileSet::kReplacement)
+                    .ok());
+    Manifest m = g.manifest();
+    m.step = step;
+    ASSERT_TRUE(g.commit_replacement(m, old).ok());
+  };
+  {
+    Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+    const std::string first = g.file_path(0);
+    for (int step = 1; step <= 4; ++step) {
+      commit_state(g, step, Grid::OldFiles::kKeep, step >= 3);
+      EXPECT_EQ(step % 2 == 1 ? g.file_path(0, FileSet::kReplacement) : g.file_path(0), first);
+      EXPECT_TRUE(fs::exists(g.file_path(0, FileSet::kReplacement))) << "the replaced file is kept";
+      EXPECT_EQ(read_all<float>(g), state(step));
+    }
+    ASSERT_TRUE(g.enable_verification().ok());
+    EXPECT_EQ(read_all<float>(g), state(4));
+  }
+  {
+    Grid again = Grid::open(dir).value();
+    EXPECT_EQ(again.manifest().step, 4);
+    EXPECT_EQ(read_all<float>(again), state(4));
+    EXPECT_FALSE(fs::exists(again.file_path(0, FileSet::kReplacement))) << "removed with the Grid";
+  }
+  {
+    // A grown grid's files are longer than the kept ones: the replacement is made anew.
+    Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+    commit_state(g, 5, Grid::OldFiles::kKeep);
+    ASSERT_TRUE(g.grow_spare(g.manifest().layout.spare_planes + 8).ok());
+    commit_state(g, 6, Grid::OldFiles::kRemove);
+    EXPECT_EQ(read_all<float>(g), state(6));
+    EXPECT_FALSE(fs::exists(g.file_path(0, FileSet::kReplacement))) << "a removing commit";
+  }
+  EXPECT_EQ(read_all<float>(Grid::open(dir).value()), state(6));
+}
+
 TEST_F(StoreTest, DamageIsDetected) {
   CreateOptions opt;
   opt.shape = {16, 16, 16};

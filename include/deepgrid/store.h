@@ -228,8 +228,14 @@ class Grid {
   // them (laid out with base 0), write_plane_range(..., FileSet::kReplacement) fills them, and
   // commit_replacement() makes them the grid's files atomically with the manifest `m` and
   // removes the old ones. A crash's leftovers are removed when the grid is next opened to write.
+  // A writer that commits one state after another (a sweep per commit) keeps the old files
+  // instead (kKeep): the next create_replacement() then writes into them, which spares freeing
+  // and allocating a grid's worth of disk blocks per commit (removing a 4 GiB file took 0.65 s
+  // on the development VM). Kept files hold stale values until overwritten and are removed by
+  // discard_prepared(), a commit that removes, or the Grid's end.
+  enum class OldFiles { kRemove, kKeep };
   Status create_replacement();
-  Status commit_replacement(Manifest m);
+  Status commit_replacement(Manifest m, OldFiles old = OldFiles::kRemove);
 
   // A replacement made ready beside the grid's files without committing it, for writers that
   // must commit several grids at once (a distributed run's parts): prepare_replacement(m) makes
@@ -261,6 +267,10 @@ class Grid {
   Status load_checksums();
   void load_sweep_record();
   void remove_replacement_leftovers() const;
+  // Whether the kept files are as many and as long as the layout's (a grown grid's are not).
+  bool kept_files_fit() const;
+  // Closes the kept files and removes them (their names are the replacement's).
+  void remove_kept_files();
   void load_prepared();
   Status sync_replacement() const;
   // `m` as a commit writes it: its format version, and a new checksum table (written here)
@@ -281,6 +291,7 @@ class Grid {
   bool verify_ = false;
   std::vector<int> fds_;
   std::vector<int> replacement_fds_;
+  std::vector<int> kept_fds_;  // files a commit kept for the next replacement (OldFiles::kKeep)
   bool direct_io_ = false;
   mutable uint64_t bytes_read_ = 0;
   uint64_t bytes_written_ = 0;

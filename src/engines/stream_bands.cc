@@ -116,7 +116,10 @@ Status run_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int
     const bool go_on = !progress || progress(stats.steps, steps);
     Manifest next = grid.manifest();
     next.step += levels;
-    DG_RETURN_IF_ERROR(grid.commit_replacement(next));
+    // The files replaced take the next sweep's writes (Grid::OldFiles).
+    const bool more = go_on && stats.steps < steps;
+    DG_RETURN_IF_ERROR(
+        grid.commit_replacement(next, more ? Grid::OldFiles::kKeep : Grid::OldFiles::kRemove));
     if (!go_on) break;
   }
   return Status::Ok();

@@ -167,7 +167,7 @@ class TiledRun {
   }
 
   // One pass of `levels` steps from the grid's files into their replacement (the second copy),
-  // which then becomes the grid's files, committed at the new step: a crash leaves the grid at
+  // which commit() then makes the grid's files at the new step: a crash leaves the grid at
   // the last pass's step. The checksums are unknown until the caller reads the planes back.
   Status pass(int levels, TiledStats& stats) {
     DG_RETURN_IF_ERROR(grid_.create_replacement());
@@ -193,9 +193,14 @@ class TiledRun {
       }
     }
     grid_.forget_checksums();
+    return Status::Ok();
+  }
+
+  // `old`: what becomes of the files replaced (kept for the next pass's writes).
+  Status commit(int levels, Grid::OldFiles old) {
     Manifest next = m_;
     next.step += levels;
-    return grid_.commit_replacement(next);
+    return grid_.commit_replacement(next, old);
   }
 
  private:
@@ -444,7 +449,11 @@ Result<TiledStats> advance_tiled(Grid& grid, const Stencil& stencil, const Bound
       const int levels = static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps));
       DG_RETURN_IF_ERROR(run.pass(levels, stats));
       stats.steps += levels;
-      if (progress && !progress(stats.steps, steps)) break;
+      const bool go_on = !progress || progress(stats.steps, steps);
+      const bool more = go_on && stats.steps < steps;
+      DG_RETURN_IF_ERROR(
+          run.commit(levels, more ? Grid::OldFiles::kKeep : Grid::OldFiles::kRemove));
+      if (!go_on) break;
     }
     return Status::Ok();
   });

@@ -31,11 +31,10 @@ using internal::kPreparedName;
 using internal::replacement_name;
 using nlohmann::json;
 
-namespace {}  // namespace
-
 Grid::Grid(Grid&&) noexcept = default;
 Grid& Grid::operator=(Grid&&) noexcept = default;
 Grid::~Grid() {
+  remove_kept_files();
   for (int fd : fds_) ::close(fd);
   for (int fd : replacement_fds_) ::close(fd);
 }
@@ -285,6 +284,13 @@ Status Grid::create_replacement() {
   if (prepared_) DG_RETURN_IF_ERROR(discard_prepared());
   for (int fd : replacement_fds_) ::close(fd);
   replacement_fds_.clear();
+  if (kept_files_fit()) {
+    // The files the last commit replaced: their blocks are allocated already.
+    replacement_fds_ = std::move(kept_fds_);
+    kept_fds_.clear();
+    return Status::Ok();
+  }
+  remove_kept_files();
   for (size_t f = 0; f < manifest_.layout.files.size(); ++f) {
     const std::string path = file_path(static_cast<int>(f), FileSet::kReplacement);
     bool direct = false;
@@ -307,7 +313,7 @@ Status Grid::sync_replacement() const {
   return Status::Ok();
 }
 
-Status Grid::commit_replacement(Manifest m) {
+Status Grid::commit_replacement(Manifest m, OldFiles old) {
   DG_RETURN_IF_ERROR(sync_replacement());
   std::vector<std::string> old_paths;
   for (size_t f = 0; f < m.layout.files.size(); ++f) {
@@ -317,6 +323,11 @@ Status Grid::commit_replacement(Manifest m) {
   m.base = 0;
   std::swap(fds_, replacement_fds_);
   DG_RETURN_IF_ERROR(commit(m));
+  if (old == OldFiles::kKeep) {
+    kept_fds_ = std::move(replacement_fds_);  // (their names are now the replacement's)
+    replacement_fds_.clear();
+    return Status::Ok();
+  }
   for (int fd : replacement_fds_) ::close(fd);
   replacement_fds_.clear();
   for (const std::string& path : old_paths) ::unlink(path.c_str());  // a leftover is removed later
@@ -366,6 +377,7 @@ Status Grid::discard_prepared() {
   prepared_.reset();
   for (int fd : replacement_fds_) ::close(fd);
   replacement_fds_.clear();
+  remove_kept_files();
   remove_replacement_leftovers();
   return Status::Ok();
 }
@@ -374,6 +386,24 @@ void Grid::remove_replacement_leftovers() const {
   for (size_t f = 0; f < manifest_.layout.files.size(); ++f) {
     ::unlink(file_path(static_cast<int>(f), FileSet::kReplacement).c_str());
   }
+}
+
+bool Grid::kept_files_fit() const {
+  if (kept_fds_.empty() || kept_fds_.size() != manifest_.layout.files.size()) return false;
+  for (size_t f = 0; f < kept_fds_.size(); ++f) {
+    struct stat st {};
+    if (::fstat(kept_fds_[f], &st) != 0 || st.st_size != manifest_.layout.files[f].bytes) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void Grid::remove_kept_files() {
+  if (kept_fds_.empty()) return;
+  for (int fd : kept_fds_) ::close(fd);
+  kept_fds_.clear();
+  remove_replacement_leftovers();
 }
 
 template <typename Copy>
