@@ -53,8 +53,14 @@ class BandWrites {
     for (int fd : owned_) ::close(fd);
   }
 
-  SweepIo::Band band(const BandRows& r) const {
-    return {r.y0, r.y1, r.r0, fds_, paths_, whole_blocks_};
+  // The sweep's bands, in order.
+  std::vector<SweepIo::Band> bands(const StreamPlan& plan, int64_t ny, int ry) const {
+    std::vector<SweepIo::Band> out;
+    for (int64_t b = 0; b < plan.bands; ++b) {
+      const BandRows r = band_rows(plan, ny, ry, b);
+      out.push_back({r.y0, r.y1, r.r0, fds_, paths_, whole_blocks_});
+    }
+    return out;
   }
 
  private:
@@ -81,10 +87,10 @@ Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int 
   const auto nz = static_cast<size_t>(m.shape.nz);
   std::vector<PlaneHasher> read_hashes(grid.verifying() ? nz : 0), write_hashes(nz);
   DG_ASSIGN_OR_RETURN(const BandWrites writes, BandWrites::open(grid, plan));
+  const std::vector<SweepIo::Band> bands = writes.bands(plan, m.shape.ny, ry);
   const SweepRecord record = band_sweep_record(m, levels);
-  for (int64_t b = 0; b < plan.bands; ++b) {
-    const typename StreamSweep<T>::Band band{writes.band(band_rows(plan, m.shape.ny, ry, b)),
-                                             grid.verifying() ? &read_hashes : nullptr,
+  for (size_t b = 0; b < bands.size(); ++b) {
+    const typename StreamSweep<T>::Band band{&bands, b, grid.verifying() ? &read_hashes : nullptr,
                                              &write_hashes};
     run.set_band(&band);
     DG_RETURN_IF_ERROR(run.sweep(record, levels, stats));

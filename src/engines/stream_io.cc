@@ -58,12 +58,13 @@ size_t SweepIo::buffer_bytes() const {
 
 Status SweepIo::begin(const SweepRecord& record, std::vector<int64_t> order) {
   record_ = &record;
-  order_ = std::move(order);
-  next_read_ = 0;
   if (band_height_ > 0) {
-    begin_band();
+    begin_band(std::move(order));
     return Status::Ok();
   }
+  order_ = std::move(order);
+  next_read_ = 0;
+  reads_total_ = order_.size();
   const Status opened = open_side_file(record);
   if (!opened.ok()) {
     close_side_file();
@@ -92,14 +93,15 @@ Result<size_t> SweepIo::await_read(int64_t p, StreamStats& stats) {
   while (true) {
     DG_RETURN_IF_ERROR(pump_reads());
     for (size_t b = 0; b < reads_.size(); ++b) {
-      if (reads_[b].plane == p && reads_[b].ready) return b;
+      const Buffer& r = reads_[b];
+      if (r.plane == p && r.ready && r.band == band_index_) return b;
     }
     DG_RETURN_IF_ERROR(complete_one(stats));
   }
 }
 
 Status SweepIo::recycle_reads(const std::vector<size_t>& used) {
-  for (size_t b : used) reads_[b] = Buffer{reads_[b].bytes, reads_[b].lead};
+  for (size_t b : used) reads_[b] = Buffer{reads_[b].bytes};
   return read_ahead();
 }
 
@@ -109,18 +111,33 @@ Status SweepIo::read_ahead() {
   return Status::Ok();
 }
 
-// Starts reads of the next planes in order while read buffers are free.
+// Starts reads of the next planes in order while read buffers are free (in band mode on into
+// the next bands' planes).
 Status SweepIo::pump_reads() {
-  for (size_t b = 0; b < reads_.size() && next_read_ < order_.size(); ++b) {
-    if (reads_[b].busy || reads_[b].plane >= 0) continue;
-    DG_RETURN_IF_ERROR(submit(reads_[b], io::Op::kRead, order_[next_read_++], b));
+  for (size_t b = 0; b < reads_.size() && next_read_ < reads_total_; ++b) {
+    Buffer& buf = reads_[b];
+    if (buf.busy || buf.plane >= 0) continue;
+    const size_t n = next_read_++;
+    if (band_height_ > 0) {
+      buf.band = n / order_.size();
+      buf.lead = band_lead((*bands_)[buf.band]);
+    }
+    DG_RETURN_IF_ERROR(submit(buf, io::Op::kRead, order_[n % order_.size()], b));
   }
   return Status::Ok();
 }
 
+// Band mode: the buffer takes the band's plane `lead` bytes in, and what follows it is zeros
+// (begin_band).
 Result<size_t> SweepIo::claim_write_buffer(StreamStats& stats) {
   DG_ASSIGN_OR_RETURN(const size_t b, idle_write_buffer(stats));
-  writes_[b].busy = true;
+  Buffer& buf = writes_[b];
+  buf.busy = true;
+  if (band_height_ > 0) {
+    buf.band = band_index_;
+    buf.lead = band_lead(band());
+    std::fill(buf.bytes + buf.lead + plane_bytes(), buf.bytes + buffer_bytes(), std::byte{0});
+  }
   return b;
 }
 
@@ -185,38 +202,45 @@ Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
 // which the buffer holds as zeros: begin_band).
 io::Request SweepIo::band_request(const Buffer& buf, bool write, int64_t plane) const {
   const int64_t row = m_.shape.nx * static_cast<int64_t>(dtype_size(m_.dtype));
+  const Band& band = (*bands_)[buf.band];
   io::Request r;
   if (!write) {
     const PlaneLocation loc = m_.locate_slot(m_.slot_of(plane, record_->base_from));
-    const int64_t first = band_->r0 * row / kBlock * kBlock;
+    const int64_t first = band.r0 * row / kBlock * kBlock;
     r.fd = grid_.fd(loc.file);
     r.path = paths_[static_cast<size_t>(loc.file)];
     r.offset = loc.offset + first;
-    r.length = static_cast<size_t>(round_up(band_->r0 * row + band_height_ * row) - first);
+    r.length = static_cast<size_t>(round_up(band.r0 * row + band_height_ * row) - first);
     r.buffer = buf.bytes;
     return r;
   }
   const PlaneLocation loc = grid_.locate(plane, FileSet::kReplacement);
-  const int64_t bytes = (band_->y1 - band_->y0) * row;
-  r.fd = band_->write_fds[static_cast<size_t>(loc.file)];
-  r.path = band_->write_paths[static_cast<size_t>(loc.file)];
-  r.offset = loc.offset + band_->y0 * row;
-  r.length = static_cast<size_t>(band_->whole_blocks ? round_up(bytes) : bytes);
-  r.buffered = !band_->whole_blocks;
-  r.buffer = buf.bytes + buf.lead + static_cast<size_t>((band_->y0 - band_->r0) * row);
+  const int64_t bytes = (band.y1 - band.y0) * row;
+  r.fd = band.write_fds[static_cast<size_t>(loc.file)];
+  r.path = band.write_paths[static_cast<size_t>(loc.file)];
+  r.offset = loc.offset + band.y0 * row;
+  r.length = static_cast<size_t>(band.whole_blocks ? round_up(bytes) : bytes);
+  r.buffered = !band.whole_blocks;
+  r.buffer = buf.bytes + buf.lead + static_cast<size_t>((band.y0 - band.r0) * row);
   return r;
 }
 
-// Every buffer idle, its plane `lead` bytes in (so that rows on block boundaries of the file
-// lie on block boundaries of the buffer), and what follows the plane zeros.
-void SweepIo::begin_band() {
+// Where a band's plane starts in a buffer: rows on block boundaries of the file then lie on
+// block boundaries of the buffer.
+size_t SweepIo::band_lead(const Band& band) const {
   const int64_t row = m_.shape.nx * static_cast<int64_t>(dtype_size(m_.dtype));
-  const auto lead = static_cast<size_t>(band_->r0 * row % kBlock);
-  for (Buffer& b : reads_) b = Buffer{b.bytes, lead};
-  for (Buffer& b : writes_) {
-    b = Buffer{b.bytes, lead};
-    std::fill(b.bytes + lead + plane_bytes(), b.bytes + buffer_bytes(), std::byte{0});
-  }
+  return static_cast<size_t>(band.r0 * row % kBlock);
+}
+
+// The sweep's first band: every buffer idle, and the reads of every band in `order` each.
+// A later band goes on with the reads and writes the bands before it started.
+void SweepIo::begin_band(std::vector<int64_t> order) {
+  if (band_index_ > 0) return;
+  for (Buffer& b : reads_) b = Buffer{b.bytes};
+  for (Buffer& b : writes_) b = Buffer{b.bytes};
+  order_ = std::move(order);
+  next_read_ = 0;
+  reads_total_ = order_.size() * bands_->size();
 }
 
 Status SweepIo::complete_one(StreamStats& stats) {

@@ -14,12 +14,14 @@
 // written by the whole team between the calls.
 //
 // Band mode (out-of-place sweeps, stream_bands.h): the planes are `height` rows of the grid's,
-// from row r0 of a band set before each begin(); a read brings those rows (the 4096-byte blocks
-// holding them: the plane's values start `lead` bytes into the buffer), a write sends the
-// band's own rows [y0, y1) of a new plane to the same place in the replacement files, through
-// the descriptors the band gives (O_DIRECT ones only when those rows start and end on 4096-byte
-// boundaries). No record, committer, write window or side file: nothing of the grid's own
-// files is written.
+// from row r0 of a band; a sweep runs its bands one after the other, a begin() each. A read
+// brings a band's rows (the 4096-byte blocks holding them: the plane's values start `lead`
+// bytes into the buffer), a write sends the band's own rows [y0, y1) of a new plane to the
+// same place in the replacement files, through the descriptors the band gives (O_DIRECT ones
+// only when those rows start and end on 4096-byte boundaries). Reads run ahead from one
+// band's planes into the next band's, and a band's last writes complete while the next band
+// computes, so the disk does not idle between bands. No record, committer, write window or
+// side file: nothing of the grid's own files is written.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +50,7 @@ class SweepIo {
     bool busy = false;   // a request is in flight
     bool ready = false;  // read: data arrived
     int64_t length = 0;  // of the request in flight
+    size_t band = 0;     // band mode: the band whose rows it holds
     template <typename T>
     T* data() const {
       return reinterpret_cast<T*>(bytes + lead);
@@ -75,9 +78,17 @@ class SweepIo {
   // Starts the sweep of `record` (kept until finish()), reading planes in `order`: opens (and,
   // for a new periodic sweep, fills) the side file, starts the committer, and records the
   // checksums of the planes a resumed sweep has done. On an error nothing is left open.
+  // Band mode: starts the band set_band() named, each reading in `order` (the same for all
+  // bands of a sweep); the first band's begin() starts the sweep.
   Status begin(const SweepRecord& record, std::vector<int64_t> order);
-  // Band mode: the band the next begin() sweeps (kept until then).
-  void set_band(const Band* band) { band_ = band; }
+  // Band mode: the sweep's bands in the order they run (kept until its last band ends), and
+  // the one the next begin() starts.
+  void set_band(const std::vector<Band>* bands, size_t index) {
+    bands_ = bands;
+    band_index_ = index;
+  }
+  const Band& band() const { return (*bands_)[band_index_]; }
+  bool last_band() const { return band_index_ + 1 == bands_->size(); }
   // Ends the sweep whose compute returned `st`: on an error waits out the requests in flight
   // (the kernel must not write into buffers about to be freed); then the committer's last
   // commit, and the side file closed. Returns the first error.
@@ -109,7 +120,8 @@ class SweepIo {
   Result<size_t> idle_write_buffer(StreamStats& stats);
   Status submit(Buffer& buf, io::Op op, int64_t plane, size_t index);
   io::Request band_request(const Buffer& buf, bool write, int64_t plane) const;
-  void begin_band();
+  size_t band_lead(const Band& band) const;
+  void begin_band(std::vector<int64_t> order);
   Status complete_one(StreamStats& stats);
   void drain();
   void note_written(int64_t z);
@@ -123,13 +135,15 @@ class SweepIo {
   const Manifest& m_;
   io::BlockIo& io_;
   const int rz_;
-  const int64_t band_height_;   // 0: whole planes
-  const Band* band_ = nullptr;  // band mode: the band being swept
+  const int64_t band_height_;                 // 0: whole planes
+  const std::vector<Band>* bands_ = nullptr;  // band mode: the sweep's bands
+  size_t band_index_ = 0;                     // the band being swept
   std::vector<std::string> paths_;
   AlignedBuffer arena_;  // the buffers' memory
   std::vector<Buffer> reads_, writes_;
   std::vector<int64_t> order_;
-  size_t next_read_ = 0;
+  size_t next_read_ = 0;    // (band mode: counting through every band's order)
+  size_t reads_total_ = 0;  // the sweep's reads: order_'s, once per band in band mode
   // The sweep being run, and its durability (resume.h).
   const SweepRecord* record_ = nullptr;
   std::vector<uint64_t> new_hash_;  // checksums of the new planes

@@ -45,19 +45,20 @@ Shape StreamSweep<T>::planes_shape(const Grid& grid, const StreamPlan& plan) {
 template <typename T>
 void StreamSweep<T>::set_band(const Band* band) {
   band_ = band;
-  io_.set_band(&band->io);
+  io_.set_band(band->all, band->index);
+  const SweepIo::Band& rows = io_.band();
   placement_ = GridPlacement{};
-  placement_.y = band->io.r0;
+  placement_.y = rows.r0;
   placement_.whole = m_.shape;
-  placement_.needed_lo[1] = band->io.y0 - band->io.r0;
-  placement_.needed_hi[1] = band->io.y1 - band->io.r0;
+  placement_.needed_lo[1] = rows.y0 - rows.r0;
+  placement_.needed_hi[1] = rows.y1 - rows.r0;
 }
 
 template <typename T>
 void StreamSweep<T>::hash_band_rows(const T* values, PlaneHasher& hash) const {
-  const int64_t first = band_->io.y0 - band_->io.r0;
-  hash.update(values + first * s_.nx,
-              static_cast<size_t>((band_->io.y1 - band_->io.y0) * s_.nx) * sizeof(T));
+  const SweepIo::Band& rows = io_.band();
+  hash.update(values + (rows.y0 - rows.r0) * s_.nx,
+              static_cast<size_t>((rows.y1 - rows.y0) * s_.nx) * sizeof(T));
 }
 
 template <typename T>
@@ -147,6 +148,8 @@ Status StreamSweep<T>::run_blocks(StreamStats& stats) {
     }
   }
   DG_RETURN_IF_ERROR(shared);
+  // (A band's last writes complete while the next band computes.)
+  if (band_ != nullptr && !io_.last_band()) return Status::Ok();
   return io_.complete_writes(stats);
 }
 

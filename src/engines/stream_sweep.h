@@ -43,10 +43,12 @@ class StreamSweep {
   StreamSweep(Grid& grid, const Scheme& st, const Boundary& b, const StreamPlan& plan,
               io::BlockIo& io, const ResolvedProbes* probes, const GridPlacement& placement);
 
-  // Band mode: what one band's sweep reads, writes and hashes; read_hashes null where the grid
-  // does not verify its reads.
+  // Band mode: band `index` of the sweep's bands (`all`, in the order they run: the I/O of one
+  // runs on into the next), and the running checksums of the planes it reads and writes;
+  // read_hashes null where the grid does not verify its reads.
   struct Band {
-    SweepIo::Band io;
+    const std::vector<SweepIo::Band>* all = nullptr;
+    size_t index = 0;
     std::vector<PlaneHasher>* read_hashes = nullptr;
     std::vector<PlaneHasher>* write_hashes = nullptr;
   };
