@@ -13,7 +13,8 @@
 // planes read are compared before anything is replaced: each band hashes its own rows of every
 // plane in row order into a running checksum per plane, which after the last band is the
 // plane's checksum (grids of one field: their plane is its rows in order). The price is disk
-// space for a second copy of the data files during a sweep.
+// space for a second copy of the data files while the run sweeps (kept from one sweep to the
+// next: Grid::OldFiles).
 #pragma once
 
 #include <algorithm>

@@ -468,7 +468,7 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
                        format_size(disk_bytes).c_str());
   } else if (stream.bands > 0) {
     n += std::snprintf(buf + n, sizeof buf - n,
-                       "disk        %s for a second copy of the data files during each sweep\n",
+                       "disk        %s for a second copy of the data files while the run sweeps\n",
                        format_size(disk_bytes).c_str());
   }
   const bool overlapped =
