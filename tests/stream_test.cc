@@ -487,8 +487,22 @@ TEST_P(EngineGolden, SourcesAndReceivers) {
     GTEST_SKIP() << "the tiled comparison method runs plain stencils only";
   }
   if (in_bands()) {
-    GTEST_SKIP() << "bands of rows take no sources or receivers yet (refusal tested in "
-                    "StreamGolden.BandsAreRefusedWhereTheyCannotRun)";
+    // Grids of one field: sources in the halo rows of the bands beside theirs, receivers on
+    // the bands' first and last rows (bands of 4 rows: rows 3-4, 7-8 meet), at every depth.
+    Probes probes = testing::shot_and_corner();
+    for (int64_t y : {3, 4, 6, 7, 8, 11}) probes.receivers.push_back({"u", 5, y, 7});
+    probes.sources.back().y = 4;
+    for (int bt : {1, 3, 0}) {
+      for (const char* st : {"7pt", "13pt"}) {
+        Case c{st, {17, 12, 14},       bt == 3 ? DType::kF32 : DType::kF64, 7, bt,
+               1,  io::Backend::kUring};
+        c.tile_x = 5;
+        c.tile_y = 3;
+        c.probes = &probes;
+        expect_all_boundaries(c);
+      }
+    }
+    return;
   }
   Probes probes = testing::shot_and_corner();
   for (int64_t x : {0, 4, 5, 16}) probes.receivers.push_back({"u", x, 6, 7});
@@ -677,7 +691,7 @@ TEST_F(StreamGolden, BandsOfWholeBlocks) {
   expect_all_boundaries(c);
 }
 
-// Bands take grids of one field, dirichlet or neumann, without probes, whole and on the CPU;
+// Bands take grids of one field, dirichlet or neumann, whole and on the CPU;
 // the rest is refused with the fix (leave out --band-rows) before anything changes, as is a
 // budget that cannot hold one band's planes, and a grid whose in-place sweep was interrupted.
 TEST_F(StreamGolden, BandsAreRefusedWhereTheyCannotRun) {
@@ -698,9 +712,6 @@ TEST_F(StreamGolden, BandsAreRefusedWhereTheyCannotRun) {
   Manifest three = m;
   three.fields = {"u", "u@1", "m"};
   expect_refused(plan_stream(three, wave2, Boundary{}, 6, opt), "one field");
-  StreamOptions sourced = opt;
-  sourced.source_components = 1;
-  expect_refused(plan_stream(m, st, Boundary{}, 6, sourced), "sources");
   StreamOptions part = opt;
   part.placement.whole = {64, 96, 20};
   expect_refused(plan_stream(m, st, Boundary{}, 6, part), "distributed part");
@@ -733,29 +744,6 @@ TEST_F(StreamGolden, BandsAreRefusedWhereTheyCannotRun) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("--resume"), std::string::npos) << r.status().message();
   EXPECT_EQ(g.manifest().step, 0);
-}
-
-// Sources and receivers are refused from the run's options, before the grid changes.
-TEST_F(StreamGolden, BandsRefuseProbes) {
-  CreateOptions co;
-  co.shape = {17, 12, 14};
-  co.init = *parse_init("random:2");
-  const std::string dir = root_ + "/probes";
-  ASSERT_TRUE(Grid::create(dir, co).ok());
-  RunOptions opt;
-  opt.scheme = testing_stencil("7pt");
-  opt.steps = 4;
-  opt.method = Method::kStream;
-  opt.mem_budget = 64 << 20;
-  opt.band_rows = 4;
-  opt.probes.receivers.push_back({"u", 3, 3, 3});
-  opt.traces_path = dir + ".traces.npy";
-  const auto r = run_grid(dir, opt);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("sources or receivers"), std::string::npos)
-      << r.status().message();
-  EXPECT_EQ(Grid::open(dir).value().manifest().step, 0);
 }
 
 // A plan decides which components its stages' rings leave out (wave schemes: all but u) and

@@ -106,9 +106,9 @@ Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int 
 
 template <typename T>
 Status run_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int64_t steps,
-                 const StreamPlan& plan, io::BlockIo& io, const ProgressFn& progress,
-                 StreamStats& stats) {
-  StreamSweep<T> run(grid, scheme, boundary, plan, io, nullptr, GridPlacement{});
+                 const StreamPlan& plan, io::BlockIo& io, const ResolvedProbes* probes,
+                 const ProgressFn& progress, StreamStats& stats) {
+  StreamSweep<T> run(grid, scheme, boundary, plan, io, probes, GridPlacement{});
   DG_RETURN_IF_ERROR(run.allocate());
   while (stats.steps < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps));
@@ -134,15 +134,16 @@ Status run_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int
 }  // namespace
 
 Status advance_in_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int64_t steps,
-                        const StreamPlan& plan, io::BlockIo& io, const ProgressFn& progress,
-                        StreamStats& stats) {
+                        const StreamPlan& plan, io::BlockIo& io, const ResolvedProbes* probes,
+                        const ProgressFn& progress, StreamStats& stats) {
   if (grid.sweep_record()) {
     return invalid_argument(grid.dir() +
                             " holds an interrupted in-place sweep; finish it with 'deepgrid run " +
                             grid.dir() + " --resume' before sweeping in bands (--band-rows)");
   }
   return dispatch_dtype(grid.dtype(), [&](auto tag) {
-    return run_bands<decltype(tag)>(grid, scheme, boundary, steps, plan, io, progress, stats);
+    return run_bands<decltype(tag)>(grid, scheme, boundary, steps, plan, io, probes, progress,
+                                    stats);
   });
 }
 

@@ -327,9 +327,6 @@ Status check_bands(const Manifest& m, const Scheme& st, const Boundary& b,
         "fields are swept in whole planes)" +
         fix);
   }
-  if (opt.probes != nullptr || opt.source_components != 0) {
-    return invalid_argument("--band-rows does not take sources or receivers yet" + fix);
-  }
   if (!opt.placement.is_whole() || opt.device != nullptr) {
     return invalid_argument(
         "--band-rows sweeps a whole grid on the CPU: not a distributed part "

@@ -60,14 +60,14 @@ namespace {
 constexpr double kBandsWorthIt = 0.9;
 
 // Whether the planner may sweep this run in bands: a grid of one field, dirichlet or neumann,
-// no probes, whole and on the CPU (stream_plan.cc's check_bands), and room for a second copy of
-// the data files beside them (the grid's directory `dir` known).
+// whole and on the CPU (stream_plan.cc's check_bands), and room for a second copy of the data
+// files beside them (the grid's directory `dir` known).
 bool bands_allowed(const Manifest& m, const std::string& dir, const RunOptions& opt,
                    Method method) {
   if (opt.band_rows != kAutoBandRows || method != Method::kStream || dir.empty() ||
       m.components() > 1 || opt.scheme.component_count() > 1 ||
-      opt.boundary.kind == Boundary::Kind::kPeriodic || !opt.probes.sources.empty() ||
-      !opt.probes.receivers.empty() || !opt.placement.is_whole() || !opt.device.empty()) {
+      opt.boundary.kind == Boundary::Kind::kPeriodic || !opt.placement.is_whole() ||
+      !opt.device.empty()) {
     return false;
   }
   std::map<std::string, uint64_t> need;
@@ -340,10 +340,6 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   so.io = opt.io;
   so.tile_x = opt.tile_x;
   so.tile_y = opt.tile_y;
-  if (opt.band_rows > 0 && (!opt.probes.sources.empty() || !opt.probes.receivers.empty())) {
-    return invalid_argument(
-        "--band-rows does not take sources or receivers yet; leave out --band-rows");
-  }
   so.cache_bytes = machine.cache_bytes;
   so.flush_subnormals = opt.flush_subnormals;
   for (const SourceSpec& source : opt.probes.sources) {
