@@ -436,11 +436,15 @@ Result<StreamPlan> plan_stream(const Manifest& m, const Scheme& st, const Bounda
                                             with_deepest_block(m, st, b, forced, opt), opt)
                             : cheapest_plan(m, st, b, steps, 1, deepest, minimum, opt);
   if (static_cast<uint64_t>(p.memory_bytes) > opt.mem_budget) {
-    return invalid_argument("--mem " + format_size(opt.mem_budget) + " is below the " +
-                            format_size(p.memory_bytes) + " the stream method needs with bt " +
-                            std::to_string(p.bt) + " (the minimum, bt 1, is " +
-                            format_size(minimum.memory_bytes) + "); raise --mem" +
-                            (opt.bt > 0 ? " or lower --bt" : ""));
+    const std::string below = "--mem " + format_size(opt.mem_budget) + " is below the ";
+    if (p.bt == 1) {
+      return invalid_argument(below + format_size(p.memory_bytes) +
+                              " the stream method needs at its minimum, bt 1; raise --mem");
+    }
+    return invalid_argument(below + format_size(p.memory_bytes) +
+                            " the stream method needs with bt " + std::to_string(p.bt) +
+                            " (the minimum, bt 1, is " + format_size(minimum.memory_bytes) +
+                            "); raise --mem" + (opt.bt > 0 ? " or lower --bt" : ""));
   }
   p.minimum_bytes = minimum.memory_bytes;
   p.sweeps = (std::max<int64_t>(steps, 0) + p.bt - 1) / p.bt;
