@@ -45,6 +45,7 @@ Shape StreamSweep<T>::planes_shape(const Grid& grid, const StreamPlan& plan) {
 template <typename T>
 void StreamSweep<T>::set_band(const Band* band) {
   band_ = band;
+  probes_ = band->probes;
   io_.set_band(band->all, band->index);
   const SweepIo::Band& rows = io_.band();
   placement_ = GridPlacement{};

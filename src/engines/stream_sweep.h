@@ -44,13 +44,15 @@ class StreamSweep {
               io::BlockIo& io, const ResolvedProbes* probes, const GridPlacement& placement);
 
   // Band mode: band `index` of the sweep's bands (`all`, in the order they run: the I/O of one
-  // runs on into the next), and the running checksums of the planes it reads and writes;
-  // read_hashes null where the grid does not verify its reads.
+  // runs on into the next), the running checksums of the planes it reads and writes
+  // (read_hashes null where the grid does not verify its reads), and the run's probes in the
+  // band's coordinates (null: none).
   struct Band {
     const std::vector<SweepIo::Band>* all = nullptr;
     size_t index = 0;
     std::vector<PlaneHasher>* read_hashes = nullptr;
     std::vector<PlaneHasher>* write_hashes = nullptr;
+    const ResolvedProbes* probes = nullptr;
   };
   // The band the next sweep() runs (kept until then); the plan must be of bands.
   void set_band(const Band* band);
@@ -87,8 +89,8 @@ class StreamSweep {
   void hash_block_outputs(int64_t i0, int64_t i1);
   Status finish_block(int64_t i0, int64_t i1, StreamStats& stats);
 
-  const ResolvedProbes* probes_;
-  GridPlacement placement_;  // (band mode: the band's)
+  const ResolvedProbes* probes_;  // (band mode: the band's, in its coordinates)
+  GridPlacement placement_;       // (band mode: the band's)
   const Band* band_ = nullptr;
   Grid& grid_;
   const Manifest& m_;

@@ -483,13 +483,12 @@ class Wavefront {
     }
   }
 
-  // Cells of `cells` (frame coordinates) standing for grid point (x, y) of the whole grid: with
-  // periodic wrap, every copy. (A grid placed in a larger one, a band of rows, holds the
-  // points of the whole grid that fall in it; periodic grids are whole.)
+  // Cells of `cells` (frame coordinates) standing for grid point (x, y): with periodic wrap,
+  // every copy.
   template <typename F>
   void for_each_copy(const ProbePoint& q, const Rect& cells, F&& f) const {
     if (!periodic_) {
-      const int64_t fx = q.x - probes_.placement.x - ox_, fy = q.y - probes_.placement.y - oy_;
+      const int64_t fx = q.x - ox_, fy = q.y - oy_;
       if (fx >= cells.x0 && fx < cells.x1 && fy >= cells.y0 && fy < cells.y1) f(fx, fy);
       return;
     }
@@ -518,16 +517,10 @@ class Wavefront {
       });
     }
     if (p.traces == nullptr) return;
-    const GridPlacement& at = probes_.placement;
     for (const uint32_t r : p.receivers_on(z)) {
       const ProbePoint& q = p.receivers[r];
-      // Recorded by the tile that delivers the point (in a placed grid, only where the grid
-      // must deliver it: a band's halo rows are another band's to record).
-      const int64_t x = q.x - at.x, y = q.y - at.y;
-      const bool own = x >= tile_.x0 && x < tile_.x1 && y >= tile_.y0 && y < tile_.y1 &&
-                       x >= at.needed_lo[0] && x < at.needed_hi[0] && y >= at.needed_lo[1] &&
-                       y < at.needed_hi[1];
-      const int64_t fx = x - ox_, fy = y - oy_;
+      const bool own = q.x >= tile_.x0 && q.x < tile_.x1 && q.y >= tile_.y0 && q.y < tile_.y1;
+      const int64_t fx = q.x - ox_, fy = q.y - oy_;
       if (own && p.traces->holds(step) && fx >= cells.x0 && fx < cells.x1 && fy >= cells.y0 &&
           fy < cells.y1) {
         // An aliased component that level k does not write: level k's value is its source's.
