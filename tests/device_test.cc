@@ -396,10 +396,14 @@ TEST_F(DeviceTest, PlanPredictsTheDeviceTimeFromItsMeasuredRates) {
   EXPECT_EQ(s["placement"], "host-resident");
   EXPECT_GT(s["predicted_copy_seconds"].get<double>(), r["predicted_copy_seconds"].get<double>())
       << s;
-  // (The same sum in other passes: equal up to rounding.)
-  EXPECT_GE(s["predicted_compute_seconds"].get<double>(),
-            r["predicted_compute_seconds"].get<double>() * (1 - 1e-9))
-      << s;
+  // As many updates (the same sum in other passes: equal up to rounding), each plan at the
+  // device rate it read: tests running beside this one may measure the device again and
+  // rewrite the shared machine cache between the two plans.
+  auto updates = [](const nlohmann::json& p) {
+    return p["predicted_compute_seconds"].get<double>() *
+           p["machine"]["device_mlups"].get<double>();
+  };
+  EXPECT_GE(updates(s), updates(r) * (1 - 1e-9)) << r << "\n" << s;
 }
 
 // bench --device-ratio runs the device method a second time out of the device's memory (here
