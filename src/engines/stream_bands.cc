@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,8 +82,9 @@ SweepRecord band_sweep_record(const Manifest& m, int levels) {
 // The run's probes as a band's sweep applies them, in the coordinates of its planes (rows from
 // r0): every source, and the receivers in the band's own rows; the others lie outside its
 // planes (row -1), each recorded by the band it belongs to. (Indices stay the run's: the
-// receivers' columns in the traces, the probes by plane.)
-ResolvedProbes band_probes(const ResolvedProbes& all, const BandRows& rows) {
+// receivers' columns in the traces, the probes by plane.) Made as each band starts: one copy
+// of the probes at a time, whatever the number of bands.
+ResolvedProbes band_probes(const ResolvedProbes& all, const SweepIo::Band& rows) {
   constexpr int64_t kOutsideThePlanes = -1;
   ResolvedProbes p = all;
   for (ProbePoint& q : p.sources) q.y -= rows.r0;
@@ -93,11 +95,11 @@ ResolvedProbes band_probes(const ResolvedProbes& all, const BandRows& rows) {
 }
 
 // One sweep of `levels` levels, every band, into the replacement; on success the replacement
-// holds the new planes and the grid their checksums, ready to commit. `probes`: each band's
-// (band_probes), or none.
+// holds the new planes and the grid their checksums, ready to commit. `probes`: the run's, or
+// null.
 template <typename T>
 Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int ry, int levels,
-                   const std::vector<ResolvedProbes>& probes, StreamStats& stats) {
+                   const ResolvedProbes* probes, StreamStats& stats) {
   const Manifest& m = grid.manifest();
   const auto nz = static_cast<size_t>(m.shape.nz);
   std::vector<PlaneHasher> read_hashes(grid.verifying() ? nz : 0), write_hashes(nz);
@@ -105,8 +107,10 @@ Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int 
   const std::vector<SweepIo::Band> bands = writes.bands(plan, m.shape.ny, ry);
   const SweepRecord record = band_sweep_record(m, levels);
   for (size_t b = 0; b < bands.size(); ++b) {
+    std::optional<ResolvedProbes> band_probed;
+    if (probes != nullptr) band_probed = band_probes(*probes, bands[b]);
     const typename StreamSweep<T>::Band band{&bands, b, grid.verifying() ? &read_hashes : nullptr,
-                                             &write_hashes, probes.empty() ? nullptr : &probes[b]};
+                                             &write_hashes, band_probed ? &*band_probed : nullptr};
     run.set_band(&band);
     DG_RETURN_IF_ERROR(run.sweep(record, levels, stats));
   }
@@ -125,16 +129,10 @@ Status run_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int
                  const ProgressFn& progress, StreamStats& stats) {
   StreamSweep<T> run(grid, scheme, boundary, plan, io, probes, GridPlacement{});
   DG_RETURN_IF_ERROR(run.allocate());
-  std::vector<ResolvedProbes> probes_by_band;
-  for (int64_t b = 0; probes != nullptr && b < plan.bands; ++b) {
-    probes_by_band.push_back(
-        band_probes(*probes, band_rows(plan, grid.shape().ny, scheme.radius_y(), b)));
-  }
   while (stats.steps < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps));
     DG_RETURN_IF_ERROR(grid.create_replacement());
-    const Status swept =
-        sweep_bands(grid, run, plan, scheme.radius_y(), levels, probes_by_band, stats);
+    const Status swept = sweep_bands(grid, run, plan, scheme.radius_y(), levels, probes, stats);
     if (!swept.ok()) {
       (void)grid.discard_prepared();  // (removes the replacement's files)
       return swept;

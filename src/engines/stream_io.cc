@@ -64,7 +64,6 @@ Status SweepIo::begin(const SweepRecord& record, std::vector<int64_t> order) {
   }
   order_ = std::move(order);
   next_read_ = 0;
-  reads_total_ = order_.size();
   const Status opened = open_side_file(record);
   if (!opened.ok()) {
     close_side_file();
@@ -114,7 +113,7 @@ Status SweepIo::read_ahead() {
 // Starts reads of the next planes in order while read buffers are free (in band mode on into
 // the next bands' planes).
 Status SweepIo::pump_reads() {
-  for (size_t b = 0; b < reads_.size() && next_read_ < reads_total_; ++b) {
+  for (size_t b = 0; b < reads_.size() && next_read_ < reads_total(); ++b) {
     Buffer& buf = reads_[b];
     if (buf.busy || buf.plane >= 0) continue;
     const size_t n = next_read_++;
@@ -240,7 +239,6 @@ void SweepIo::begin_band(std::vector<int64_t> order) {
   for (Buffer& b : writes_) b = Buffer{b.bytes};
   order_ = std::move(order);
   next_read_ = 0;
-  reads_total_ = order_.size() * bands_->size();
 }
 
 Status SweepIo::complete_one(StreamStats& stats) {

@@ -117,6 +117,10 @@ class SweepIo {
 
  private:
   Status pump_reads();
+  // The sweep's reads: order_'s, once per band in band mode.
+  size_t reads_total() const {
+    return band_height_ > 0 ? order_.size() * bands_->size() : order_.size();
+  }
   Result<size_t> idle_write_buffer(StreamStats& stats);
   Status submit(Buffer& buf, io::Op op, int64_t plane, size_t index);
   io::Request band_request(const Buffer& buf, bool write, int64_t plane) const;
@@ -142,8 +146,7 @@ class SweepIo {
   AlignedBuffer arena_;  // the buffers' memory
   std::vector<Buffer> reads_, writes_;
   std::vector<int64_t> order_;
-  size_t next_read_ = 0;    // (band mode: counting through every band's order)
-  size_t reads_total_ = 0;  // the sweep's reads: order_'s, once per band in band mode
+  size_t next_read_ = 0;  // (band mode: counting through every band's order)
   // The sweep being run, and its durability (resume.h).
   const SweepRecord* record_ = nullptr;
   std::vector<uint64_t> new_hash_;  // checksums of the new planes
