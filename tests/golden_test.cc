@@ -271,6 +271,38 @@ TEST(WavefrontPlan, SizesTilesForTheCacheBudget) {
   EXPECT_EQ(forced.tile_y, 8) << "clamped to the grid";
 }
 
+// Tiles of one x range run as chains along y where each thread gets two or more of them
+// (WavefrontEdges), with room for each thread's edge rows counted in the engine's memory; not
+// at bt 1 (no level hands anything on), nor with carry_edges off.
+TEST(WavefrontPlan, ChainsTilesAlongYWhereEachThreadGetsSeveral) {
+  InCoreOptions opt;
+  opt.threads = 2;
+  opt.bt = 4;
+  opt.tile_x = 512;
+  opt.tile_y = 32;
+  const Stencil st = Stencil::preset("7pt").value();
+  const Shape s{512, 512, 64};
+  const WavefrontPlan p = plan_wavefront(s, st, 4, 100, opt);
+  EXPECT_EQ(p.chain_tiles, 8) << "16 tiles of 32 rows, two chains";
+  // 3 levels hand on 2 rows of every plane a level computes (64 + 2 * 4), 1024 values apart.
+  const int64_t edges = 3 * (64 + 2 * 4) * 2 * int64_t{528 + 16} * 4;
+  EXPECT_GE(p.edges_bytes, edges);
+  EXPECT_LT(p.edges_bytes, edges + (int64_t{2} << 20));
+  EXPECT_EQ(InCoreEngine<float>::memory_bytes(s, st, 100, opt) -
+                InCoreEngine<float>::memory_bytes(s, st, 100,
+                                                  [&] {
+                                                    InCoreOptions off = opt;
+                                                    off.carry_edges = false;
+                                                    return off;
+                                                  }()),
+            2 * p.edges_bytes);
+  opt.tile_y = 256;
+  EXPECT_EQ(plan_wavefront(s, st, 4, 100, opt).chain_tiles, 0) << "one tile per thread";
+  opt.tile_y = 32;
+  opt.bt = 1;
+  EXPECT_EQ(plan_wavefront(s, st, 4, 100, opt).edges_bytes, 0);
+}
+
 // Star stencils go 8 / r deep where the working set leaves tiles of 32 rows or more at that
 // depth, else 6 / r; box stencils 3 / r whatever the budget.
 TEST(WavefrontPlan, DeeperBlockingWhereTheWorkingSetAllowsTallTiles) {

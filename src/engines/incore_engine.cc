@@ -64,6 +64,34 @@ struct Rotation {
   bool store = true;       // the pass stores u@1 (the last pass of a run)
 };
 
+// Planes of edges a chain's tiles hand on, per level (WavefrontEdges): every plane a level of a
+// pass of `levels` levels computes, [-levels rz, nz + levels rz) when periodic.
+int64_t edge_planes(const Shape& s, int levels, int rz) { return s.nz + 2 * int64_t{levels} * rz; }
+
+// The output regions' tiles in chains (WavefrontChain) of at most `longest` tiles: each x range
+// of a region cut along y into chains of as equal lengths as fit.
+std::vector<std::vector<OutputRegion>> tile_chains(const std::vector<OutputRegion>& regions,
+                                                   const WavefrontPlan& plan, int64_t longest) {
+  std::vector<std::vector<OutputRegion>> chains;
+  for (const OutputRegion& r : regions) {
+    const int64_t tiles_y = (r.rect.y1 - r.rect.y0 + plan.tile_y - 1) / plan.tile_y;
+    const int64_t count = (tiles_y + longest - 1) / longest;
+    for (int64_t x = r.rect.x0; x < r.rect.x1; x += plan.tile_x) {
+      for (int64_t c = 0; c < count; ++c) {
+        std::vector<OutputRegion>& chain = chains.emplace_back();
+        for (int64_t t = c * tiles_y / count; t < (c + 1) * tiles_y / count; ++t) {
+          const int64_t y = r.rect.y0 + t * plan.tile_y;
+          chain.push_back(
+              {{x, std::min(r.rect.x1, x + plan.tile_x), y, std::min(r.rect.y1, y + plan.tile_y)},
+               r.from,
+               r.to});
+        }
+      }
+    }
+  }
+  return chains;
+}
+
 // The output regions of one pass, each cut into the plan's tiles: level L of each tile's
 // wavefront, which starts at the levels below that `from` needs and stops once plane to - 1 is
 // out. Threads take whole tiles.
@@ -71,43 +99,47 @@ template <typename T>
 void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k,
                const Boundary& b, int levels, const internal::WavefrontTrim& trim,
                const WavefrontPlan& plan, ProbeRun probes, const std::vector<OutputRegion>& regions,
-               LeanComponents lean, Rotation turn) {
+               LeanComponents lean, Rotation turn,
+               const std::vector<internal::AlignedBuffer>& edge_memory) {
   const Shape& s = src.shape();
-  std::vector<OutputRegion> tiles;
-  for (const OutputRegion& r : regions) {
-    for (int64_t y = r.rect.y0; y < r.rect.y1; y += plan.tile_y) {
-      for (int64_t x = r.rect.x0; x < r.rect.x1; x += plan.tile_x) {
-        tiles.push_back(
-            {{x, std::min(r.rect.x1, x + plan.tile_x), y, std::min(r.rect.y1, y + plan.tile_y)},
-             r.from,
-             r.to});
-      }
-    }
-  }
+  const bool chained = plan.chain_tiles >= 2 && levels >= 2;
+  const std::vector<std::vector<OutputRegion>> chains =
+      tile_chains(regions, plan, chained ? plan.chain_tiles : 1);
   const int64_t frame_w = plan.tile_x + 2 * int64_t{levels} * k.rx();
   const int64_t frame_h = plan.tile_y + 2 * int64_t{levels} * k.ry();
-  const auto items = static_cast<int64_t>(tiles.size());
+  const auto items = static_cast<int64_t>(chains.size());
   const uint64_t holds = lean.kept | (turn.store ? 0 : uint64_t{1} << turn.to);
 #pragma omp parallel num_threads(plan.threads)
   {
     const internal::SubnormalsFlushed flushed(plan.flush_subnormals);
     internal::WavefrontWorkspace<T> ws(levels, k.rz(), k.ry(), frame_w, frame_h,
                                        static_cast<T>(b.value), k.components(), lean.aliased);
+    const internal::WavefrontEdges<T> edges(
+        k.ry(), ws.stride(), ws.components(), -int64_t{levels} * k.rz(),
+        edge_planes(s, levels, k.rz()),
+        chained ? edge_memory[static_cast<size_t>(omp_get_thread_num())].template data<T>()
+                : nullptr);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < items; ++item) {
-      const OutputRegion& region = tiles[static_cast<size_t>(item)];
-      const internal::WavefrontFrame& tile = region.rect;
-      const int64_t ox = tile.x0 - int64_t{levels} * k.rx();
-      const int64_t oy = tile.y0 - int64_t{levels} * k.ry();
-      internal::Wavefront<T> wave(
-          k, b, s, levels, tile, ws,
-          [&](int64_t z) -> const T* { return src.plane(z) + oy * src.stride() + ox; },
-          {src.stride(), src.field_stride()},
-          [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
-          {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim, holds);
-      if (turn.in_output) wave.read_level0_from_output(turn.to, turn.from);
-      const int64_t end = std::min(wave.end_step(), region.to + int64_t{levels} * k.rz());
-      for (int64_t i = wave.first_step(); i < end; ++i) wave.step(i);
+      const std::vector<OutputRegion>& chain = chains[static_cast<size_t>(item)];
+      for (size_t t = 0; t < chain.size(); ++t) {
+        const OutputRegion& region = chain[t];
+        const internal::WavefrontFrame& tile = region.rect;
+        const int64_t ox = tile.x0 - int64_t{levels} * k.rx();
+        const int64_t oy = tile.y0 - int64_t{levels} * k.ry();
+        internal::Wavefront<T> wave(
+            k, b, s, levels, tile, ws,
+            [&](int64_t z) -> const T* { return src.plane(z) + oy * src.stride() + ox; },
+            {src.stride(), src.field_stride()},
+            [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
+            {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim, holds);
+        if (turn.in_output) wave.read_level0_from_output(turn.to, turn.from);
+        if (chain.size() > 1) {
+          wave.chain({&edges, t > 0, t + 1 < chain.size(), chain.back().rect.y1});
+        }
+        const int64_t end = std::min(wave.end_step(), region.to + int64_t{levels} * k.rz());
+        for (int64_t i = wave.first_step(); i < end; ++i) wave.step(i);
+      }
     }
   }
 }
@@ -148,13 +180,14 @@ std::vector<OutputRegion> around(const LateCut& cut, const Shape& s) {
 template <typename T>
 void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, const Boundary& b,
           int levels, int64_t reach, const WavefrontPlan& plan, ProbeRun probes,
-          const LateHalos* late, LeanComponents lean, Rotation turn) {
+          const LateHalos* late, LeanComponents lean, Rotation turn,
+          const std::vector<internal::AlignedBuffer>& edges) {
   src.fill_ghosts(b, plan.threads);
   const internal::WavefrontTrim trim{probes.placement.needed_lo, probes.placement.needed_hi, reach};
   const Shape& s = src.shape();
   const std::vector<OutputRegion> all{{{0, s.nx, 0, s.ny}, 0, s.nz}};
   if (late == nullptr) {
-    run_tiles(src, dst, k, b, levels, trim, plan, probes, all, lean, turn);
+    run_tiles(src, dst, k, b, levels, trim, plan, probes, all, lean, turn, edges);
     return;
   }
   // Split off only when the box's two z ends (computed at once, after) then cover disjoint
@@ -167,11 +200,12 @@ void pass(PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k, cons
                      cut.z1 - cut.z0 > 2 * int64_t{levels} * k.rz();
   if (split) {
     run_tiles(src, dst, k, b, levels, trim, plan, probes,
-              {{{0, s.nx, cut.y0, cut.y1}, cut.z0, cut.z1}}, lean, turn);
+              {{{0, s.nx, cut.y0, cut.y1}, cut.z0, cut.z1}}, lean, turn, edges);
   }
   late->arrive();
   src.fill_ghosts(b, plan.threads);  // of the points that arrived, and made of them
-  run_tiles(src, dst, k, b, levels, trim, plan, probes, split ? around(cut, s) : all, lean, turn);
+  run_tiles(src, dst, k, b, levels, trim, plan, probes, split ? around(cut, s) : all, lean, turn,
+            edges);
 }
 
 // The ghost frame a pass of the plan reads around the source grid.
@@ -312,6 +346,20 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   p.tile_y = std::clamp<int64_t>(ty, 1, s.ny);
   p.workspace_bytes = internal::wavefront_workspace_bytes(
       p.bt, rz, p.tile_x + 2 * hx, p.tile_y + 2 * hy, value_bytes, components);
+  // Chains along y where each thread gets two tiles or more of an x range (a chain's first
+  // tile still computes its whole frame).
+  const int64_t tiles_x = (s.nx + p.tile_x - 1) / p.tile_x;
+  const int64_t tiles_y = (s.ny + p.tile_y - 1) / p.tile_y;
+  const int64_t chains_per_column = std::max<int64_t>(1, p.threads / tiles_x);
+  const int64_t chain_tiles = (tiles_y + chains_per_column - 1) / chains_per_column;
+  if (opt.carry_edges && p.bt >= 2 && ry > 0 && tiles_y / chains_per_column >= 2) {
+    p.chain_tiles = chain_tiles;
+    p.edges_bytes = static_cast<int64_t>(internal::paged_bytes(static_cast<size_t>(
+        internal::WavefrontEdges<char>::values(
+            p.bt, ry, internal::wavefront_row_stride(p.tile_x + 2 * hx, value_bytes), components,
+            edge_planes(s, p.bt, rz)) *
+        static_cast<int64_t>(value_bytes))));
+  }
   return p;
 }
 
@@ -320,7 +368,7 @@ int64_t InCoreEngine<T>::memory_bytes(const Shape& shape, const Scheme& scheme, 
                                       const InCoreOptions& options) {
   const WavefrontPlan p = plan_wavefront(shape, scheme, sizeof(T), steps, options);
   const int64_t grids = options.scratch_dir.empty() ? grid_copies_bytes<T>(shape, scheme, p) : 0;
-  return grids + p.threads * p.workspace_bytes;
+  return grids + p.threads * (p.workspace_bytes + p.edges_bytes);
 }
 
 template <typename T>
@@ -385,6 +433,13 @@ Result<InCoreEngine<T>> InCoreEngine<T>::create(const Shape& shape, const Scheme
                                                              shape, halo, options.scratch_dir, n));
   }
   e.written_.assign(static_cast<size_t>(shape.nz), 0);
+  if (e.plan_.edges_bytes > 0) {
+    for (int t = 0; t < e.plan_.threads; ++t) {
+      internal::AlignedBuffer& b = e.edges_.emplace_back(
+          internal::AlignedBuffer::on_huge_pages(static_cast<size_t>(e.plan_.edges_bytes)));
+      if (!b.ok()) return Status(ErrorCode::kResource, "out of memory for the tiles' edges");
+    }
+  }
   return e;
 }
 
@@ -405,7 +460,7 @@ int64_t InCoreEngine<T>::advance(const Boundary& boundary, int64_t steps,
     pass(grids_[cur_], grids_[1 - cur_], kernel_, boundary, levels, steps - done, plan_,
          {probes.probes, probes.step + done, probes.placement},
          done == 0 && late.arrive ? &late : nullptr, lean,
-         turns ? Rotation{to, from, turned, last} : Rotation{});
+         turns ? Rotation{to, from, turned, last} : Rotation{}, edges_);
     turned = turns && !last;
     if (lean.kept != 0) {
       copy_kept(cur_);  // the late halos' planes

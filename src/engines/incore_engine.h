@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "deepgrid/boundary.h"
 #include "deepgrid/probes.h"
 #include "deepgrid/progress.h"
@@ -35,6 +36,11 @@ struct InCoreOptions {
   // radius 2 or more run at bt 1 where that is automatic (plan_wavefront). The stream engine's
   // stages, whose levels do not take turns, and the rates measured for them plan without it.
   bool turn_time_levels = true;
+  // Tiles of one x range run in y order as chains, each handing its edge rows to the next
+  // instead of its neighbour computing them again (WavefrontEdges), where the plan's tiles
+  // leave each thread two or more of them (plan_wavefront). Off: every tile computes its
+  // whole frame, as the stream engine's stages do.
+  bool carry_edges = true;
   // Where the two grid copies live: empty, in memory; else in MAP_SHARED mappings of scratch
   // files in this directory, paged by the OS (the mmap method).
   std::string scratch_dir;
@@ -45,7 +51,11 @@ struct WavefrontPlan {
   int bt = 1;
   int threads = 1;
   int64_t tile_x = 1, tile_y = 1;
-  int64_t workspace_bytes = 0;  // per thread
+  int64_t workspace_bytes = 0;  // per thread (the rings)
+  // Tiles run as chains along y (InCoreOptions::carry_edges) of `chain_tiles` tiles or fewer,
+  // each thread with edges_bytes of edge rows; 0: each tile on its own.
+  int64_t chain_tiles = 0;
+  int64_t edges_bytes = 0;
   bool flush_subnormals = false;
   // bt 1 passes write u's new value over u@1 (SchemeKernel::rotation(): the time levels take
   // turns), unless a run's sources add to u@1.
@@ -148,6 +158,7 @@ class InCoreEngine {
   uint64_t kept_ = 0;
   bool kept_equal_ = false;
   std::vector<char> written_;
+  std::vector<internal::AlignedBuffer> edges_;  // per thread (WavefrontPlan::edges_bytes)
 };
 
 extern template class InCoreEngine<float>;

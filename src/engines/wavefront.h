@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -124,6 +125,8 @@ class WavefrontWorkspace {
   }
 
   bool ok() const { return buffer_.ok(); }
+  // The components a ring plane has room for (ring_components).
+  int components() const { return components_; }
   // The components left out of the rings, bit c for component c.
   uint64_t aliased() const { return aliased_; }
   // Whether the rings hold component c.
@@ -253,6 +256,49 @@ class WavefrontCarry {
   std::vector<T*> table_;  // level-major: (k - 1) * 2 rz + slot
 };
 
+// What a tile hands to the next tile of its chain (WavefrontChain): for each level k in [1, L)
+// and each plane z, level k's 2 ry rows just below the rows the next tile's level k computes,
+// which its level k + 1 reads (and level k + 2 at its points, for a component carried from
+// them). A chain's tiles are skewed: level k of a tile after the first computes the rows of its
+// output tile moved (L - k) ry up, [Y0 + (L - k) ry, Y1 + (L - k) ry), so the rows below them
+// are exactly what the tile before it computed last, and no row is computed twice. Whole ring
+// rows (frame columns, the lead too) of every component a ring plane has room for, 2 ry rows
+// of each, component after component; planes [z_first, z_first + planes).
+template <typename T>
+class WavefrontEdges {
+ public:
+  static int64_t values(int levels, int ry, ptrdiff_t stride, int components, int64_t planes) {
+    return int64_t{std::max(0, levels - 1)} * planes * components * 2 * ry * stride;
+  }
+  WavefrontEdges(int ry, ptrdiff_t stride, int components, int64_t z_first, int64_t planes,
+                 T* memory)
+      : field_(2 * int64_t{ry} * stride),
+        plane_(field_ * components),
+        z_first_(z_first),
+        planes_(planes),
+        memory_(memory) {}
+
+  // Level k's rows of plane z; component c's at c * field().
+  T* rows(int k, int64_t z) const { return memory_ + ((k - 1) * planes_ + z - z_first_) * plane_; }
+  int64_t field() const { return field_; }
+
+ private:
+  int64_t field_, plane_, z_first_, planes_;
+  T* memory_;
+};
+
+// A tile's place in a chain of tiles (one x range, consecutive in y, run in order by one
+// thread, sharing `edges`): `after` when a tile before it handed its edges, `before` when one
+// after it takes them; `end` is the chain's last row + 1. Receivers are recorded at level k by
+// the tile that computes them there: rows [Y0 + (L - k) ry, Y1 + (L - k) ry) clipped to `end`,
+// from Y0 for the chain's first tile and up to Y1 for its last. Default: a tile on its own.
+template <typename T>
+struct WavefrontChain {
+  const WavefrontEdges<T>* edges = nullptr;
+  bool after = false, before = false;
+  int64_t end = 0;
+};
+
 template <typename T>
 class Wavefront {
  public:
@@ -310,6 +356,10 @@ class Wavefront {
     rotated_at_ = at;
   }
 
+  // Runs the tile as a part of a chain (WavefrontChain): its levels skewed after the chain's
+  // first tile, its edges handed on before its last. Needs 2 or more levels.
+  void chain(const WavefrontChain<T>& chain) { chain_ = chain; }
+
   // The frame's extents (what level-0 planes must cover).
   int64_t frame_w() const { return w_; }
   int64_t frame_h() const { return h_; }
@@ -353,8 +403,38 @@ class Wavefront {
     }
   }
 
+  // Level k's cells in the frame: shrunk by k r, or, after a chain's first tile, its output
+  // tile's rows moved (L - k) ry up (WavefrontEdges).
   Rect region(int k) const {
-    return {int64_t{k} * rx_, w_ - int64_t{k} * rx_, int64_t{k} * ry_, h_ - int64_t{k} * ry_};
+    const int64_t y0 = int64_t{chain_.after ? 2 * L_ - k : k} * ry_;
+    return {int64_t{k} * rx_, w_ - int64_t{k} * rx_, y0, h_ - int64_t{k} * ry_};
+  }
+
+  // The rows whose receivers level k records (WavefrontChain), global.
+  std::pair<int64_t, int64_t> own_rows(int k) const {
+    if (chain_.edges == nullptr) return {tile_.y0, tile_.y1};
+    const int64_t skew = int64_t{L_ - k} * ry_;
+    return {chain_.after ? std::min(tile_.y0 + skew, chain_.end) : tile_.y0,
+            chain_.before ? std::min(tile_.y1 + skew, chain_.end) : tile_.y1};
+  }
+
+  // Once level k computed plane z: the rows below its own, from the chain's tile before
+  // (take_edges), then, once the plane is whole, the rows the tile after needs below its own
+  // (hand_edges_on; they may include those just taken).
+  void take_edges(int k, int64_t z) const { move_edges(k, z, int64_t{2 * L_ - k - 2} * ry_, true); }
+  void hand_edges_on(int k, int64_t z) const { move_edges(k, z, h_ - int64_t{k + 2} * ry_, false); }
+  void move_edges(int k, int64_t z, int64_t row, bool take) const {
+    const int64_t n = chain_.edges->field();
+    T* edge = chain_.edges->rows(k, z);
+    for (int f = 0; f < ws_.components(); ++f) {
+      if (!ws_.holds(f)) continue;
+      T* rows = ws_.ring(k, z) + f * ws_.field_stride(k) + row * ws_.stride();
+      if (take) {
+        std::copy_n(edge + f * n, n, rows);
+      } else {
+        std::copy_n(rows, n, edge + f * n);
+      }
+    }
   }
 
   // Level k's plane z (k in [1, L)), from frame-local (0, 0).
@@ -388,7 +468,20 @@ class Wavefront {
            std::clamp(trim_.end(0, k, rx_) - ox_, inside.x0, inside.x1),
            std::clamp(trim_.first(1, k, ry_) - oy_, inside.y0, inside.y1),
            std::clamp(trim_.end(1, k, ry_) - oy_, inside.y0, inside.y1)};
-    if (c.empty()) return;
+    // A chain's skewed level may lie wholly past the grid's end (in its last tile, when that
+    // is shorter than the skew): its ghost rows and edges are still read.
+    if (c.empty() && chain_.edges == nullptr) return;
+    if (!c.empty()) apply_level(k, z, in, in_s, r, c);
+    if (k == L_) return;
+    if (chain_.after) take_edges(k, z);  // (neumann ghost rows may copy the last of them)
+    impose_outside(k, z, r, c, inside);
+    if (chain_.before) hand_edges_on(k, z);
+  }
+
+  // Level k's cells c of plane z (in its region r) from the planes `in` of level k - 1, with the
+  // probes' sources and receivers.
+  void apply_level(int k, int64_t z, const T* const* in, const PlaneStrides& in_s, const Rect& r,
+                   const Rect& c) const {
     // A lean wavefront's aliased components at level k - 1 (a lean level-1 kernel reads them
     // from level 0 like the rest): where they lie, and whether level k writes them.
     const T* aliased_plane[64];
@@ -413,7 +506,6 @@ class Wavefront {
               probes_.step + k, whole_},
              aliased);
     if (probes_.probes != nullptr) apply_probes(k, z, out, out_s, c, aliased);
-    if (k < L_) impose_outside(k, z, r, c, inside);
   }
 
   // The cells of level k's plane z in region r outside the computed ones c, by the boundary
@@ -517,9 +609,10 @@ class Wavefront {
       });
     }
     if (p.traces == nullptr) return;
+    const auto [own_y0, own_y1] = own_rows(k);
     for (const uint32_t r : p.receivers_on(z)) {
       const ProbePoint& q = p.receivers[r];
-      const bool own = q.x >= tile_.x0 && q.x < tile_.x1 && q.y >= tile_.y0 && q.y < tile_.y1;
+      const bool own = q.x >= tile_.x0 && q.x < tile_.x1 && q.y >= own_y0 && q.y < own_y1;
       const int64_t fx = q.x - ox_, fy = q.y - oy_;
       if (own && p.traces->holds(step) && fx >= cells.x0 && fx < cells.x1 && fy >= cells.y0 &&
           fy < cells.y1) {
@@ -593,6 +686,7 @@ class Wavefront {
   const uint64_t output_holds_;         // aliased components level L does not write
   std::array<int, 64> carried_from_{};  // an aliased component's source (lean wavefronts)
   int rotated_ = -1, rotated_at_ = -1;  // read_level0_from_output()
+  WavefrontChain<T> chain_;
 };
 
 }  // namespace deepgrid::internal
