@@ -190,6 +190,27 @@ TEST_F(CliTest, PlanNamesTheFieldsTheStreamRingsHold) {
   EXPECT_FALSE(contains(plain.out, "read where they lie")) << plain;
 }
 
+// plan says when the in-core engine's tiles run in chains that carry their edges.
+TEST_F(CliTest, PlanSaysWhenInCoreTilesCarryTheirEdges) {
+  const std::string g = create("g", "32x24x20", {});
+  const std::vector<std::string> plan = {"plan",      g,      "--stencil", "7pt",    "--steps",
+                                         "8",         "--bt", "4",         "--tile", "32x4",
+                                         "--threads", "2",    "--method",  "incore"};
+  const RunResult text = run_cli(plan);
+  ASSERT_TRUE(Succeeded(text));
+  EXPECT_TRUE(contains(text.out, "tiles 32x4 in chains of up to 3 along y")) << text;
+  std::vector<std::string> as_json = plan;
+  as_json.push_back("--json");
+  const RunResult j = run_cli(as_json);
+  ASSERT_TRUE(Succeeded(j));
+  EXPECT_EQ(parse_one_json_object(j)["chain_tiles"], 3) << j;
+  std::vector<std::string> one_level = plan;
+  one_level[7] = "1";  // --bt 1: no level hands anything on
+  const RunResult flat = run_cli(one_level);
+  ASSERT_TRUE(Succeeded(flat));
+  EXPECT_FALSE(contains(flat.out, "chains")) << flat;
+}
+
 // plan shows what the comparison methods would do, with the disk space they need.
 TEST_F(CliTest, PlanShowsTheMmapAndTiledMethods) {
   const std::string g = create("g", "32x24x20", {"--init", "random:2"});

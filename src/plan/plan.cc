@@ -381,10 +381,17 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
       std::string(method_name(method)).c_str());
   const bool incore_engine = method == Method::kInCore || method == Method::kMmap;
   if (incore_engine) {
-    n += std::snprintf(buf + n, sizeof buf - n,
-                       "blocking    bt %d, tiles %lldx%lld, %d threads%s\n", incore.bt,
-                       static_cast<long long>(incore.tile_x), static_cast<long long>(incore.tile_y),
-                       incore.threads, incore.turns ? ", each step writing u over u@1" : "");
+    char chains[96] = "";
+    if (incore.chain_tiles > 0) {
+      std::snprintf(
+          chains, sizeof chains,
+          " in chains of up to %lld along y (each takes its edge rows from the one before)",
+          static_cast<long long>(incore.chain_tiles));
+    }
+    n += std::snprintf(
+        buf + n, sizeof buf - n, "blocking    bt %d, tiles %lldx%lld%s, %d threads%s\n", incore.bt,
+        static_cast<long long>(incore.tile_x), static_cast<long long>(incore.tile_y), chains,
+        incore.threads, incore.turns ? ", each step writing u over u@1" : "");
   } else if (method == Method::kDevice) {
     n += std::snprintf(buf + n, sizeof buf - n, "device      %s\n",
                        device.device.describe().c_str());
@@ -496,6 +503,7 @@ std::string RunPlan::to_json() const {
   if (method == Method::kInCore || method == Method::kMmap) {
     j["bt"] = incore.bt;
     j["tile"] = {incore.tile_x, incore.tile_y};
+    j["chain_tiles"] = incore.chain_tiles;
     j["threads"] = incore.threads;
     j["turns"] = incore.turns;
   } else if (method == Method::kDevice) {
