@@ -15,6 +15,9 @@
 // they are in, the rest: the box's two z ends (each z range starts its levels where its first
 // output plane needs them, so the levels at the cuts are computed twice) and the rows below
 // and above the box's (whose tiles' frames overlap the box's, as any two tiles' do).
+// Where each thread gets two tiles or more of an x range, they run in y order as chains
+// (wavefront.h, WavefrontEdges): after a chain's first tile, a tile's levels take the rows below
+// their own from the tile before instead of computing them again.
 #include "engines/incore_engine.h"
 
 #include <omp.h>
@@ -94,7 +97,8 @@ std::vector<std::vector<OutputRegion>> tile_chains(const std::vector<OutputRegio
 
 // The output regions of one pass, each cut into the plan's tiles: level L of each tile's
 // wavefront, which starts at the levels below that `from` needs and stops once plane to - 1 is
-// out. Threads take whole tiles.
+// out. Threads take whole chains of tiles (tile_chains: one tile each where the plan makes
+// none).
 template <typename T>
 void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<T>& k,
                const Boundary& b, int levels, const internal::WavefrontTrim& trim,
