@@ -284,7 +284,8 @@ TEST(WavefrontPlan, ChainsTilesAlongYWhereEachThreadGetsSeveral) {
   const Shape s{512, 512, 64};
   const WavefrontPlan p = plan_wavefront(s, st, 4, 100, opt);
   EXPECT_EQ(p.chain_tiles, 8) << "16 tiles of 32 rows, two chains";
-  // 3 levels hand on 2 rows of every plane a level computes (64 + 2 * 4), 1024 values apart.
+  // 3 levels hand on 2 rows of every plane a level computes (64 + 2 * 4), rows of 544 values
+  // (wavefront_row_stride of a 520-wide frame).
   const int64_t edges = 3 * (64 + 2 * 4) * 2 * int64_t{528 + 16} * 4;
   EXPECT_GE(p.edges_bytes, edges);
   EXPECT_LT(p.edges_bytes, edges + (int64_t{2} << 20));
