@@ -55,10 +55,11 @@ class BandWrites {
   }
 
   // The sweep's bands, in order.
-  std::vector<SweepIo::Band> bands(const StreamPlan& plan, int64_t ny, int ry) const {
+  std::vector<SweepIo::Band> bands(const StreamPlan& plan, int64_t ny, int ry,
+                                   bool periodic) const {
     std::vector<SweepIo::Band> out;
     for (int64_t b = 0; b < plan.bands; ++b) {
-      const BandRows r = band_rows(plan, ny, ry, b);
+      const BandRows r = band_rows(plan, ny, ry, b, periodic);
       out.push_back({r.y0, r.y1, r.r0, fds_, paths_, whole_blocks_});
     }
     return out;
@@ -82,12 +83,28 @@ SweepRecord band_sweep_record(const Manifest& m, int levels) {
 // The run's probes as a band's sweep applies them, in the coordinates of its planes (rows from
 // r0): every source, and the receivers in the band's own rows; the others lie outside its
 // planes (row -1), each recorded by the band it belongs to. (Indices stay the run's: the
-// receivers' columns in the traces, the probes by plane.) Made as each band starts: one copy
-// of the probes at a time, whatever the number of bands.
-ResolvedProbes band_probes(const ResolvedProbes& all, const SweepIo::Band& rows) {
+// receivers' columns in the traces, the probes by plane.) Periodic grids: a source's row
+// taken across the grid's ends into the band's planes, and only the sources in them (a
+// periodic wavefront would wrap the others into its planes at the planes' own height).
+// Made as each band starts: one copy of the probes at a time, whatever the number of bands.
+ResolvedProbes band_probes(const ResolvedProbes& all, const SweepIo::Band& rows, int64_t ny,
+                           int64_t height, bool periodic) {
   constexpr int64_t kOutsideThePlanes = -1;
   ResolvedProbes p = all;
-  for (ProbePoint& q : p.sources) q.y -= rows.r0;
+  if (periodic) {
+    p.sources.clear();
+    p.source_specs.clear();
+    for (size_t i = 0; i < all.sources.size(); ++i) {
+      ProbePoint q = all.sources[i];
+      q.y = ((q.y - rows.r0) % ny + ny) % ny;
+      if (q.y >= height) continue;
+      p.sources.push_back(q);
+      p.source_specs.push_back(all.source_specs[i]);
+    }
+    index_by_plane(&p);  // (the receivers keep their planes)
+  } else {
+    for (ProbePoint& q : p.sources) q.y -= rows.r0;
+  }
   for (ProbePoint& q : p.receivers) {
     q.y = q.y >= rows.y0 && q.y < rows.y1 ? q.y - rows.r0 : kOutsideThePlanes;
   }
@@ -98,17 +115,19 @@ ResolvedProbes band_probes(const ResolvedProbes& all, const SweepIo::Band& rows)
 // holds the new planes and the grid their checksums, ready to commit. `probes`: the run's, or
 // null.
 template <typename T>
-Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int ry, int levels,
-                   const ResolvedProbes* probes, StreamStats& stats) {
+Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int ry, bool periodic,
+                   int levels, const ResolvedProbes* probes, StreamStats& stats) {
   const Manifest& m = grid.manifest();
   const auto nz = static_cast<size_t>(m.shape.nz);
   std::vector<PlaneHasher> read_hashes(grid.verifying() ? nz : 0), write_hashes(nz);
   DG_ASSIGN_OR_RETURN(const BandWrites writes, BandWrites::open(grid, plan));
-  const std::vector<SweepIo::Band> bands = writes.bands(plan, m.shape.ny, ry);
+  const std::vector<SweepIo::Band> bands = writes.bands(plan, m.shape.ny, ry, periodic);
   const SweepRecord record = band_sweep_record(m, levels);
   for (size_t b = 0; b < bands.size(); ++b) {
     std::optional<ResolvedProbes> band_probed;
-    if (probes != nullptr) band_probed = band_probes(*probes, bands[b]);
+    if (probes != nullptr) {
+      band_probed = band_probes(*probes, bands[b], m.shape.ny, plan.band_height, periodic);
+    }
     const typename StreamSweep<T>::Band band{&bands, b, grid.verifying() ? &read_hashes : nullptr,
                                              &write_hashes, band_probed ? &*band_probed : nullptr};
     run.set_band(&band);
@@ -132,7 +151,9 @@ Status run_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int
   while (stats.steps < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps));
     DG_RETURN_IF_ERROR(grid.create_replacement());
-    const Status swept = sweep_bands(grid, run, plan, scheme.radius_y(), levels, probes, stats);
+    const Status swept =
+        sweep_bands(grid, run, plan, scheme.radius_y(), boundary.kind == Boundary::Kind::kPeriodic,
+                    levels, probes, stats);
     if (!swept.ok()) {
       (void)grid.discard_prepared();  // (removes the replacement's files)
       return swept;

@@ -37,8 +37,8 @@ struct StreamOptions {
   int64_t tile_y = 0;
   int64_t cache_bytes = 0;  // per-thread working set tiles are sized for; 0: the in-core default
   // Sweep the grid in bands of this many rows (y) instead of whole planes; 0: whole planes.
-  // Out of place (stream_bands.cc): grids of one field, dirichlet or neumann, no sources or
-  // receivers, not a distributed part or a device run.
+  // Out of place (stream_bands.cc): grids of one field (periodic ones: periodic_bands_fit()),
+  // not a distributed part or a device run.
   int64_t band_rows = 0;
   bool flush_subnormals = false;  // RunOptions::flush_subnormals
   // Bytes per lattice update the disks sustain while compute runs at full speed (disk
@@ -115,6 +115,12 @@ struct StreamPlan {
   // memory_bytes, which adds the per-plane checksum states, and cost, which is of the whole run.
   int64_t band_rows = 0, band_height = 0, bands = 0;
 };
+
+// Whether a periodic grid can be swept in bands: its planes are whole 4096-byte blocks, so that
+// a band's read across the grid's ends (two reads into one buffer) stays aligned.
+inline bool periodic_bands_fit(const Manifest& m) {
+  return m.layout.plane_bytes % kDirectIoAlignment == 0;
+}
 
 // The plan for `steps` steps within the budget; kInvalidArgument naming the minimum budget
 // when even bt = 1 does not fit.

@@ -171,13 +171,23 @@ Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
   buf.busy = true;
   buf.ready = false;
   const bool write = op == io::Op::kWrite;
-  io::Request r = band_height_ > 0 ? band_request(buf, write, plane) : io::Request{};
+  buf.parts = 1;
+  if (band_height_ > 0) {
+    const BandRequests rs = band_requests(buf, write, plane);
+    buf.parts = rs.count;
+    buf.length = 0;
+    for (int i = 0; i < rs.count; ++i) {
+      io::Request r = rs.parts[static_cast<size_t>(i)];
+      r.op = op;
+      r.tag = (write ? kWriteTag : 0) | index;
+      buf.length += static_cast<int64_t>(r.length);
+      DG_RETURN_IF_ERROR(io_.submit(r));
+    }
+    return Status::Ok();
+  }
+  io::Request r;
   r.op = op;
   r.tag = (write ? kWriteTag : 0) | index;
-  if (band_height_ > 0) {
-    buf.length = static_cast<int64_t>(r.length);
-    return io_.submit(r);
-  }
   if (!write && from_side_file(plane)) {
     r.fd = side_fd_;
     r.path = side_path_;
@@ -196,23 +206,37 @@ Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
 }
 
 // A band's transfer of plane `plane`: the blocks holding rows [r0, r0 + height) of the old
-// plane, read whole; or the new plane's rows [y0, y1), written where the replacement holds them
-// (on an O_DIRECT descriptor they are whole blocks, the last band's up to the slot's padding,
-// which the buffer holds as zeros: begin_band).
-io::Request SweepIo::band_request(const Buffer& buf, bool write, int64_t plane) const {
+// plane, read whole (periodic bands across the grid's ends: rows [a, ny) and then [0, ...),
+// a = r0 mod ny, two reads one after the other in the buffer, which planes of whole blocks
+// keep aligned: check_bands); or the new plane's rows [y0, y1), written where the replacement
+// holds them (on an O_DIRECT descriptor they are whole blocks, the last band's up to the slot's
+// padding, which the buffer holds as zeros: begin_band).
+SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int64_t plane) const {
   const int64_t row = m_.shape.nx * static_cast<int64_t>(dtype_size(m_.dtype));
+  const int64_t ny = m_.shape.ny;
   const Band& band = (*bands_)[buf.band];
-  io::Request r;
+  BandRequests out;
   if (!write) {
     const PlaneLocation loc = m_.locate_slot(m_.slot_of(plane, record_->base_from));
-    const int64_t first = band.r0 * row / kBlock * kBlock;
-    r.fd = grid_.fd(loc.file);
-    r.path = paths_[static_cast<size_t>(loc.file)];
-    r.offset = loc.offset + first;
-    r.length = static_cast<size_t>(round_up(band.r0 * row + band_height_ * row) - first);
-    r.buffer = buf.bytes;
-    return r;
+    const int64_t a = (band.r0 % ny + ny) % ny;
+    const int64_t first = a * row / kBlock * kBlock;
+    const int64_t rows_before_end = std::min(band_height_, ny - a);
+    std::byte* to = buf.bytes;
+    auto read = [&](int64_t from, int64_t bytes) {
+      io::Request& r = out.parts[static_cast<size_t>(out.count++)];
+      r.fd = grid_.fd(loc.file);
+      r.path = paths_[static_cast<size_t>(loc.file)];
+      r.offset = loc.offset + from;
+      r.length = static_cast<size_t>(round_up(bytes));
+      r.buffer = to;
+      to += r.length;
+    };
+    read(first, (a + rows_before_end) * row - first);
+    if (rows_before_end < band_height_) read(0, (band_height_ - rows_before_end) * row);
+    return out;
   }
+  io::Request& r = out.parts[0];
+  out.count = 1;
   const PlaneLocation loc = grid_.locate(plane, FileSet::kReplacement);
   const int64_t bytes = (band.y1 - band.y0) * row;
   r.fd = band.write_fds[static_cast<size_t>(loc.file)];
@@ -221,14 +245,15 @@ io::Request SweepIo::band_request(const Buffer& buf, bool write, int64_t plane) 
   r.length = static_cast<size_t>(band.whole_blocks ? round_up(bytes) : bytes);
   r.buffered = !band.whole_blocks;
   r.buffer = buf.bytes + buf.lead + static_cast<size_t>((band.y0 - band.r0) * row);
-  return r;
+  return out;
 }
 
 // Where a band's plane starts in a buffer: rows on block boundaries of the file then lie on
 // block boundaries of the buffer.
 size_t SweepIo::band_lead(const Band& band) const {
   const int64_t row = m_.shape.nx * static_cast<int64_t>(dtype_size(m_.dtype));
-  return static_cast<size_t>(band.r0 * row % kBlock);
+  const int64_t ny = m_.shape.ny;
+  return static_cast<size_t>((band.r0 % ny + ny) % ny * row % kBlock);
 }
 
 // The sweep's first band: every buffer idle, and the reads of every band in `order` each.
@@ -248,8 +273,12 @@ Status SweepIo::complete_one(StreamStats& stats) {
   if (!c.ok()) return c.status();
   const bool write = (c->tag & kWriteTag) != 0;
   Buffer& buf = (write ? writes_ : reads_)[static_cast<size_t>(c->tag & ~kWriteTag)];
+  if (!c->status.ok()) {
+    buf.busy = false;
+    return c->status;
+  }
+  if (--buf.parts > 0) return Status::Ok();
   buf.busy = false;
-  if (!c->status.ok()) return c->status;
   if (write) {
     stats.bytes_written += static_cast<uint64_t>(buf.length);
     if (band_height_ == 0) note_written(buf.plane);

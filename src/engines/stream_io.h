@@ -24,6 +24,7 @@
 // side file: nothing of the grid's own files is written.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -51,6 +52,7 @@ class SweepIo {
     bool ready = false;  // read: data arrived
     int64_t length = 0;  // of the request in flight
     size_t band = 0;     // band mode: the band whose rows it holds
+    int parts = 0;       // requests in flight for it (a periodic band's read across the ends: 2)
     template <typename T>
     T* data() const {
       return reinterpret_cast<T*>(bytes + lead);
@@ -123,7 +125,11 @@ class SweepIo {
   }
   Result<size_t> idle_write_buffer(StreamStats& stats);
   Status submit(Buffer& buf, io::Op op, int64_t plane, size_t index);
-  io::Request band_request(const Buffer& buf, bool write, int64_t plane) const;
+  struct BandRequests {
+    std::array<io::Request, 2> parts;
+    int count = 0;
+  };
+  BandRequests band_requests(const Buffer& buf, bool write, int64_t plane) const;
   size_t band_lead(const Band& band) const;
   void begin_band(std::vector<int64_t> order);
   Status complete_one(StreamStats& stats);

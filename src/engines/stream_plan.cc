@@ -315,11 +315,11 @@ StreamPlan cheapest_plan(const Manifest& m, const Scheme& st, const Boundary& b,
 Status check_bands(const Manifest& m, const Scheme& st, const Boundary& b,
                    const StreamOptions& opt) {
   const std::string fix = "; leave out --band-rows";
-  if (b.kind == Boundary::Kind::kPeriodic) {
+  if (b.kind == Boundary::Kind::kPeriodic && !periodic_bands_fit(m)) {
     return invalid_argument(
-        "--band-rows needs a dirichlet or neumann boundary (periodic grids "
-        "are swept in whole planes)" +
-        fix);
+        "--band-rows sweeps a periodic grid only where a plane is whole 4096-byte blocks "
+        "(its bands read across the grid's ends; this one's planes are " +
+        std::to_string(m.layout.plane_bytes) + " bytes)" + fix);
   }
   if (m.components() > 1 || st.component_count() > 1) {
     return invalid_argument(
@@ -378,8 +378,17 @@ Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundar
   const int64_t run = std::max<int64_t>(steps, 1);
   StreamPlan best, smallest;
   double best_steps = 0, best_compute = 0;
+  const bool periodic = b.kind == Boundary::Kind::kPeriodic;
+  if (periodic && rows + 2 * int64_t{depths.front()} * st.radius_y() > ny) {
+    return invalid_argument("bands of " + std::to_string(rows) + " rows with their halos (" +
+                            std::to_string(2 * int64_t{depths.front()} * st.radius_y()) +
+                            " rows) are taller than this periodic grid's " + std::to_string(ny) +
+                            " rows; lower --band-rows, or leave it out");
+  }
   for (int bt : depths) {
     const int64_t height = std::min(ny, rows + 2 * int64_t{bt} * st.radius_y());
+    // A periodic band's planes hold its halos at both ends, which must not meet.
+    if (periodic && rows + 2 * int64_t{bt} * st.radius_y() > ny) continue;
     const Manifest band = band_manifest(m, height);
     const StreamPlan fallback = with_deepest_block(band, st, b, bt, band_opt);
     const StreamPlan q = cheapest_plan(band, st, b, steps, bt, bt, fallback, band_opt);
