@@ -68,6 +68,26 @@ TEST(Distributed, StreamedPartsMatchTheReference) {
   }
 }
 
+// Streamed parts in bands of rows (parts of large planes): every part's block exact, the rows
+// of its halos computed where the later rounds need them and zeros elsewhere; every boundary.
+// z-slabs: periodic parts hold every row and read their bands' halos across the grid's ends
+// (planes of whole blocks); parts split along y: bands end at the parts' halos.
+TEST(Distributed, StreamedPartsInBandsMatchTheReference) {
+  const int n = mpi::size();
+  std::vector<ProcessGrid> grids{{{1, 1, n}}};
+  if (n > 1) grids.push_back({{1, n, 1}});
+  for (const ProcessGrid& g : grids) {
+    for (const Boundary& b : {kDirichlet, kNeumann, kPeriodic}) {
+      Case c{"7pt", b, DType::kF32, {64, 48, 20}, 7, 3, "256KiB", Method::kStream, g};
+      c.band_rows = 8;
+      expect_case(c);
+      Case d{"13pt", b, DType::kF64, {64, 64, 16}, 6, 2, "512KiB", Method::kStream, g};
+      d.band_rows = 16;
+      expect_case(d);
+    }
+  }
+}
+
 // A budget that holds only part of the halos: the exchange runs in rounds, whose size every
 // rank must agree on although end ranks have one neighbour and the others two (a mismatch
 // truncated messages at P >= 3).

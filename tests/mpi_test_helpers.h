@@ -83,6 +83,7 @@ struct Case {
   const Probes* probes = nullptr;         // sources and receivers; null: none
   bool flush_subnormals = false;          // RunOptions::flush_subnormals
   uint64_t device_mem = 0;                // the device method's budget; 0: the device's memory
+  int64_t band_rows = kAutoBandRows;      // streamed parts: RunOptions::band_rows
 };
 
 // A stencil or scheme preset, or a scheme's or a stencil's JSON text (a user's kernel's too).
@@ -102,6 +103,7 @@ inline RunOptions options_for(const Case& c) {
   opt.method = c.method;
   opt.device_mem = c.device_mem;
   opt.flush_subnormals = c.flush_subnormals;
+  opt.band_rows = c.band_rows;
   if (!c.mem.empty()) opt.mem_budget = *parse_size(c.mem);
   return opt;
 }

@@ -116,7 +116,8 @@ ResolvedProbes band_probes(const ResolvedProbes& all, const SweepIo::Band& rows,
 // null.
 template <typename T>
 Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int ry, bool periodic,
-                   int levels, const ResolvedProbes* probes, StreamStats& stats) {
+                   int levels, int64_t later_steps, const ResolvedProbes* probes,
+                   StreamStats& stats) {
   const Manifest& m = grid.manifest();
   const auto nz = static_cast<size_t>(m.shape.nz);
   std::vector<PlaneHasher> read_hashes(grid.verifying() ? nz : 0), write_hashes(nz);
@@ -128,8 +129,12 @@ Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int 
     if (probes != nullptr) {
       band_probed = band_probes(*probes, bands[b], m.shape.ny, plan.band_height, periodic);
     }
-    const typename StreamSweep<T>::Band band{&bands, b, grid.verifying() ? &read_hashes : nullptr,
-                                             &write_hashes, band_probed ? &*band_probed : nullptr};
+    const typename StreamSweep<T>::Band band{&bands,
+                                             b,
+                                             grid.verifying() ? &read_hashes : nullptr,
+                                             &write_hashes,
+                                             band_probed ? &*band_probed : nullptr,
+                                             later_steps};
     run.set_band(&band);
     DG_RETURN_IF_ERROR(run.sweep(record, levels, stats));
   }
@@ -144,16 +149,17 @@ Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int 
 
 template <typename T>
 Status run_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int64_t steps,
-                 const StreamPlan& plan, io::BlockIo& io, const ResolvedProbes* probes,
+                 const StreamPlan& plan, io::BlockIo& io, const StreamOptions& options,
                  const ProgressFn& progress, StreamStats& stats) {
-  StreamSweep<T> run(grid, scheme, boundary, plan, io, probes, GridPlacement{});
+  const ResolvedProbes* probes = options.probes;
+  StreamSweep<T> run(grid, scheme, boundary, plan, io, probes, options.placement);
   DG_RETURN_IF_ERROR(run.allocate());
   while (stats.steps < steps) {
     const int levels = static_cast<int>(std::min<int64_t>(plan.bt, steps - stats.steps));
     DG_RETURN_IF_ERROR(grid.create_replacement());
-    const Status swept =
-        sweep_bands(grid, run, plan, scheme.radius_y(), boundary.kind == Boundary::Kind::kPeriodic,
-                    levels, probes, stats);
+    const Status swept = sweep_bands(grid, run, plan, scheme.radius_y(),
+                                     bands_wrap(grid.manifest(), boundary, options.placement),
+                                     levels, steps - stats.steps - levels, probes, stats);
     if (!swept.ok()) {
       (void)grid.discard_prepared();  // (removes the replacement's files)
       return swept;
@@ -174,7 +180,7 @@ Status run_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int
 }  // namespace
 
 Status advance_in_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int64_t steps,
-                        const StreamPlan& plan, io::BlockIo& io, const ResolvedProbes* probes,
+                        const StreamPlan& plan, io::BlockIo& io, const StreamOptions& options,
                         const ProgressFn& progress, StreamStats& stats) {
   if (grid.sweep_record()) {
     return invalid_argument(grid.dir() +
@@ -182,7 +188,7 @@ Status advance_in_bands(Grid& grid, const Scheme& scheme, const Boundary& bounda
                             grid.dir() + " --resume' before sweeping in bands (--band-rows)");
   }
   return dispatch_dtype(grid.dtype(), [&](auto tag) {
-    return run_bands<decltype(tag)>(grid, scheme, boundary, steps, plan, io, probes, progress,
+    return run_bands<decltype(tag)>(grid, scheme, boundary, steps, plan, io, options, progress,
                                     stats);
   });
 }

@@ -43,11 +43,12 @@ inline BandRows band_rows(const StreamPlan& plan, int64_t ny, int ry, int64_t b,
   return r;
 }
 
-// advance_stream (stream_engine.h) for a plan of bands, with the run's block I/O. `probes`
-// (null: none): every band adds the sources that fall in its planes, halo rows too, and records
-// the receivers in its own rows.
+// advance_stream (stream_engine.h) for a plan of bands, with the run's block I/O. The options'
+// probes (null: none): every band adds the sources that fall in its planes, halo rows too, and
+// records the receivers in its own rows; their placement: a distributed part's bands deliver
+// its needed box, and write zeros in its halos where they compute nothing.
 Status advance_in_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int64_t steps,
-                        const StreamPlan& plan, io::BlockIo& io, const ResolvedProbes* probes,
+                        const StreamPlan& plan, io::BlockIo& io, const StreamOptions& options,
                         const ProgressFn& progress, StreamStats& stats);
 
 }  // namespace deepgrid::internal::stream

@@ -84,16 +84,15 @@ Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boun
                                    const StreamOptions& options, const ProgressFn& progress) {
   DG_RETURN_IF_ERROR(stencil.check_dtype(grid.dtype()));
   if (plan.bands > 0) {
-    if (!options.placement.is_whole() || options.device != nullptr) {
+    if (options.device != nullptr) {
       return invalid_argument(
-          "--band-rows sweeps a whole grid on the CPU: not a distributed part or a device run; "
-          "leave out --band-rows");
+          "--band-rows sweeps on the CPU, not in a device run; leave out --band-rows");
     }
     StreamStats stats;
     DG_ASSIGN_OR_RETURN(const std::unique_ptr<io::BlockIo> io,
                         open_block_io(plan, options, &stats.backend));
     DG_RETURN_IF_ERROR(internal::stream::advance_in_bands(grid, stencil, boundary, steps, plan, *io,
-                                                          options.probes, progress, stats));
+                                                          options, progress, stats));
     return stats;
   }
   if (grid.can_grow_spare() && !grid.sweep_record()) {

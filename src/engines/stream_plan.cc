@@ -315,7 +315,7 @@ StreamPlan cheapest_plan(const Manifest& m, const Scheme& st, const Boundary& b,
 Status check_bands(const Manifest& m, const Scheme& st, const Boundary& b,
                    const StreamOptions& opt) {
   const std::string fix = "; leave out --band-rows";
-  if (b.kind == Boundary::Kind::kPeriodic && !periodic_bands_fit(m)) {
+  if (!bands_fit(m, b, opt.placement)) {
     return invalid_argument(
         "--band-rows sweeps a periodic grid only where a plane is whole 4096-byte blocks "
         "(its bands read across the grid's ends; this one's planes are " +
@@ -327,12 +327,8 @@ Status check_bands(const Manifest& m, const Scheme& st, const Boundary& b,
         "fields are swept in whole planes)" +
         fix);
   }
-  if (!opt.placement.is_whole() || opt.device != nullptr) {
-    return invalid_argument(
-        "--band-rows sweeps a whole grid on the CPU: not a distributed part "
-        "or a device run" +
-        fix);
-  }
+  if (opt.device != nullptr)
+    return invalid_argument("--band-rows sweeps on the CPU, not in a device run" + fix);
   return Status::Ok();
 }
 
@@ -378,7 +374,7 @@ Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundar
   const int64_t run = std::max<int64_t>(steps, 1);
   StreamPlan best, smallest;
   double best_steps = 0, best_compute = 0;
-  const bool periodic = b.kind == Boundary::Kind::kPeriodic;
+  const bool periodic = bands_wrap(m, b, opt.placement);
   if (periodic && rows + 2 * int64_t{depths.front()} * st.radius_y() > ny) {
     return invalid_argument("bands of " + std::to_string(rows) + " rows with their halos (" +
                             std::to_string(2 * int64_t{depths.front()} * st.radius_y()) +
@@ -387,7 +383,7 @@ Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundar
   }
   for (int bt : depths) {
     const int64_t height = std::min(ny, rows + 2 * int64_t{bt} * st.radius_y());
-    // A periodic band's planes hold its halos at both ends, which must not meet.
+    // A band's planes that wrap hold its halos at both ends, which must not meet.
     if (periodic && rows + 2 * int64_t{bt} * st.radius_y() > ny) continue;
     const Manifest band = band_manifest(m, height);
     const StreamPlan fallback = with_deepest_block(band, st, b, bt, band_opt);

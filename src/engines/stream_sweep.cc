@@ -22,6 +22,7 @@ StreamSweep<T>::StreamSweep(Grid& grid, const Scheme& st, const Boundary& b, con
                             const GridPlacement& placement)
     : probes_(probes),
       placement_(placement),
+      run_placement_(placement),
       grid_(grid),
       m_(grid.manifest()),
       s_(planes_shape(grid, plan)),
@@ -40,19 +41,28 @@ Shape StreamSweep<T>::planes_shape(const Grid& grid, const StreamPlan& plan) {
   return s;
 }
 
-// The band's planes lie at row r0 of the grid; their points the sweep must deliver are the
-// band's rows (the rest is halo, trimmed as a distributed part's is).
+// The band's planes lie at row r0 of the grid (placed where the run's placement puts the grid:
+// a distributed part's); their points the sweep must deliver are the band's rows of what the
+// run's needed box needs of the sweep: the box widened by the reach of the later sweeps (the
+// rest is halo, trimmed as a distributed part's is).
 template <typename T>
 void StreamSweep<T>::set_band(const Band* band) {
   band_ = band;
   probes_ = band->probes;
   io_.set_band(band->all, band->index);
   const SweepIo::Band& rows = io_.band();
-  placement_ = GridPlacement{};
-  placement_.y = rows.r0;
-  placement_.whole = m_.shape;
-  placement_.needed_lo[1] = rows.y0 - rows.r0;
-  placement_.needed_hi[1] = rows.y1 - rows.r0;
+  placement_ = run_placement_;
+  if (placement_.is_whole()) placement_.whole = m_.shape;
+  const int r[3] = {kernel_.rx(), kernel_.ry(), rz_};
+  for (size_t a = 0; a < 3; ++a) {  // (unbounded sides stay far beyond any grid)
+    placement_.needed_lo[a] -= band->later_steps * r[a];
+    placement_.needed_hi[a] += band->later_steps * r[a];
+  }
+  placement_.y += rows.r0;
+  const int64_t lo = std::max(rows.y0, placement_.needed_lo[1]);
+  const int64_t hi = std::min(rows.y1, placement_.needed_hi[1]);
+  placement_.needed_lo[1] = lo - rows.r0;
+  placement_.needed_hi[1] = std::max(lo, hi) - rows.r0;  // (a band of halo rows needs none)
 }
 
 template <typename T>
@@ -205,13 +215,18 @@ WavefrontTrim StreamSweep<T>::trim_from_level(int k) const {
   return {placement_.needed_lo, placement_.needed_hi, reach_ - k};
 }
 
-// Whether the trim leaves points of output plane z uncomputed.
+// Whether the trim leaves points of output plane z that the sweep writes uncomputed.
 template <typename T>
 bool StreamSweep<T>::output_trimmed(int64_t z) const {
   const WavefrontTrim trim = trim_from_level(0);
   const int L = layout_.levels, rx = kernel_.rx(), ry = kernel_.ry();
+  int64_t y0 = 0, y1 = s_.ny;  // the rows written: a band's own
+  if (band_ != nullptr) {
+    y0 = io_.band().y0 - io_.band().r0;
+    y1 = io_.band().y1 - io_.band().r0;
+  }
   const bool x_cut = trim.first(0, L, rx) > 0 || trim.end(0, L, rx) < s_.nx;
-  const bool y_cut = trim.first(1, L, ry) > 0 || trim.end(1, L, ry) < s_.ny;
+  const bool y_cut = trim.first(1, L, ry) > y0 || trim.end(1, L, ry) < y1;
   return x_cut || y_cut || z < trim.first(2, L, rz_) || z >= trim.end(2, L, rz_);
 }
 
@@ -255,9 +270,7 @@ Status StreamSweep<T>::prepare_block(int64_t i0, int64_t i1, StreamStats& stats)
     DG_ASSIGN_OR_RETURN(const size_t b, io_.claim_write_buffer(stats));  // until finish_block
     // What the trim leaves out is written as zeros, not as what the buffer held before
     // (which depends on the order writes complete in): the files' bytes stay reproducible.
-    // (A band writes only its rows, which it computes.)
-    if (band_ == nullptr && output_trimmed(z))
-      std::memset(io_.write_buffer(b).bytes, 0, io_.buffer_bytes());
+    if (output_trimmed(z)) std::memset(io_.write_buffer(b).bytes, 0, io_.buffer_bytes());
     block_out_[static_cast<size_t>(i - i0)] = static_cast<int>(b);
   }
   return Status::Ok();

@@ -53,6 +53,10 @@ class StreamSweep {
     std::vector<PlaneHasher>* read_hashes = nullptr;
     std::vector<PlaneHasher>* write_hashes = nullptr;
     const ResolvedProbes* probes = nullptr;
+    // Steps the run's later sweeps take: what they need of the sweep's points beyond a
+    // distributed part's needed box (the sweep itself runs with the reach of its own levels,
+    // which its bands' own rows need).
+    int64_t later_steps = 0;
   };
   // The band the next sweep() runs (kept until then); the plan must be of bands.
   void set_band(const Band* band);
@@ -91,6 +95,7 @@ class StreamSweep {
 
   const ResolvedProbes* probes_;  // (band mode: the band's, in its coordinates)
   GridPlacement placement_;       // (band mode: the band's)
+  const GridPlacement run_placement_;
   const Band* band_ = nullptr;
   Grid& grid_;
   const Manifest& m_;

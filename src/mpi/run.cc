@@ -35,8 +35,7 @@ using namespace detail;
 RunOptions detail::engine_options(const RunOptions& opt, const PartInfo& info,
                                   const DistributedManifest& m) {
   RunOptions part_opt = opt;
-  part_opt.bt = 0;         // --bt is the exchange depth; the part's engine plans its own
-  part_opt.band_rows = 0;  // (parts sweep whole planes)
+  part_opt.bt = 0;  // --bt is the exchange depth; the part's engine plans its own
   part_opt.progress = {};
   GridPlacement& at = part_opt.placement;
   at = {info.origin(kAxisX), info.origin(kAxisY), info.origin(kAxisZ), m.shape};

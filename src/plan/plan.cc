@@ -60,14 +60,13 @@ namespace {
 constexpr double kBandsWorthIt = 0.9;
 
 // Whether the planner may sweep this run in bands: a grid of one field (periodic: of planes
-// of whole blocks), whole and on the CPU (stream_plan.cc's check_bands), and room for a second
-// copy of the data files beside them (the grid's directory `dir` known).
+// of whole blocks) on the CPU (stream_plan.cc's check_bands), and room for a second copy of
+// the data files beside them (the grid's directory `dir` known).
 bool bands_allowed(const Manifest& m, const std::string& dir, const RunOptions& opt,
                    Method method) {
-  const bool periodic = opt.boundary.kind == Boundary::Kind::kPeriodic;
   if (opt.band_rows != kAutoBandRows || method != Method::kStream || dir.empty() ||
       m.components() > 1 || opt.scheme.component_count() > 1 ||
-      (periodic && !periodic_bands_fit(m)) || !opt.placement.is_whole() || !opt.device.empty()) {
+      !bands_fit(m, opt.boundary, opt.placement) || !opt.device.empty()) {
     return false;
   }
   std::map<std::string, uint64_t> need;
@@ -342,6 +341,7 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   so.tile_y = opt.tile_y;
   so.cache_bytes = machine.cache_bytes;
   so.flush_subnormals = opt.flush_subnormals;
+  so.placement = opt.placement;  // (whether bands read across the grid's ends)
   for (const SourceSpec& source : opt.probes.sources) {
     const int c = opt.scheme.component_index(source.field);
     if (c >= 0 && c < 64) so.source_components |= uint64_t{1} << c;
