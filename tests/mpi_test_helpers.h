@@ -193,6 +193,11 @@ void expect_runs_match_reference(const std::vector<Case>& cases) {
         EXPECT_EQ(f.io_backend.empty(), f.method == "incore");
       }
       EXPECT_NE(report->total.io_backend.find(f.io_backend), std::string::npos);
+      // Bands asked for: every part swept in them, and the reports say so.
+      if (c.band_rows > 0) {
+        EXPECT_GT(f.band_rows, 0) << "rank " << f.rank;
+        EXPECT_LE(f.band_rows, report->total.band_rows);
+      }
     }
     if (c.procs) {
       EXPECT_EQ(report->process_grid, c.procs->to_string());

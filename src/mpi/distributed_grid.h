@@ -62,6 +62,7 @@ struct RankFigures {
   std::string io_backend;       // its stream engine's I/O ("uring" or "threads"); in-core: none
   int threads = 0;              // its engine's computing threads
   int engine_bt = 0;            // the engine's steps per pass over the part (last sweep)
+  int64_t band_rows = 0;        // rows of its stream engine's bands (stream_bands.h); 0: none
   int64_t part_planes = 0;      // planes of its part: slab and halos
   double seconds = 0;           // the rank's whole run
   double compute_seconds = 0;   // in its engine's kernels

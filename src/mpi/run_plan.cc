@@ -72,13 +72,16 @@ std::string DistributedPlan::to_text() const {
                "(and at checkpoints); halos exchanged from memory to memory\n"
              : "parts       streamed: every round goes through the parts' files (a part that does "
                "not fit --mem streams, and then every part's round does)\n";
-  out += "rank  part              method  bt  memory      predicted\n";
+  out += "rank  part              method  bt  bands  memory      predicted\n";
   double slowest = 0;
   for (const Part& p : per_rank) {
     const json plan = json::parse(p.plan);
+    // (bands: rows of the part's bands, stream_bands.h; -: whole planes)
+    const int64_t band_rows = plan.value("band_rows", int64_t{0});
+    const std::string bands = band_rows > 0 ? std::to_string(band_rows) : "-";
     std::snprintf(
-        line, sizeof line, "%4d  %-16s  %-6s  %2d  %-10s  %8.2f s\n", p.rank, p.shape.c_str(),
-        plan.at("method").get<std::string>().c_str(), plan.at("bt").get<int>(),
+        line, sizeof line, "%4d  %-16s  %-6s  %2d  %-5s  %-10s  %8.2f s\n", p.rank, p.shape.c_str(),
+        plan.at("method").get<std::string>().c_str(), plan.at("bt").get<int>(), bands.c_str(),
         format_size(plan.at("memory_bytes").get<uint64_t>()).c_str(), p.predicted_seconds);
     out += line;
     slowest = std::max(slowest, p.predicted_seconds);

@@ -18,10 +18,11 @@ namespace deepgrid::mpi {
 
 using nlohmann::json;
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankFigures, rank, method, engine_bt, part_planes, seconds,
-                                   compute_seconds, io_wait_seconds, exchange_seconds, wait_seconds,
-                                   bytes_read, bytes_written, bytes_sent, engine_memory, host,
-                                   stolen_cpu_seconds, cpus, io_backend, threads)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankFigures, rank, method, engine_bt, band_rows, part_planes,
+                                   seconds, compute_seconds, io_wait_seconds, exchange_seconds,
+                                   wait_seconds, bytes_read, bytes_written, bytes_sent,
+                                   engine_memory, host, stolen_cpu_seconds, cpus, io_backend,
+                                   threads)
 
 std::string RankFigures::to_json() const { return json(*this).dump(); }
 
@@ -84,12 +85,15 @@ std::string DistributedRunReport::to_text() const {
   const bool hosts = std::any_of(per_rank.begin(), per_rank.end(), [&](const RankFigures& f) {
     return f.host != per_rank.front().host;
   });
-  out += "rank  method  planes  seconds  compute  disk-wait  exchange  waiting  read      written";
+  out +=
+      "rank  method  bands  planes  seconds  compute  disk-wait  exchange  waiting  read      "
+      "written";
   out += hosts ? "   stolen  host\n" : "\n";
   for (const RankFigures& f : per_rank) {
+    const std::string bands = f.band_rows > 0 ? std::to_string(f.band_rows) : "-";
     std::snprintf(
-        line, sizeof line, "%4d  %-6s  %6lld  %7.3f  %7.3f  %9.3f  %8.3f  %7.3f  %-8s  %-*s",
-        f.rank, f.method.c_str(), static_cast<long long>(f.part_planes), f.seconds,
+        line, sizeof line, "%4d  %-6s  %-5s  %6lld  %7.3f  %7.3f  %9.3f  %8.3f  %7.3f  %-8s  %-*s",
+        f.rank, f.method.c_str(), bands.c_str(), static_cast<long long>(f.part_planes), f.seconds,
         f.compute_seconds, f.io_wait_seconds, f.exchange_seconds, f.wait_seconds,
         format_size(f.bytes_read).c_str(), hosts ? 8 : 0, format_size(f.bytes_written).c_str());
     out += line;
@@ -106,6 +110,7 @@ void detail::add_advance(RankFigures* f, const RunReport& r) {
   f->method = r.method;
   f->threads = r.threads;
   f->engine_bt = r.bt;
+  f->band_rows = r.band_rows;
   if (!r.io_backend.empty()) f->io_backend = r.io_backend;
   f->compute_seconds += r.compute_seconds;
   f->io_wait_seconds += r.io_wait_seconds;
@@ -149,6 +154,7 @@ DistributedRunReport detail::gather_report(const RankFigures& mine, const Distri
     t.bytes_written += f.bytes_written;
     t.engine_memory = std::max(t.engine_memory, f.engine_memory);  // --mem is each rank's
     t.threads = std::max(t.threads, f.threads);                    // and so is --threads
+    t.band_rows = std::max(t.band_rows, f.band_rows);
     if (!f.io_backend.empty() && t.io_backend.find(f.io_backend) == std::string::npos) {
       t.io_backend += (t.io_backend.empty() ? "" : ", ") + f.io_backend;  // the ranks' own
     }
