@@ -140,6 +140,29 @@ TEST(Distributed, StoppedRunsResumeBitwise) {
   }
 }
 
+// Streamed parts in bands of rows, each band sweep committed out of place: stopped after a
+// sweep in the middle of a round, on the last rank and on the first, then finished. (Periodic
+// on z-slabs, whose bands read across the grid's ends from planes of whole blocks; parts split
+// along x would hold every row in planes of 40 x 48 values, which such bands refuse.)
+TEST(Distributed, StoppedRunsInBandsResumeBitwise) {
+  const int last = mpi::size() - 1;
+  Case banded{"7pt",
+              kPeriodic,
+              DType::kF32,
+              {64, 48, 20},
+              11,
+              4,
+              "256KiB",
+              Method::kStream,
+              ProcessGrid{{1, 1, mpi::size()}}};
+  banded.band_rows = 8;
+  expect_stopped_run_resumes<float>(banded, last, 2, /*resume_flag=*/true);
+  banded.boundary = kDirichlet;
+  banded.stencil = "13pt";
+  banded.procs = {};
+  expect_stopped_run_resumes<float>(banded, 0, 3, /*resume_flag=*/false);
+}
+
 // The receivers' values of one round (k = 4 steps of a run of 8) count against --mem on every
 // rank: each rank's part's, and on rank 0 every receiver's too. The parts' engines plan with
 // what those leave; a budget they fill on rank 0 is refused before the grid is laid out again

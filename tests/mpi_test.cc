@@ -76,10 +76,21 @@ TEST(Distributed, StreamedPartsInBandsMatchTheReference) {
   const int n = mpi::size();
   std::vector<ProcessGrid> grids{{{1, 1, n}}};
   if (n > 1) grids.push_back({{1, n, 1}});
+  // Sources near both ends of y and in the middle, receivers on bands' first and last rows.
+  Probes probes;
+  for (auto [x, y, z] : {std::tuple{12, 1, 3}, {20, 25, 9}, {30, 46, 15}}) {
+    SourceSpec s;
+    s.x = x, s.y = y, s.z = z;
+    s.series = {1.5, -0.75, 0.5};
+    probes.sources.push_back(s);
+  }
+  for (int64_t y : {0, 7, 8, 23, 24, 47}) probes.receivers.push_back({"u", 9, y, 10});
   for (const ProcessGrid& g : grids) {
     for (const Boundary& b : {kDirichlet, kNeumann, kPeriodic}) {
       Case c{"7pt", b, DType::kF32, {64, 48, 20}, 7, 3, "256KiB", Method::kStream, g};
       c.band_rows = 8;
+      expect_case(c);
+      c.probes = &probes;
       expect_case(c);
       Case d{"13pt", b, DType::kF64, {64, 64, 16}, 6, 2, "512KiB", Method::kStream, g};
       d.band_rows = 16;

@@ -630,20 +630,37 @@ TEST_F(StreamGolden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
 // halo rows compute nothing and write zeros, the others deliver their rows of the box; rows
 // wrap across the grid's ends where a periodic part holds all of them. Planes of whole blocks
 // (periodic bands need them).
+//
+// Sources in the box's reach and far from it, the far ones where another band's planes would
+// take them at their own height if a band's wavefront wrapped them (periodic, y bounded: a
+// part split along y, whose bands do not wrap).
 TEST_F(StreamGolden, APartsNeededBoxComesOutExactInBands) {
   const int64_t kNone = GridPlacement::kUnbounded;
+  Probes probes;
+  for (auto [x, y, z] : {std::tuple{12, 2, 70}, {20, 25, 75}, {30, 44, 80}, {35, 17, 65}}) {
+    SourceSpec s;
+    s.x = x, s.y = y, s.z = z;
+    s.series = {1.5, -0.75, 0.5};
+    probes.sources.push_back(s);
+  }
   for (const Boundary& b : kBoundaries) {
     const bool periodic = b.kind == Boundary::Kind::kPeriodic;
-    for (auto [stencil, steps, bt] : {std::tuple{"7pt", 7, 3}, {"13pt", 5, 0}}) {
-      Case c{stencil, {64, 48, 130}, DType::kF32, steps, bt, 1, io::Backend::kUring};
-      c.method = Method::kStream;
-      c.band_rows = 8;
-      c.cache_bt = 2;
-      c.tile_x = 24;
-      c.tile_y = 5;
-      c.placement.needed_lo = {8, periodic ? -kNone : 20, 60};
-      c.placement.needed_hi = {40, periodic ? kNone : 34, periodic ? 90 : kNone};
-      expect_matches_reference<float>(c, b);
+    for (const bool split_y : {false, true}) {
+      if (split_y && !periodic) continue;  // (the others bound y either way)
+      for (auto [stencil, steps, bt] : {std::tuple{"7pt", 7, 3}, {"13pt", 5, 0}}) {
+        Case c{stencil, {64, 48, 130}, DType::kF32, steps, bt, 1, io::Backend::kUring};
+        c.method = Method::kStream;
+        c.band_rows = 8;
+        c.cache_bt = 2;
+        c.tile_x = 24;
+        c.tile_y = 5;
+        c.probes = &probes;
+        const bool y_bounded = !periodic || split_y;
+        if (split_y) c.placement.whole = {64, 96, 130};
+        c.placement.needed_lo = {8, y_bounded ? 20 : -kNone, 60};
+        c.placement.needed_hi = {40, y_bounded ? 34 : kNone, periodic ? 90 : kNone};
+        expect_matches_reference<float>(c, b);
+      }
     }
   }
 }

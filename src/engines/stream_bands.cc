@@ -55,11 +55,10 @@ class BandWrites {
   }
 
   // The sweep's bands, in order.
-  std::vector<SweepIo::Band> bands(const StreamPlan& plan, int64_t ny, int ry,
-                                   bool periodic) const {
+  std::vector<SweepIo::Band> bands(const StreamPlan& plan, int64_t ny, int ry, bool wrap) const {
     std::vector<SweepIo::Band> out;
     for (int64_t b = 0; b < plan.bands; ++b) {
-      const BandRows r = band_rows(plan, ny, ry, b, periodic);
+      const BandRows r = band_rows(plan, ny, ry, b, wrap);
       out.push_back({r.y0, r.y1, r.r0, fds_, paths_, whole_blocks_});
     }
     return out;
@@ -81,33 +80,29 @@ SweepRecord band_sweep_record(const Manifest& m, int levels) {
 }
 
 // The run's probes as a band's sweep applies them, in the coordinates of its planes (rows from
-// r0): every source, and the receivers in the band's own rows; the others lie outside its
-// planes (row -1), each recorded by the band it belongs to. (Indices stay the run's: the
-// receivers' columns in the traces, the probes by plane.) Periodic grids: a source's row
-// taken across the grid's ends into the band's planes, and only the sources in them (a
-// periodic wavefront would wrap the others into its planes at the planes' own height).
-// Made as each band starts: one copy of the probes at a time, whatever the number of bands.
+// r0): the sources in its planes (a periodic wavefront would wrap the others into them at the
+// planes' own height; where the rows wrap, a source's row is taken across the grid's ends), and
+// the receivers in the band's own rows; the other receivers lie outside its planes (row -1),
+// each recorded by the band it belongs to. (The receivers' indices stay the run's: their
+// columns in the traces.) Made as each band starts: one copy of the probes at a time, whatever
+// the number of bands.
 ResolvedProbes band_probes(const ResolvedProbes& all, const SweepIo::Band& rows, int64_t ny,
-                           int64_t height, bool periodic) {
+                           int64_t height, bool wrap) {
   constexpr int64_t kOutsideThePlanes = -1;
   ResolvedProbes p = all;
-  if (periodic) {
-    p.sources.clear();
-    p.source_specs.clear();
-    for (size_t i = 0; i < all.sources.size(); ++i) {
-      ProbePoint q = all.sources[i];
-      q.y = ((q.y - rows.r0) % ny + ny) % ny;
-      if (q.y >= height) continue;
-      p.sources.push_back(q);
-      p.source_specs.push_back(all.source_specs[i]);
-    }
-    index_by_plane(&p);  // (the receivers keep their planes)
-  } else {
-    for (ProbePoint& q : p.sources) q.y -= rows.r0;
+  p.sources.clear();
+  p.source_specs.clear();
+  for (size_t i = 0; i < all.sources.size(); ++i) {
+    ProbePoint q = all.sources[i];
+    q.y = wrap ? ((q.y - rows.r0) % ny + ny) % ny : q.y - rows.r0;
+    if (q.y < 0 || q.y >= height) continue;
+    p.sources.push_back(q);
+    p.source_specs.push_back(all.source_specs[i]);
   }
   for (ProbePoint& q : p.receivers) {
     q.y = q.y >= rows.y0 && q.y < rows.y1 ? q.y - rows.r0 : kOutsideThePlanes;
   }
+  index_by_plane(&p);
   return p;
 }
 
@@ -115,19 +110,19 @@ ResolvedProbes band_probes(const ResolvedProbes& all, const SweepIo::Band& rows,
 // holds the new planes and the grid their checksums, ready to commit. `probes`: the run's, or
 // null.
 template <typename T>
-Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int ry, bool periodic,
+Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int ry, bool wrap,
                    int levels, int64_t later_steps, const ResolvedProbes* probes,
                    StreamStats& stats) {
   const Manifest& m = grid.manifest();
   const auto nz = static_cast<size_t>(m.shape.nz);
   std::vector<PlaneHasher> read_hashes(grid.verifying() ? nz : 0), write_hashes(nz);
   DG_ASSIGN_OR_RETURN(const BandWrites writes, BandWrites::open(grid, plan));
-  const std::vector<SweepIo::Band> bands = writes.bands(plan, m.shape.ny, ry, periodic);
+  const std::vector<SweepIo::Band> bands = writes.bands(plan, m.shape.ny, ry, wrap);
   const SweepRecord record = band_sweep_record(m, levels);
   for (size_t b = 0; b < bands.size(); ++b) {
     std::optional<ResolvedProbes> band_probed;
     if (probes != nullptr) {
-      band_probed = band_probes(*probes, bands[b], m.shape.ny, plan.band_height, periodic);
+      band_probed = band_probes(*probes, bands[b], m.shape.ny, plan.band_height, wrap);
     }
     const typename StreamSweep<T>::Band band{&bands,
                                              b,

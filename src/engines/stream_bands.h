@@ -28,18 +28,18 @@
 namespace deepgrid::internal::stream {
 
 // Band b of a plan of bands: the rows it writes, and the first row of its planes (which hold
-// the band and at least bt * ry rows beyond each end that is not the grid's). Periodic: bt * ry
-// rows beyond both ends, taken across the grid's ends where the band lies at one (r0 below 0
-// or r0 + band_height above ny: rows wrap, SweepIo reads them in two parts).
+// the band and at least bt * ry rows beyond each end that is not the grid's). Rows that wrap
+// (bands_wrap: periodic): bt * ry rows beyond both ends, taken across the grid's ends where the
+// band lies at one (r0 below 0 or r0 + band_height above ny: SweepIo reads them in two parts).
 struct BandRows {
   int64_t y0 = 0, y1 = 0, r0 = 0;
 };
-inline BandRows band_rows(const StreamPlan& plan, int64_t ny, int ry, int64_t b, bool periodic) {
+inline BandRows band_rows(const StreamPlan& plan, int64_t ny, int ry, int64_t b, bool wrap) {
   BandRows r;
   r.y0 = b * plan.band_rows;
   r.y1 = std::min(ny, r.y0 + plan.band_rows);
   r.r0 = r.y0 - int64_t{plan.bt} * ry;
-  if (!periodic) r.r0 = std::clamp<int64_t>(r.r0, 0, ny - plan.band_height);
+  if (!wrap) r.r0 = std::clamp<int64_t>(r.r0, 0, ny - plan.band_height);
   return r;
 }
 

@@ -374,8 +374,8 @@ Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundar
   const int64_t run = std::max<int64_t>(steps, 1);
   StreamPlan best, smallest;
   double best_steps = 0, best_compute = 0;
-  const bool periodic = bands_wrap(m, b, opt.placement);
-  if (periodic && rows + 2 * int64_t{depths.front()} * st.radius_y() > ny) {
+  const bool wrap = bands_wrap(m, b, opt.placement);
+  if (wrap && rows + 2 * int64_t{depths.front()} * st.radius_y() > ny) {
     return invalid_argument("bands of " + std::to_string(rows) + " rows with their halos (" +
                             std::to_string(2 * int64_t{depths.front()} * st.radius_y()) +
                             " rows) are taller than this periodic grid's " + std::to_string(ny) +
@@ -384,7 +384,7 @@ Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundar
   for (int bt : depths) {
     const int64_t height = std::min(ny, rows + 2 * int64_t{bt} * st.radius_y());
     // A band's planes that wrap hold its halos at both ends, which must not meet.
-    if (periodic && rows + 2 * int64_t{bt} * st.radius_y() > ny) continue;
+    if (wrap && rows + 2 * int64_t{bt} * st.radius_y() > ny) continue;
     const Manifest band = band_manifest(m, height);
     const StreamPlan fallback = with_deepest_block(band, st, b, bt, band_opt);
     const StreamPlan q = cheapest_plan(band, st, b, steps, bt, bt, fallback, band_opt);
