@@ -142,8 +142,7 @@ TEST(Distributed, StoppedRunsResumeBitwise) {
 
 // Streamed parts in bands of rows, each band sweep committed out of place: stopped after a
 // sweep in the middle of a round, on the last rank and on the first, then finished. (Periodic
-// on z-slabs, whose bands read across the grid's ends from planes of whole blocks; parts split
-// along x would hold every row in planes of 40 x 48 values, which such bands refuse.)
+// on z-slabs, whose bands read across the grid's ends.)
 TEST(Distributed, StoppedRunsInBandsResumeBitwise) {
   const int last = mpi::size() - 1;
   Case banded{"7pt",
@@ -159,7 +158,6 @@ TEST(Distributed, StoppedRunsInBandsResumeBitwise) {
   expect_stopped_run_resumes<float>(banded, last, 2, /*resume_flag=*/true);
   banded.boundary = kDirichlet;
   banded.stencil = "13pt";
-  banded.procs = {};
   expect_stopped_run_resumes<float>(banded, 0, 3, /*resume_flag=*/false);
 }
 

@@ -70,12 +70,14 @@ TEST(Distributed, StreamedPartsMatchTheReference) {
 
 // Streamed parts in bands of rows (parts of large planes): every part's block exact, the rows
 // of its halos computed where the later rounds need them and zeros elsewhere; every boundary.
-// z-slabs: periodic parts hold every row and read their bands' halos across the grid's ends
-// (planes of whole blocks); parts split along y: bands end at the parts' halos.
+// z-slabs and parts split along x: periodic parts hold every row and read their bands' halos
+// across the grid's ends (planes of whole blocks, and not); parts split along y: their bands
+// end at the parts' halos.
 TEST(Distributed, StreamedPartsInBandsMatchTheReference) {
   const int n = mpi::size();
   std::vector<ProcessGrid> grids{{{1, 1, n}}};
   if (n > 1) grids.push_back({{1, n, 1}});
+  if (n > 1) grids.push_back({{n, 1, 1}});
   // Sources near both ends of y and in the middle, receivers on bands' first and last rows.
   Probes probes;
   for (auto [x, y, z] : {std::tuple{12, 1, 3}, {20, 25, 9}, {30, 46, 15}}) {

@@ -16,41 +16,49 @@
 namespace deepgrid::internal::stream {
 namespace {
 
-// Where the bands write: the replacement's own descriptors (O_DIRECT where the files allow it)
-// when every band's rows are whole blocks or the files are not O_DIRECT, else buffered ones
-// opened here and closed with it.
-class BandWrites {
+// The descriptors a sweep's bands use beyond the grid's own. Writes: the replacement's own
+// (O_DIRECT where the files allow it) when every band's rows are whole blocks or the files are
+// not O_DIRECT, else buffered ones. Reads: where rows wrap across the grid's ends on planes not
+// of whole blocks (`wrap`), buffered ones of the grid's files for the parts that cannot be
+// aligned. Those opened here are closed with it.
+class BandFiles {
  public:
-  static Result<BandWrites> open(const Grid& grid, const StreamPlan& plan) {
-    BandWrites w;
+  static Result<BandFiles> open(const Grid& grid, const StreamPlan& plan, bool wrap) {
+    BandFiles w;
     const Manifest& m = grid.manifest();
     const int64_t band_bytes =
         plan.band_rows * m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
     w.whole_blocks_ = band_bytes % kDirectIoAlignment == 0;
+    const bool unaligned_reads =
+        wrap && grid.direct_io() && m.layout.plane_bytes % kDirectIoAlignment != 0;
     for (size_t f = 0; f < m.layout.files.size(); ++f) {
       const std::string path = grid.file_path(static_cast<int>(f), FileSet::kReplacement);
       w.paths_.push_back(path);
+      if (unaligned_reads) {
+        DG_ASSIGN_OR_RETURN(const int fd,
+                            w.open_owned(grid.file_path(static_cast<int>(f)), O_RDONLY));
+        w.read_fds_.push_back(fd);
+      }
       if (w.whole_blocks_ || !grid.direct_io()) {
         w.fds_.push_back(grid.fd(static_cast<int>(f), FileSet::kReplacement));
         continue;
       }
-      const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0) return errno_status(errno, "open", path);
-      w.owned_.push_back(fd);
+      DG_ASSIGN_OR_RETURN(const int fd, w.open_owned(path, O_WRONLY));
       w.fds_.push_back(fd);
     }
     return w;
   }
-  BandWrites() = default;
-  BandWrites(BandWrites&& o) noexcept
+  BandFiles() = default;
+  BandFiles(BandFiles&& o) noexcept
       : fds_(std::move(o.fds_)),
+        read_fds_(std::move(o.read_fds_)),
         owned_(std::move(o.owned_)),
         paths_(std::move(o.paths_)),
         whole_blocks_(o.whole_blocks_) {
     o.owned_.clear();
   }
-  BandWrites& operator=(BandWrites&&) = delete;
-  ~BandWrites() {
+  BandFiles& operator=(BandFiles&&) = delete;
+  ~BandFiles() {
     for (int fd : owned_) ::close(fd);
   }
 
@@ -59,13 +67,20 @@ class BandWrites {
     std::vector<SweepIo::Band> out;
     for (int64_t b = 0; b < plan.bands; ++b) {
       const BandRows r = band_rows(plan, ny, ry, b, wrap);
-      out.push_back({r.y0, r.y1, r.r0, fds_, paths_, whole_blocks_});
+      out.push_back({r.y0, r.y1, r.r0, fds_, paths_, whole_blocks_, read_fds_});
     }
     return out;
   }
 
  private:
-  std::vector<int> fds_, owned_;
+  Result<int> open_owned(const std::string& path, int flags) {
+    const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+    if (fd < 0) return errno_status(errno, "open", path);
+    owned_.push_back(fd);
+    return fd;
+  }
+
+  std::vector<int> fds_, read_fds_, owned_;
   std::vector<std::string> paths_;
   bool whole_blocks_ = false;
 };
@@ -116,8 +131,8 @@ Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int 
   const Manifest& m = grid.manifest();
   const auto nz = static_cast<size_t>(m.shape.nz);
   std::vector<PlaneHasher> read_hashes(grid.verifying() ? nz : 0), write_hashes(nz);
-  DG_ASSIGN_OR_RETURN(const BandWrites writes, BandWrites::open(grid, plan));
-  const std::vector<SweepIo::Band> bands = writes.bands(plan, m.shape.ny, ry, wrap);
+  DG_ASSIGN_OR_RETURN(const BandFiles files, BandFiles::open(grid, plan, wrap));
+  const std::vector<SweepIo::Band> bands = files.bands(plan, m.shape.ny, ry, wrap);
   const SweepRecord record = band_sweep_record(m, levels);
   for (size_t b = 0; b < bands.size(); ++b) {
     std::optional<ResolvedProbes> band_probed;

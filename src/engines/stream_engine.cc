@@ -64,8 +64,9 @@ Result<std::unique_ptr<io::BlockIo>> open_block_io(const StreamPlan& plan,
                                                    io::Backend* backend) {
   io::BlockIoOptions io_opt;
   io_opt.backend = options.io;
-  // (A periodic band's read across the grid's ends is two requests: one more per read buffer.)
-  io_opt.queue_depth = static_cast<unsigned>(plan.io_buffers + (plan.bands > 0 ? plan.block : 0));
+  // (A band's read across the grid's ends is up to three requests: two more per read buffer.)
+  io_opt.queue_depth =
+      static_cast<unsigned>(plan.io_buffers + (plan.bands > 0 ? 2 * plan.block : 0));
   io_opt.fault_hook = options.fault_hook;
   auto io = io::make_block_io(io_opt);
   if (!io.ok() && io.status().code() == ErrorCode::kUnsupported &&

@@ -37,8 +37,7 @@ struct StreamOptions {
   int64_t tile_y = 0;
   int64_t cache_bytes = 0;  // per-thread working set tiles are sized for; 0: the in-core default
   // Sweep the grid in bands of this many rows (y) instead of whole planes; 0: whole planes.
-  // Out of place (stream_bands.cc): grids of one field (periodic ones: bands_fit()), not a
-  // device run.
+  // Out of place (stream_bands.cc): grids of one field, not a device run.
   int64_t band_rows = 0;
   bool flush_subnormals = false;  // RunOptions::flush_subnormals
   // Bytes per lattice update the disks sustain while compute runs at full speed (disk
@@ -120,11 +119,6 @@ struct StreamPlan {
 // row of y (a distributed part split along y has its neighbours' rows as halos instead).
 inline bool bands_wrap(const Manifest& m, const Boundary& b, const GridPlacement& at) {
   return b.kind == Boundary::Kind::kPeriodic && (at.is_whole() || at.whole.ny == m.shape.ny);
-}
-// Whether bands can sweep such a grid: where they wrap, its planes must be whole 4096-byte
-// blocks, so that a band's read across the ends (two reads into one buffer) stays aligned.
-inline bool bands_fit(const Manifest& m, const Boundary& b, const GridPlacement& at) {
-  return !bands_wrap(m, b, at) || m.layout.plane_bytes % kDirectIoAlignment == 0;
 }
 
 // The plan for `steps` steps within the budget; kInvalidArgument naming the minimum budget

@@ -205,12 +205,29 @@ Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
   return io_.submit(r);
 }
 
+// Where a band's rows lie: rows [a, a + before_end) of the plane (a = r0 mod ny) and, where they
+// wrap across the grid's ends, rows [0, after_start) after them; and where the band's plane
+// starts in a buffer (`lead`), chosen so that one of the parts lies on block boundaries of the
+// buffer as it does in the file (the larger, where both cannot).
+SweepIo::BandLayout SweepIo::band_layout(const Band& band) const {
+  const int64_t row = m_.shape.nx * static_cast<int64_t>(dtype_size(m_.dtype));
+  const int64_t ny = m_.shape.ny;
+  BandLayout l;
+  l.a = (band.r0 % ny + ny) % ny;
+  l.before_end = std::min(band_height_, ny - l.a);
+  l.after_start = band_height_ - l.before_end;
+  l.aligned_after = l.after_start > l.before_end && (ny * row) % kBlock != 0;
+  l.lead = l.aligned_after ? (kBlock - l.before_end * row % kBlock) % kBlock : l.a * row % kBlock;
+  return l;
+}
+
 // A band's transfer of plane `plane`: the blocks holding rows [r0, r0 + height) of the old
-// plane, read whole (periodic bands across the grid's ends: rows [a, ny) and then [0, ...),
-// a = r0 mod ny, two reads one after the other in the buffer, which planes of whole blocks
-// keep aligned: check_bands); or the new plane's rows [y0, y1), written where the replacement
-// holds them (on an O_DIRECT descriptor they are whole blocks, the last band's up to the slot's
-// padding, which the buffer holds as zeros: begin_band).
+// plane, read whole; where they wrap across the grid's ends, rows [a, ny) and then [0, ...) one
+// after the other in the buffer: on planes of whole blocks both aligned, else the part the lead
+// aligns read O_DIRECT and the rest through the band's buffered descriptors. Or the new plane's
+// rows [y0, y1), written where the replacement holds them (on an O_DIRECT descriptor they are
+// whole blocks, the last band's up to the slot's padding, which the buffer holds as zeros:
+// begin_band).
 SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int64_t plane) const {
   const int64_t row = m_.shape.nx * static_cast<int64_t>(dtype_size(m_.dtype));
   const int64_t ny = m_.shape.ny;
@@ -218,21 +235,35 @@ SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int6
   BandRequests out;
   if (!write) {
     const PlaneLocation loc = m_.locate_slot(m_.slot_of(plane, record_->base_from));
-    const int64_t a = (band.r0 % ny + ny) % ny;
-    const int64_t first = a * row / kBlock * kBlock;
-    const int64_t rows_before_end = std::min(band_height_, ny - a);
-    std::byte* to = buf.bytes;
-    auto read = [&](int64_t from, int64_t bytes) {
+    const BandLayout l = band_layout(band);
+    const auto f = static_cast<size_t>(loc.file);
+    // File bytes [from, to) of the plane at buffer offset `at`; aligned: O_DIRECT, whole blocks.
+    auto read = [&](int64_t from, int64_t to, int64_t at, bool aligned) {
+      if (to <= from) return;
       io::Request& r = out.parts[static_cast<size_t>(out.count++)];
-      r.fd = grid_.fd(loc.file);
-      r.path = paths_[static_cast<size_t>(loc.file)];
+      const bool direct = aligned || !grid_.direct_io();
+      r.fd = direct ? grid_.fd(loc.file) : band.buffered_read_fds[f];
+      r.path = paths_[f];
       r.offset = loc.offset + from;
-      r.length = static_cast<size_t>(round_up(bytes));
-      r.buffer = to;
-      to += r.length;
+      r.length = static_cast<size_t>(aligned ? round_up(to - from) : to - from);
+      r.buffered = !aligned;
+      r.buffer = buf.bytes + at;
     };
-    read(first, (a + rows_before_end) * row - first);
-    if (rows_before_end < band_height_) read(0, (band_height_ - rows_before_end) * row);
+    const int64_t first = l.a * row / kBlock * kBlock;  // (buffer offset 0 unless aligned_after)
+    const int64_t end = (l.a + l.before_end) * row;
+    if (l.after_start == 0 || (ny * row) % kBlock == 0) {
+      read(first, end, 0, true);
+      read(0, l.after_start * row, round_up(end) - first, true);
+    } else if (!l.aligned_after) {
+      const int64_t body = end / kBlock * kBlock;
+      read(first, body, 0, true);
+      read(std::max(first, body), end, std::max(first, body) - first, false);
+      read(0, l.after_start * row, end - first, false);
+    } else {
+      const auto lead = static_cast<int64_t>(l.lead);
+      read(l.a * row, end, lead, false);
+      read(0, l.after_start * row, lead + l.before_end * row, true);
+    }
     return out;
   }
   io::Request& r = out.parts[0];
@@ -248,13 +279,8 @@ SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int6
   return out;
 }
 
-// Where a band's plane starts in a buffer: rows on block boundaries of the file then lie on
-// block boundaries of the buffer.
-size_t SweepIo::band_lead(const Band& band) const {
-  const int64_t row = m_.shape.nx * static_cast<int64_t>(dtype_size(m_.dtype));
-  const int64_t ny = m_.shape.ny;
-  return static_cast<size_t>((band.r0 % ny + ny) % ny * row % kBlock);
-}
+// Where a band's plane starts in a buffer (band_layout).
+size_t SweepIo::band_lead(const Band& band) const { return band_layout(band).lead; }
 
 // The sweep's first band: every buffer idle, and the reads of every band in `order` each.
 // A later band goes on with the reads and writes the bands before it started.

@@ -52,7 +52,7 @@ class SweepIo {
     bool ready = false;  // read: data arrived
     int64_t length = 0;  // of the request in flight
     size_t band = 0;     // band mode: the band whose rows it holds
-    int parts = 0;       // requests in flight for it (a periodic band's read across the ends: 2)
+    int parts = 0;       // requests in flight for it (a band's read across the grid's ends: 2-3)
     template <typename T>
     T* data() const {
       return reinterpret_cast<T*>(bytes + lead);
@@ -68,6 +68,9 @@ class SweepIo {
     // Every band's rows are whole 4096-byte blocks (as O_DIRECT descriptors need): the last
     // band's write then runs to the end of the plane's last block.
     bool whole_blocks = false;
+    // Rows that wrap across the grid's ends on planes not of whole blocks: descriptors of the
+    // grid's files without O_DIRECT for the part of a read that cannot be aligned.
+    std::vector<int> buffered_read_fds;
   };
 
   // `rz`: the stencil's z radius (the levels' reach, which the write window leaves alone).
@@ -126,9 +129,15 @@ class SweepIo {
   Result<size_t> idle_write_buffer(StreamStats& stats);
   Status submit(Buffer& buf, io::Op op, int64_t plane, size_t index);
   struct BandRequests {
-    std::array<io::Request, 2> parts;
+    std::array<io::Request, 3> parts;
     int count = 0;
   };
+  struct BandLayout {
+    int64_t a = 0, before_end = 0, after_start = 0;
+    bool aligned_after = false;
+    size_t lead = 0;
+  };
+  BandLayout band_layout(const Band& band) const;
   BandRequests band_requests(const Buffer& buf, bool write, int64_t plane) const;
   size_t band_lead(const Band& band) const;
   void begin_band(std::vector<int64_t> order);

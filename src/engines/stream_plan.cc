@@ -312,15 +312,8 @@ StreamPlan cheapest_plan(const Manifest& m, const Scheme& st, const Boundary& b,
 }
 
 // Bands of rows (stream_bands.h): what a sweep of bands can run.
-Status check_bands(const Manifest& m, const Scheme& st, const Boundary& b,
-                   const StreamOptions& opt) {
+Status check_bands(const Manifest& m, const Scheme& st, const StreamOptions& opt) {
   const std::string fix = "; leave out --band-rows";
-  if (!bands_fit(m, b, opt.placement)) {
-    return invalid_argument(
-        "--band-rows sweeps a periodic grid only where a plane is whole 4096-byte blocks "
-        "(its bands read across the grid's ends; this one's planes are " +
-        std::to_string(m.layout.plane_bytes) + " bytes)" + fix);
-  }
   if (m.components() > 1 || st.component_count() > 1) {
     return invalid_argument(
         "--band-rows takes grids of one field for now (schemes of several "
@@ -354,7 +347,7 @@ Manifest band_manifest(const Manifest& m, int64_t height) {
 // spare slots bound the depth: the sweeps write out of place.
 Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundary& b, int64_t steps,
                               const StreamOptions& opt) {
-  DG_RETURN_IF_ERROR(check_bands(m, st, b, opt));
+  DG_RETURN_IF_ERROR(check_bands(m, st, opt));
   const int64_t ny = m.shape.ny, rows = std::min(opt.band_rows, ny);
   const int64_t bands = (ny + rows - 1) / rows;
   const int64_t hashes = kBandHashBytes * m.shape.nz;
