@@ -405,8 +405,9 @@ namespace {
 // Left to choose (kAutoBandRows), the planner takes bands where they cost less than whole
 // planes (by a margin) and the data files' directory has room for their copy; whole planes
 // where it cannot check that room, for the 512x512x4096 grid of the 16x benchmark (bt 32 in
-// one sweep already), and for periodic grids whose planes are not whole blocks, which bands do
-// not take (periodic grids of whole-block planes take them alike).
+// one sweep already), and for a grid whose rows make no band height of whole blocks (2047 f32
+// values: whole blocks only every 1024 rows, beyond half of its 1024); periodic grids take
+// bands alike.
 TEST(StreamPlan, ThePlannerChoosesBandsWhereTheyPay) {
   testing::TempDir tmp;
   const std::string dir = tmp.path().string();
