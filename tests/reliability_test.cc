@@ -309,12 +309,17 @@ TEST(PlaneChecksums, RoundTripAndRejectDamage) {
   EXPECT_FALSE(t.complete());
   for (int64_t z = 0; z < 3; ++z) t.set(z, plane_hash(&z, sizeof z));
   ASSERT_TRUE(t.complete());
-  const PlaneChecksums back = PlaneChecksums::from_json(t.to_json(), 3).value();
+  const std::string text = t.to_json(kComponentChecksumAlgorithm);
+  const PlaneChecksums back =
+      PlaneChecksums::from_json(text, 3, kComponentChecksumAlgorithm).value();
   for (int64_t z = 0; z < 3; ++z) EXPECT_EQ(back.hash(z), t.hash(z));
-  EXPECT_FALSE(PlaneChecksums::from_json(t.to_json(), 4).ok());
-  std::string bad = t.to_json();
+  EXPECT_FALSE(PlaneChecksums::from_json(text, 4, kComponentChecksumAlgorithm).ok());
+  // A table of another algorithm than the manifest names is not taken for the grid's.
+  EXPECT_EQ(PlaneChecksums::from_json(text, 3, kChecksumAlgorithm).status().code(),
+            ErrorCode::kCorrupt);
+  std::string bad = text;
   bad[bad.find('"', bad.find('[')) + 1] = 'g';
-  EXPECT_FALSE(PlaneChecksums::from_json(bad, 3).ok());
+  EXPECT_FALSE(PlaneChecksums::from_json(bad, 3, kComponentChecksumAlgorithm).ok());
 }
 
 // ---------------------------------------------------------------------------------------------

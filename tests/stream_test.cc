@@ -431,10 +431,6 @@ TEST_P(EngineGolden, SchemesOfSeveralFields) {
     GTEST_SKIP() << "the tiled comparison method runs plain stencils only (refusal tested in "
                     "SchemeTest.TheTiledMethodRefusesSchemes)";
   }
-  if (in_bands()) {
-    GTEST_SKIP() << "bands of rows take grids of one field for now (refusal tested in "
-                    "StreamGolden.BandsAreRefusedWhereTheyCannotRun)";
-  }
   for (const char* sc : {"wave2", "wave4", "wave8", "heat-var", kCoupledScheme, kFusedFormScheme,
                          kThreeLevelScheme}) {
     for (DType dt : {DType::kF32, DType::kF64}) {
@@ -465,9 +461,6 @@ TEST_P(EngineGolden, UsersKernels) {
     GTEST_SKIP() << "users' kernels run on the CPU only (refusal tested in "
                     "DeviceTest.AUsersKernelIsRefusedWithTheFix)";
   }
-  if (in_bands()) {
-    GTEST_SKIP() << "the test kernel has three fields; bands of rows take grids of one field";
-  }
   for (DType dt : {DType::kF32, DType::kF64}) {
     expect_all_boundaries({kKernelScheme, {21, 13, 11}, dt, 5, 0, 1, io::Backend::kUring});
   }
@@ -490,18 +483,21 @@ TEST_P(EngineGolden, SourcesAndReceivers) {
     GTEST_SKIP() << "the tiled comparison method runs plain stencils only";
   }
   if (in_bands()) {
-    // Grids of one field: sources in the halo rows of the bands beside theirs, receivers on
-    // the bands' first and last rows (bands of 4 rows: rows 3-4, 7-8 meet), at every depth.
+    // Sources in the halo rows of the bands beside theirs, receivers on the bands' first and
+    // last rows (bands of 4 rows: rows 3-4, 7-8 meet), at every depth; a grid of several
+    // fields with a receiver on another component.
     Probes probes = testing::shot_and_corner();
     for (int64_t y : {3, 4, 6, 7, 8, 11}) probes.receivers.push_back({"u", 5, y, 7});
     probes.sources.back().y = 4;
+    Probes wave_probes = probes;
+    wave_probes.receivers.push_back({"u@1", 3, 4, 13});
     for (int bt : {1, 3, 0}) {
-      for (const char* st : {"7pt", "13pt"}) {
+      for (const char* st : {"7pt", "13pt", "wave4"}) {
         Case c{st, {17, 12, 14},       bt == 3 ? DType::kF32 : DType::kF64, 7, bt,
                1,  io::Backend::kUring};
         c.tile_x = 5;
         c.tile_y = 3;
-        c.probes = &probes;
+        c.probes = st == std::string("wave4") ? &wave_probes : &probes;
         expect_all_boundaries(c);
       }
     }
@@ -731,6 +727,19 @@ TEST_F(StreamGolden, BandsOfWholeBlocks) {
   Case c{"13pt", {64, 37, 11}, DType::kF32, 5, 3, 3, io::Backend::kThreads};
   c.band_rows = 32;
   expect_all_boundaries(c);
+  // A last band of less than half the others on a periodic grid whose planes are not whole
+  // blocks: its buffers are aligned for the rows after the wrap, not for its own (whose writes
+  // then go through the page cache).
+  Case short_last{"7pt", {64, 36, 9}, DType::kF32, 6, 1, 1, io::Backend::kUring};
+  short_last.band_rows = 16;
+  expect_all_boundaries(short_last);
+  // Grids of several fields whose components are whole blocks: every component's rows written
+  // O_DIRECT.
+  for (int bt : {1, 0}) {
+    Case w{"wave2", {64, 48, 9}, DType::kF32, 6, bt, 2, io::Backend::kUring};
+    w.band_rows = 16;
+    expect_all_boundaries(w);
+  }
 }
 
 // Periodic grids in bands: the bands at the grid's ends read their halo rows across it (two
@@ -775,6 +784,15 @@ TEST_F(StreamGolden, PeriodicBandsReadAcrossTheGridsEnds) {
   expect_all_boundaries(tight);
   tight.shape = {1000, 61, 12};  // (rows of 4000 bytes: the end bands' reads in three parts)
   expect_all_boundaries(tight);
+  // Components read through stencils: each component's reads in parts, the wrapped rows of
+  // those after the first split where the files' blocks start (the rows before them in the
+  // file are the component before's, which must not land over the band's).
+  tight.stencil = kCoupledScheme;
+  tight.mem = 8 << 20;
+  expect_all_boundaries(tight);
+  tight.shape = {64, 40, 9};
+  tight.band_rows = 8;
+  expect_all_boundaries(tight);
   Probes near_the_ends = testing::shot_and_corner();
   for (auto [x, y, z] : {std::tuple{3, 0, 4}, {20, 39, 6}, {11, 1, 2}}) {
     SourceSpec s;
@@ -797,7 +815,7 @@ TEST_F(StreamGolden, PeriodicBandsReadAcrossTheGridsEnds) {
   }
 }
 
-// Bands take grids of one field on the CPU (periodic ones where the halos do not meet);
+// Bands run on the CPU (periodic grids where the halos do not meet);
 // the rest is refused with the fix (leave out --band-rows) before anything changes, as is a
 // budget that cannot hold one band's planes, and a grid whose in-place sweep was interrupted.
 TEST_F(StreamGolden, BandsAreRefusedWhereTheyCannotRun) {
@@ -818,10 +836,6 @@ TEST_F(StreamGolden, BandsAreRefusedWhereTheyCannotRun) {
   StreamOptions tall = opt;
   tall.band_rows = 47;  // (47 rows and one of halo at either end: 49 > 48)
   expect_refused(plan_stream(m, st, periodic, 6, tall), "taller than this periodic grid's 48");
-  const Scheme wave2 = testing_scheme("wave2");
-  Manifest three = m;
-  three.fields = {"u", "u@1", "m"};
-  expect_refused(plan_stream(three, wave2, Boundary{}, 6, opt), "one field");
   StreamOptions part = opt;
   part.placement.whole = {64, 96, 20};
   EXPECT_EQ(plan_stream(m, st, Boundary{}, 6, part).value().bands, 6) << "a distributed part's";

@@ -35,6 +35,13 @@ struct FsckReport {
 // whose values do not match their recorded hash. I/O errors end the check with their status.
 Result<FsckReport> fsck_grid(const Grid& grid);
 
+// Gives a grid of several fields whose checksums hash each plane as one run of bytes (written
+// before 2026-11-30) checksums by component (integrity.h), which sweeps in bands of rows need:
+// reads every plane, compares it with its recorded hash (a mismatch fails with kCorrupt, naming
+// the file and offset, and changes nothing) and commits the new table. Any other grid is left
+// as it is. Needs the grid opened read-write and no interrupted sweep.
+Status upgrade_checksums(Grid& grid);
+
 // Reads every plane once (plane transfers, several in flight): with verification enabled, the first
 // damaged plane fails it (naming its file and offset).
 Status read_every_plane(const Grid& grid);

@@ -86,6 +86,9 @@ struct Manifest {
   int64_t step = 0;
   int64_t base = 0;                 // plane z is in slot (z + base) mod slots(); in [0, slots())
   int64_t checksum_generation = 0;  // names the checksum table; 0: none recorded (version 1)
+  // Planes of several components hashed component by component ("xxh3-64-fields",
+  // integrity.h): new grids; false for grids of fields written before 2026-11-30.
+  bool checksums_by_component = true;
   // The store directories the grid was created with (absolute, normal), one per data file;
   // empty when the data are in the grid directory. Only 'deepgrid relocate' changes them.
   std::vector<std::string> stores;
@@ -103,6 +106,9 @@ struct Manifest {
   // The index of component `name` ("u" names the only one of a plain grid), or -1.
   int component_index(std::string_view name) const;
   int64_t slots() const { return shape.nz + layout.spare_planes; }
+  // How the planes' checksums are made, and that algorithm's name.
+  PlaneHashing plane_hashing() const;
+  std::string_view checksum_algorithm() const;
   PlaneLocation locate(int64_t z) const { return locate_slot(slot_of(z, base)); }
   // The slot of plane z with another base (a sweep's writes go `spare` slots back).
   int64_t slot_of(int64_t z, int64_t with_base) const;

@@ -114,7 +114,7 @@ Status DeviceSweep::upload(const DeviceWavefront& w, int64_t j, const device::Bu
       values = io_.read_buffer(*read).bytes;
       if (grid_.verifying()) {
         DG_RETURN_IF_ERROR(
-            grid_.verify_plane_hash(p, plane_hash(values, static_cast<size_t>(plane_bytes_))));
+            grid_.verify_plane_hash(p, plane_hash(values, grid_.manifest().plane_hashing())));
       }
       if (pinned) kept_[p].assign(values, values + plane_bytes_);
     }
@@ -136,7 +136,7 @@ Status DeviceSweep::write_back(const DeviceWavefront& w, int64_t j, const device
         copied(device_->read_async(from, (u % w.ring(w.levels)) * plane_bytes_, out, plane_bytes_),
                stats));
     DG_RETURN_IF_ERROR(
-        io_.write_plane(b, w.g0 + u, plane_hash(out, static_cast<size_t>(plane_bytes_)), stats));
+        io_.write_plane(b, w.g0 + u, plane_hash(out, grid_.manifest().plane_hashing()), stats));
   }
   return io_.read_ahead();
 }

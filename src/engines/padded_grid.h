@@ -48,8 +48,10 @@ class PaddedGrid {
 
   // Copies packed plane z (nx * ny values per component, components one after another) in or
   // out of the interior. `hash`, if given, is updated with the packed values as they are copied
-  // (one pass over memory for both).
-  void load_plane(int64_t z, const T* packed, PlaneHasher* hash = nullptr);
+  // (one pass over memory for both). Loading: the components `component_stride` values apart
+  // (0: nx * ny).
+  void load_plane(int64_t z, const T* packed, PlaneHasher* hash = nullptr,
+                  int64_t component_stride = 0);
   void store_plane(int64_t z, T* packed) const;
 
   // Fills every ghost cell from the interior by the boundary rule, with `threads` threads.

@@ -10,51 +10,77 @@
 #include <vector>
 
 #include "core/file_util.h"
+#include "deepgrid/fsck.h"
 #include "deepgrid/integrity.h"
 #include "engines/stream_sweep.h"
 
 namespace deepgrid::internal::stream {
 namespace {
 
+// Whether band `r`'s own rows of every component start and end on 4096-byte blocks both in
+// the files and in its buffers, as O_DIRECT writes need: its rows whole blocks, and each
+// component's rows too (else the components after the first start off the files' blocks); a
+// band whose rows wrap across the grid's ends on planes not of whole blocks has its buffers
+// aligned for the larger of the two parts (SweepIo::band_layout), which must be its own rows'.
+bool writes_whole_blocks(const Manifest& m, const StreamPlan& plan, const BandRows& r, bool wrap) {
+  const int64_t row = m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
+  if (plan.band_rows * row % kDirectIoAlignment != 0) return false;
+  if (m.shape.ny * row % kDirectIoAlignment == 0) return true;
+  if (m.components() > 1) return false;
+  if (!wrap) return true;
+  const int64_t ny = m.shape.ny, a = (r.r0 % ny + ny) % ny;
+  const int64_t before_end = std::min(plan.band_height, ny - a);
+  const int64_t after_start = plan.band_height - before_end;
+  const bool own_rows_after_the_wrap = r.r0 < 0;
+  return after_start == 0 || own_rows_after_the_wrap == (after_start > before_end);
+}
+
 // The descriptors a sweep's bands use beyond the grid's own. Writes: the replacement's own
-// (O_DIRECT where the files allow it) when every band's rows are whole blocks or the files are
-// not O_DIRECT, else buffered ones. Reads: where rows wrap across the grid's ends on planes not
-// of whole blocks (`wrap`), buffered ones of the grid's files for the parts that cannot be
-// aligned. Those opened here are closed with it.
+// (O_DIRECT where the files allow it) for bands whose writes are whole blocks
+// (writes_whole_blocks) or when the files are not O_DIRECT, else buffered ones. Reads: where
+// rows wrap across the grid's ends on planes whose components are not whole blocks (`wrap`),
+// buffered ones of the grid's files for the parts that cannot be aligned. Those opened here are
+// closed with it.
 class BandFiles {
  public:
-  static Result<BandFiles> open(const Grid& grid, const StreamPlan& plan, bool wrap) {
+  static Result<BandFiles> open(const Grid& grid, const StreamPlan& plan, int ry, bool wrap) {
     BandFiles w;
     const Manifest& m = grid.manifest();
-    const int64_t band_bytes =
-        plan.band_rows * m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
-    w.whole_blocks_ = band_bytes % kDirectIoAlignment == 0;
+    bool buffered_writes = false;
+    for (int64_t b = 0; b < plan.bands; ++b) {
+      const BandRows r = band_rows(plan, m.shape.ny, ry, b, wrap);
+      w.rows_.push_back(r);
+      w.whole_blocks_.push_back(writes_whole_blocks(m, plan, r, wrap));
+      buffered_writes = buffered_writes || (!w.whole_blocks_.back() && grid.direct_io());
+    }
+    const int64_t row = m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
     const bool unaligned_reads =
-        wrap && grid.direct_io() && m.layout.plane_bytes % kDirectIoAlignment != 0;
+        wrap && grid.direct_io() && m.shape.ny * row % kDirectIoAlignment != 0;
     for (size_t f = 0; f < m.layout.files.size(); ++f) {
       const std::string path = grid.file_path(static_cast<int>(f), FileSet::kReplacement);
       w.paths_.push_back(path);
+      w.fds_.push_back(grid.fd(static_cast<int>(f), FileSet::kReplacement));
       if (unaligned_reads) {
         DG_ASSIGN_OR_RETURN(const int fd,
                             w.open_owned(grid.file_path(static_cast<int>(f)), O_RDONLY));
         w.read_fds_.push_back(fd);
       }
-      if (w.whole_blocks_ || !grid.direct_io()) {
-        w.fds_.push_back(grid.fd(static_cast<int>(f), FileSet::kReplacement));
-        continue;
+      if (buffered_writes) {
+        DG_ASSIGN_OR_RETURN(const int fd, w.open_owned(path, O_WRONLY));
+        w.buffered_fds_.push_back(fd);
       }
-      DG_ASSIGN_OR_RETURN(const int fd, w.open_owned(path, O_WRONLY));
-      w.fds_.push_back(fd);
     }
     return w;
   }
   BandFiles() = default;
   BandFiles(BandFiles&& o) noexcept
-      : fds_(std::move(o.fds_)),
+      : rows_(std::move(o.rows_)),
+        whole_blocks_(std::move(o.whole_blocks_)),
+        fds_(std::move(o.fds_)),
+        buffered_fds_(std::move(o.buffered_fds_)),
         read_fds_(std::move(o.read_fds_)),
         owned_(std::move(o.owned_)),
-        paths_(std::move(o.paths_)),
-        whole_blocks_(o.whole_blocks_) {
+        paths_(std::move(o.paths_)) {
     o.owned_.clear();
   }
   BandFiles& operator=(BandFiles&&) = delete;
@@ -63,11 +89,13 @@ class BandFiles {
   }
 
   // The sweep's bands, in order.
-  std::vector<SweepIo::Band> bands(const StreamPlan& plan, int64_t ny, int ry, bool wrap) const {
+  std::vector<SweepIo::Band> bands() const {
     std::vector<SweepIo::Band> out;
-    for (int64_t b = 0; b < plan.bands; ++b) {
-      const BandRows r = band_rows(plan, ny, ry, b, wrap);
-      out.push_back({r.y0, r.y1, r.r0, fds_, paths_, whole_blocks_, read_fds_});
+    for (size_t b = 0; b < rows_.size(); ++b) {
+      const BandRows& r = rows_[b];
+      const bool whole = whole_blocks_[b];
+      out.push_back({r.y0, r.y1, r.r0, whole || buffered_fds_.empty() ? fds_ : buffered_fds_,
+                     paths_, whole, read_fds_});
     }
     return out;
   }
@@ -80,9 +108,10 @@ class BandFiles {
     return fd;
   }
 
-  std::vector<int> fds_, read_fds_, owned_;
+  std::vector<BandRows> rows_;
+  std::vector<bool> whole_blocks_;
+  std::vector<int> fds_, buffered_fds_, read_fds_, owned_;
   std::vector<std::string> paths_;
-  bool whole_blocks_ = false;
 };
 
 SweepRecord band_sweep_record(const Manifest& m, int levels) {
@@ -130,9 +159,13 @@ Status sweep_bands(Grid& grid, StreamSweep<T>& run, const StreamPlan& plan, int 
                    StreamStats& stats) {
   const Manifest& m = grid.manifest();
   const auto nz = static_cast<size_t>(m.shape.nz);
-  std::vector<PlaneHasher> read_hashes(grid.verifying() ? nz : 0), write_hashes(nz);
-  DG_ASSIGN_OR_RETURN(const BandFiles files, BandFiles::open(grid, plan, wrap));
-  const std::vector<SweepIo::Band> bands = files.bands(plan, m.shape.ny, ry, wrap);
+  std::vector<PlaneHasher> read_hashes, write_hashes;
+  for (size_t z = 0; z < nz; ++z) {
+    if (grid.verifying()) read_hashes.emplace_back(m.plane_hashing());
+    write_hashes.emplace_back(m.plane_hashing());
+  }
+  DG_ASSIGN_OR_RETURN(const BandFiles files, BandFiles::open(grid, plan, ry, wrap));
+  const std::vector<SweepIo::Band> bands = files.bands();
   const SweepRecord record = band_sweep_record(m, levels);
   for (size_t b = 0; b < bands.size(); ++b) {
     std::optional<ResolvedProbes> band_probed;
@@ -197,6 +230,7 @@ Status advance_in_bands(Grid& grid, const Scheme& scheme, const Boundary& bounda
                             " holds an interrupted in-place sweep; finish it with 'deepgrid run " +
                             grid.dir() + " --resume' before sweeping in bands (--band-rows)");
   }
+  DG_RETURN_IF_ERROR(upgrade_checksums(grid));  // (bands hash each component apart)
   return dispatch_dtype(grid.dtype(), [&](auto tag) {
     return run_bands<decltype(tag)>(grid, scheme, boundary, steps, plan, io, options, progress,
                                     stats);

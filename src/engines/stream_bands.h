@@ -11,8 +11,9 @@
 // old rows wherever the band before it wrote, a crash or an error at any moment leaves the grid
 // at its last committed step (the replacement's files are removed), and the checksums of the
 // planes read are compared before anything is replaced: each band hashes its own rows of every
-// plane in row order into a running checksum per plane, which after the last band is the
-// plane's checksum (grids of one field: their plane is its rows in order). The price is disk
+// component of every plane into a running checksum per plane and component, which after the
+// last band give the plane's checksum (integrity.h: components hashed apart; a grid of fields
+// whose checksums predate that is upgraded first, upgrade_checksums). The price is disk
 // space for a second copy of the data files while the run sweeps (kept from one sweep to the
 // next: Grid::OldFiles).
 #pragma once

@@ -59,14 +59,15 @@ Result<SweepRecord> next_sweep_record(Grid& grid, const Scheme& stencil, const B
 
 // The block I/O the options ask for, with queues for the plan's buffers; io_uring falls back to
 // the thread pool where the kernel lacks it (`backend` says which one is used).
-Result<std::unique_ptr<io::BlockIo>> open_block_io(const StreamPlan& plan,
+Result<std::unique_ptr<io::BlockIo>> open_block_io(const StreamPlan& plan, const Manifest& m,
                                                    const StreamOptions& options,
                                                    io::Backend* backend) {
   io::BlockIoOptions io_opt;
   io_opt.backend = options.io;
-  // (A band's read across the grid's ends is up to three requests: two more per read buffer.)
-  io_opt.queue_depth =
-      static_cast<unsigned>(plan.io_buffers + (plan.bands > 0 ? 2 * plan.block : 0));
+  // (A band's transfer is a request per component, and its read across the grid's ends up to
+  // three: two more per read buffer.)
+  io_opt.queue_depth = static_cast<unsigned>(
+      plan.bands > 0 ? (plan.io_buffers + 2 * plan.block) * m.components() : plan.io_buffers);
   io_opt.fault_hook = options.fault_hook;
   auto io = io::make_block_io(io_opt);
   if (!io.ok() && io.status().code() == ErrorCode::kUnsupported &&
@@ -91,7 +92,7 @@ Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boun
     }
     StreamStats stats;
     DG_ASSIGN_OR_RETURN(const std::unique_ptr<io::BlockIo> io,
-                        open_block_io(plan, options, &stats.backend));
+                        open_block_io(plan, grid.manifest(), options, &stats.backend));
     DG_RETURN_IF_ERROR(internal::stream::advance_in_bands(grid, stencil, boundary, steps, plan, *io,
                                                           options, progress, stats));
     return stats;
@@ -101,7 +102,7 @@ Result<StreamStats> advance_stream(Grid& grid, const Scheme& stencil, const Boun
   }
   StreamStats stats;
   DG_ASSIGN_OR_RETURN(const std::unique_ptr<io::BlockIo> io,
-                      open_block_io(plan, options, &stats.backend));
+                      open_block_io(plan, grid.manifest(), options, &stats.backend));
   // The sweeps, computed by the CPU's wavefronts or by a device.
   auto sweeps = [&](auto& run) -> Status {
     DG_RETURN_IF_ERROR(run.allocate());

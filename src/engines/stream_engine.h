@@ -37,7 +37,7 @@ struct StreamOptions {
   int64_t tile_y = 0;
   int64_t cache_bytes = 0;  // per-thread working set tiles are sized for; 0: the in-core default
   // Sweep the grid in bands of this many rows (y) instead of whole planes; 0: whole planes.
-  // Out of place (stream_bands.cc): grids of one field, not a device run.
+  // Out of place (stream_bands.cc), not a device run.
   int64_t band_rows = 0;
   bool flush_subnormals = false;  // RunOptions::flush_subnormals
   // Bytes per lattice update the disks sustain while compute runs at full speed (disk

@@ -95,9 +95,10 @@ class FramePool {
   void fill_ghosts(int64_t z) {
     if (!store_->ghosts_fixed()) store_->frames().fill_plane_ghosts(slot(z), b_);
   }
-  // Copies packed plane values into frame z (hashing them into `hash` if given).
-  void load(int64_t z, const T* packed, PlaneHasher* hash) {
-    store_->frames().load_plane(slot(z), packed, hash);
+  // Copies packed plane values (components `component_stride` values apart) into frame z
+  // (hashing them into `hash` if given).
+  void load(int64_t z, const T* packed, int64_t component_stride, PlaneHasher* hash) {
+    store_->frames().load_plane(slot(z), packed, hash, component_stride);
   }
 
   Status acquire(int64_t z) {

@@ -43,17 +43,37 @@ Status SweepIo::allocate(int64_t buffers, int block) {
   return Status::Ok();
 }
 
+namespace {
+int64_t row_bytes(const Manifest& m) {
+  return m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
+}
+}  // namespace
+
+int64_t band_component_span(const Manifest& m, int64_t height) {
+  return round_up(height * row_bytes(m)) + 2 * kBlock + m.shape.ny * row_bytes(m) % kBlock;
+}
+
+// The last component's rows after the others' spans, a lead of less than a block before them
+// and the block their read ends in after them; whole blocks (the buffers lie one after another).
+size_t band_buffer_bytes(const Manifest& m, int64_t height) {
+  const int c = m.components();
+  return static_cast<size_t>(round_up((c - 1) * band_component_span(m, height) +
+                                      round_up(height * row_bytes(m)) + (c > 1 ? 2 : 1) * kBlock));
+}
+
 size_t SweepIo::plane_bytes() const {
-  return static_cast<size_t>(band_height_ > 0 ? band_height_ * m_.shape.nx *
-                                                    static_cast<int64_t>(dtype_size(m_.dtype))
+  return static_cast<size_t>(band_height_ > 0 ? band_height_ * row_bytes(m_)
                                               : m_.layout.plane_bytes);
 }
 
-// Band mode: room for the plane's rows after a lead of less than a block.
+size_t SweepIo::component_stride() const {
+  return static_cast<size_t>(band_height_ > 0 ? band_component_span(m_, band_height_)
+                                              : m_.layout.plane_bytes / m_.components());
+}
+
 size_t SweepIo::buffer_bytes() const {
-  return static_cast<size_t>(band_height_ > 0
-                                 ? round_up(static_cast<int64_t>(plane_bytes())) + kBlock
-                                 : m_.layout.plane_stride);
+  return band_height_ > 0 ? band_buffer_bytes(m_, band_height_)
+                          : static_cast<size_t>(m_.layout.plane_stride);
 }
 
 Status SweepIo::begin(const SweepRecord& record, std::vector<int64_t> order) {
@@ -135,7 +155,9 @@ Result<size_t> SweepIo::claim_write_buffer(StreamStats& stats) {
   if (band_height_ > 0) {
     buf.band = band_index_;
     buf.lead = band_lead(band());
-    std::fill(buf.bytes + buf.lead + plane_bytes(), buf.bytes + buffer_bytes(), std::byte{0});
+    const size_t last = component_stride() * static_cast<size_t>(m_.components() - 1);
+    std::fill(buf.bytes + buf.lead + last + plane_bytes(), buf.bytes + buffer_bytes(),
+              std::byte{0});
   }
   return b;
 }
@@ -174,10 +196,9 @@ Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
   buf.parts = 1;
   if (band_height_ > 0) {
     const BandRequests rs = band_requests(buf, write, plane);
-    buf.parts = rs.count;
+    buf.parts = static_cast<int>(rs.size());
     buf.length = 0;
-    for (int i = 0; i < rs.count; ++i) {
-      io::Request r = rs.parts[static_cast<size_t>(i)];
+    for (io::Request r : rs) {
       r.op = op;
       r.tag = (write ? kWriteTag : 0) | index;
       buf.length += static_cast<int64_t>(r.length);
@@ -210,7 +231,7 @@ Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
 // starts in a buffer (`lead`), chosen so that one of the parts lies on block boundaries of the
 // buffer as it does in the file (the larger, where both cannot).
 SweepIo::BandLayout SweepIo::band_layout(const Band& band) const {
-  const int64_t row = m_.shape.nx * static_cast<int64_t>(dtype_size(m_.dtype));
+  const int64_t row = row_bytes(m_);
   const int64_t ny = m_.shape.ny;
   BandLayout l;
   l.a = (band.r0 % ny + ny) % ny;
@@ -229,53 +250,66 @@ SweepIo::BandLayout SweepIo::band_layout(const Band& band) const {
 // whole blocks, the last band's up to the slot's padding, which the buffer holds as zeros:
 // begin_band).
 SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int64_t plane) const {
-  const int64_t row = m_.shape.nx * static_cast<int64_t>(dtype_size(m_.dtype));
+  const int64_t row = row_bytes(m_);
   const int64_t ny = m_.shape.ny;
   const Band& band = (*bands_)[buf.band];
+  const auto span = static_cast<int64_t>(component_stride());
   BandRequests out;
   if (!write) {
     const PlaneLocation loc = m_.locate_slot(m_.slot_of(plane, record_->base_from));
     const BandLayout l = band_layout(band);
     const auto f = static_cast<size_t>(loc.file);
-    // File bytes [from, to) of the plane at buffer offset `at`; aligned: O_DIRECT, whole blocks.
-    auto read = [&](int64_t from, int64_t to, int64_t at, bool aligned) {
-      if (to <= from) return;
-      io::Request& r = out.parts[static_cast<size_t>(out.count++)];
-      const bool direct = aligned || !grid_.direct_io();
-      r.fd = direct ? grid_.fd(loc.file) : band.buffered_read_fds[f];
-      r.path = paths_[f];
-      r.offset = loc.offset + from;
-      r.length = static_cast<size_t>(aligned ? round_up(to - from) : to - from);
-      r.buffered = !aligned;
-      r.buffer = buf.bytes + at;
-    };
-    const int64_t first = l.a * row / kBlock * kBlock;  // (buffer offset 0 unless aligned_after)
-    const int64_t end = (l.a + l.before_end) * row;
-    if (l.after_start == 0 || (ny * row) % kBlock == 0) {
-      read(first, end, 0, true);
-      read(0, l.after_start * row, round_up(end) - first, true);
-    } else if (!l.aligned_after) {
-      const int64_t body = end / kBlock * kBlock;
-      read(first, body, 0, true);
-      read(std::max(first, body), end, std::max(first, body) - first, false);
-      read(0, l.after_start * row, end - first, false);
-    } else {
-      const auto lead = static_cast<int64_t>(l.lead);
-      read(l.a * row, end, lead, false);
-      read(0, l.after_start * row, lead + l.before_end * row, true);
+    for (int64_t c = 0; c < m_.components(); ++c) {
+      const int64_t base = c * ny * row;  // the component's first byte in the plane
+      const int64_t start = base + l.a * row, end = start + l.before_end * row;
+      const int64_t at = static_cast<int64_t>(l.lead) + c * span;  // row r0 in the buffer
+      const int64_t wrapped_at = at + l.before_end * row;          // row 0 after the wrap
+      // Plane bytes [from, to) into the buffer, plane byte `origin` going to offset
+      // `origin_at`; aligned: O_DIRECT, from the block holding `from` to whole blocks (what
+      // lies before and after the bytes asked for lands where nothing else does).
+      auto read = [&](int64_t from, int64_t to, int64_t origin, int64_t origin_at, bool aligned) {
+        if (to <= from) return;
+        if (aligned) from = from / kBlock * kBlock;
+        io::Request& r = out.emplace_back();
+        const bool direct = aligned || !grid_.direct_io();
+        r.fd = direct ? grid_.fd(loc.file) : band.buffered_read_fds[f];
+        r.path = paths_[f];
+        r.offset = loc.offset + from;
+        r.length = static_cast<size_t>(aligned ? round_up(to - from) : to - from);
+        r.buffered = !aligned;
+        r.buffer = buf.bytes + origin_at + (from - origin);
+      };
+      const int64_t wrap_end = base + l.after_start * row;
+      if (l.after_start == 0 || (ny * row) % kBlock == 0) {
+        read(start, end, start, at, true);
+        read(base, wrap_end, base, wrapped_at, true);
+      } else if (!l.aligned_after) {
+        const int64_t body = std::max(start, end / kBlock * kBlock);
+        read(start, body, start, at, true);
+        read(body, end, start, at, false);
+        read(base, wrap_end, base, wrapped_at, false);
+      } else {
+        // The wrapped rows aligned from the first block boundary of the component on (the
+        // rows before it, the end of the component before, must not overwrite these).
+        const int64_t boundary = std::min(wrap_end, round_up(base));
+        read(start, end, start, at, false);
+        read(base, boundary, base, wrapped_at, false);
+        read(boundary, wrap_end, base, wrapped_at, true);
+      }
     }
     return out;
   }
-  io::Request& r = out.parts[0];
-  out.count = 1;
   const PlaneLocation loc = grid_.locate(plane, FileSet::kReplacement);
   const int64_t bytes = (band.y1 - band.y0) * row;
-  r.fd = band.write_fds[static_cast<size_t>(loc.file)];
-  r.path = band.write_paths[static_cast<size_t>(loc.file)];
-  r.offset = loc.offset + band.y0 * row;
-  r.length = static_cast<size_t>(band.whole_blocks ? round_up(bytes) : bytes);
-  r.buffered = !band.whole_blocks;
-  r.buffer = buf.bytes + buf.lead + static_cast<size_t>((band.y0 - band.r0) * row);
+  for (int64_t c = 0; c < m_.components(); ++c) {
+    io::Request& r = out.emplace_back();
+    r.fd = band.write_fds[static_cast<size_t>(loc.file)];
+    r.path = band.write_paths[static_cast<size_t>(loc.file)];
+    r.offset = loc.offset + c * ny * row + band.y0 * row;
+    r.length = static_cast<size_t>(band.whole_blocks ? round_up(bytes) : bytes);
+    r.buffered = !band.whole_blocks;
+    r.buffer = buf.bytes + buf.lead + c * span + static_cast<size_t>((band.y0 - band.r0) * row);
+  }
   return out;
 }
 

@@ -16,15 +16,16 @@
 // Band mode (out-of-place sweeps, stream_bands.h): the planes are `height` rows of the grid's,
 // from row r0 of a band; a sweep runs its bands one after the other, a begin() each. A read
 // brings a band's rows (the 4096-byte blocks holding them: the plane's values start `lead`
-// bytes into the buffer), a write sends the band's own rows [y0, y1) of a new plane to the
-// same place in the replacement files, through the descriptors the band gives (O_DIRECT ones
-// only when those rows start and end on 4096-byte boundaries). Reads run ahead from one
+// bytes into the buffer; a plane of several components holds each component's rows
+// component_stride() bytes after the one before, so that one lead aligns them all), a write
+// sends the band's own rows [y0, y1) of each component of a new plane to the same place in the
+// replacement files, through the descriptors the band gives (O_DIRECT ones only when those rows
+// start and end on 4096-byte boundaries). Reads run ahead from one
 // band's planes into the next band's, and a band's last writes complete while the next band
 // computes, so the disk does not idle between bands. No record, committer, write window or
 // side file: nothing of the grid's own files is written.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,6 +42,13 @@
 
 namespace deepgrid::internal::stream {
 
+// Band mode: a buffer for a band's plane of `height` rows (room for a lead of less than a block
+// and, on planes of several components, band_component_span() bytes per component).
+size_t band_buffer_bytes(const Manifest& m, int64_t height);
+// At least a component's rows and two blocks, and as far modulo a block as one component is from
+// the next in the files, so that the reads of every component align with one lead.
+int64_t band_component_span(const Manifest& m, int64_t height);
+
 class SweepIo {
  public:
   // An aligned plane buffer (a slice of the arena) for one read or write at a time.
@@ -52,7 +60,7 @@ class SweepIo {
     bool ready = false;  // read: data arrived
     int64_t length = 0;  // of the request in flight
     size_t band = 0;     // band mode: the band whose rows it holds
-    int parts = 0;       // requests in flight for it (a band's read across the grid's ends: 2-3)
+    int parts = 0;       // requests in flight for it (band mode: 1-3 per component)
     template <typename T>
     T* data() const {
       return reinterpret_cast<T*>(bytes + lead);
@@ -65,8 +73,9 @@ class SweepIo {
     int64_t y0 = 0, y1 = 0, r0 = 0;
     std::vector<int> write_fds;
     std::vector<std::string> write_paths;
-    // Every band's rows are whole 4096-byte blocks (as O_DIRECT descriptors need): the last
-    // band's write then runs to the end of the plane's last block.
+    // The band's rows of every component are whole 4096-byte blocks in the files and in its
+    // buffers (as O_DIRECT descriptors need): the last band's write then runs to the end of
+    // the plane's last block.
     bool whole_blocks = false;
     // Rows that wrap across the grid's ends on planes not of whole blocks: descriptors of the
     // grid's files without O_DIRECT for the part of a read that cannot be aligned.
@@ -117,8 +126,10 @@ class SweepIo {
   const Buffer& read_buffer(size_t b) const { return reads_[b]; }
   const Buffer& write_buffer(size_t b) const { return writes_[b]; }
   size_t buffer_bytes() const;
-  // Bytes of a plane's values in a buffer.
+  // Bytes of a plane's component in a buffer (of the whole plane, in whole-plane mode).
   size_t plane_bytes() const;
+  // Bytes from one component of a plane in a buffer to the next.
+  size_t component_stride() const;
 
  private:
   Status pump_reads();
@@ -128,10 +139,8 @@ class SweepIo {
   }
   Result<size_t> idle_write_buffer(StreamStats& stats);
   Status submit(Buffer& buf, io::Op op, int64_t plane, size_t index);
-  struct BandRequests {
-    std::array<io::Request, 3> parts;
-    int count = 0;
-  };
+  // A band's transfer: up to three requests per component.
+  using BandRequests = std::vector<io::Request>;
   struct BandLayout {
     int64_t a = 0, before_end = 0, after_start = 0;
     bool aligned_after = false;

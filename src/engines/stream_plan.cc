@@ -12,6 +12,7 @@
 #include "engines/incore_engine.h"
 #include "engines/padded_grid.h"
 #include "engines/stream_engine.h"
+#include "engines/stream_io.h"
 #include "engines/stream_stages.h"
 #include "engines/wavefront.h"
 
@@ -312,31 +313,26 @@ StreamPlan cheapest_plan(const Manifest& m, const Scheme& st, const Boundary& b,
 }
 
 // Bands of rows (stream_bands.h): what a sweep of bands can run.
-Status check_bands(const Manifest& m, const Scheme& st, const StreamOptions& opt) {
-  const std::string fix = "; leave out --band-rows";
-  if (m.components() > 1 || st.component_count() > 1) {
+Status check_bands(const StreamOptions& opt) {
+  if (opt.device != nullptr) {
     return invalid_argument(
-        "--band-rows takes grids of one field for now (schemes of several "
-        "fields are swept in whole planes)" +
-        fix);
+        "--band-rows sweeps on the CPU, not in a device run; leave out --band-rows");
   }
-  if (opt.device != nullptr)
-    return invalid_argument("--band-rows sweeps on the CPU, not in a device run" + fix);
   return Status::Ok();
 }
 
-// Memory a sweep of bands keeps per plane: two running checksums (read and written), with
-// their allocations.
-constexpr int64_t kBandHashBytes = 2 * 640;
+// Memory a sweep of bands keeps per plane: two running checksums (read and written), an XXH3
+// state per component each, with their allocations.
+int64_t band_hash_bytes(const Manifest& m) { return 2 * (128 + 640 * int64_t{m.components()}); }
 
-// The grid as a band's sweep sees it: planes of `height` rows, each read into a buffer with
-// room for a lead of less than a block (SweepIo's band mode).
+// The grid as a band's sweep sees it: planes of `height` rows, each read into a buffer of
+// SweepIo's band mode.
 Manifest band_manifest(const Manifest& m, int64_t height) {
   Manifest band = m;
   band.shape.ny = height;
-  band.layout.plane_bytes = m.shape.nx * height * static_cast<int64_t>(dtype_size(m.dtype));
-  band.layout.plane_stride = (band.layout.plane_bytes + 2 * kDirectIoAlignment - 1) /
-                             kDirectIoAlignment * kDirectIoAlignment;
+  band.layout.plane_bytes =
+      m.components() * m.shape.nx * height * static_cast<int64_t>(dtype_size(m.dtype));
+  band.layout.plane_stride = static_cast<int64_t>(internal::stream::band_buffer_bytes(m, height));
   return band;
 }
 
@@ -347,10 +343,10 @@ Manifest band_manifest(const Manifest& m, int64_t height) {
 // spare slots bound the depth: the sweeps write out of place.
 Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundary& b, int64_t steps,
                               const StreamOptions& opt) {
-  DG_RETURN_IF_ERROR(check_bands(m, st, opt));
+  DG_RETURN_IF_ERROR(check_bands(opt));
   const int64_t ny = m.shape.ny, rows = std::min(opt.band_rows, ny);
   const int64_t bands = (ny + rows - 1) / rows;
-  const int64_t hashes = kBandHashBytes * m.shape.nz;
+  const int64_t hashes = band_hash_bytes(m) * m.shape.nz;
   StreamOptions band_opt = opt;
   band_opt.mem_budget = opt.mem_budget > static_cast<uint64_t>(hashes)
                             ? opt.mem_budget - static_cast<uint64_t>(hashes)

@@ -68,8 +68,16 @@ void StreamSweep<T>::set_band(const Band* band) {
 template <typename T>
 void StreamSweep<T>::hash_band_rows(const T* values, PlaneHasher& hash) const {
   const SweepIo::Band& rows = io_.band();
-  hash.update(values + (rows.y0 - rows.r0) * s_.nx,
-              static_cast<size_t>((rows.y1 - rows.y0) * s_.nx) * sizeof(T));
+  for (int c = 0; c < m_.components(); ++c) {
+    hash.update_component(c, values + c * component_stride() + (rows.y0 - rows.r0) * s_.nx,
+                          static_cast<size_t>((rows.y1 - rows.y0) * s_.nx) * sizeof(T));
+  }
+}
+
+// Values from one component of a plane in an I/O buffer to the next.
+template <typename T>
+int64_t StreamSweep<T>::component_stride() const {
+  return static_cast<int64_t>(io_.component_stride() / sizeof(T));
 }
 
 template <typename T>
@@ -196,7 +204,7 @@ void StreamSweep<T>::make_waves(int j, WavefrontWorkspace<T>& ws, std::vector<Wa
       out.emplace_back(
           kernel_, b_, s_, n, tile, ws, level0, in.strides(),
           [this, tile](int64_t z) { return output_plane(z) + tile.y0 * s_.nx + tile.x0; },
-          typename Wave::PlaneStrides{s_.nx, s_.plane_points()}, 0, from, probes, trim);
+          typename Wave::PlaneStrides{s_.nx, component_stride()}, 0, from, probes, trim);
     } else {
       FramePool<T>& next = frames_.pool(j + 1);
       out.emplace_back(
@@ -302,13 +310,13 @@ void StreamSweep<T>::convert_level0_planes() {
       if (band_->read_hashes != nullptr) {
         hash_band_rows(read.data<T>(), (*band_->read_hashes)[static_cast<size_t>(read.plane)]);
       }
-      level0.load(read.plane, read.data<T>(), nullptr);
+      level0.load(read.plane, read.data<T>(), component_stride(), nullptr);
     } else if (verify) {
-      PlaneHasher hash;
-      level0.load(read.plane, read.data<T>(), &hash);
+      PlaneHasher hash(m_.plane_hashing());
+      level0.load(read.plane, read.data<T>(), component_stride(), &hash);
       conversion_status_[c] = grid_.verify_plane_hash(read.plane, hash.digest());
     } else {
-      level0.load(read.plane, read.data<T>(), nullptr);
+      level0.load(read.plane, read.data<T>(), component_stride(), nullptr);
     }
     level0.fill_ghosts(read.plane);
   }
@@ -325,7 +333,7 @@ Status StreamSweep<T>::recycle_read_buffers() {
 // every thread of the team.
 template <typename T>
 void StreamSweep<T>::hash_block_outputs(int64_t i0, int64_t i1) {
-  const size_t bytes = static_cast<size_t>(m_.layout.plane_bytes);
+  const PlaneHashing hashing = m_.plane_hashing();
 #pragma omp for schedule(static)
   for (int64_t i = i0; i < i1; ++i) {
     const int b = block_out_[static_cast<size_t>(i - i0)];
@@ -335,7 +343,7 @@ void StreamSweep<T>::hash_block_outputs(int64_t i0, int64_t i1) {
       const int64_t z = block_z0_ + (i - i0);
       hash_band_rows(out, (*band_->write_hashes)[static_cast<size_t>(z)]);
     } else {
-      block_hash_[static_cast<size_t>(i - i0)] = plane_hash(out, bytes);
+      block_hash_[static_cast<size_t>(i - i0)] = plane_hash(out, hashing);
     }
   }
 }

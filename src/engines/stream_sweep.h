@@ -78,6 +78,7 @@ class StreamSweep {
   static Shape planes_shape(const Grid& grid, const StreamPlan& plan);
   // Band mode: hash the band's own rows of a plane at `values` into `hash`.
   void hash_band_rows(const T* values, PlaneHasher& hash) const;
+  int64_t component_stride() const;
 
   Status run_blocks(StreamStats& stats);
   std::vector<std::vector<std::vector<Wave>>> make_all_waves();

@@ -59,13 +59,13 @@ namespace {
 // of a second copy of the files, a crash costing the whole sweep).
 constexpr double kBandsWorthIt = 0.9;
 
-// Whether the planner may sweep this run in bands: a grid of one field on the CPU
-// (stream_plan.cc's check_bands), and room for a second copy of the data files beside them
+// Whether the planner may sweep this run in bands: on the CPU (stream_plan.cc's
+// check_bands), and room for a second copy of the data files beside them
 // (the grid's directory `dir` known).
 bool bands_allowed(const Manifest& m, const std::string& dir, const RunOptions& opt,
                    Method method) {
   if (opt.band_rows != kAutoBandRows || method != Method::kStream || dir.empty() ||
-      m.components() > 1 || opt.scheme.component_count() > 1 || !opt.device.empty()) {
+      !opt.device.empty()) {
     return false;
   }
   std::map<std::string, uint64_t> need;

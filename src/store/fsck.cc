@@ -24,12 +24,12 @@ Result<FsckReport> fsck_grid(const Grid& grid) {
     first = stencil.ok() ? std::clamp<int64_t>(sweep->done - reach, 0, grid.shape().nz)
                          : grid.shape().nz;
   }
-  const size_t plane_bytes = static_cast<size_t>(grid.manifest().layout.plane_bytes);
+  const PlaneHashing hashing = grid.manifest().plane_hashing();
   DG_RETURN_IF_ERROR(io::read_plane_range(
       grid, first, grid.shape().nz,
       [&](int64_t z, const void* values) {
         ++r.planes_checked;
-        if (plane_hash(values, plane_bytes) != sums.hash(z)) {
+        if (plane_hash(values, hashing) != sums.hash(z)) {
           const PlaneLocation loc = grid.manifest().locate(z);
           r.damaged.push_back({z, grid.file_path(loc.file), loc.offset});
         }
@@ -37,6 +37,35 @@ Result<FsckReport> fsck_grid(const Grid& grid) {
       },
       io::kPlanesInFlight, /*verify=*/false));
   return r;
+}
+
+Status upgrade_checksums(Grid& grid) {
+  const Manifest& m = grid.manifest();
+  if (m.plane_hashing().by_component || m.components() == 1) return Status::Ok();
+  Manifest next = m;
+  next.checksums_by_component = true;
+  if (!grid.checksums().complete()) return grid.commit(next);  // (nothing recorded to compare)
+  const PlaneHashing old_way = m.plane_hashing(), new_way = next.plane_hashing();
+  const PlaneChecksums& sums = grid.checksums();
+  std::vector<uint64_t> hashes(static_cast<size_t>(m.shape.nz));
+  DG_RETURN_IF_ERROR(io::read_plane_range(
+      grid, 0, m.shape.nz,
+      [&](int64_t z, const void* values) {
+        if (plane_hash(values, old_way) != sums.hash(z)) {
+          const PlaneLocation loc = m.locate(z);
+          return corrupt("plane " + std::to_string(z) + " in " + grid.file_path(loc.file) +
+                         " at offset " + std::to_string(loc.offset) +
+                         " does not match its checksum: the data is damaged; run 'deepgrid "
+                         "fsck " +
+                         grid.dir() + "' and restore the grid from a backup");
+        }
+        hashes[static_cast<size_t>(z)] = plane_hash(values, new_way);
+        return Status::Ok();
+      },
+      io::kPlanesInFlight, /*verify=*/false));
+  for (int64_t z = 0; z < m.shape.nz; ++z)
+    grid.record_plane_hash(z, hashes[static_cast<size_t>(z)]);
+  return grid.commit(next);
 }
 
 Status read_every_plane(const Grid& grid) {

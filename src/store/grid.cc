@@ -52,7 +52,7 @@ Status Grid::load_checksums() {
     checksum_problem_ = text.status().message();
     return Status::Ok();
   }
-  auto table = PlaneChecksums::from_json(*text, manifest_.shape.nz);
+  auto table = PlaneChecksums::from_json(*text, manifest_.shape.nz, manifest_.checksum_algorithm());
   if (!table.ok()) {
     checksum_problem_ = path + ": " + table.status().message();
     return Status::Ok();
@@ -80,15 +80,14 @@ void Grid::verify_if_recorded() {
 }
 
 void Grid::record_plane(int64_t z, const void* values) {
-  record_plane_hash(z, plane_hash(values, static_cast<size_t>(manifest_.layout.plane_bytes)));
+  record_plane_hash(z, plane_hash(values, manifest_.plane_hashing()));
 }
 
 void Grid::record_plane_hash(int64_t z, uint64_t hash) { checksums_.set(z, hash); }
 
 Status Grid::verify_plane(int64_t z, const void* values) const {
   if (!verify_) return Status::Ok();
-  return verify_plane_hash(z,
-                           plane_hash(values, static_cast<size_t>(manifest_.layout.plane_bytes)));
+  return verify_plane_hash(z, plane_hash(values, manifest_.plane_hashing()));
 }
 
 Status Grid::verify_plane_hash(int64_t z, uint64_t hash) const {
@@ -482,8 +481,9 @@ Result<Manifest> Grid::manifest_to_commit(const Manifest& m) const {
   next.checksum_generation = 0;
   if (checksums_.complete()) {
     next.checksum_generation = manifest_.checksum_generation + 1;
-    DG_RETURN_IF_ERROR(internal::write_file_atomic(
-        dir_, checksum_file_name(next.checksum_generation), checksums_.to_json()));
+    DG_RETURN_IF_ERROR(internal::write_file_atomic(dir_,
+                                                   checksum_file_name(next.checksum_generation),
+                                                   checksums_.to_json(next.checksum_algorithm())));
   }
   return next;
 }

@@ -44,18 +44,76 @@ bool hash_from_hex(const std::string& s, uint64_t* v) {
 
 uint64_t plane_hash(const void* values, size_t bytes) { return XXH3_64bits(values, bytes); }
 
-struct PlaneHasher::State {
-  XXH3_state_t xxh;
-};
+namespace {
+bool hashes_components_apart(const PlaneHashing& h) { return h.by_component && h.components > 1; }
 
-PlaneHasher::PlaneHasher() : state_(std::make_unique<State>()) { XXH3_64bits_reset(&state_->xxh); }
-PlaneHasher::~PlaneHasher() = default;
+// "xxh3-64-fields": the hash of the components' digests.
+uint64_t hash_of_digests(const std::vector<uint64_t>& digests) {
+  std::vector<unsigned char> bytes;
+  for (uint64_t d : digests) {
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<unsigned char>(d >> (8 * i)));
+  }
+  return XXH3_64bits(bytes.data(), bytes.size());
+}
+}  // namespace
 
-void PlaneHasher::update(const void* bytes, size_t n) {
-  XXH3_64bits_update(&state_->xxh, bytes, n);
+uint64_t plane_hash(const void* values, const PlaneHashing& h) {
+  if (!hashes_components_apart(h)) {
+    return plane_hash(values, h.component_bytes * static_cast<size_t>(h.components));
+  }
+  std::vector<uint64_t> digests;
+  for (int c = 0; c < h.components; ++c) {
+    digests.push_back(plane_hash(static_cast<const std::byte*>(values) + c * h.component_bytes,
+                                 h.component_bytes));
+  }
+  return hash_of_digests(digests);
 }
 
-uint64_t PlaneHasher::digest() const { return XXH3_64bits_digest(&state_->xxh); }
+// One XXH3 state per component hashed apart (else one), and how far update() has come.
+struct PlaneHasher::State {
+  PlaneHashing how;
+  std::vector<XXH3_state_t> xxh;
+  size_t offset = 0;
+};
+
+PlaneHasher::PlaneHasher() : PlaneHasher(PlaneHashing{}) {}
+
+PlaneHasher::PlaneHasher(const PlaneHashing& h) : state_(std::make_unique<State>()) {
+  state_->how = h;
+  state_->xxh.resize(hashes_components_apart(h) ? static_cast<size_t>(h.components) : 1);
+  for (XXH3_state_t& x : state_->xxh) XXH3_64bits_reset(&x);
+}
+PlaneHasher::~PlaneHasher() = default;
+PlaneHasher::PlaneHasher(PlaneHasher&&) noexcept = default;
+PlaneHasher& PlaneHasher::operator=(PlaneHasher&&) noexcept = default;
+
+void PlaneHasher::update(const void* bytes, size_t n) {
+  State& s = *state_;
+  if (s.xxh.size() == 1) {
+    XXH3_64bits_update(&s.xxh[0], bytes, n);
+    return;
+  }
+  const auto* p = static_cast<const std::byte*>(bytes);
+  while (n > 0) {  // split where a component ends
+    const size_t c = s.offset / s.how.component_bytes;
+    const size_t take = std::min(n, (c + 1) * s.how.component_bytes - s.offset);
+    XXH3_64bits_update(&s.xxh[c], p, take);
+    p += take;
+    n -= take;
+    s.offset += take;
+  }
+}
+
+void PlaneHasher::update_component(int c, const void* bytes, size_t n) {
+  XXH3_64bits_update(&state_->xxh[state_->xxh.size() == 1 ? 0 : static_cast<size_t>(c)], bytes, n);
+}
+
+uint64_t PlaneHasher::digest() const {
+  if (state_->xxh.size() == 1) return XXH3_64bits_digest(&state_->xxh[0]);
+  std::vector<uint64_t> digests;
+  for (const XXH3_state_t& x : state_->xxh) digests.push_back(XXH3_64bits_digest(&x));
+  return hash_of_digests(digests);
+}
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -64,15 +122,14 @@ bool PlaneChecksums::complete() const {
   return std::all_of(known_.begin(), known_.end(), [](bool k) { return k; });
 }
 
-std::string PlaneChecksums::to_json() const {
+std::string PlaneChecksums::to_json(std::string_view algorithm) const {
   json planes = json::array();
   for (uint64_t h : hash_) planes.push_back(hash_to_hex(h));
-  return json{{"format", kTableFormat}, {"algorithm", kChecksumAlgorithm}, {"planes", planes}}
-             .dump() +
-         "\n";
+  return json{{"format", kTableFormat}, {"algorithm", algorithm}, {"planes", planes}}.dump() + "\n";
 }
 
-Result<PlaneChecksums> PlaneChecksums::from_json(std::string_view text, int64_t planes) {
+Result<PlaneChecksums> PlaneChecksums::from_json(std::string_view text, int64_t planes,
+                                                 std::string_view algorithm) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   // A string field, or "" (json::value would throw on another type).
   auto text_field = [&](const char* key) {
@@ -82,9 +139,9 @@ Result<PlaneChecksums> PlaneChecksums::from_json(std::string_view text, int64_t 
   if (!j.is_object() || text_field("format") != kTableFormat) {
     return corrupt("checksum table is not valid (truncated or damaged)");
   }
-  if (text_field("algorithm") != kChecksumAlgorithm) {
-    return unsupported("checksum table uses algorithm '" + text_field("algorithm") +
-                       "'; this deepgrid knows " + std::string(kChecksumAlgorithm));
+  if (text_field("algorithm") != algorithm) {
+    return corrupt("checksum table uses algorithm '" + text_field("algorithm") +
+                   "' where the manifest names " + std::string(algorithm));
   }
   const auto it = j.find("planes");
   if (it == j.end() || !it->is_array() || static_cast<int64_t>(it->size()) != planes) {

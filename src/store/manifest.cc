@@ -78,6 +78,18 @@ int Manifest::component_index(std::string_view name) const {
   return -1;
 }
 
+PlaneHashing Manifest::plane_hashing() const {
+  PlaneHashing h;
+  h.components = components();
+  h.by_component = checksums_by_component && h.components > 1;
+  h.component_bytes = static_cast<size_t>(layout.plane_bytes / h.components);
+  return h;
+}
+
+std::string_view Manifest::checksum_algorithm() const {
+  return plane_hashing().by_component ? kComponentChecksumAlgorithm : kChecksumAlgorithm;
+}
+
 std::string Manifest::to_json() const {
   json files = json::array();
   for (const auto& f : layout.files) files.push_back({{"path", f.path}, {"bytes", f.bytes}});
@@ -92,7 +104,7 @@ std::string Manifest::to_json() const {
   j["history"] = internal::history_json(history);
   internal::put_fields(&j, fields, scheme);
   if (checksum_generation > 0) {
-    j["checksums"] = {{"algorithm", kChecksumAlgorithm},
+    j["checksums"] = {{"algorithm", checksum_algorithm()},
                       {"generation", checksum_generation},
                       {"file", checksum_file_name(checksum_generation)}};
   }
@@ -136,11 +148,13 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
     m.stores = j.contains("stores") ? j.at("stores").get<std::vector<std::string>>()
                                     : internal::stores_of_files(m.layout.files);
     if (const auto c = j.find("checksums"); c != j.end()) {
-      if (c->at("algorithm").get<std::string>() != kChecksumAlgorithm) {
+      const auto algorithm = c->at("algorithm").get<std::string>();
+      if (algorithm != kChecksumAlgorithm && algorithm != kComponentChecksumAlgorithm) {
         return unsupported(
             "grid's checksums use an algorithm this deepgrid does not know; "
             "upgrade deepgrid");
       }
+      m.checksums_by_component = algorithm == kComponentChecksumAlgorithm;
       m.checksum_generation = integer_at(*c, "generation");
       if (m.checksum_generation < 1) return corrupt("manifest has an invalid checksum generation");
     }

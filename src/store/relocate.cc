@@ -74,7 +74,7 @@ Result<bool> check_moved_files(const std::string& dir, const Manifest& m) {
   if (m.checksum_generation == 0) return false;
   auto text = internal::read_own_file(join_path(dir, checksum_file_name(m.checksum_generation)));
   if (!text.ok()) return false;  // (fsck reports a missing table)
-  auto table = PlaneChecksums::from_json(*text, m.shape.nz);
+  auto table = PlaneChecksums::from_json(*text, m.shape.nz, m.checksum_algorithm());
   if (!table.ok()) return false;
   const PlaneChecksums& sums = *table;
   internal::AlignedBuffer plane(static_cast<size_t>(m.layout.plane_stride));  // (O_DIRECT)
@@ -85,8 +85,7 @@ Result<bool> check_moved_files(const std::string& dir, const Manifest& m) {
     DG_RETURN_IF_ERROR(internal::pread_full(fds[static_cast<size_t>(at.file)].fd, plane.data(),
                                             static_cast<size_t>(m.layout.plane_stride), at.offset,
                                             path));
-    if (sums.known(z) &&
-        plane_hash(plane.data(), static_cast<size_t>(m.layout.plane_bytes)) != sums.hash(z)) {
+    if (sums.known(z) && plane_hash(plane.data(), m.plane_hashing()) != sums.hash(z)) {
       return corrupt("plane " + std::to_string(z) + " in " + path + " at offset " +
                      std::to_string(at.offset) +
                      " does not match the grid's checksum; copy the data file again");
