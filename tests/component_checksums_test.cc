@@ -106,9 +106,8 @@ class ComponentChecksumsOnDisk : public ::testing::Test {
     EXPECT_EQ(g.manifest().step, steps);
     std::vector<float> got(u.size());
     ASSERT_TRUE(g.read_planes(0, s.nz, got.data()).ok());
-    EXPECT_EQ(testing::first_bitwise_difference(testing::reference_run(u, s, wave4_, b, steps),
-                                                got),
-              -1);
+    EXPECT_EQ(
+        testing::first_bitwise_difference(testing::reference_run(u, s, wave4_, b, steps), got), -1);
   }
 
   testing::TempDir root_;
