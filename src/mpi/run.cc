@@ -436,24 +436,36 @@ Result<bool> DistributedRun::rounds_through_files() {
     Status recorded = commit_with_history(*part_, step_, "", {});
     if (recorded.ok()) recorded = record_run(*part_, part_opt_);
     DG_RETURN_IF_ERROR(agree(recorded));
+    // A stop asked at the round's last pass ends nothing early: noted, the parts stop after it.
+    bool asked_to_stop = false;
+    RunOptions round = part_opt_;
+    round.progress = [&](int64_t done, int64_t total) {
+      const bool go_on = part_opt_.progress(done, total);
+      asked_to_stop = asked_to_stop || !go_on;
+      return go_on;
+    };
     auto advanced =
-        advance_grid(*part_, part_opt_, probes_.resolved.empty() ? nullptr : &probes_.resolved);
+        advance_grid(*part_, round, probes_.resolved.empty() ? nullptr : &probes_.resolved);
     Status st = advanced.status();
-    bool stopped = false;
+    bool cut_short = false;
     if (st.ok()) {
       add_advance(&mine_, *advanced);
       st = commit_with_history(*part_, advanced->step_to, "", {});
-      stopped = advanced->step_to != step_ + part_opt_.steps;
+      cut_short = advanced->step_to != step_ + part_opt_.steps;
     }
     DG_RETURN_IF_ERROR(agree(st));
-    stopped = any_rank(stopped);
+    cut_short = any_rank(cut_short);
     if (!all_probes_.receivers.empty()) {
       DG_RETURN_IF_ERROR(write_traces_on_root(&probes_, &traces_, opt_.traces_path, step_,
                                               step_ + part_opt_.steps));
     }
-    if (stopped) return false;
+    if (cut_short) return false;
     if (snapshot_due(opt_.snapshots, step_ + part_opt_.steps)) {
       DG_RETURN_IF_ERROR(take_snapshot_of_parts(step_ + part_opt_.steps));
+    }
+    if (any_rank(asked_to_stop) && step_ + part_opt_.steps < run_.step_to) {
+      step_ += part_opt_.steps;  // (every part is there)
+      return false;
     }
   }
   return true;
