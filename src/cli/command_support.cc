@@ -70,7 +70,7 @@ void BlockingArgs::add_to(CLI::App* cmd) {
   cmd->add_option("--band-rows", band_rows,
                   "Stream method: sweep in bands of N rows of every plane instead of whole "
                   "planes, so that a budget holding few large planes still blocks deeply; written "
-                  "out of place (room for a second copy of the data files); grids of one field. "
+                  "out of place (room for a second copy of the data files). "
                   "auto: the planner's choice; 0: whole planes; see docs/cli.md")
       ->capture_default_str();
   cmd->add_option("--tile", tile,
