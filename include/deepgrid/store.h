@@ -197,6 +197,8 @@ class Grid {
   // The same for a reader that hashed the values itself (PlaneHasher) when verifying().
   bool verifying() const { return verify_; }
   Status verify_plane_hash(int64_t z, uint64_t hash) const;
+  // The same whether or not verification is on (kCorrupt naming the file and offset).
+  Status check_plane_hash(int64_t z, uint64_t hash) const;
   // For writers that cannot hash whole planes as they write (tiled's blocks): the hashes are
   // unknown again until recorded, so a commit before then writes no table.
   void forget_checksums() { checksums_ = PlaneChecksums(manifest_.shape.nz); }

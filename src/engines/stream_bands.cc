@@ -21,18 +21,15 @@ namespace {
 // the files and in its buffers, as O_DIRECT writes need: its rows whole blocks, and each
 // component's rows too (else the components after the first start off the files' blocks); a
 // band whose rows wrap across the grid's ends on planes not of whole blocks has its buffers
-// aligned for the larger of the two parts (SweepIo::band_layout), which must be its own rows'.
-bool writes_whole_blocks(const Manifest& m, const StreamPlan& plan, const BandRows& r, bool wrap) {
-  const int64_t row = m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
+// aligned for the larger of the two parts (band_layout), which must be its own rows'.
+bool writes_whole_blocks(const Manifest& m, const StreamPlan& plan, const BandRows& r) {
+  const int64_t row = row_bytes(m);
   if (plan.band_rows * row % kDirectIoAlignment != 0) return false;
   if (m.shape.ny * row % kDirectIoAlignment == 0) return true;
   if (m.components() > 1) return false;
-  if (!wrap) return true;
-  const int64_t ny = m.shape.ny, a = (r.r0 % ny + ny) % ny;
-  const int64_t before_end = std::min(plan.band_height, ny - a);
-  const int64_t after_start = plan.band_height - before_end;
+  const BandLayout l = band_layout(m, plan.band_height, r.r0);
   const bool own_rows_after_the_wrap = r.r0 < 0;
-  return after_start == 0 || own_rows_after_the_wrap == (after_start > before_end);
+  return l.after_start == 0 || own_rows_after_the_wrap == l.aligned_after;
 }
 
 // The descriptors a sweep's bands use beyond the grid's own. Writes: the replacement's own
@@ -50,12 +47,11 @@ class BandFiles {
     for (int64_t b = 0; b < plan.bands; ++b) {
       const BandRows r = band_rows(plan, m.shape.ny, ry, b, wrap);
       w.rows_.push_back(r);
-      w.whole_blocks_.push_back(writes_whole_blocks(m, plan, r, wrap));
+      w.whole_blocks_.push_back(writes_whole_blocks(m, plan, r));
       buffered_writes = buffered_writes || (!w.whole_blocks_.back() && grid.direct_io());
     }
-    const int64_t row = m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
     const bool unaligned_reads =
-        wrap && grid.direct_io() && m.shape.ny * row % kDirectIoAlignment != 0;
+        wrap && grid.direct_io() && m.shape.ny * row_bytes(m) % kDirectIoAlignment != 0;
     for (size_t f = 0; f < m.layout.files.size(); ++f) {
       const std::string path = grid.file_path(static_cast<int>(f), FileSet::kReplacement);
       w.paths_.push_back(path);

@@ -43,11 +43,9 @@ Status SweepIo::allocate(int64_t buffers, int block) {
   return Status::Ok();
 }
 
-namespace {
 int64_t row_bytes(const Manifest& m) {
   return m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
 }
-}  // namespace
 
 int64_t band_component_span(const Manifest& m, int64_t height) {
   return round_up(height * row_bytes(m)) + 2 * kBlock + m.shape.ny * row_bytes(m) % kBlock;
@@ -226,17 +224,13 @@ Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
   return io_.submit(r);
 }
 
-// Where a band's rows lie: rows [a, a + before_end) of the plane (a = r0 mod ny) and, where they
-// wrap across the grid's ends, rows [0, after_start) after them; and where the band's plane
-// starts in a buffer (`lead`), chosen so that one of the parts lies on block boundaries of the
-// buffer as it does in the file (the larger, where both cannot).
-SweepIo::BandLayout SweepIo::band_layout(const Band& band) const {
-  const int64_t row = row_bytes(m_);
-  const int64_t ny = m_.shape.ny;
+BandLayout band_layout(const Manifest& m, int64_t height, int64_t r0) {
+  const int64_t row = row_bytes(m);
+  const int64_t ny = m.shape.ny;
   BandLayout l;
-  l.a = (band.r0 % ny + ny) % ny;
-  l.before_end = std::min(band_height_, ny - l.a);
-  l.after_start = band_height_ - l.before_end;
+  l.a = (r0 % ny + ny) % ny;
+  l.before_end = std::min(height, ny - l.a);
+  l.after_start = height - l.before_end;
   l.aligned_after = l.after_start > l.before_end && (ny * row) % kBlock != 0;
   l.lead = l.aligned_after ? (kBlock - l.before_end * row % kBlock) % kBlock : l.a * row % kBlock;
   return l;
@@ -257,7 +251,7 @@ SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int6
   BandRequests out;
   if (!write) {
     const PlaneLocation loc = m_.locate_slot(m_.slot_of(plane, record_->base_from));
-    const BandLayout l = band_layout(band);
+    const BandLayout l = band_layout(m_, band_height_, band.r0);
     const auto f = static_cast<size_t>(loc.file);
     for (int64_t c = 0; c < m_.components(); ++c) {
       const int64_t base = c * ny * row;  // the component's first byte in the plane
@@ -314,7 +308,9 @@ SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int6
 }
 
 // Where a band's plane starts in a buffer (band_layout).
-size_t SweepIo::band_lead(const Band& band) const { return band_layout(band).lead; }
+size_t SweepIo::band_lead(const Band& band) const {
+  return band_layout(m_, band_height_, band.r0).lead;
+}
 
 // The sweep's first band: every buffer idle, and the reads of every band in `order` each.
 // A later band goes on with the reads and writes the bands before it started.

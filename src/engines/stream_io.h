@@ -42,6 +42,21 @@
 
 namespace deepgrid::internal::stream {
 
+// Bytes of a row of the grid's values.
+int64_t row_bytes(const Manifest& m);
+
+// Where the rows of a band's plane of `height` rows from row r0 lie: rows [a, a + before_end)
+// of the grid's plane (a = r0 mod ny) and, where they wrap across the grid's ends, rows
+// [0, after_start) after them; and where the plane starts in a buffer (`lead`), chosen so that
+// one of the parts lies on block boundaries of the buffer as it does in the file (the larger,
+// `aligned_after` when that is the second, where both cannot).
+struct BandLayout {
+  int64_t a = 0, before_end = 0, after_start = 0;
+  bool aligned_after = false;
+  size_t lead = 0;
+};
+BandLayout band_layout(const Manifest& m, int64_t height, int64_t r0);
+
 // Band mode: a buffer for a band's plane of `height` rows (room for a lead of less than a block
 // and, on planes of several components, band_component_span() bytes per component).
 size_t band_buffer_bytes(const Manifest& m, int64_t height);
@@ -141,12 +156,6 @@ class SweepIo {
   Status submit(Buffer& buf, io::Op op, int64_t plane, size_t index);
   // A band's transfer: up to three requests per component.
   using BandRequests = std::vector<io::Request>;
-  struct BandLayout {
-    int64_t a = 0, before_end = 0, after_start = 0;
-    bool aligned_after = false;
-    size_t lead = 0;
-  };
-  BandLayout band_layout(const Band& band) const;
   BandRequests band_requests(const Buffer& buf, bool write, int64_t plane) const;
   size_t band_lead(const Band& band) const;
   void begin_band(std::vector<int64_t> order);

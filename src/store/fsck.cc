@@ -46,21 +46,12 @@ Status upgrade_checksums(Grid& grid) {
   next.checksums_by_component = true;
   if (!grid.checksums().complete()) return grid.commit(next);  // (nothing recorded to compare)
   const PlaneHashing old_way = m.plane_hashing(), new_way = next.plane_hashing();
-  const PlaneChecksums& sums = grid.checksums();
   std::vector<uint64_t> hashes(static_cast<size_t>(m.shape.nz));
   DG_RETURN_IF_ERROR(io::read_plane_range(
       grid, 0, m.shape.nz,
       [&](int64_t z, const void* values) {
-        if (plane_hash(values, old_way) != sums.hash(z)) {
-          const PlaneLocation loc = m.locate(z);
-          return corrupt("plane " + std::to_string(z) + " in " + grid.file_path(loc.file) +
-                         " at offset " + std::to_string(loc.offset) +
-                         " does not match its checksum: the data is damaged; run 'deepgrid "
-                         "fsck " +
-                         grid.dir() + "' and restore the grid from a backup");
-        }
         hashes[static_cast<size_t>(z)] = plane_hash(values, new_way);
-        return Status::Ok();
+        return grid.check_plane_hash(z, plane_hash(values, old_way));
       },
       io::kPlanesInFlight, /*verify=*/false));
   for (int64_t z = 0; z < m.shape.nz; ++z)
