@@ -11,12 +11,10 @@ set -euo pipefail
 jobs=${JOBS:-$(nproc)}
 stage() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
-run_suite() {  # build dir, tests at once, extra cmake args...
-  local dir=$1 tests=$2
-  shift 2
+configure() {  # build dir, extra cmake args...
+  local dir=$1
+  shift
   cmake -S . -B "$dir" -G Ninja -DDEEPGRID_WERROR=ON "$@" >/dev/null
-  cmake --build "$dir" -j "$jobs"
-  ctest --test-dir "$dir" --output-on-failure -j "$tests"
 }
 # The sanitizer builds: optimised (-O1, as the sanitizers advise) with line tables (-g1),
 # which is all their stack traces need; it compiles in half the time of -O2 -g.
@@ -30,9 +28,45 @@ if ! clang-format --dry-run --Werror $files; then
   echo "formatting differs: run 'make format'"
   exit 1
 fi
+
+# The later stages' builds (the Python package, then the sanitizer builds) compile in the
+# background at the lowest priority (nice 19) from the start: while the release build runs
+# they get almost no CPU, and while the stages' tests wait for mpirun, subprocesses and disks
+# they take the cores those leave idle. Each stage waits for its build and shows its log if it
+# failed. Logs in build/background/; the builds are stopped with the script.
+logs=build/background
+mkdir -p "$logs"
+rm -f "$logs"/*.done
+background_builds() {
+  renice -n 19 -p "$BASHPID" >/dev/null
+  CMAKE_BUILD_PARALLEL_LEVEL=$jobs .venv/bin/python -m pip install -q --no-build-isolation \
+    --disable-pip-version-check . >"$logs/python.log" 2>&1 && touch "$logs/python.done" &&
+    { CXX=clang++-14 configure build-asan "${sanitizer_flags[@]}" -DDEEPGRID_SANITIZE=address &&
+      cmake --build build-asan -j "$jobs"; } >"$logs/asan.log" 2>&1 && touch "$logs/asan.done" &&
+    { CXX=clang++-14 configure build-tsan "${sanitizer_flags[@]}" -DDEEPGRID_SANITIZE=thread &&
+      cmake --build build-tsan -j "$jobs"; } >"$logs/tsan.log" 2>&1 && touch "$logs/tsan.done"
+}
+set -m  # (the builds in a process group of their own, which the trap stops whole)
+background_builds &
+background=$!
+set +m
+trap 'kill -- -$background 2>/dev/null || true' EXIT
+await_build() {  # python, asan or tsan: until it is done; its log if it failed
+  while [ ! -e "$logs/$1.done" ]; do
+    if ! kill -0 "$background" 2>/dev/null && [ ! -e "$logs/$1.done" ]; then
+      tail -60 "$logs/$1.log"
+      echo "the $1 build failed (its log: $logs/$1.log)"
+      exit 1
+    fi
+    sleep 2
+  done
+}
+
 stage "release build and tests"
+configure build
+cmake --build build -j "$jobs"
 # Twice as many tests as cores: the MPI tests mostly wait for mpirun's processes to start.
-run_suite build $((2 * jobs))
+ctest --test-dir build --output-on-failure -j $((2 * jobs))
 stage "installed library: a downstream project with find_package(deepgrid)"
 rm -rf build/install build/downstream build/downstream-grid
 cmake --install build --prefix build/install >/dev/null
@@ -55,27 +89,28 @@ for lib in build/grayscott/libgrayscott.so build/grayscott/libgrayscott_cc.so; d
   build/install/bin/deepgrid create build/grayscott-grid --scheme "$lib" --shape 16x16x8 >/dev/null
   build/install/bin/deepgrid run build/grayscott-grid --steps 3 --boundary periodic >/dev/null
 done
-stage "Python package: pip install . into the project venv, pytest"
-CMAKE_BUILD_PARALLEL_LEVEL=$jobs .venv/bin/python -m pip install -q --no-build-isolation \
-  --disable-pip-version-check .
+stage "Python package: pip install . into the project venv (in the background), pytest"
+await_build python
 .venv/bin/python -m pytest -q tests/python
 # The sanitizer builds leave MPI out (-DDEEPGRID_MPI=OFF): OpenMPI's own allocations and
 # threads are reported by the sanitizers. They are also the check that a build without MPI
 # still compiles and passes.
-stage "ASan+UBSan build and tests (without MPI)"
+stage "ASan+UBSan tests (built in the background; without MPI)"
 # intercept_tls_get_addr=0: LeakSanitizer's record of dynamic TLS goes wrong once PoCL has
 # loaded kernels ("DTLS 11 at 0x000000000e02-0x000800001f04", then its tracer crashes at the
 # leak check: "Tracer caught signal 11"), which failed CI twice on 2026-11-27.
 # clang's build: it compiles in four fifths of g++'s time (docs/testing.md); the release stage
 # is g++'s.
-CXX=clang++-14 ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 \
+await_build asan
+ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 \
   LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
-  run_suite build-asan "$jobs" "${sanitizer_flags[@]}" -DDEEPGRID_SANITIZE=address
-stage "TSan build and tests (without MPI)"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+stage "TSan tests (built in the background; without MPI)"
 # GCC's libgomp hides its barriers from TSan; LLVM's OpenMP runtime with the Archer tool
 # reports them, so this build uses clang and libomp.
-CXX=clang++-14 OMP_TOOL_LIBRARIES=/usr/lib/llvm-14/lib/libarcher.so TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
-  run_suite build-tsan "$jobs" "${sanitizer_flags[@]}" -DDEEPGRID_SANITIZE=thread
+await_build tsan
+OMP_TOOL_LIBRARIES=/usr/lib/llvm-14/lib/libarcher.so TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
+  ctest --test-dir build-tsan --output-on-failure -j "$jobs"
 stage "fuzzing the parsers (libFuzzer, ${FUZZ_SECONDS:-20} s each)"
 JOBS=$jobs bash scripts/fuzz.sh
 stage "done"
