@@ -102,6 +102,14 @@ stage "ASan+UBSan tests (built in the background; without MPI)"
 # clang's build: it compiles in four fifths of g++'s time (docs/testing.md); the release stage
 # is g++'s.
 await_build asan
+# CTest starts the tests that took longest first, by the times a suite's last run recorded;
+# a fresh sanitizer tree has none, so it takes the release suite's (the same tests, whose
+# order of length is about the same), and the long ones no longer finish last, alone.
+reuse_test_times() {  # from tree, to tree
+  mkdir -p "$2/Testing/Temporary"
+  cp "$1/Testing/Temporary/CTestCostData.txt" "$2/Testing/Temporary/" 2>/dev/null || true
+}
+reuse_test_times build build-asan
 ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 \
   LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
@@ -109,6 +117,7 @@ stage "TSan tests (built in the background; without MPI)"
 # GCC's libgomp hides its barriers from TSan; LLVM's OpenMP runtime with the Archer tool
 # reports them, so this build uses clang and libomp.
 await_build tsan
+reuse_test_times build-asan build-tsan
 OMP_TOOL_LIBRARIES=/usr/lib/llvm-14/lib/libarcher.so TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
   ctest --test-dir build-tsan --output-on-failure -j "$jobs"
 stage "fuzzing the parsers (libFuzzer, ${FUZZ_SECONDS:-20} s each)"
