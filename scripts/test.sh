@@ -3,7 +3,8 @@
 # the full suite, a downstream find_package(deepgrid) project and a user's kernel library built
 # against the installed deepgrid, the Python package (built by pip into .venv, made by
 # scripts/setup.sh) with its pytest suite, then the C++ suite under
-# ASan+UBSan and under TSan, and the parsers' fuzzers for 20 s each.
+# ASan+UBSan and under TSan, and the parsers' fuzzers for 20 s each. The Python package and
+# the sanitizer trees compile in the background while the stages before them run.
 #
 # Each stage's heading gives the minutes since the start: CI should take under 20 minutes on a
 # 2-core machine (docs/testing.md says where the time goes).
