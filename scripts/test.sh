@@ -54,6 +54,7 @@ set +m
 trap 'kill -- -$background 2>/dev/null || true' EXIT
 await_build() {  # python, asan or tsan: until it is done; its log if it failed
   while [ ! -e "$logs/$1.done" ]; do
+    # (done looked for again: the builds may have ended since the loop's test)
     if ! kill -0 "$background" 2>/dev/null && [ ! -e "$logs/$1.done" ]; then
       tail -60 "$logs/$1.log"
       echo "the $1 build failed (its log: $logs/$1.log)"
@@ -61,6 +62,12 @@ await_build() {  # python, asan or tsan: until it is done; its log if it failed
     fi
     sleep 2
   done
+}
+# CTest starts the tests that took longest first, by the times a tree's last run recorded; a
+# fresh sanitizer tree has none, so it takes those of the tree before it (the same tests).
+reuse_test_times() {  # from tree, to tree
+  mkdir -p "$2/Testing/Temporary"
+  cp "$1/Testing/Temporary/CTestCostData.txt" "$2/Testing/Temporary/" 2>/dev/null || true
 }
 
 stage "release build and tests"
@@ -103,13 +110,6 @@ stage "ASan+UBSan tests (built in the background; without MPI)"
 # clang's build: it compiles in four fifths of g++'s time (docs/testing.md); the release stage
 # is g++'s.
 await_build asan
-# CTest starts the tests that took longest first, by the times a suite's last run recorded;
-# a fresh sanitizer tree has none, so it takes the release suite's (the same tests, whose
-# order of length is about the same), and the long ones no longer finish last, alone.
-reuse_test_times() {  # from tree, to tree
-  mkdir -p "$2/Testing/Temporary"
-  cp "$1/Testing/Temporary/CTestCostData.txt" "$2/Testing/Temporary/" 2>/dev/null || true
-}
 reuse_test_times build build-asan
 ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 \
   LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
