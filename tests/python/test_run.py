@@ -170,25 +170,37 @@ def test_progress_bar(tmp_path, capsys):
 
 def test_gil_is_released_during_a_run(tmp_path):
     g = deepgrid.create(tmp_path / "g", (64, 128, 128), init="random:1")
-    ticks = []
-    stop = threading.Event()
 
-    def count():
-        while not stop.is_set():
-            ticks.append(time.perf_counter())
-            time.sleep(0.001)
+    def ticks_during(steps):
+        """Runs `steps` steps while another thread ticks every millisecond; the run's report
+        and the ticks that fell inside it."""
+        ticks = []
+        stop = threading.Event()
 
-    t = threading.Thread(target=count)
-    t.start()
-    started = time.perf_counter()
-    report = deepgrid.run(g, "27pt", 40, method="incore", bt=40, threads=1, progress=False)
-    ended = time.perf_counter()
-    stop.set()
-    t.join()
-    assert report["steps"] == 40 and report["seconds"] > 0.2, "the run is too short to tell"
-    during = [x for x in ticks if started < x < ended]
-    # One pass (bt = 40) holds no GIL: the other thread keeps ticking through it.
-    assert len(during) > 20, f"only {len(during)} ticks in a {ended - started:.2f} s run"
+        def count():
+            while not stop.is_set():
+                ticks.append(time.perf_counter())
+                time.sleep(0.001)
+
+        t = threading.Thread(target=count)
+        t.start()
+        started = time.perf_counter()
+        report = deepgrid.run(g, "27pt", steps, method="incore", bt=40, threads=1, progress=False)
+        ended = time.perf_counter()
+        stop.set()
+        t.join()
+        return report, [x for x in ticks if started < x < ended], ended - started
+
+    # Runs long enough to tell, whatever the machine's speed: the steps double until one lasts
+    # 0.2 s (40 steps took 0.2-0.5 s on the development VMs).
+    steps = 40
+    report, during, seconds = ticks_during(steps)
+    while report["seconds"] <= 0.2 and steps < 40 * 2**6:
+        steps *= 2
+        report, during, seconds = ticks_during(steps)
+    assert report["steps"] == steps and report["seconds"] > 0.2, "the run is too short to tell"
+    # Passes of bt = 40 hold no GIL: the other thread keeps ticking through them.
+    assert len(during) > 20, f"only {len(during)} ticks in a {seconds:.2f} s run"
 
 
 CTRL_C_SCRIPT = """
