@@ -21,4 +21,4 @@ format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz scratch
+	rm -rf build build-python build-asan build-tsan build-fuzz scratch

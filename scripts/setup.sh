@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential   # g++ (C++20, OpenMP via libgomp)
   cmake ninja-build # build
+  ccache            # make test: the Python package's build reuses the release build's objects
   pkg-config
   libgtest-dev libgmock-dev  # unit tests
   libbenchmark-dev           # benchmarks in bench/
