@@ -362,13 +362,7 @@ namespace {
 // planes as the depth wants: the plan of bands goes deeper, costs less, keeps within the
 // budget, and its planes hold each band with bt rows of halo at either side.
 // The EPYC VM of docs/performance/large-planes.md, "Bands of rows, built", as a profile.
-MachineProfile epyc_with_bands() {
-  MachineProfile machine;
-  machine.compute_mlups = 4500;
-  machine.disk_read_bps = machine.disk_write_bps = 900e6;
-  machine.disk_sweep_bps = 2.0e9;
-  return machine;
-}
+MachineProfile epyc_with_bands() { return testing::measured_machine(4500, 900e6, 2.0e9); }
 
 TEST(StreamPlan, BandsOfRowsBlockDeeperWhereTheBudgetHoldsFewPlanes) {
   const Manifest m = testing::planning_manifest({2048, 2048, 256});

@@ -48,7 +48,8 @@ struct RunArgs {
 // This machine's rates for the grid's disks and the run's stencil (cached after the first
 // measurement, which stays within --mem), when the run may stream: they choose the stream's
 // depth, unless --bt does. Otherwise only the tiles' working set tuned for this machine
-// (likewise cached).
+// (likewise cached). A run left to choose between the in-core method and the stream
+// (weighs_stream) takes the rates too.
 bool needs_machine(const RunArgs& a, const RunOptions& opt) {
   const bool may_stream = opt.method == Method::kStream || opt.method == Method::kNaive ||
                           (opt.method == Method::kAuto && opt.mem_budget > 0);
@@ -56,7 +57,7 @@ bool needs_machine(const RunArgs& a, const RunOptions& opt) {
 }
 
 MachineProfile machine_for(const RunArgs& a, const Grid& g, const RunOptions& opt) {
-  if (needs_machine(a, opt)) {
+  if (needs_machine(a, opt) || weighs_stream(g.manifest(), opt)) {
     return get(machine_profile(g, opt.scheme, opt.threads, a.remeasure, opt.mem_budget));
   }
   MachineProfile tuning;

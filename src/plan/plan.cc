@@ -286,22 +286,11 @@ std::string ring_fields(const Scheme& scheme, uint64_t aliased) {
   return " of " + held + " (" + left + " read where they lie)";
 }
 
-}  // namespace
-
-Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineProfile& machine) {
-  return plan_run(grid.manifest(), grid.dir(), opt, machine);
-}
-
-Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOptions& opt,
-                         const MachineProfile& machine) {
+// The plan of `method` (not kAuto) for the run.
+Result<RunPlan> plan_method(const Manifest& m, const std::string& dir, const RunOptions& opt,
+                            const MachineProfile& machine, Method method) {
   RunPlan plan;
-  const uint64_t incore = incore_memory(m, opt, incore_options(opt, machine, Method::kInCore, ""));
-  plan.method = opt.method;
-  if (plan.method == Method::kAuto && !opt.device.empty()) plan.method = Method::kDevice;
-  if (plan.method == Method::kAuto) {
-    plan.method =
-        opt.mem_budget == 0 || incore <= opt.mem_budget ? Method::kInCore : Method::kStream;
-  }
+  plan.method = method;
   const double points = static_cast<double>(m.shape.points());
   const double grid_bytes = static_cast<double>(m.shape.nz * m.layout.plane_stride);
   const double rate = machine.compute_mlups * 1e6;
@@ -370,14 +359,103 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   return plan;
 }
 
+// Grids from this size on are worth weighing the stream against the in-core method for
+// (weighs_stream): below it the in-core method's load, first touch and store take a second or
+// two on the development VMs, about what measuring the machine takes the first time.
+constexpr uint64_t kWeighStreamFrom = uint64_t{1} << 30;
+
+// The stream must be predicted this much faster than the in-core method to be taken instead:
+// the in-core method's predictions fell short of its runs (19.7 s predicted, 24-32 s run for
+// 16 steps of 2048x2048x256 on a Zen 4 VM), the stream's did not (10.5 s, 8.2-8.7 s run), so
+// the margin only guards the model's errors the other way.
+constexpr double kStreamWorthIt = 0.8;
+
+// Stream plans within budgets from `most` bytes down, by fourths, predicted to run within
+// this share of the fastest: the smallest of them is taken. A larger budget buys longer blocks
+// of z-steps, which the model credits, but its memory must first be touched, which it does
+// not: on the development VM the kernel's first touch of fresh memory ran at 0.35-0.9 GB/s
+// (the host backing the guest's pages), and a 16-step run of 2048x2048x256 planned within
+// 8.49 GiB (3.17 GiB used, predicted 6.95 s) took 13.0-15.2 s where it took 8.3 s within
+// 256 MiB (predicted 10.5 s).
+constexpr double kNearlyFastest = 1.1;
+
+std::optional<RunPlan> fastest_stream(const Manifest& m, const std::string& dir, RunOptions opt,
+                                      const MachineProfile& machine, uint64_t most) {
+  constexpr int kBudgets = 5;
+  std::vector<RunPlan> plans;
+  for (int k = 0; k < kBudgets; ++k, most /= 4) {
+    opt.mem_budget = most;
+    Result<RunPlan> p = plan_method(m, dir, opt, machine, Method::kStream);
+    if (!p.ok()) break;  // below the stream's minimum, and so the smaller budgets
+    plans.push_back(std::move(p).value());
+  }
+  if (plans.empty()) return std::nullopt;
+  double fastest = plans.front().predicted_seconds;
+  for (const RunPlan& p : plans) fastest = std::min(fastest, p.predicted_seconds);
+  for (auto p = plans.rbegin(); p != plans.rend(); ++p) {  // smallest budget first
+    if (p->predicted_seconds <= kNearlyFastest * fastest) return *p;
+  }
+  return std::nullopt;  // (unreachable: the fastest is among them)
+}
+
+}  // namespace
+
+bool weighs_stream(const Manifest& m, const RunOptions& opt) {
+  return opt.method == Method::kAuto && opt.device.empty() && opt.placement.is_whole() &&
+         static_cast<uint64_t>(m.shape.nz * m.layout.plane_stride) >= kWeighStreamFrom;
+}
+
+uint64_t auto_stream_budget(const Manifest& m, const RunOptions& opt) {
+  return incore_memory(m, opt, incore_options(opt, opt.machine, Method::kInCore, ""));
+}
+
+Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineProfile& machine) {
+  return plan_run(grid.manifest(), grid.dir(), opt, machine);
+}
+
+// Left to choose: the device where one is named; in-core where the grid fits the budget (or
+// there is none) unless weighs_stream() and the stream is predicted faster; else the stream.
+Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOptions& opt,
+                         const MachineProfile& machine) {
+  if (opt.method != Method::kAuto) return plan_method(m, dir, opt, machine, opt.method);
+  if (!opt.device.empty()) return plan_method(m, dir, opt, machine, Method::kDevice);
+  const uint64_t incore = incore_memory(m, opt, incore_options(opt, machine, Method::kInCore, ""));
+  if (opt.mem_budget != 0 && incore > opt.mem_budget) {
+    return plan_method(m, dir, opt, machine, Method::kStream);
+  }
+  DG_ASSIGN_OR_RETURN(RunPlan in_core, plan_method(m, dir, opt, machine, Method::kInCore));
+  if (!weighs_stream(m, opt) || !machine.known()) return in_core;
+  std::optional<RunPlan> stream = fastest_stream(m, dir, opt, machine, incore);
+  if (!stream || stream->predicted_seconds >= kStreamWorthIt * in_core.predicted_seconds) {
+    return in_core;
+  }
+  stream->incore_predicted_seconds = in_core.predicted_seconds;
+  return std::move(stream).value();
+}
+
+namespace {
+
+// to_text's reason for the method, where it weighed the in-core method.
+std::string chosen_over_incore(const RunPlan& plan) {
+  if (plan.incore_predicted_seconds <= 0) return "";
+  char text[128];
+  std::snprintf(text, sizeof text,
+                " (chosen: the in-core method, loading, computing and storing in turn, is "
+                "predicted at %.2f s)",
+                plan.incore_predicted_seconds);
+  return text;
+}
+
+}  // namespace
+
 std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
   char buf[2048];
   int n = std::snprintf(
-      buf, sizeof buf, "grid        %s %s (%s)\nstencil     %s, %lld steps\nmethod      %s\n",
+      buf, sizeof buf, "grid        %s %s (%s)\nstencil     %s, %lld steps\nmethod      %s%s\n",
       m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(),
       format_size(static_cast<uint64_t>(m.shape.nz * m.layout.plane_bytes)).c_str(),
       opt.scheme.describe().c_str(), static_cast<long long>(opt.steps),
-      std::string(method_name(method)).c_str());
+      std::string(method_name(method)).c_str(), chosen_over_incore(*this).c_str());
   const bool incore_engine = method == Method::kInCore || method == Method::kMmap;
   if (incore_engine) {
     char chains[96] = "";
@@ -480,10 +558,15 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
   if (method == Method::kDevice) {
     std::snprintf(copies, sizeof copies, ", copies %.2f s", predicted_copy_seconds);
   }
+  std::string budget;
+  if (opt.mem_budget != 0) {
+    budget = " of --mem " + format_size(opt.mem_budget);
+  } else if (incore_predicted_seconds > 0) {
+    budget = " of " + format_size(stream_options.mem_budget) + ", the budget it was planned for";
+  }
   std::snprintf(buf + n, sizeof buf - n,
                 "memory      %s%s%s\npredicted   %.2f s (compute %.2f s%s, disk %.2f s%s)\n",
-                format_size(memory_bytes).c_str(),
-                opt.mem_budget ? (" of --mem " + format_size(opt.mem_budget)).c_str() : "",
+                format_size(memory_bytes).c_str(), budget.c_str(),
                 method == Method::kMmap ? ", besides the mappings" : "", predicted_seconds,
                 predicted_compute_seconds, copies, predicted_io_seconds,
                 overlapped                ? ", overlapped"
@@ -499,6 +582,10 @@ std::string RunPlan::to_json() const {
                       {"predicted_compute_seconds", predicted_compute_seconds},
                       {"predicted_io_seconds", predicted_io_seconds},
                       {"disk_bytes", disk_bytes}};
+  if (incore_predicted_seconds > 0) {
+    j["incore_predicted_seconds"] = incore_predicted_seconds;
+    j["mem_budget"] = stream_options.mem_budget;
+  }
   if (method == Method::kInCore || method == Method::kMmap) {
     j["bt"] = incore.bt;
     j["tile"] = {incore.tile_x, incore.tile_y};

@@ -27,6 +27,9 @@ struct RunPlan {
   double predicted_io_seconds = 0;
   double predicted_compute_seconds = 0;  // device method: its kernels
   double predicted_copy_seconds = 0;     // device method: between host and device
+  // Left to choose (--method auto), the stream taken for a grid that fits in memory: the
+  // in-core method's prediction it beat; else 0.
+  double incore_predicted_seconds = 0;
 
   std::string to_text(const Manifest& m, const RunOptions& options) const;
   std::string to_json() const;
@@ -38,12 +41,29 @@ struct RunPlan {
 // each other;
 // in-core time = load + compute + store (mmap: the same; the OS's paging is not modelled);
 // tiled time = passes * (read widened blocks + compute with halo work + write), one after
-// the other.
+// the other. (The first touch of the memory each allocates is not modelled.)
+// Left to choose (--method auto), a run takes the device where one is named, the in-core method
+// where the grid fits the budget (or there is none), and the stream where it does not; where
+// weighs_stream(), the stream is taken instead of the in-core method when predicted well
+// faster (a short run of a large grid: the stream overlaps its disk traffic with computing,
+// the in-core method loads, computes and stores in turn, in twice the grid's memory), within
+// the smallest budget, up to the in-core method's memory, predicted nearly as fast as any.
 Result<RunPlan> plan_run(const Grid& grid, const RunOptions& options,
                          const MachineProfile& machine);
 // The same for a grid of manifest `m` in `dir` (which need not exist yet: manifest_for()).
 Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOptions& options,
                          const MachineProfile& machine);
+
+// Whether a run left to choose weighs the stream against the in-core method (plan_run): a whole
+// grid (a distributed part is kept in memory from round to round instead) of 1 GiB or more, on
+// the CPU. The choice takes the machine's rates: callers measure them (machine_profile) for
+// such runs.
+bool weighs_stream(const Manifest& m, const RunOptions& options);
+
+// The most memory a run left to choose gives the stream where no budget is given: what the
+// in-core method would take for the grid (options.machine's tiles). A sweep such a run left
+// unfinished is finished within it.
+uint64_t auto_stream_budget(const Manifest& m, const RunOptions& options);
 
 // What every run does before it changes anything: the checks, the plan (with
 // options.machine), the space it needs beside the grid, the preflight, and with

@@ -272,9 +272,13 @@ Result<RunStart> where_it_stands(const Grid& grid) {
 }
 
 // A sweep interrupted in its middle is finished first by the stream engine with its own
-// depth (its stencil and boundary are the run's: advance_stream checks them again).
+// depth (its stencil and boundary are the run's: advance_stream checks them again); a run left
+// to choose without a budget (the stream it chose: plan_run) within auto_stream_budget().
 void finish_the_sweep_first(const Grid& grid, RunOptions* opt) {
   if (const auto& sweep = grid.sweep_record()) {
+    if (opt->method == Method::kAuto && opt->mem_budget == 0) {
+      opt->mem_budget = auto_stream_budget(grid.manifest(), *opt);
+    }
     opt->method = opt->method == Method::kNaive ? Method::kNaive : Method::kStream;
     opt->bt = sweep->levels;
     opt->band_rows = 0;  // (an in-place sweep: whole planes)
@@ -410,8 +414,11 @@ class GridRun final : public RunDriver {
   }
   // An interrupted sweep is finished by the stream engine, as the first of the run's.
   Result<bool> resume(const RunToDo&) override { return true; }
+  // (The stream a run left to choose took over the in-core method is recorded as auto: resumed,
+  // it chooses again, and finishes an interrupted sweep within auto_stream_budget().)
   Status record(RunToDo& todo) override {
-    todo.record.method = std::string(method_name(plan_.method));
+    const bool chose = plan_.incore_predicted_seconds > 0;
+    todo.record.method = std::string(method_name(chose ? Method::kAuto : plan_.method));
     return save_run_record(dir_, todo.record);
   }
   Result<Advanced> advance(const RunToDo& todo) override;
