@@ -23,6 +23,7 @@
 
 #include "deepgrid/box_io.h"
 #include "deepgrid/checksum.h"
+#include "deepgrid/machine.h"
 #include "deepgrid/npy.h"
 #include "deepgrid/probes.h"
 #include "deepgrid/run.h"
@@ -32,6 +33,7 @@
 #include "deepgrid/traces_file.h"
 #include "deepgrid/vtkhdf.h"
 #include "device/device.h"
+#include "plan/plan.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -256,6 +258,17 @@ struct RunArgs {
   std::array<double, 3> spacing{1, 1, 1}, origin{0, 0, 0};
 };
 
+// The machine's rates where a run left to choose weighs the stream against the in-core method
+// (plan.h: a grid of 1 GiB or more), measured as the CLI measures them (cached after the first
+// time); a grid that cannot be opened here is left to run_grid to report.
+Status measure_where_weighed(const std::string& path, RunOptions* o) {
+  const Result<Grid> g = Grid::open(path);
+  if (!g.ok() || !weighs_stream(g->manifest(), *o)) return Status::Ok();
+  DG_ASSIGN_OR_RETURN(const Scheme scheme, scheme_for(g->manifest(), o->scheme));
+  DG_ASSIGN_OR_RETURN(o->machine, machine_profile(*g, scheme, o->threads, false, o->mem_budget));
+  return Status::Ok();
+}
+
 std::string run(const std::string& path, const RunArgs& a, nb::object progress) {
   RunOptions o;
   if (!a.stencil_json.empty()) o.scheme = get(Scheme::from_record(a.stencil_json));
@@ -284,7 +297,8 @@ std::string run(const std::string& path, const RunArgs& a, nb::object progress) 
   std::optional<Result<RunReport>> report;
   {
     nb::gil_scoped_release release;
-    report.emplace(run_grid(path, o));
+    const Status measured = measure_where_weighed(path, &o);
+    report.emplace(measured.ok() ? run_grid(path, o) : Result<RunReport>(measured));
   }
   if (callback->error) throw std::move(*callback->error);
   return get(std::move(*report)).to_json();
