@@ -276,6 +276,23 @@ TEST_F(MachineProfileTest, SweepsTellTheirDiskBandwidthUntilARemeasure) {
   EXPECT_EQ(busy, device_busy_ms(g.file_path(0)));
 }
 
+// What an in-core run took besides its steps serves later plans per byte of the grid, until a
+// --remeasure; a grid under 256 MiB is not recorded (its memory comes faster than a large one's).
+TEST_F(MachineProfileTest, InCoreRunsTellTheirLoadAndStoreUntilARemeasure) {
+  const Grid g = Grid::open((tmp_.path() / "g").string()).value();
+  const double bytes = static_cast<double>(g.shape().nz * g.manifest().layout.plane_stride);
+  ASSERT_LT(bytes, 256 << 20);
+  record_incore_load_store(g, 2.0);
+  EXPECT_EQ(profile().value().incore_load_store_seconds_per_byte, 0) << "a small grid";
+  CreateOptions co;  // 1 GiB of zeros on the same disk (allocated, not written)
+  co.shape = {1024, 1024, 256};
+  const Grid large = Grid::create((tmp_.path() / "large").string(), co).value();
+  record_incore_load_store(large, 6.0);
+  EXPECT_DOUBLE_EQ(profile().value().incore_load_store_seconds_per_byte, 6.0 / (1 << 30));
+  EXPECT_EQ(profile(/*remeasure=*/true).value().incore_load_store_seconds_per_byte, 0);
+  EXPECT_EQ(profile().value().incore_load_store_seconds_per_byte, 0) << "dropped by the remeasure";
+}
+
 TEST_F(MachineProfileTest, ADamagedCacheIsMeasuredOver) {
   ASSERT_TRUE(profile().ok());
   std::ofstream(machine_cache_path()) << "{ not json";

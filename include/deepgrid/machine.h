@@ -38,6 +38,11 @@ struct MachineProfile {
   // busy (record_sweep_bandwidth); 0: no sweep has run. The short read-only measurement above
   // strays from it either way on virtual disks (0.6-1.6x of it, measured on two VMs).
   double disk_sweep_bps = 0;
+  // Seconds in-core runs of grids on these disks spent outside their steps, per byte of the
+  // grid: the load (with the first touch of the engine's memory, twice the grid's), the store,
+  // as the last such run took them (record_incore_load_store); 0: none recorded. On a Zen 4 VM
+  // 21-25 s for a 4 GiB grid whose reads and writes alone the disk rate puts at 12.4 s.
+  double incore_load_store_seconds_per_byte = 0;
   // The device a device run names (--device): its step kernel's rate for the stencil and
   // dtype, and host <-> device bytes per second one way; 0: not measured (plan measures them,
   // and caches them in machine.json beside the machine's own).
@@ -88,6 +93,12 @@ int64_t grid_disks_busy_ms(const Grid& grid);
 // plans use (MachineProfile::disk_sweep_bps) until a --remeasure. Sweeps of under a second of
 // disk time say too little and are not recorded.
 void record_sweep_bandwidth(const Grid& grid, double bytes, double busy_seconds);
+
+// Records the `seconds` an in-core run of `grid` spent outside its steps (loading and storing
+// it) for the plans of later runs on its disks (incore_load_store_seconds_per_byte). Grids
+// under 256 MiB are not recorded: their memory is mostly pages freed a moment before, which
+// the kernel hands over many times faster than a large grid's fresh ones.
+void record_incore_load_store(const Grid& grid, double seconds);
 
 // Where machine_profile() keeps its cache; empty when no directory can be found.
 std::string machine_cache_path();

@@ -257,6 +257,12 @@ int cmd_plan(const RunArgs& a) {
       std::snprintf(sweeps, sizeof sweeps, ", %.0f MB/s of reads and writes in earlier sweeps",
                     machine.disk_sweep_bps / 1e6);
     }
+    char load_store[80] = "";
+    if (machine.incore_load_store_seconds_per_byte > 0) {
+      std::snprintf(load_store, sizeof load_store,
+                    "; in-core load and store %.1f s per GiB in an earlier run",
+                    machine.incore_load_store_seconds_per_byte * (1 << 30));
+    }
     char compute[192] =
         "in-core rate not measured (--mem leaves too little for a meaningful "
         "sample): the planner used its default balance of disk and compute, "
@@ -272,8 +278,8 @@ int cmd_plan(const RunArgs& a) {
     }
     std::printf(
         "machine     %s; disk %.0f MB/s "
-        "(O_DIRECT reads of this grid, 8 in flight)%s%s; tiles sized for %s per thread; %s\n",
-        compute, machine.disk_read_bps / 1e6, sweeps, io_cost,
+        "(O_DIRECT reads of this grid, 8 in flight)%s%s%s; tiles sized for %s per thread; %s\n",
+        compute, machine.disk_read_bps / 1e6, sweeps, io_cost, load_store,
         machine.cache_bytes > 0 ? format_size(static_cast<uint64_t>(machine.cache_bytes)).c_str()
                                 : "the default working set",
         machine.cached ? ("cached in " + machine_cache_path() + ", --remeasure to refresh").c_str()

@@ -36,6 +36,7 @@ using nlohmann::json;
 constexpr char kCacheName[] = "machine.json";
 constexpr char kIoCostSection[] = "io_cpu_seconds_per_byte";
 constexpr char kSweepSection[] = "disk_sweep_bytes_per_second";
+constexpr char kLoadStoreSection[] = "incore_load_store_seconds_per_byte";
 
 using internal::seconds_since;
 
@@ -422,6 +423,14 @@ void record_sweep_bandwidth(const Grid& grid, double bytes, double busy_seconds)
   update_cache(path, {{kSweepSection, dk, bytes / busy_seconds}});
 }
 
+void record_incore_load_store(const Grid& grid, double seconds) {
+  constexpr double kRecordedFrom = 256.0 * (1 << 20);
+  const double bytes = static_cast<double>(grid.shape().nz * grid.manifest().layout.plane_stride);
+  const std::string path = machine_cache_path(), dk = disk_key(grid);
+  if (bytes < kRecordedFrom || seconds <= 0 || path.empty() || dk.empty()) return;
+  update_cache(path, {{kLoadStoreSection, dk, seconds / bytes}});
+}
+
 std::string machine_identity() {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
@@ -512,9 +521,14 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
     if (turns) p.incore_mlups = cached_rate(true);
     p.disk_read_bps = dk.empty() ? 0 : cached_number(cache, "disk_read_bytes_per_second", dk);
   }
-  std::vector<CacheEdit> edits;  // what this call measured, for the cache
-  if (remeasure && !dk.empty()) edits.push_back({kSweepSection, dk, std::nullopt});  // forgotten
+  std::vector<CacheEdit> edits;    // what this call measured, for the cache
+  if (remeasure && !dk.empty()) {  // what runs recorded is forgotten
+    edits.push_back({kSweepSection, dk, std::nullopt});
+    edits.push_back({kLoadStoreSection, dk, std::nullopt});
+  }
   p.disk_sweep_bps = remeasure || dk.empty() ? 0 : cached_number(cache, kSweepSection, dk);
+  p.incore_load_store_seconds_per_byte =
+      remeasure || dk.empty() ? 0 : cached_number(cache, kLoadStoreSection, dk);
   const std::optional<double> io_cost_cached =
       remeasure || dk.empty() ? std::nullopt : cached_value(cache, kIoCostSection, dk);
   p.io_cpu_seconds_per_byte = io_cost_cached.value_or(0);

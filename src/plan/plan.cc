@@ -310,7 +310,11 @@ Result<RunPlan> plan_method(const Manifest& m, const std::string& dir, const Run
     const double incore_rate = machine.incore_rate() * 1e6;
     plan.predicted_compute_seconds =
         incore_rate > 0 ? points * static_cast<double>(opt.steps) / incore_rate : 0;
-    plan.predicted_io_seconds = read_s + write_s;
+    // The load and store as earlier in-core runs took them (the first touch of the engine's
+    // memory with them), else the disks' rate alone.
+    const double load_store = machine.incore_load_store_seconds_per_byte * grid_bytes;
+    plan.predicted_io_seconds =
+        plan.method == Method::kInCore && load_store > 0 ? load_store : read_s + write_s;
     plan.predicted_seconds = plan.predicted_compute_seconds + plan.predicted_io_seconds;
     return plan;
   }

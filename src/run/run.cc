@@ -95,6 +95,10 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   r.bytes_read = held.grid_bytes();
   r.bytes_written = held.grid_bytes();
   r.seconds = seconds_since(t0);
+  // What the load and store took tells later plans what an in-core run costs besides its steps.
+  if (plan.method == Method::kInCore && opt.record_disk_rate) {
+    record_incore_load_store(grid, r.seconds - r.compute_seconds - r.snapshot_seconds);
+  }
   return r;
 }
 
