@@ -46,12 +46,13 @@ TEST(AutoMethod, AShortRunOfALargeGridStreams) {
 }
 
 // Thousands of steps: the load and store are a small share, and the in-core engine computes
-// faster than the stream's stages.
+// faster than the stream's stages; the stream was weighed, and `plan` says at what.
 TEST(AutoMethod, ALongRunOfALargeGridStaysInCore) {
   const Manifest m = planning_manifest({2048, 2048, 256});
   const RunPlan plan = plan_run(m, "", auto_run(2000), zen4_vm()).value();
   EXPECT_EQ(plan.method, Method::kInCore);
   EXPECT_EQ(plan.incore_predicted_seconds, 0);
+  EXPECT_GT(plan.stream_predicted_seconds, 0.8 * plan.predicted_seconds) << "weighed, not taken";
 }
 
 // 80 steps: the disks' rate puts the in-core load and store at 12.4 s and the in-core method
@@ -73,7 +74,9 @@ TEST(AutoMethod, TheLoadAndStoreOfEarlierInCoreRunsWeigh) {
 TEST(AutoMethod, WhatIsNotWeighedStaysInCore) {
   const Manifest large = planning_manifest({2048, 2048, 256});
   const Manifest small = planning_manifest({1024, 1024, 200});  // 800 MiB
-  EXPECT_EQ(plan_run(small, "", auto_run(16), zen4_vm()).value().method, Method::kInCore);
+  const RunPlan small_plan = plan_run(small, "", auto_run(16), zen4_vm()).value();
+  EXPECT_EQ(small_plan.method, Method::kInCore);
+  EXPECT_EQ(small_plan.stream_predicted_seconds, 0) << "not weighed";
   EXPECT_FALSE(weighs_stream(small, auto_run(16)));
   EXPECT_TRUE(weighs_stream(large, auto_run(16)));
   RunOptions part = auto_run(16);

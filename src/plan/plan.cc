@@ -431,6 +431,7 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
   if (!weighs_stream(m, opt) || !machine.known()) return in_core;
   std::optional<RunPlan> stream = fastest_stream(m, dir, opt, machine, incore);
   if (!stream || stream->predicted_seconds >= kStreamWorthIt * in_core.predicted_seconds) {
+    if (stream) in_core.stream_predicted_seconds = stream->predicted_seconds;
     return in_core;
   }
   stream->incore_predicted_seconds = in_core.predicted_seconds;
@@ -439,14 +440,20 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
 
 namespace {
 
-// to_text's reason for the method, where it weighed the in-core method.
-std::string chosen_over_incore(const RunPlan& plan) {
-  if (plan.incore_predicted_seconds <= 0) return "";
-  char text[128];
-  std::snprintf(text, sizeof text,
-                " (chosen: the in-core method, loading, computing and storing in turn, is "
-                "predicted at %.2f s)",
-                plan.incore_predicted_seconds);
+// to_text's reason for the method, where the run weighed the stream against the in-core method.
+std::string weighed(const RunPlan& plan) {
+  char text[160] = "";
+  if (plan.incore_predicted_seconds > 0) {
+    std::snprintf(text, sizeof text,
+                  " (chosen: the in-core method, loading, computing and storing in turn, is "
+                  "predicted at %.2f s)",
+                  plan.incore_predicted_seconds);
+  } else if (plan.stream_predicted_seconds > 0) {
+    std::snprintf(text, sizeof text,
+                  " (kept: the stream, its disk traffic beside its steps, is predicted at "
+                  "%.2f s, not under %.1f of this)",
+                  plan.stream_predicted_seconds, kStreamWorthIt);
+  }
   return text;
 }
 
@@ -459,7 +466,7 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
       m.shape.to_string().c_str(), std::string(dtype_name(m.dtype)).c_str(),
       format_size(static_cast<uint64_t>(m.shape.nz * m.layout.plane_bytes)).c_str(),
       opt.scheme.describe().c_str(), static_cast<long long>(opt.steps),
-      std::string(method_name(method)).c_str(), chosen_over_incore(*this).c_str());
+      std::string(method_name(method)).c_str(), weighed(*this).c_str());
   const bool incore_engine = method == Method::kInCore || method == Method::kMmap;
   if (incore_engine) {
     char chains[96] = "";
@@ -590,6 +597,7 @@ std::string RunPlan::to_json() const {
     j["incore_predicted_seconds"] = incore_predicted_seconds;
     j["mem_budget"] = stream_options.mem_budget;
   }
+  if (stream_predicted_seconds > 0) j["stream_predicted_seconds"] = stream_predicted_seconds;
   if (method == Method::kInCore || method == Method::kMmap) {
     j["bt"] = incore.bt;
     j["tile"] = {incore.tile_x, incore.tile_y};

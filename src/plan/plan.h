@@ -27,9 +27,10 @@ struct RunPlan {
   double predicted_io_seconds = 0;
   double predicted_compute_seconds = 0;  // device method: its kernels
   double predicted_copy_seconds = 0;     // device method: between host and device
-  // Left to choose (--method auto), the stream taken for a grid that fits in memory: the
-  // in-core method's prediction it beat; else 0.
+  // Left to choose (--method auto) where weighs_stream(): the in-core method's prediction the
+  // stream beat (the stream taken), or the stream's that did not beat it (in-core kept); else 0.
   double incore_predicted_seconds = 0;
+  double stream_predicted_seconds = 0;
 
   std::string to_text(const Manifest& m, const RunOptions& options) const;
   std::string to_json() const;
