@@ -260,12 +260,16 @@ struct RunArgs {
 
 // The machine's rates where a run left to choose weighs the stream against the in-core method
 // (plan.h: a grid of 1 GiB or more), measured as the CLI measures them (cached after the first
-// time); a grid that cannot be opened here is left to run_grid to report.
+// time) for the scheme the run will take: resuming, the unfinished run's. A grid or scheme that
+// cannot be had here is left to run_grid to report.
 Status measure_where_weighed(const std::string& path, RunOptions* o) {
   const Result<Grid> g = Grid::open(path);
   if (!g.ok() || !weighs_stream(g->manifest(), *o)) return Status::Ok();
-  DG_ASSIGN_OR_RETURN(const Scheme scheme, scheme_for(g->manifest(), o->scheme));
-  DG_ASSIGN_OR_RETURN(o->machine, machine_profile(*g, scheme, o->threads, false, o->mem_budget));
+  const std::optional<RunRecord> unfinished = o->resume ? unfinished_run(*g) : std::nullopt;
+  const Result<Scheme> scheme = unfinished ? Scheme::from_grid_record(unfinished->stencil)
+                                           : scheme_for(g->manifest(), o->scheme);
+  if (!scheme.ok()) return Status::Ok();
+  DG_ASSIGN_OR_RETURN(o->machine, machine_profile(*g, *scheme, o->threads, false, o->mem_budget));
   return Status::Ok();
 }
 

@@ -161,6 +161,17 @@ def test_a_stopped_stream_run_is_finished_bitwise(tmp_path, again):
     assert sha256_of(g) == sha256_of(fresh)
 
 
+def test_a_large_grid_resumes_with_the_unfinished_runs_stencil(tmp_path):
+    # From 1 GiB a run left to choose measures the machine to weigh the stream (plan.h,
+    # weighs_stream) for the scheme it will run: resuming, the unfinished run's, not the grid's
+    # own, which a grid of one field has none of. (Zeros: the files are allocated, not written.)
+    g = deepgrid.create(tmp_path / "g", (256, 1024, 1024), init="zero")
+    stopped = deepgrid.run(g, "7pt", 2, method="incore", bt=1, progress=lambda done, total: False)
+    assert stopped["steps"] == 1
+    finished = deepgrid.run(g, resume=True, progress=False)
+    assert finished["resumed"] and finished["step_to"] == 2 == deepgrid.open(g.path).step
+
+
 def test_progress_bar(tmp_path, capsys):
     g = deepgrid.create(tmp_path / "g", (8, 16, 16))
     deepgrid.run(g, "7pt", 3, bt=1, method="incore", progress=True)
