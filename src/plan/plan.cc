@@ -133,6 +133,12 @@ uint64_t incore_memory(const Manifest& m, const RunOptions& opt, const InCoreOpt
   });
 }
 
+// What an in-core run of the grid takes, with the machine's tiles.
+uint64_t incore_run_memory(const Manifest& m, const RunOptions& opt,
+                           const MachineProfile& machine) {
+  return incore_memory(m, opt, incore_options(opt, machine, Method::kInCore, ""));
+}
+
 uint64_t incore_scratch_bytes(const Manifest& m, const RunOptions& opt, const InCoreOptions& io) {
   return dispatch_dtype(m.dtype, [&](auto tag) {
     return static_cast<uint64_t>(
@@ -394,12 +400,11 @@ std::optional<RunPlan> fastest_stream(const Manifest& m, const std::string& dir,
     plans.push_back(std::move(p).value());
   }
   if (plans.empty()) return std::nullopt;
-  double fastest = plans.front().predicted_seconds;
-  for (const RunPlan& p : plans) fastest = std::min(fastest, p.predicted_seconds);
-  for (auto p = plans.rbegin(); p != plans.rend(); ++p) {  // smallest budget first
-    if (p->predicted_seconds <= kNearlyFastest * fastest) return *p;
-  }
-  return std::nullopt;  // (unreachable: the fastest is among them)
+  const double fastest = std::ranges::min(plans, {}, &RunPlan::predicted_seconds).predicted_seconds;
+  // Smallest budget first; the fastest is among them, so one is found.
+  return *std::ranges::find_if(plans.rbegin(), plans.rend(), [&](const RunPlan& p) {
+    return p.predicted_seconds <= kNearlyFastest * fastest;
+  });
 }
 
 }  // namespace
@@ -410,7 +415,7 @@ bool weighs_stream(const Manifest& m, const RunOptions& opt) {
 }
 
 uint64_t auto_stream_budget(const Manifest& m, const RunOptions& opt) {
-  return incore_memory(m, opt, incore_options(opt, opt.machine, Method::kInCore, ""));
+  return incore_run_memory(m, opt, opt.machine);
 }
 
 Result<RunPlan> plan_run(const Grid& grid, const RunOptions& opt, const MachineProfile& machine) {
@@ -423,7 +428,7 @@ Result<RunPlan> plan_run(const Manifest& m, const std::string& dir, const RunOpt
                          const MachineProfile& machine) {
   if (opt.method != Method::kAuto) return plan_method(m, dir, opt, machine, opt.method);
   if (!opt.device.empty()) return plan_method(m, dir, opt, machine, Method::kDevice);
-  const uint64_t incore = incore_memory(m, opt, incore_options(opt, machine, Method::kInCore, ""));
+  const uint64_t incore = incore_run_memory(m, opt, machine);
   if (opt.mem_budget != 0 && incore > opt.mem_budget) {
     return plan_method(m, dir, opt, machine, Method::kStream);
   }
