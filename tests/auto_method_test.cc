@@ -57,8 +57,8 @@ TEST(AutoMethod, ALongRunOfALargeGridStaysInCore) {
 
 // 80 steps: the disks' rate puts the in-core load and store at 12.4 s and the in-core method
 // ahead (36.5 s predicted against 35.4 for the stream); it ran 50.3 s against the stream's 32.1.
-// With the load and store an earlier in-core run took (21-25 s for this grid on that VM), the
-// stream is taken.
+// With the load and store an earlier in-core run took (13-28 s for this grid on that VM, from
+// run to run), the stream is taken.
 TEST(AutoMethod, TheLoadAndStoreOfEarlierInCoreRunsWeigh) {
   const Manifest m = planning_manifest({2048, 2048, 256});
   MachineProfile machine = zen4_vm();

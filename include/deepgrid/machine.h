@@ -41,7 +41,8 @@ struct MachineProfile {
   // Seconds in-core runs of grids on these disks spent outside their steps, per byte of the
   // grid: the load (with the first touch of the engine's memory, twice the grid's), the store,
   // as the last such run took them (record_incore_load_store); 0: none recorded. On a Zen 4 VM
-  // 21-25 s for a 4 GiB grid whose reads and writes alone the disk rate puts at 12.4 s.
+  // 13-28 s from run to run for a 4 GiB grid whose reads and writes alone the disk rate puts
+  // at 12.4 s.
   double incore_load_store_seconds_per_byte = 0;
   // The device a device run names (--device): its step kernel's rate for the stencil and
   // dtype, and host <-> device bytes per second one way; 0: not measured (plan measures them,

@@ -385,8 +385,8 @@ constexpr double kStreamWorthIt = 0.8;
 // of z-steps, which the model credits, but its memory must first be touched, which it does
 // not: on the development VM the kernel's first touch of fresh memory ran at 0.35-0.9 GB/s
 // (the host backing the guest's pages), and a 16-step run of 2048x2048x256 planned within
-// 8.49 GiB (3.17 GiB used, predicted 6.95 s) took 13.0-15.2 s where it took 8.3 s within
-// 256 MiB (predicted 10.5 s).
+// 8.49 GiB (3.17 GiB used, predicted 6.95 s) took 13.0-15.2 s where one between them took
+// 8.35 s within 256 MiB (predicted 10.5 s).
 constexpr double kNearlyFastest = 1.1;
 
 std::optional<RunPlan> fastest_stream(const Manifest& m, const std::string& dir, RunOptions opt,
