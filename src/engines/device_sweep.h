@@ -54,6 +54,7 @@ class DeviceSweep {
   const GridPlacement placement_;
   const Shape s_;
   const int64_t plane_bytes_;
+  device::HostMemory io_memory_;  // the I/O buffers' (declared first: freed after io_ drains)
   SweepIo io_;
   std::optional<device::Device> device_;           // opened by allocate()
   std::vector<device::Buffer> rings_;              // the wavefront's

@@ -29,13 +29,16 @@ SweepIo::SweepIo(Grid& grid, io::BlockIo& io, int rz, int64_t band_height)
   }
 }
 
-Status SweepIo::allocate(int64_t buffers, int block) {
-  arena_ = AlignedBuffer::on_huge_pages(buffer_bytes() * buffers);
-  std::byte* next = arena_.data();
+Status SweepIo::allocate(int64_t buffers, int block, std::byte* memory) {
+  if (memory == nullptr) {
+    arena_ = AlignedBuffer::on_huge_pages(buffer_bytes() * buffers);
+    if (!arena_.ok())
+      return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
+    memory = arena_.data();
+  }
+  std::byte* next = memory;
   for (int i = 0; i < block; ++i, next += buffer_bytes()) reads_.push_back({next});
   for (int i = 0; i < 2 * block; ++i, next += buffer_bytes()) writes_.push_back({next});
-  if (!arena_.ok())
-    return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
   if (band_height_ > 0) return Status::Ok();
   new_hash_.assign(static_cast<size_t>(m_.shape.nz), 0);
   written_.assign(static_cast<size_t>(m_.shape.nz), false);

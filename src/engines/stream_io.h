@@ -101,8 +101,10 @@ class SweepIo {
   // `band_height` > 0: band mode, planes of that many rows.
   SweepIo(Grid& grid, io::BlockIo& io, int rz, int64_t band_height = 0);
 
-  // `buffers` plane buffers: `block` for reads, twice as many for writes (plan.io_buffers).
-  Status allocate(int64_t buffers, int block);
+  // `buffers` plane buffers: `block` for reads, twice as many for writes (plan.io_buffers), in
+  // `memory` where given (page-aligned, buffers * buffer_bytes() bytes, kept by the caller
+  // until this is destroyed: the device's pinned host memory), else in an arena of its own.
+  Status allocate(int64_t buffers, int block, std::byte* memory = nullptr);
 
   // Starts the sweep of `record` (kept until finish()), reading planes in `order`: opens (and,
   // for a new periodic sweep, fills) the side file, starts the committer, and records the
