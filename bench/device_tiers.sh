@@ -2,9 +2,12 @@
 # The device method's placements on one grid, one run after another, each against the
 # device-resident run of the same grid: host-resident at 4x and 16x the device budget (copies
 # beside the kernels and in turn), three tiers at 16x the device budget and 4x the host's.
-# One line per run: the placement and plan (bt, chunk planes), compute seconds (host <-> device
-# copies included, the disk's load and store not), the transfer queues' time, the bytes between
-# host and device, and the ratio of the device-resident run's compute seconds to this one's.
+# One line per run: the placement and plan (bt, chunk planes, copies beside the kernels or in
+# turn), the predicted kernel and copy seconds; the whole run's seconds (the disk's load and
+# store, or three tiers' sweeps, in it), its compute seconds (report.cc: host <-> device copies
+# in it, the host's waits for the disk not), the waits for the disk, the transfer queues' time
+# and the bytes between host and device; the device-resident run's compute and whole seconds
+# over this run's.
 # docs/performance/devices.md has the figures.
 #
 #   bash bench/device_tiers.sh DIR [SHAPE] [STEPS] [DEVICE]
@@ -35,14 +38,16 @@ label, d = sys.argv[1:]
 p, r = json.load(open(f"{d}/plan.json")), json.load(open(f"{d}/run.json"))
 ref = f"{d}/resident_seconds"
 if not os.path.exists(ref):
-    open(ref, "w").write(str(r["compute_seconds"]))
-resident = float(open(ref).read())
+    open(ref, "w").write(f"{r['compute_seconds']} {r['seconds']}")
+compute, whole = map(float, open(ref).read().split())
 shape = "" if r["device_placement"] == "device-resident" else (
     f"bt {p['bt']}, chunks of {p['chunk_planes']}, " + ("beside" if p["overlap"] else "in turn"))
-print(f"{label:34} {r['device_placement']:15} {shape:32} predicted {p['predicted_compute_seconds'] + p['predicted_copy_seconds']:7.3f} s"
-      f"  compute {r['compute_seconds']:7.3f} s  copies {r['device_copy_seconds']:6.3f} s"
-      f"  {r['device_bytes_copied'] / 2**30:6.1f} GiB  {resident / r['compute_seconds']:5.2f}"
-      f" of resident")
+print(f"{label:34} {r['device_placement']:15} {shape:28}"
+      f" predicted {p['predicted_compute_seconds'] + p['predicted_copy_seconds']:6.2f} s"
+      f" | whole {r['seconds']:6.2f} s, compute {r['compute_seconds']:6.3f} s,"
+      f" disk wait {r['io_wait_seconds']:5.2f} s, copies {r['device_copy_seconds']:5.2f} s,"
+      f" {r['device_bytes_copied'] / 2**30:5.1f} GiB | of resident: compute"
+      f" {compute / r['compute_seconds']:4.2f}, whole {whole / r['seconds']:4.2f}")
 PY
 }
 

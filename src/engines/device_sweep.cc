@@ -95,58 +95,93 @@ Status DeviceSweep::run_wavefront(const SweepLayout& layout, int64_t first, int6
   return io_.complete_writes(stats);
 }
 
-Status DeviceSweep::copied(Result<device::Event> copy, StreamStats& stats) {
-  if (!copy.ok()) return copy.status();
+// Waits for the last of a group's copies on one transfer queue (they run in order there).
+Status DeviceSweep::copied(const device::Event& last, int64_t planes, StreamStats& stats) {
   const auto t0 = std::chrono::steady_clock::now();
-  DG_RETURN_IF_ERROR(device_->wait(*copy));
+  DG_RETURN_IF_ERROR(device_->wait(last));
   copy_wait_seconds_ += seconds_since(t0);
-  stats.device_bytes_copied += plane_bytes_;
+  stats.device_bytes_copied += planes * plane_bytes_;
   return Status::Ok();
 }
 
-// Chunk j's level-0 planes into `to`: each from its read buffer, checked against its checksum
-// when the grid verifies, or from the planes kept; periodic, those the sweep reads again at
-// its other end (pinned) are kept until then.
+// Chunk j's level-0 planes into `to`, in groups of as many as there are read buffers: each
+// from its read buffer, checked against its checksum when the grid verifies (the group's on
+// the run's threads), or from the planes kept; periodic, those the sweep reads again at its
+// other end (pinned) are kept until then. A group's copies are queued together and waited for
+// once: a GPU then moves one plane while the next command is queued.
 Status DeviceSweep::upload(const DeviceWavefront& w, int64_t j, const device::Buffer& to,
                            StreamStats& stats) {
   const int64_t nz = s_.nz;
   const auto [lo, hi] = w.window(0, j);
-  for (int64_t u = lo; u < hi; ++u) {
-    const int64_t p = (((w.g0 + u) % nz) + nz) % nz;
-    const bool pinned = is_pinned(b_, w.levels, scheme_.radius_z(), nz, p);
-    const std::byte* values = nullptr;
-    std::optional<size_t> read;  // the read buffer it came in
-    auto kept = kept_.find(p);
-    if (kept != kept_.end()) {
-      values = kept->second.data();
-    } else {
-      DG_ASSIGN_OR_RETURN(read, io_.await_read(p, stats));
-      values = io_.read_buffer(*read).bytes;
-      if (grid_.verifying()) {
-        DG_RETURN_IF_ERROR(
-            grid_.verify_plane_hash(p, plane_hash(values, grid_.manifest().plane_hashing())));
+  for (int64_t g = lo; g < hi; g += plan_.block) {
+    const int64_t n = std::min<int64_t>(plan_.block, hi - g);
+    std::vector<const std::byte*> values(static_cast<size_t>(n));
+    std::vector<int64_t> planes(static_cast<size_t>(n));
+    std::vector<size_t> reads;       // the read buffers they came in
+    std::vector<int64_t> unchecked;  // indices into the group read from disk
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t p = planes[size_t(i)] = (((w.g0 + g + i) % nz) + nz) % nz;
+      if (auto kept = kept_.find(p); kept != kept_.end()) {
+        values[size_t(i)] = kept->second.data();
+        continue;
       }
-      if (pinned) kept_[p].assign(values, values + plane_bytes_);
+      DG_ASSIGN_OR_RETURN(const size_t read, io_.await_read(p, stats));
+      reads.push_back(read);
+      unchecked.push_back(i);
+      values[size_t(i)] = io_.read_buffer(read).bytes;
     }
-    DG_RETURN_IF_ERROR(copied(
-        device_->write_async(to, (u % w.ring(0)) * plane_bytes_, values, plane_bytes_), stats));
-    if (read) DG_RETURN_IF_ERROR(io_.recycle_reads({*read}));
+    if (grid_.verifying()) {
+      std::vector<Status> checked(unchecked.size());
+      const PlaneHashing hashing = grid_.manifest().plane_hashing();
+#pragma omp parallel for num_threads(plan_.threads) schedule(static)
+      for (size_t c = 0; c < unchecked.size(); ++c) {
+        const auto i = static_cast<size_t>(unchecked[c]);
+        checked[c] = grid_.verify_plane_hash(planes[i], plane_hash(values[i], hashing));
+      }
+      for (const Status& st : checked) DG_RETURN_IF_ERROR(st);
+    }
+    device::Event last;
+    for (int64_t i = 0; i < n; ++i) {
+      const auto* v = values[size_t(i)];
+      if (is_pinned(b_, w.levels, scheme_.radius_z(), nz, planes[size_t(i)]) &&
+          !kept_.contains(planes[size_t(i)])) {
+        kept_[planes[size_t(i)]].assign(v, v + plane_bytes_);
+      }
+      DG_ASSIGN_OR_RETURN(
+          last, device_->write_async(to, ((g + i) % w.ring(0)) * plane_bytes_, v, plane_bytes_));
+    }
+    DG_RETURN_IF_ERROR(copied(last, n, stats));
+    DG_RETURN_IF_ERROR(io_.recycle_reads(reads));
   }
   return io_.read_ahead();
 }
 
-// Chunk j's output planes from `from` into write buffers, hashed and written in place.
+// Chunk j's output planes from `from` into write buffers, in groups of up to a block: their
+// copies queued together and waited for once, hashed on the run's threads, written in place.
 Status DeviceSweep::write_back(const DeviceWavefront& w, int64_t j, const device::Buffer& from,
                                StreamStats& stats) {
   const auto [lo, hi] = w.output(j);
-  for (int64_t u = lo; u < hi; ++u) {
-    DG_ASSIGN_OR_RETURN(const size_t b, io_.claim_write_buffer(stats));
-    std::byte* out = io_.write_buffer(b).bytes;
-    DG_RETURN_IF_ERROR(
-        copied(device_->read_async(from, (u % w.ring(w.levels)) * plane_bytes_, out, plane_bytes_),
-               stats));
-    DG_RETURN_IF_ERROR(
-        io_.write_plane(b, w.g0 + u, plane_hash(out, grid_.manifest().plane_hashing()), stats));
+  for (int64_t g = lo; g < hi; g += plan_.block) {
+    const int64_t n = std::min<int64_t>(plan_.block, hi - g);
+    std::vector<size_t> buffers;
+    device::Event last;
+    for (int64_t u = g; u < g + n; ++u) {
+      DG_ASSIGN_OR_RETURN(const size_t b, io_.claim_write_buffer(stats));
+      buffers.push_back(b);
+      DG_ASSIGN_OR_RETURN(last, device_->read_async(from, (u % w.ring(w.levels)) * plane_bytes_,
+                                                    io_.write_buffer(b).bytes, plane_bytes_));
+    }
+    DG_RETURN_IF_ERROR(copied(last, n, stats));
+    std::vector<uint64_t> hashes(buffers.size());
+    const PlaneHashing hashing = grid_.manifest().plane_hashing();
+#pragma omp parallel for num_threads(plan_.threads) schedule(static)
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      hashes[i] = plane_hash(io_.write_buffer(buffers[i]).bytes, hashing);
+    }
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      DG_RETURN_IF_ERROR(
+          io_.write_plane(buffers[i], w.g0 + g + static_cast<int64_t>(i), hashes[i], stats));
+    }
   }
   return io_.read_ahead();
 }

@@ -42,8 +42,9 @@ class DeviceSweep {
   Status upload(const DeviceWavefront& w, int64_t j, const device::Buffer& to, StreamStats& stats);
   Status write_back(const DeviceWavefront& w, int64_t j, const device::Buffer& from,
                     StreamStats& stats);
-  // A plane's copy on a transfer queue, waited for (the host's time in it counted).
-  Status copied(Result<device::Event> copy, StreamStats& stats);
+  // Waits for `last`, the last of `planes` copies on one transfer queue (the host's time in it
+  // counted).
+  Status copied(const device::Event& last, int64_t planes, StreamStats& stats);
 
   Grid& grid_;
   const Scheme& scheme_;

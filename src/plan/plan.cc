@@ -1,5 +1,7 @@
 #include "plan/plan.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -259,6 +261,8 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
     const int64_t room = (static_cast<int64_t>(opt.mem_budget) - d.host_bytes) /
                          (kMinThreeTierIoBuffers * m.layout.plane_stride);
     s.block = static_cast<int>(std::clamp<int64_t>(room, 1, 4));
+    // (The host's threads check and hash the planes a block at a time.)
+    s.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
     s.io_buffers = kMinThreeTierIoBuffers * s.block;
     s.sweeps = (opt.steps + s.bt - 1) / s.bt;
     s.flush_subnormals = d.flush_subnormals;
