@@ -104,6 +104,13 @@ Status DeviceSweep::copied(const device::Event& last, int64_t planes, StreamStat
   return Status::Ok();
 }
 
+// Threads for `planes` checksums: no more than planes, so that a group of one to three does
+// not wake the whole team each time (on an H200's 16-core machine, with a team of 16 for every
+// group, the sweeps' host time rose by up to 2 s per run: docs/performance/devices.md).
+int DeviceSweep::team(size_t planes) const {
+  return static_cast<int>(std::clamp<size_t>(planes, 1, static_cast<size_t>(plan_.threads)));
+}
+
 // Chunk j's level-0 planes into `to`, in groups of as many as there are read buffers: each
 // from its read buffer, checked against its checksum when the grid verifies (the group's on
 // the run's threads), or from the planes kept; periodic, those the sweep reads again at its
@@ -133,7 +140,7 @@ Status DeviceSweep::upload(const DeviceWavefront& w, int64_t j, const device::Bu
     if (grid_.verifying()) {
       std::vector<Status> checked(unchecked.size());
       const PlaneHashing hashing = grid_.manifest().plane_hashing();
-#pragma omp parallel for num_threads(plan_.threads) schedule(static)
+#pragma omp parallel for num_threads(team(unchecked.size())) schedule(static)
       for (size_t c = 0; c < unchecked.size(); ++c) {
         const auto i = static_cast<size_t>(unchecked[c]);
         checked[c] = grid_.verify_plane_hash(planes[i], plane_hash(values[i], hashing));
@@ -174,7 +181,7 @@ Status DeviceSweep::write_back(const DeviceWavefront& w, int64_t j, const device
     DG_RETURN_IF_ERROR(copied(last, n, stats));
     std::vector<uint64_t> hashes(buffers.size());
     const PlaneHashing hashing = grid_.manifest().plane_hashing();
-#pragma omp parallel for num_threads(plan_.threads) schedule(static)
+#pragma omp parallel for num_threads(team(buffers.size())) schedule(static)
     for (size_t i = 0; i < buffers.size(); ++i) {
       hashes[i] = plane_hash(io_.write_buffer(buffers[i]).bytes, hashing);
     }

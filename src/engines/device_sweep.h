@@ -42,6 +42,7 @@ class DeviceSweep {
   Status upload(const DeviceWavefront& w, int64_t j, const device::Buffer& to, StreamStats& stats);
   Status write_back(const DeviceWavefront& w, int64_t j, const device::Buffer& from,
                     StreamStats& stats);
+  int team(size_t planes) const;
   // Waits for `last`, the last of `planes` copies on one transfer queue (the host's time in it
   // counted).
   Status copied(const device::Event& last, int64_t planes, StreamStats& stats);
