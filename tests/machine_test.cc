@@ -260,8 +260,9 @@ TEST_F(MachineProfileTest, EachMachineHasItsOwnProfile) {
   EXPECT_TRUE(file.contains(me));
 }
 
-// What sweeps sustained on the grid's disks serves later plans, until a --remeasure; a sweep
-// that kept the disks busy under a second says too little to record.
+// What sweeps sustained on the grid's disks serves later plans, each sweep's averaged with the
+// figure before, until a --remeasure; a sweep that kept the disks busy under a second says too
+// little to record.
 TEST_F(MachineProfileTest, SweepsTellTheirDiskBandwidthUntilARemeasure) {
   const Grid g = Grid::open((tmp_.path() / "g").string()).value();
   EXPECT_EQ(profile().value().disk_sweep_bps, 0) << "no sweep has run";
@@ -269,6 +270,8 @@ TEST_F(MachineProfileTest, SweepsTellTheirDiskBandwidthUntilARemeasure) {
   EXPECT_DOUBLE_EQ(profile().value().disk_sweep_bps, 2e9);
   record_sweep_bandwidth(g, 1e9, 0.5);
   EXPECT_DOUBLE_EQ(profile().value().disk_sweep_bps, 2e9) << "half a second of disk time";
+  record_sweep_bandwidth(g, 4e9, 1);
+  EXPECT_DOUBLE_EQ(profile().value().disk_sweep_bps, 3e9) << "the mean of the two sweeps'";
   EXPECT_EQ(profile(/*remeasure=*/true).value().disk_sweep_bps, 0);
   EXPECT_EQ(profile().value().disk_sweep_bps, 0) << "the remeasure dropped it from the cache";
   const int64_t busy = grid_disks_busy_ms(g);
@@ -276,8 +279,9 @@ TEST_F(MachineProfileTest, SweepsTellTheirDiskBandwidthUntilARemeasure) {
   EXPECT_EQ(busy, device_busy_ms(g.file_path(0)));
 }
 
-// What an in-core run took besides its steps serves later plans per byte of the grid, until a
-// --remeasure; a grid under 256 MiB is not recorded (its memory comes faster than a large one's).
+// What an in-core run took besides its steps serves later plans per byte of the grid, averaged
+// with the figure before, until a --remeasure; a grid under 256 MiB is not recorded (its memory
+// comes faster than a large one's).
 TEST_F(MachineProfileTest, InCoreRunsTellTheirLoadAndStoreUntilARemeasure) {
   const Grid g = Grid::open((tmp_.path() / "g").string()).value();
   const double bytes = static_cast<double>(g.shape().nz * g.manifest().layout.plane_stride);
@@ -289,6 +293,9 @@ TEST_F(MachineProfileTest, InCoreRunsTellTheirLoadAndStoreUntilARemeasure) {
   const Grid large = Grid::create((tmp_.path() / "large").string(), co).value();
   record_incore_load_store(large, 6.0);
   EXPECT_DOUBLE_EQ(profile().value().incore_load_store_seconds_per_byte, 6.0 / (1 << 30));
+  record_incore_load_store(large, 2.0);
+  EXPECT_DOUBLE_EQ(profile().value().incore_load_store_seconds_per_byte, 4.0 / (1 << 30))
+      << "the mean of the two runs'";
   EXPECT_EQ(profile(/*remeasure=*/true).value().incore_load_store_seconds_per_byte, 0);
   EXPECT_EQ(profile().value().incore_load_store_seconds_per_byte, 0) << "dropped by the remeasure";
 }

@@ -91,12 +91,14 @@ int64_t device_busy_ms(const std::string& path);
 int64_t grid_disks_busy_ms(const Grid& grid);
 // Caches what a sweep moved on the grid's disks: `bytes` read and written while the busiest of
 // them was busy `busy_seconds`, as this machine's sweep bandwidth for those disks, which later
-// plans use (MachineProfile::disk_sweep_bps) until a --remeasure. Sweeps of under a second of
-// disk time say too little and are not recorded.
+// plans use (MachineProfile::disk_sweep_bps) until a --remeasure: the mean of this sweep's and
+// the bandwidth cached before. Sweeps of under a second of disk time say too little and are not
+// recorded.
 void record_sweep_bandwidth(const Grid& grid, double bytes, double busy_seconds);
 
 // Records the `seconds` an in-core run of `grid` spent outside its steps (loading and storing
-// it) for the plans of later runs on its disks (incore_load_store_seconds_per_byte). Grids
+// it) for the plans of later runs on its disks (incore_load_store_seconds_per_byte; the mean
+// of this run's and the figure cached before). Grids
 // under 256 MiB are not recorded: their memory is mostly pages freed a moment before, which
 // the kernel hands over many times faster than a large grid's fresh ones.
 void record_incore_load_store(const Grid& grid, double seconds);
