@@ -280,6 +280,44 @@ TEST(Distributed, PartsOnDevicesMatchTheReference) {
   }
 }
 
+// Parts on devices stay there (device-resident) or in host memory beside them (host-resident)
+// between rounds, as in-core parts stay in memory: loaded once and committed once, their halos
+// written into them every round; three tiers read and write their part every round.
+TEST(Distributed, PartsOnDevicesStayThereBetweenRounds) {
+  const auto devices = device::list_devices();
+  if (!devices.ok() || devices->empty()) {
+    GTEST_SKIP() << "no OpenCL device here (scripts/setup.sh installs PoCL's CPU device)";
+  }
+  SharedTempDir tmp;
+  const Shape s{11, 7, 13};
+  struct Placement {
+    uint64_t device_mem;
+    std::string mem;
+    bool held;
+  };
+  uint64_t part_bytes = 0;  // this rank's part, as the held runs load it
+  for (const Placement& p :
+       {Placement{0, "", true}, Placement{6 << 10, "", true}, Placement{6 << 10, "20KiB", false}}) {
+    const std::string dir = tmp / ("g" + std::to_string(p.device_mem) + p.mem);
+    ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF32)).ok());
+    Case c{"13pt", kPeriodic, DType::kF32, s, 7, 2, p.mem, Method::kDevice};
+    c.device_mem = p.device_mem;
+    auto report = mpi::run_distributed(dir, options_for(c));
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    const mpi::RankFigures& f = report->per_rank[static_cast<size_t>(mpi::rank())];
+    const std::string where = "--device-mem " + std::to_string(p.device_mem) + ", --mem " + p.mem;
+    EXPECT_EQ(f.method, "device") << where;
+    if (part_bytes == 0) part_bytes = f.bytes_read;
+    if (p.held) {
+      EXPECT_EQ(f.bytes_read, part_bytes) << where << ": loaded once for 4 rounds";
+      EXPECT_EQ(f.bytes_written, part_bytes) << where << ": committed once, at the end";
+    } else {
+      EXPECT_GE(f.bytes_read, 4 * part_bytes) << where << ": read every round";
+    }
+    expect_reference_steps<float>(dir, s, "13pt", kPeriodic, 7);
+  }
+}
+
 // A grid made with z-slabs runs with another process grid of the same ranks and back: its
 // parts are split again by block intersection each time, and the results stay bitwise.
 TEST(Distributed, RedistributionBetweenProcessGrids) {

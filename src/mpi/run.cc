@@ -84,17 +84,25 @@ bool checkpoint_due(double every, double since, double last) {
   return since >= (every >= 0 ? every : std::max(kLeastSeconds, kWorkPerCheckpoint * last));
 }
 
-// The part of this rank in memory for the rounds of `run` from `step`, each round taking at
-// most opt.steps steps, when every rank's part fits its budget in memory (the in-core method);
-// else none, and every round goes through the parts' files. Collective. The load counts in
-// `figures` as disk traffic and time.
+// Whether a part planned so stays where its engine holds it between rounds: in memory (the
+// in-core method), or on its device or in host memory beside it (the device method's
+// device-resident and host-resident placements); three tiers stream it from its files.
+bool held_between_rounds(const RunPlan& plan) {
+  return plan.method == Method::kInCore ||
+         (plan.method == Method::kDevice && plan.device.placement != DevicePlacement::kThreeTiers);
+}
+
+// The part of this rank held for the rounds of `run` from `step`, each round taking at most
+// opt.steps steps, when every rank's part is held between rounds; else none, and every round
+// goes through the parts' files. Collective. The load counts in `figures` as disk traffic and
+// time.
 Result<std::optional<ResidentGrid>> hold_in_memory(Grid& part, const RunOptions& opt,
                                                    const RunRecord& run, int64_t step,
                                                    RankFigures* figures) {
   if (step >= run.step_to) return std::optional<ResidentGrid>();
   auto plan = plan_run(part, opt, opt.machine);
   DG_RETURN_IF_ERROR(agree(plan.status()));
-  if (any_rank(plan->method != Method::kInCore)) return std::optional<ResidentGrid>();
+  if (any_rank(!held_between_rounds(*plan))) return std::optional<ResidentGrid>();
   auto checked = prepare_run(part, opt);
   DG_RETURN_IF_ERROR(agree(checked.status()));
   const auto t0 = std::chrono::steady_clock::now();

@@ -97,6 +97,12 @@ class DeviceEngineOf final : public ResidentGrid::Engine {
   }
   Status copy_rect(int64_t z, const Block& rect, std::byte* packed,
                    internal::RectCopy direction) override {
+    // A whole plane packed is the plane: it goes straight between `packed` and the device (a
+    // part's z halos), where a part of one would take the plane down and up again around it.
+    if (rect.size(kAxisX) == format.nx && rect.size(kAxisY) == format.ny) {
+      return direction == internal::RectCopy::kToPacked ? engine_.store_plane(z, packed)
+                                                        : engine_.load_plane(z, packed);
+    }
     DG_RETURN_IF_ERROR(engine_.store_plane(z, plane_.data()));
     internal::copy_rect(plane_.data(), format, rect, packed, direction);
     if (direction == internal::RectCopy::kToPacked) return Status::Ok();
