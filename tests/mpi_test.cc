@@ -281,8 +281,9 @@ TEST(Distributed, PartsOnDevicesMatchTheReference) {
 }
 
 // Parts on devices stay there (device-resident) or in host memory beside them (host-resident)
-// between rounds, as in-core parts stay in memory: loaded once and committed once, their halos
-// written into them every round; three tiers read and write their part every round.
+// between rounds, as in-core parts stay in memory, and their plans say so: loaded once and
+// committed once, their halos written into them every round; three tiers read and write their
+// part every round.
 TEST(Distributed, PartsOnDevicesStayThereBetweenRounds) {
   const auto devices = device::list_devices();
   if (!devices.ok() || devices->empty()) {
@@ -302,6 +303,10 @@ TEST(Distributed, PartsOnDevicesStayThereBetweenRounds) {
     ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF32)).ok());
     Case c{"13pt", kPeriodic, DType::kF32, s, 7, 2, p.mem, Method::kDevice};
     c.device_mem = p.device_mem;
+    auto plan = mpi::plan_distributed(dir, options_for(c), std::nullopt);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    EXPECT_EQ(plan->parts_in_memory, p.held)
+        << "--device-mem " << p.device_mem << ", --mem " << p.mem;
     auto report = mpi::run_distributed(dir, options_for(c));
     ASSERT_TRUE(report.ok()) << report.status().message();
     const mpi::RankFigures& f = report->per_rank[static_cast<size_t>(mpi::rank())];

@@ -130,7 +130,8 @@ struct DistributedPlan {
   std::array<int64_t, 3> halo{};  // as DistributedRunReport::halo
   int64_t steps = 0;
   int64_t rounds = 0;
-  bool parts_in_memory = false;  // every part's engine is in-core: loaded once for the run
+  bool parts_in_memory =
+      false;  // every part held between rounds (held_between_rounds): loaded once
   struct Part {
     int rank = 0;
     std::string shape;  // the part: its block and its halos

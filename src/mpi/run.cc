@@ -84,14 +84,6 @@ bool checkpoint_due(double every, double since, double last) {
   return since >= (every >= 0 ? every : std::max(kLeastSeconds, kWorkPerCheckpoint * last));
 }
 
-// Whether a part planned so stays where its engine holds it between rounds: in memory (the
-// in-core method), or on its device or in host memory beside it (the device method's
-// device-resident and host-resident placements); three tiers stream it from its files.
-bool held_between_rounds(const RunPlan& plan) {
-  return plan.method == Method::kInCore ||
-         (plan.method == Method::kDevice && plan.device.placement != DevicePlacement::kThreeTiers);
-}
-
 // The part of this rank held for the rounds of `run` from `step`, each round taking at most
 // opt.steps steps, when every rank's part is held between rounds; else none, and every round
 // goes through the parts' files. Collective. The load counts in `figures` as disk traffic and

@@ -8,6 +8,7 @@
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
 #include "mpi/parts.h"
+#include "run/resident_grid.h"
 
 namespace deepgrid::mpi {
 
@@ -68,8 +69,9 @@ std::string DistributedPlan::to_text() const {
     out += line;
   }
   out += parts_in_memory
-             ? "parts       held in memory for the whole run: loaded once, written at the end "
-               "(and at checkpoints); halos exchanged from memory to memory\n"
+             ? "parts       held for the whole run (in memory, or on their devices): loaded "
+               "once, written at the end (and at checkpoints); halos exchanged from memory to "
+               "memory\n"
              : "parts       streamed: every round goes through the parts' files (a part that does "
                "not fit --mem streams, and then every part's round does)\n";
   out += "rank  part              method  bt  bands  memory      predicted\n";
@@ -121,7 +123,7 @@ Result<DistributedPlan> plan_distributed(const std::string& dir, const RunOption
   Result<RunPlan> last = *round;
   if (full > 0 && rest > 0) last = plan_part(next, opt, plan.exchange_bt, rest, nullptr);
   DG_RETURN_IF_ERROR(agree(last.status()));
-  plan.parts_in_memory = !any_rank(round->method != Method::kInCore);
+  plan.parts_in_memory = !any_rank(!held_between_rounds(*round));
   // Parts in memory load and write once; streamed parts go through their files every round.
   auto per_round = [&](const RunPlan& p) {
     return plan.parts_in_memory ? p.predicted_compute_seconds : p.predicted_seconds;

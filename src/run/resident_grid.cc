@@ -149,6 +149,11 @@ ResidentGrid::ResidentGrid(ResidentGrid&&) noexcept = default;
 ResidentGrid& ResidentGrid::operator=(ResidentGrid&&) noexcept = default;
 ResidentGrid::~ResidentGrid() = default;
 
+bool held_between_rounds(const RunPlan& plan) {
+  return plan.method == Method::kInCore ||
+         (plan.method == Method::kDevice && plan.device.placement != DevicePlacement::kThreeTiers);
+}
+
 Result<ResidentGrid> ResidentGrid::load(const Grid& grid, const RunOptions& opt, RunPlan plan) {
   const Shape& s = grid.shape();
   auto engine = make_engine(grid, opt, plan);

@@ -22,6 +22,11 @@
 
 namespace deepgrid {
 
+// Whether a distributed run holds a part planned so here between its rounds: in memory (the
+// in-core method), or on its device or in host memory beside it (the device method's
+// device-resident and host-resident placements); a three-tier device part sweeps its files.
+bool held_between_rounds(const RunPlan& plan);
+
 class ResidentGrid {
  public:
   // Loads `grid` into the engine of `plan` (prepare_run's for `options` on `grid`, an in-core,
