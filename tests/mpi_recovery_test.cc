@@ -15,6 +15,7 @@
 #include "deepgrid/npy.h"
 #include "deepgrid/plane_transfer.h"
 #include "deepgrid/traces_file.h"
+#include "device/device.h"
 #include "mpi/comm.h"
 #include "mpi/distributed_grid.h"
 #include "mpi_test_helpers.h"
@@ -29,12 +30,13 @@ using namespace mpi_testing;
 // --resume, or the same command again. The grid, the traces and the records end as an
 // uninterrupted run leaves them, bitwise the reference's.
 //
-// Parts held in memory (the in-core method) stop together at the end of the round instead, as
-// do parts through their files asked to stop at a round's last pass: every part commits that
-// step, and nothing has to be finished before another command.
+// Parts held in memory (the in-core method) or on their devices stop together at the end of the
+// round instead, as do parts through their files asked to stop at a round's last pass: every
+// part commits that step, and nothing has to be finished before another command.
 template <typename T>
 void expect_stopped_run_resumes(const Case& c, int stopping_rank, int passes, bool resume_flag) {
-  const bool in_memory = c.method == Method::kAuto && c.mem.empty();
+  const bool in_memory =
+      (c.method == Method::kAuto || c.method == Method::kDevice) && c.mem.empty();
   SCOPED_TRACE(c.stencil + " " + c.boundary.to_string() + ", " + std::to_string(mpi::size()) +
                " ranks, rank " + std::to_string(stopping_rank) + " stops after " +
                std::to_string(passes) + " passes" +
@@ -133,6 +135,12 @@ TEST(Distributed, StoppedRunsResumeBitwise) {
   held_shot.method = Method::kAuto;
   held_shot.mem = "";
   expect_stopped_run_resumes<double>(held_shot, 0, 2, /*resume_flag=*/false);
+  // Held on their devices (PoCL's here), as in memory.
+  if (const auto devices = device::list_devices(); devices.ok() && !devices->empty()) {
+    Case held_on_devices = held;
+    held_on_devices.method = Method::kDevice;
+    expect_stopped_run_resumes<float>(held_on_devices, last, 2, /*resume_flag=*/true);
+  }
   if (mpi::size() > 1) {  // a process grid splitting y
     Case split{"27pt",
                kPeriodic,
