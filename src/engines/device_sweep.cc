@@ -25,19 +25,22 @@ DeviceSweep::DeviceSweep(Grid& grid, const Scheme& scheme, const Boundary& b,
       plane_bytes_(grid.manifest().layout.plane_bytes),
       io_(grid, io, scheme.radius_z()) {}
 
-// The I/O buffers in the device's pinned host memory where it has some: a GPU then copies
-// them by DMA, where it stages every copy from pageable memory through buffers of its own.
+// The I/O buffers, beside a GPU in its pinned host memory: it copies them by DMA, where it
+// stages every copy from pageable memory through buffers of its own. A CPU device's copies are
+// memory copies: their own arena, on huge pages.
 Status DeviceSweep::allocate() {
   DG_ASSIGN_OR_RETURN(device::Device d,
                       device::Device::open(device_plan_.device, device_plan_.budget));
   device_.emplace(std::move(d));
-  const auto bytes = static_cast<size_t>(plan_.io_buffers) * io_.buffer_bytes();
-  DG_ASSIGN_OR_RETURN(io_memory_, device_->host_memory(static_cast<int64_t>(bytes + kPageBytes)));
-  void* start = io_memory_.data();
-  size_t room = bytes + kPageBytes;  // page-aligned inside, for O_DIRECT
-  DG_RETURN_IF_ERROR(
-      io_.allocate(plan_.io_buffers, plan_.block,
-                   static_cast<std::byte*>(std::align(kPageBytes, bytes, start, room))));
+  std::byte* buffers = nullptr;  // (their own arena)
+  if (device_plan_.device.gpu) {
+    const auto bytes = static_cast<size_t>(plan_.io_buffers) * io_.buffer_bytes();
+    DG_ASSIGN_OR_RETURN(io_memory_, device_->host_memory(static_cast<int64_t>(bytes + kPageBytes)));
+    void* start = io_memory_.data();
+    size_t room = bytes + kPageBytes;  // page-aligned inside, for O_DIRECT
+    buffers = static_cast<std::byte*>(std::align(kPageBytes, bytes, start, room));
+  }
+  DG_RETURN_IF_ERROR(io_.allocate(plan_.io_buffers, plan_.block, buffers));
   DG_ASSIGN_OR_RETURN(rings_,
                       wavefront_rings(*device_, device_plan_, scheme_.radius_z(), plane_bytes_));
   DG_ASSIGN_OR_RETURN(DeviceWavefrontKernels k, wavefront_kernels(*device_, scheme_, grid_.dtype(),

@@ -261,8 +261,12 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
     const int64_t room = (static_cast<int64_t>(opt.mem_budget) - d.host_bytes) /
                          (kMinThreeTierIoBuffers * m.layout.plane_stride);
     s.block = static_cast<int>(std::clamp<int64_t>(room, 1, 4));
-    // (The host's threads check and hash the planes a block at a time.)
-    s.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
+    // The host's threads check and hash the planes a block at a time beside a GPU; a CPU
+    // device computes on the same cores, which a team would take from it (on PoCL, 2 cores,
+    // three tiers at 16x ran 1.5-2x longer with a team of 2, whose threads spin after each
+    // block's checksums).
+    s.threads =
+        d.device.gpu ? std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads()) : 1;
     s.io_buffers = kMinThreeTierIoBuffers * s.block;
     s.sweeps = (opt.steps + s.bt - 1) / s.bt;
     s.flush_subnormals = d.flush_subnormals;
