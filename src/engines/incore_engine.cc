@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/threads.h"
 #include "engines/subnormals.h"
 #include "engines/wavefront.h"
 
@@ -317,7 +318,7 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   if (rotates && r >= 2) auto_bt = 1;
   p.bt = static_cast<int>(
       std::clamp<int64_t>(opt.bt > 0 ? opt.bt : auto_bt, 1, std::max<int64_t>(1, steps)));
-  p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
+  p.threads = internal::resolved_threads(opt.threads);
   p.flush_subnormals = opt.flush_subnormals;
   const int64_t hx = int64_t{p.bt} * rx, hy = int64_t{p.bt} * ry;
   // Those turning passes span x (no halo is computed twice at bt 1; narrower tiles only read

@@ -2,13 +2,12 @@
 // block of z-steps, and the cost model that picks bt, the block and the stages' depth within
 // the budget. The frames counted here are the ones stream_frames.h allocates, by the z rules of
 // stream_stages.h; a plan whose memory_bytes fits the budget is one the engine can run.
-#include <omp.h>
-
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "core/aligned_buffer.h"
+#include "core/threads.h"
 #include "engines/incore_engine.h"
 #include "engines/padded_grid.h"
 #include "engines/stream_engine.h"
@@ -144,7 +143,7 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   p.cache_bt = std::min(bt, opt.cache_bt > 0 ? opt.cache_bt : default_cache_bt(m, st, opt));
   const Stages stages{bt, p.cache_bt};
   p.stages = stages.size();
-  p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
+  p.threads = internal::resolved_threads(opt.threads);
   p.flush_subnormals = opt.flush_subnormals;
   p.block = block;
   const Halo frame{p.cache_bt * st.radius_x(), p.cache_bt * st.radius_y(), 0};

@@ -2,7 +2,6 @@
 #include "engines/tiled_engine.h"
 
 #include <fcntl.h>
-#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include "core/aligned_buffer.h"
 #include "core/file_util.h"
 #include "core/stopwatch.h"
+#include "core/threads.h"
 #include "engines/subnormals.h"
 #include "kernels/stencil_kernel.h"
 
@@ -100,7 +100,7 @@ TiledPlan tiled_plan_for(const Manifest& m, const Stencil& st, const Boundary& b
   const bool periodic = b.kind == Boundary::Kind::kPeriodic;
   TiledPlan p;
   p.bt = bt;
-  p.threads = std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads());
+  p.threads = internal::resolved_threads(opt.threads);
   p.flush_subnormals = opt.flush_subnormals;
   p.block_y = even_extent(by, s.ny);
   p.block_z = even_extent(bz, s.nz);

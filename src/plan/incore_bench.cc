@@ -1,12 +1,11 @@
 #include "plan/incore_bench.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <vector>
 
 #include "core/aligned_buffer.h"
+#include "core/threads.h"
 #include "deepgrid/init.h"
 #include "engines/incore_engine.h"
 #include "kernels/scheme_kernel.h"
@@ -150,7 +149,7 @@ Result<double> kernel_in_cache_mlups(const Scheme& scheme, DType dtype, int64_t 
                                      int repeats) {
   if (width < 1) return invalid_argument("a plane must be at least 1 point wide");
   DG_RETURN_IF_ERROR(scheme.check_dtype(dtype));
-  const int n = std::max(1, threads > 0 ? threads : omp_get_max_threads());
+  const int n = internal::resolved_threads(threads);
   return dispatch_dtype(dtype, [&](auto tag) -> Result<double> {
     return kernel_in_cache_typed<decltype(tag)>(scheme, width, n, std::max(1, repeats));
   });

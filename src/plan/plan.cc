@@ -1,7 +1,5 @@
 #include "plan/plan.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -11,6 +9,7 @@
 #include <vector>
 
 #include "core/file_util.h"
+#include "core/threads.h"
 #include "deepgrid/plane_transfer.h"
 #include "plan/incore_bench.h"
 
@@ -265,8 +264,7 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
     // device computes on the same cores, which a team would take from it (on PoCL, 2 cores,
     // three tiers at 16x ran 1.5-2x longer with a team of 2, whose threads spin after each
     // block's checksums).
-    s.threads =
-        d.device.gpu ? std::max(1, opt.threads > 0 ? opt.threads : omp_get_max_threads()) : 1;
+    s.threads = d.device.gpu ? internal::resolved_threads(opt.threads) : 1;
     s.io_buffers = kMinThreeTierIoBuffers * s.block;
     s.sweeps = (opt.steps + s.bt - 1) / s.bt;
     s.flush_subnormals = d.flush_subnormals;
