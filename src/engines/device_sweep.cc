@@ -108,8 +108,9 @@ Status DeviceSweep::copied(const device::Event& last, int64_t planes, StreamStat
 }
 
 // Threads for `planes` checksums: no more than planes, so that a group of one to three does
-// not wake the whole team each time (on an H200's 16-core machine, with a team of 16 for every
-// group, the sweeps' host time rose by up to 2 s per run: docs/performance/devices.md).
+// not wake the whole team each time (on an H200's 16-core machine a build that woke 16 for
+// every group spent up to 2 s more per run on the host than one thread had; how much of that
+// was the team is not measured: docs/performance/devices.md).
 int DeviceSweep::team(size_t planes) const {
   return static_cast<int>(std::clamp<size_t>(planes, 1, static_cast<size_t>(plan_.threads)));
 }
@@ -153,9 +154,9 @@ Status DeviceSweep::upload(const DeviceWavefront& w, int64_t j, const device::Bu
     device::Event last;
     for (int64_t i = 0; i < n; ++i) {
       const auto* v = values[size_t(i)];
-      if (is_pinned(b_, w.levels, scheme_.radius_z(), nz, planes[size_t(i)]) &&
-          !kept_.contains(planes[size_t(i)])) {
-        kept_[planes[size_t(i)]].assign(v, v + plane_bytes_);
+      const int64_t p = planes[size_t(i)];
+      if (is_pinned(b_, w.levels, scheme_.radius_z(), nz, p) && !kept_.contains(p)) {
+        kept_[p].assign(v, v + plane_bytes_);
       }
       DG_ASSIGN_OR_RETURN(
           last, device_->write_async(to, ((g + i) % w.ring(0)) * plane_bytes_, v, plane_bytes_));

@@ -130,8 +130,8 @@ struct DistributedPlan {
   std::array<int64_t, 3> halo{};  // as DistributedRunReport::halo
   int64_t steps = 0;
   int64_t rounds = 0;
-  bool parts_in_memory =
-      false;  // every part held between rounds (held_between_rounds): loaded once
+  // Every part held between rounds (held_between_rounds): loaded once, written at the end.
+  bool parts_in_memory = false;
   struct Part {
     int rank = 0;
     std::string shape;  // the part: its block and its halos
