@@ -124,13 +124,18 @@ Result<DistributedPlan> plan_distributed(const std::string& dir, const RunOption
   if (full > 0 && rest > 0) last = plan_part(next, opt, plan.exchange_bt, rest, nullptr);
   DG_RETURN_IF_ERROR(agree(last.status()));
   plan.parts_in_memory = !any_rank(!held_between_rounds(*round));
-  // Parts in memory load and write once; streamed parts go through their files every round.
-  auto per_round = [&](const RunPlan& p) {
-    return plan.parts_in_memory ? p.predicted_compute_seconds : p.predicted_seconds;
+  // Held parts load and write once, streamed parts go through their files every round. What a
+  // held part pays once: the disk, and a device-resident part's copies to and from its device
+  // (a host-resident part's copies are its passes', every round).
+  auto once = [&](const RunPlan& p) {
+    if (!plan.parts_in_memory) return 0.0;
+    const bool resident =
+        p.method == Method::kDevice && p.device.placement == DevicePlacement::kDeviceResident;
+    return p.predicted_io_seconds + (resident ? p.predicted_copy_seconds : 0);
   };
-  double seconds =
-      static_cast<double>(full) * per_round(*round) + (rest > 0 ? per_round(*last) : 0);
-  if (plan.parts_in_memory) seconds += round->predicted_seconds - round->predicted_compute_seconds;
+  auto per_round = [&](const RunPlan& p) { return p.predicted_seconds - once(p); };
+  double seconds = static_cast<double>(full) * per_round(*round) +
+                   (rest > 0 ? per_round(*last) : 0) + once(*round);
   const DistributedPlan::Part mine{rank(), laid_out.shape().to_string(), round->to_json(), seconds};
   for (const std::string& text : all_gather(json(mine).dump())) {
     plan.per_rank.push_back(json::parse(text).get<DistributedPlan::Part>());
