@@ -258,6 +258,10 @@ TEST(Distributed, PartsOnDevicesMatchTheReference) {
   expect_case({"27pt", kNeumann, DType::kF64, {11, 7, 13}, 5, 2, "", Method::kDevice});
   expect_case(
       {"wave4", kDirichlet, DType::kF32, {17, 12, 14}, 7, 3, "", Method::kDevice, {}, &wave});
+  // Parts deep enough along z that the first pass of a round computes several steps' planes
+  // before the halos arrive, and the rest after (a scheme with a coefficient field, f64).
+  expect_case({"wave4", kDirichlet, DType::kF32, {17, 12, 48}, 10, 5, "", Method::kDevice});
+  expect_case({"7pt", kPeriodic, DType::kF64, {9, 8, 40}, 9, 4, "", Method::kDevice});
   // Device budgets that hold a few planes of a part: parts stream through the device in slabs
   // (host-resident).
   Case slabs{"13pt", kPeriodic, DType::kF32, {11, 7, 13}, 7, 3, "", Method::kDevice};

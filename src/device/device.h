@@ -151,7 +151,9 @@ class Device {
   // Copies between host memory and a buffer; they return when the copy is done.
   Status write(const Buffer& to, int64_t offset, const void* from, int64_t bytes);
   Status read(const Buffer& from, int64_t offset, void* to, int64_t bytes);
-  Status copy(const Buffer& from, const Buffer& to, int64_t bytes);
+  // `bytes` from `offset` of `from` to the same place in `to`, on the compute queue (in order
+  // with its kernels; returns at once).
+  Status copy(const Buffer& from, const Buffer& to, int64_t bytes, int64_t offset = 0);
 
   // Queues `kernel` over `range` (work-group size left to the runtime); nothing when the
   // range is empty.

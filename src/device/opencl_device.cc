@@ -370,11 +370,12 @@ Status Device::read(const Buffer& from, int64_t offset, void* to, int64_t bytes)
   return Status::Ok();
 }
 
-Status Device::copy(const Buffer& from, const Buffer& to, int64_t bytes) {
+Status Device::copy(const Buffer& from, const Buffer& to, int64_t bytes, int64_t offset) {
   if (bytes == 0) return Status::Ok();
+  const auto at = static_cast<size_t>(offset);
   DG_CL(clEnqueueCopyBuffer(impl_->queue_, static_cast<cl_mem>(from.handle_.get()),
-                            static_cast<cl_mem>(to.handle_.get()), 0, 0, static_cast<size_t>(bytes),
-                            0, nullptr, nullptr),
+                            static_cast<cl_mem>(to.handle_.get()), at, at,
+                            static_cast<size_t>(bytes), 0, nullptr, nullptr),
         "clEnqueueCopyBuffer");
   return Status::Ok();
 }

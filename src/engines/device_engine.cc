@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/decomposition.h"
 #include "core/stopwatch.h"
 #include "engines/device_launch.h"
 #include "engines/device_wavefront.h"
@@ -29,6 +30,20 @@ double wavefront_redundancy(int64_t nz, int levels, int64_t rz, bool periodic) {
     computed += static_cast<double>(nz + 2 * int64_t{levels - k} * rz);
   }
   return computed / (static_cast<double>(nz) * levels);
+}
+
+// The points of a device-resident step `remaining` steps before the run's end: those within
+// `remaining` times the reach of the needed box.
+struct StepPoints {
+  device::Range xy;
+  int64_t z0 = 0, z1 = 0;
+};
+StepPoints step_points(const Shape& s, const Scheme& scheme, const GridPlacement& at,
+                       int64_t remaining) {
+  const int64_t rz = scheme.radius_z();
+  return {computed_xy(s, scheme, at, remaining),
+          std::max<int64_t>(0, at.needed_lo[kAxisZ] - remaining * rz),
+          std::min(s.nz, at.needed_hi[kAxisZ] + remaining * rz)};
 }
 
 constexpr double kThreeTierDiskCostOnCpuDevices = 0.5;
@@ -255,10 +270,17 @@ Status DeviceEngine::load_plane(int64_t z, const std::byte* packed) {
     std::memcpy(host_[cur_].data() + z * plane_bytes_, packed, static_cast<size_t>(plane_bytes_));
     return Status::Ok();
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  DG_RETURN_IF_ERROR(device_.write(grids_[cur_], z * plane_bytes_, packed, plane_bytes_));
-  coefficients_equal_ = false;
+  const int64_t at = z * plane_bytes_;
   traffic_.bytes += plane_bytes_;
+  if (mirror_loads_) {  // (its time: the transfer queue's, taken after the pass)
+    DG_ASSIGN_OR_RETURN(const device::Event put,
+                        device_.write_async(grids_[cur_], at, packed, plane_bytes_));
+    DG_RETURN_IF_ERROR(device_.compute_after(put));
+    return device_.copy(grids_[cur_], grids_[1 - cur_], plane_bytes_, at);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  DG_RETURN_IF_ERROR(device_.write(grids_[cur_], at, packed, plane_bytes_));
+  coefficients_equal_ = false;
   traffic_.copy_seconds += seconds_since(t0);
   return Status::Ok();
 }
@@ -278,16 +300,77 @@ Status DeviceEngine::store_plane(int64_t z, std::byte* packed) {
 Result<int64_t> DeviceEngine::advance(const Boundary& boundary, int64_t steps,
                                       const ProgressFn& progress, ProbeRun probes,
                                       const LateHalos& late) {
-  if (late.arrive) late.arrive();
+  const bool around = computes_around(late, probes, steps);
+  if (late.arrive && !around) late.arrive();
   int64_t done = 0;
   DG_RETURN_IF_ERROR(host_resident() ? run_host_passes(boundary, steps, progress, probes, &done)
-                                     : run_on_device(boundary, steps, progress, probes, &done));
+                                     : run_on_device(boundary, steps, progress, probes,
+                                                     around ? &late : nullptr, &done));
   return done;
+}
+
+// Whether the first pass computes around late halos: a device-resident grid, late points only
+// at the z ends (whole planes, which go straight to the device: an x or y halo goes through a
+// host copy of its plane, which would write back what the pass has computed there), and no
+// probe applied on this part in this run (a step's sources go in once the whole step is done).
+bool DeviceEngine::computes_around(const LateHalos& late, const ProbeRun& probes,
+                                   int64_t steps) const {
+  if (!late.arrive || host_resident() || steps <= 0) return false;
+  for (int a : {kAxisX, kAxisY}) {
+    if (late.below[a] > 0 || late.above[a] > 0) return false;
+  }
+  if (late.below[kAxisZ] == 0 && late.above[kAxisZ] == 0) return false;
+  const ResolvedProbes* p = probes.probes;
+  return p == nullptr || (p->sources.empty() && (p->traces == nullptr || p->receivers.empty()));
+}
+
+// The first pass of a device-resident run whose z halos are late: the planes of each step
+// that read none of them (step k's: those more than k * rz from a late plane), then the halos
+// put in (into both copies: see mirror_loads_), then the rest of each step. The wait for the
+// halos overlaps the first launches. Step k's planes near a halo read step k - 1's within rz
+// of them, which step k + 1's first launch, into the same copy, left alone: it computed only
+// planes more than (k + 1) * rz from the halo.
+Status DeviceEngine::compute_around_late_halos(internal::StepLauncher& step, int levels,
+                                               int64_t steps_left, const GridPlacement& placement,
+                                               const LateHalos& late) {
+  const int64_t rz = scheme_.radius_z(), nz = shape_.nz;
+  struct Row {
+    StepPoints at;
+    int64_t inner0, inner1;  // its planes that read no late plane
+  };
+  std::vector<Row> rows;
+  for (int row = 0; row < levels; ++row) {
+    const int64_t k = row + 1;
+    Row r{step_points(shape_, scheme_, placement, steps_left - k), 0, 0};
+    const int64_t below = late.below[kAxisZ], above = late.above[kAxisZ];
+    r.inner0 = std::max(r.at.z0, below > 0 ? below + k * rz : 0);
+    r.inner1 = std::min(r.at.z1, above > 0 ? nz - above - k * rz : nz);
+    if (r.inner0 >= r.inner1) r.inner0 = r.inner1 = r.at.z0;  // none: all of it afterwards
+    rows.push_back(r);
+  }
+  const internal::Ring whole[2] = {{&grids_[0], nz}, {&grids_[1], nz}};
+  const int first = cur_;
+  auto in = [&](int row) { return whole[(first + row) % 2]; };
+  auto out = [&](int row) { return whole[(first + row + 1) % 2]; };
+  for (int row = 0; row < levels; ++row) {
+    const Row& r = rows[static_cast<size_t>(row)];
+    DG_RETURN_IF_ERROR(step.launch(device_, in(row), out(row), r.at.xy, {{r.inner0, r.inner1}}));
+  }
+  mirror_loads_ = true;
+  late.arrive();  // (its errors are the caller's, as the exchange's)
+  mirror_loads_ = false;
+  for (int row = 0; row < levels; ++row) {
+    const Row& r = rows[static_cast<size_t>(row)];
+    DG_RETURN_IF_ERROR(step.launch(device_, in(row), out(row), r.at.xy,
+                                   {{r.at.z0, r.inner0}, {r.inner1, r.at.z1}}));
+  }
+  cur_ = (first + levels) % 2;
+  return Status::Ok();
 }
 
 Status DeviceEngine::run_on_device(const Boundary& boundary, int64_t steps,
                                    const ProgressFn& progress, const ProbeRun& probes,
-                                   int64_t* done) {
+                                   const LateHalos* late, int64_t* done) {
   const bool copies = sources_on_coefficients(scheme_, probes.probes);
   if (!copies && !coefficients_equal_) {
     DG_RETURN_IF_ERROR(device_.copy(grids_[cur_], grids_[1 - cur_], plan_.grid_bytes));
@@ -333,13 +416,15 @@ Status DeviceEngine::run_on_device(const Boundary& boundary, int64_t steps,
     for (size_t k = 0; k < 2; ++k) DG_RETURN_IF_ERROR(b[k].use(device_, entries(k, levels)));
     DG_RETURN_IF_ERROR(
         internal::upload_source_values(device_, b[0], p, first, dtype_, &traffic_.bytes));
-    for (int row = 0; row < levels; ++row) {
-      const int64_t remaining = steps - (*done + row + 1);
-      const device::Range xy = computed_xy(shape_, scheme_, probes.placement, remaining);
-      const int64_t rz = scheme_.radius_z();
-      const int64_t z0 = std::max<int64_t>(0, probes.placement.needed_lo[2] - remaining * rz);
-      const int64_t z1 = std::min(shape_.nz, probes.placement.needed_hi[2] + remaining * rz);
-      DG_RETURN_IF_ERROR(step.launch(device_, whole[cur_], whole[1 - cur_], xy, {{z0, z1}}));
+    if (late != nullptr) {  // (no probes)
+      DG_RETURN_IF_ERROR(
+          compute_around_late_halos(step, levels, steps - *done, probes.placement, *late));
+    }
+    for (int row = 0; row < levels && late == nullptr; ++row) {
+      const StepPoints at =
+          step_points(shape_, scheme_, probes.placement, steps - (*done + row + 1));
+      DG_RETURN_IF_ERROR(
+          step.launch(device_, whole[cur_], whole[1 - cur_], at.xy, {{at.z0, at.z1}}));
       cur_ = 1 - cur_;
       DG_RETURN_IF_ERROR(
           internal::apply_probes(device_, grids_[cur_], static_cast<size_t>(row), {&b[0], &b[1]}));
@@ -347,6 +432,11 @@ Status DeviceEngine::run_on_device(const Boundary& boundary, int64_t steps,
     DG_RETURN_IF_ERROR(
         internal::collect_receivers(device_, b[1], p, first, dtype_, &traffic_.bytes));
     DG_RETURN_IF_ERROR(device_.finish());
+    if (late != nullptr) {  // (the halos' copies up)
+      DG_ASSIGN_OR_RETURN(const double copying, device_.take_transfer_seconds());
+      traffic_.copy_seconds += copying;
+      late = nullptr;
+    }
     *done += levels;
     if (progress && !progress(*done, steps)) break;
   }

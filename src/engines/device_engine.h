@@ -41,6 +41,10 @@
 
 namespace deepgrid {
 
+namespace internal {
+class StepLauncher;
+}
+
 struct DeviceOptions {
   std::string device;      // device::choose_device's argument: ID, "gpu", "cpu" or "" (any)
   int64_t device_mem = 0;  // device budget in bytes; 0: device::default_device_budget
@@ -97,14 +101,18 @@ class DeviceEngine {
   static Result<DeviceEngine> create(const Shape& shape, const Scheme& scheme, DType dtype,
                                      const DevicePlan& plan);
 
-  // A packed plane of every component (as Grid::read_planes gives it), in and out.
+  // A packed plane of every component (as Grid::read_planes gives it), in and out. Called by
+  // a late halos' `arrive`, load_plane may return before its copy is done: `packed` must stay
+  // as it is until advance returns.
   Status load_plane(int64_t z, const std::byte* packed);
   Status store_plane(int64_t z, std::byte* packed);
 
   // Advances up to `steps` steps, applying `probes` (as InCoreEngine::advance: the steps done,
   // fewer when `progress`, asked after each pass of plan().pass_steps, says to stop; points
   // too far from probes.placement's needed box are not computed). Late halos arrive before
-  // the first step.
+  // the first step, but for a device-resident grid whose late halos are z planes only and that
+  // applies no probes in this run: its first pass computes first what reads none of them (see
+  // compute_around_late_halos).
   Result<int64_t> advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
                           ProbeRun probes, const LateHalos& late);
 
@@ -124,9 +132,12 @@ class DeviceEngine {
                device::Device device);
   // One placement's passes (host-resident: device_host_passes.cc).
   Status run_on_device(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
-                       const ProbeRun& probes, int64_t* done);
+                       const ProbeRun& probes, const LateHalos* late, int64_t* done);
   Status run_host_passes(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
                          const ProbeRun& probes, int64_t* done);
+  bool computes_around(const LateHalos& late, const ProbeRun& probes, int64_t steps) const;
+  Status compute_around_late_halos(internal::StepLauncher& step, int levels, int64_t steps_left,
+                                   const GridPlacement& placement, const LateHalos& late);
   bool host_resident() const { return plan_.placement == DevicePlacement::kHostResident; }
 
   Shape shape_;
@@ -140,6 +151,11 @@ class DeviceEngine {
   int cur_ = 0;
   int64_t plane_bytes_ = 0;
   bool coefficients_equal_ = true;  // coefficient fields equal in both copies
+  // While late halos arrive (compute_around_late_halos): load_plane copies each plane up beside
+  // the launches already queued, which must leave its host memory alone until advance returns,
+  // and into the other copy too, which keeps the coefficient fields equal where the first pass
+  // already runs.
+  bool mirror_loads_ = false;
   Traffic traffic_;
 };
 
