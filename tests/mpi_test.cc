@@ -299,10 +299,12 @@ TEST(Distributed, PartsOnDevicesStayThereBetweenRounds) {
     uint64_t device_mem;
     std::string mem;
     bool held;
+    std::string name;
   };
   uint64_t part_bytes = 0;  // this rank's part, as the held runs load it
   for (const Placement& p :
-       {Placement{0, "", true}, Placement{6 << 10, "", true}, Placement{6 << 10, "20KiB", false}}) {
+       {Placement{0, "", true, "device-resident"}, Placement{6 << 10, "", true, "host-resident"},
+        Placement{6 << 10, "20KiB", false, "three-tier"}}) {
     const std::string dir = tmp / ("g" + std::to_string(p.device_mem) + p.mem);
     ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF32)).ok());
     Case c{"13pt", kPeriodic, DType::kF32, s, 7, 2, p.mem, Method::kDevice};
@@ -323,6 +325,18 @@ TEST(Distributed, PartsOnDevicesStayThereBetweenRounds) {
     } else {
       EXPECT_GE(f.bytes_read, 4 * part_bytes) << where << ": read every round";
     }
+    // The report names the rank's device and placement and counts its copies: a
+    // device-resident z-slab part (planes of 11x7 f32) goes up once and down once.
+    EXPECT_FALSE(f.device.empty()) << where;
+    EXPECT_EQ(f.device_placement, p.name) << where;
+    EXPECT_EQ(report->total.device_placement, p.name) << where;
+    EXPECT_GT(f.device_bytes_copied, 0u) << where;
+    if (p.name == "device-resident" && report->process_grid.starts_with("1x1x")) {
+      EXPECT_GE(f.device_bytes_copied, 2u * static_cast<uint64_t>(f.part_planes) * 11 * 7 * 4);
+    }
+    uint64_t all_copies = 0;
+    for (const mpi::RankFigures& r : report->per_rank) all_copies += r.device_bytes_copied;
+    EXPECT_EQ(report->total.device_bytes_copied, all_copies) << where;
     expect_reference_steps<float>(dir, s, "13pt", kPeriodic, 7);
   }
 }

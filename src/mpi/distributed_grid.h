@@ -71,6 +71,11 @@ struct RankFigures {
   double wait_seconds = 0;      // idle at the end of a phase while slower ranks finished
   uint64_t bytes_read = 0, bytes_written = 0, bytes_sent = 0;
   uint64_t engine_memory = 0;  // the most its engine allocated for one advance (its plan's)
+  // The device method: the rank's device and its part's placement there (RunReport's), and
+  // what went between host and device (held parts: from their load through their last commit).
+  std::string device, device_placement;
+  uint64_t device_memory = 0, device_bytes_copied = 0;
+  double device_copy_seconds = 0;
   // The machine it ran on, and what the hypervisor took from that machine's `cpus` CPUs while
   // the rank ran (RunReport::stolen_cpu_seconds: machine-wide, so ranks that share a machine
   // see the same).

@@ -382,6 +382,10 @@ Result<bool> DistributedRun::rounds_in_memory() {
     }
   }
   DG_RETURN_IF_ERROR(commit_held(*part_, *held_, step_, &mine_));
+  RunReport copies;  // (the part's engine's, from its load on: its commits' included)
+  held_->describe(&copies);
+  mine_.device_bytes_copied = copies.device_bytes_copied;
+  mine_.device_copy_seconds = copies.device_copy_seconds;
   return !stop;
 }
 

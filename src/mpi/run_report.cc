@@ -22,7 +22,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankFigures, rank, method, engine_bt, band_ro
                                    seconds, compute_seconds, io_wait_seconds, exchange_seconds,
                                    wait_seconds, bytes_read, bytes_written, bytes_sent,
                                    engine_memory, host, stolen_cpu_seconds, cpus, io_backend,
-                                   threads)
+                                   threads, device, device_placement, device_memory,
+                                   device_bytes_copied, device_copy_seconds)
 
 std::string RankFigures::to_json() const { return json(*this).dump(); }
 
@@ -117,6 +118,13 @@ void detail::add_advance(RankFigures* f, const RunReport& r) {
   f->bytes_read += r.bytes_read;
   f->bytes_written += r.bytes_written;
   f->engine_memory = std::max(f->engine_memory, r.engine_memory);
+  if (!r.device.empty()) {
+    f->device = r.device;
+    f->device_placement = r.device_placement;
+  }
+  f->device_memory = std::max(f->device_memory, r.device_memory);
+  f->device_bytes_copied += r.device_bytes_copied;
+  f->device_copy_seconds += r.device_copy_seconds;
 }
 
 void detail::add_exchange(RankFigures* f, const ExchangeStats& e) {
@@ -155,8 +163,15 @@ DistributedRunReport detail::gather_report(const RankFigures& mine, const Distri
     t.engine_memory = std::max(t.engine_memory, f.engine_memory);  // --mem is each rank's
     t.threads = std::max(t.threads, f.threads);                    // and so is --threads
     t.band_rows = std::max(t.band_rows, f.band_rows);
-    if (!f.io_backend.empty() && t.io_backend.find(f.io_backend) == std::string::npos) {
-      t.io_backend += (t.io_backend.empty() ? "" : ", ") + f.io_backend;  // the ranks' own
+    t.device_memory = std::max(t.device_memory, f.device_memory);  // --device-mem is each rank's
+    t.device_bytes_copied += f.device_bytes_copied;
+    t.device_copy_seconds += f.device_copy_seconds;
+    for (auto [to, from] :
+         {std::pair{&t.io_backend, &f.io_backend}, std::pair{&t.device, &f.device},
+          std::pair{&t.device_placement, &f.device_placement}}) {
+      if (!from->empty() && to->find(*from) == std::string::npos) {
+        *to += (to->empty() ? "" : ", ") + *from;  // the ranks' own, each once
+      }
     }
   }
   record_machines_steal(report.per_rank, &t);

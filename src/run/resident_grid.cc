@@ -179,11 +179,15 @@ Result<RunReport> ResidentGrid::advance(const RunOptions& opt, int64_t step,
       arrival = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     };
   }
+  RunReport before;  // (the device's copies so far: its engine counts them from its load on)
+  engine_->describe(&before);
   DG_ASSIGN_OR_RETURN(const int64_t done, engine_->advance(opt.boundary, opt.steps, opt.progress,
                                                            {probes, step, opt.placement}, timed));
   RunReport r;
   r.method = std::string(method_name(plan_.method));
   engine_->describe(&r);
+  r.device_bytes_copied -= before.device_bytes_copied;
+  r.device_copy_seconds -= before.device_copy_seconds;
   r.steps = done;
   // Compute: the advance less the halos' wait. Host-resident passes' copies between host and
   // device are in it: the report gives their transfer queues' time apart, but that time runs

@@ -41,8 +41,9 @@ class ResidentGrid {
   // Advances up to options.steps steps (at most those planned for) from time step `step` (the
   // probes' clock), applying `probes` (the grid's coordinates; null: none); fewer when
   // options.progress, asked after each pass, says to stop. `late`: halos that arrive during
-  // the first pass (engines/incore_engine.h). The report gives the steps done, and as compute time
-  // the time spent in the engine outside late.arrive.
+  // the first pass (engines/incore_engine.h). The report gives the steps done, as compute time
+  // the time spent in the engine outside late.arrive, and the device method's copies of this
+  // advance (describe() gives them since the load).
   Result<RunReport> advance(const RunOptions& options, int64_t step, const ResolvedProbes* probes,
                             const LateHalos& late = {});
 
