@@ -89,6 +89,14 @@ assert all(r["plan"]["method"] == "incore" for r in p["per_rank"]) and p["parts_
 "$dg" plan "$tmp/d" "${run_args[@]}" 2>/dev/null | grep "distributed over 1 rank (process grid 1x1x1)" >/dev/null ||
   fail "serial plan of a distributed grid"
 cmp "$tmp/d/manifest.json" "$tmp/d.manifest" >/dev/null || fail "a plan changed the grid"
+# A device plan predicts each part's time from the rates of the device its rank takes (it
+# predicted 0 s before session 60). Needs an OpenCL device (PoCL's, in CI).
+if "$dg" devices --json | python3 -c 'import json, sys; sys.exit(not json.load(sys.stdin)["devices"])'; then
+  mpi plan "$tmp/d" "${run_args[@]}" --method device --json | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+assert all(r["plan"]["method"] == "device" and r["predicted_seconds"] > 0 for r in p["per_rank"]), p'
+fi
 expect_error 2 "does not run under mpirun" mpi fsck "$tmp/serial"
 expect_error 3 "grid $tmp/d is in use by" flock -n "$tmp/d/deepgrid.lock" \
   "${mpi_command[@]}" run "$tmp/d" "${run_args[@]}"

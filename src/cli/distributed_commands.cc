@@ -11,6 +11,7 @@
 #include "deepgrid/checksum.h"
 #include "deepgrid/machine.h"
 #include "deepgrid/npy.h"
+#include "plan/device_rates.h"
 #include "store/distributed_manifest.h"
 #ifdef DEEPGRID_MPI
 #include "mpi/comm.h"
@@ -59,10 +60,10 @@ std::vector<std::string> describe(const DistributedManifest& m) {
 // (`measure_machine`), else the tiles' tuning; rank 0 first: the others then read its cache
 // (same disks).
 Status set_machine_profile(const DistributedManifest& m, bool measure_machine, bool remeasure,
-                           RunOptions* options) {
+                           RunOptions* options, bool device_rates = false) {
   if (options->scheme.component_count() == 0) return Status::Ok();
   mpi::share_machine(options);  // measured with the threads each rank will run
-  auto this_ranks_profile = [&]() -> Result<MachineProfile> {
+  auto host_profile = [&]() -> Result<MachineProfile> {
     if (measure_machine) {  // a part on this rank's disks, or near them
       DG_ASSIGN_OR_RETURN(const Grid part,
                           open_part_as_is(m, mpi::rank() % m.ranks(), Grid::Mode::kReadOnly));
@@ -73,6 +74,19 @@ Status set_machine_profile(const DistributedManifest& m, bool measure_machine, b
     DG_ASSIGN_OR_RETURN(tuning.cache_bytes,
                         tuned_cache_bytes(options->threads, remeasure, options->mem_budget));
     return tuning;
+  };
+  // With `device_rates` (a plan's predictions) and a device named or taken (the device method:
+  // share_machine), that device's rates, as a serial plan measures them.
+  auto this_ranks_profile = [&]() -> Result<MachineProfile> {
+    DG_ASSIGN_OR_RETURN(MachineProfile profile, host_profile());
+    if (device_rates && !options->device.empty()) {
+      DG_ASSIGN_OR_RETURN(const internal::DeviceRates rates,
+                          internal::device_rates(options->device, options->scheme, m.dtype,
+                                                 options->device_mem, remeasure));
+      profile.device_mlups = rates.step_mlups;
+      profile.device_copy_bps = rates.copy_bps;
+    }
+    return profile;
   };
   Result<MachineProfile> profile = MachineProfile{};
   for (int turn = 0; turn < 2; ++turn) {
@@ -340,7 +354,7 @@ Status mpi_plan(const std::string& dir, RunOptions options, const std::string& p
   auto scheme = scheme_for(m.as_grid(), options.scheme);
   DG_RETURN_IF_ERROR(mpi::agree(scheme.status()));
   options.scheme = std::move(scheme).value();
-  DG_RETURN_IF_ERROR(set_machine_profile(m, measure_machine, remeasure, &options));
+  DG_RETURN_IF_ERROR(set_machine_profile(m, measure_machine, remeasure, &options, true));
   DG_ASSIGN_OR_RETURN(const mpi::DistributedPlan plan, mpi::plan_distributed(dir, options, grid));
   if (prints())
     std::printf("%s", as_json ? (plan.to_json() + "\n").c_str() : plan.to_text().c_str());
