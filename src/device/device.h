@@ -119,6 +119,16 @@ struct Range {
   int64_t items() const { return size[0] * size[1] * size[2]; }
 };
 
+// Rows of a buffer seen as slices of rows: `slices` slices from slice `slice`, in each `rows`
+// rows from row `row`, in each `bytes` bytes from byte `at`; rows of `row_pitch` bytes, slices
+// of `slice_pitch` (a plane's x-y rectangle of every component: a slice per component). Host
+// memory holds those rows packed, one after another.
+struct BufferRows {
+  int64_t at = 0, row = 0, slice = 0;
+  int64_t bytes = 0, rows = 0, slices = 0;
+  int64_t row_pitch = 0, slice_pitch = 0;
+};
+
 // A device opened for a run: its context, in-order queues (compute: kernels and the copies
 // below; transfer: the asynchronous copies beside it, one queue each way), the programs built
 // on it and the bytes allocated against `budget`. Calls are made from one thread.
@@ -151,6 +161,8 @@ class Device {
   // Copies between host memory and a buffer; they return when the copy is done.
   Status write(const Buffer& to, int64_t offset, const void* from, int64_t bytes);
   Status read(const Buffer& from, int64_t offset, void* to, int64_t bytes);
+  Status write_rows(const Buffer& to, const BufferRows& rows, const void* from);
+  Status read_rows(const Buffer& from, const BufferRows& rows, void* to);
   // `bytes` from `offset` of `from` to the same place in `to`, on the compute queue (in order
   // with its kernels; returns at once).
   Status copy(const Buffer& from, const Buffer& to, int64_t bytes, int64_t offset = 0);

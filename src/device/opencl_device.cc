@@ -370,6 +370,40 @@ Status Device::read(const Buffer& from, int64_t offset, void* to, int64_t bytes)
   return Status::Ok();
 }
 
+// The rectangle copies' arguments: the buffer's origin and the region, in bytes, rows, slices.
+struct RowsInBuffer {
+  size_t origin[3], host_origin[3] = {0, 0, 0}, region[3];
+  explicit RowsInBuffer(const BufferRows& r)
+      : origin{static_cast<size_t>(r.at), static_cast<size_t>(r.row), static_cast<size_t>(r.slice)},
+        region{static_cast<size_t>(r.bytes), static_cast<size_t>(r.rows),
+               static_cast<size_t>(r.slices)} {}
+};
+
+Status Device::write_rows(const Buffer& to, const BufferRows& rows, const void* from) {
+  if (rows.bytes * rows.rows * rows.slices == 0) return Status::Ok();
+  const RowsInBuffer r(rows);
+  const auto packed_rows = static_cast<size_t>(rows.bytes * rows.rows);
+  DG_CL(clEnqueueWriteBufferRect(
+            impl_->queue_, static_cast<cl_mem>(to.handle_.get()), CL_TRUE, r.origin, r.host_origin,
+            r.region, static_cast<size_t>(rows.row_pitch), static_cast<size_t>(rows.slice_pitch),
+            r.region[0], packed_rows, from, 0, nullptr, nullptr),
+        "clEnqueueWriteBufferRect");
+  return Status::Ok();
+}
+
+Status Device::read_rows(const Buffer& from, const BufferRows& rows, void* to) {
+  if (rows.bytes * rows.rows * rows.slices == 0) return Status::Ok();
+  const RowsInBuffer r(rows);
+  const auto packed_rows = static_cast<size_t>(rows.bytes * rows.rows);
+  DG_CL(clEnqueueReadBufferRect(impl_->queue_, static_cast<cl_mem>(from.handle_.get()), CL_TRUE,
+                                r.origin, r.host_origin, r.region,
+                                static_cast<size_t>(rows.row_pitch),
+                                static_cast<size_t>(rows.slice_pitch), r.region[0], packed_rows, to,
+                                0, nullptr, nullptr),
+        "clEnqueueReadBufferRect");
+  return Status::Ok();
+}
+
 Status Device::copy(const Buffer& from, const Buffer& to, int64_t bytes, int64_t offset) {
   if (bytes == 0) return Status::Ok();
   const auto at = static_cast<size_t>(offset);

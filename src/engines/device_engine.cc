@@ -297,6 +297,36 @@ Status DeviceEngine::store_plane(int64_t z, std::byte* packed) {
   return Status::Ok();
 }
 
+Status DeviceEngine::copy_rect(int64_t z, const Block& rect, std::byte* packed,
+                               internal::RectCopy direction) {
+  const internal::PlaneFormat format =
+      internal::plane_format(shape_, dtype_, scheme_.component_count());
+  if (host_resident()) {
+    internal::copy_rect(host_[cur_].data() + z * plane_bytes_, format, rect, packed, direction);
+    return Status::Ok();
+  }
+  const auto value = static_cast<int64_t>(format.value_bytes);
+  device::BufferRows rows;  // a slice per component
+  rows.at = rect[kAxisX].lo * value;
+  rows.row = rect[kAxisY].lo;
+  rows.slice = z * format.components;
+  rows.bytes = rect.size(kAxisX) * value;
+  rows.rows = rect.size(kAxisY);
+  rows.slices = format.components;
+  rows.row_pitch = shape_.nx * value;
+  rows.slice_pitch = shape_.nx * shape_.ny * value;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (direction == internal::RectCopy::kToPacked) {
+    DG_RETURN_IF_ERROR(device_.read_rows(grids_[cur_], rows, packed));
+  } else {
+    DG_RETURN_IF_ERROR(device_.write_rows(grids_[cur_], rows, packed));
+    coefficients_equal_ = false;
+  }
+  traffic_.bytes += static_cast<int64_t>(format.rect_bytes(rect));
+  traffic_.copy_seconds += seconds_since(t0);
+  return Status::Ok();
+}
+
 Result<int64_t> DeviceEngine::advance(const Boundary& boundary, int64_t steps,
                                       const ProgressFn& progress, ProbeRun probes,
                                       const LateHalos& late) {
@@ -310,9 +340,9 @@ Result<int64_t> DeviceEngine::advance(const Boundary& boundary, int64_t steps,
 }
 
 // Whether the first pass computes around late halos: a device-resident grid, late points only
-// at the z ends (whole planes, which go straight to the device: an x or y halo goes through a
-// host copy of its plane, which would write back what the pass has computed there), and no
-// probe applied on this part in this run (a step's sources go in once the whole step is done).
+// at the z ends (whole planes, copied up beside the launches and into the other copy; x and y
+// halos, rows of every plane, are not), and no probe applied on this part in this run (a
+// step's sources go in once the whole step is done).
 bool DeviceEngine::computes_around(const LateHalos& late, const ProbeRun& probes,
                                    int64_t steps) const {
   if (!late.arrive || host_resident() || steps <= 0) return false;

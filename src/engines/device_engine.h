@@ -38,6 +38,7 @@
 #include "deepgrid/scheme.h"
 #include "device/device.h"
 #include "engines/incore_engine.h"
+#include "store/plane_rect.h"
 
 namespace deepgrid {
 
@@ -106,6 +107,10 @@ class DeviceEngine {
   // as it is until advance returns.
   Status load_plane(int64_t z, const std::byte* packed);
   Status store_plane(int64_t z, std::byte* packed);
+  // The values of `rect`'s x-y rectangle of plane z (every component), packed as
+  // internal::copy_rect packs them, in or out: only the rectangle's rows move (a distributed
+  // part's x and y halos). Not while late halos arrive.
+  Status copy_rect(int64_t z, const Block& rect, std::byte* packed, internal::RectCopy direction);
 
   // Advances up to `steps` steps, applying `probes` (as InCoreEngine::advance: the steps done,
   // fewer when `progress`, asked after each pass of plan().pass_steps, says to stop; points

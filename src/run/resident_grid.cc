@@ -70,11 +70,9 @@ class InCoreEngineOf final : public ResidentGrid::Engine {
   InCoreEngine<T> engine_;
 };
 
-// The device engine's planes are packed: a rectangle goes through a host copy of its plane.
 class DeviceEngineOf final : public ResidentGrid::Engine {
  public:
-  explicit DeviceEngineOf(DeviceEngine engine)
-      : engine_(std::move(engine)), plane_(static_cast<size_t>(engine_.plane_bytes())) {}
+  explicit DeviceEngineOf(DeviceEngine engine) : engine_(std::move(engine)) {}
   Status load_plane(int64_t z, const std::byte* packed) override {
     return engine_.load_plane(z, packed);
   }
@@ -97,21 +95,17 @@ class DeviceEngineOf final : public ResidentGrid::Engine {
   }
   Status copy_rect(int64_t z, const Block& rect, std::byte* packed,
                    internal::RectCopy direction) override {
-    // A whole plane packed is the plane: it goes straight between `packed` and the device (a
-    // part's z halos), where a part of one would take the plane down and up again around it.
+    // A whole plane packed is the plane (a part's z halos): load_plane may copy it up beside
+    // the steps (DeviceEngine::advance's late halos).
     if (rect.size(kAxisX) == format.nx && rect.size(kAxisY) == format.ny) {
       return direction == internal::RectCopy::kToPacked ? engine_.store_plane(z, packed)
                                                         : engine_.load_plane(z, packed);
     }
-    DG_RETURN_IF_ERROR(engine_.store_plane(z, plane_.data()));
-    internal::copy_rect(plane_.data(), format, rect, packed, direction);
-    if (direction == internal::RectCopy::kToPacked) return Status::Ok();
-    return engine_.load_plane(z, plane_.data());
+    return engine_.copy_rect(z, rect, packed, direction);
   }
 
  private:
   DeviceEngine engine_;
-  std::vector<std::byte> plane_;
 };
 
 template <typename T>
