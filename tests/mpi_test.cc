@@ -281,6 +281,9 @@ TEST(Distributed, PartsOnDevicesMatchTheReference) {
   if (mpi::size() == 1) return;
   for (const ProcessGrid& g : grids_splitting_x_or_y()) {
     expect_case({"7pt", kPeriodic, DType::kF32, {13, 11, 7}, 5, 2, "", Method::kDevice, g});
+    // Blocks wide enough that the first pass computes several steps' points before the halos
+    // arrive (a scheme with a coefficient field, f64).
+    expect_case({"wave4", kNeumann, DType::kF64, {40, 36, 9}, 6, 3, "", Method::kDevice, g});
     // Host-resident, a scheme with a coefficient field: x and y halos into host memory.
     Case held{"wave4", kNeumann, DType::kF64, {17, 14, 9}, 5, 2, "", Method::kDevice, g};
     held.device_mem = 64 << 10;

@@ -404,6 +404,18 @@ Status Device::read_rows(const Buffer& from, const BufferRows& rows, void* to) {
   return Status::Ok();
 }
 
+Status Device::copy_rows(const Buffer& from, const Buffer& to, const BufferRows& rows) {
+  if (rows.bytes * rows.rows * rows.slices == 0) return Status::Ok();
+  const RowsInBuffer r(rows);
+  const auto row = static_cast<size_t>(rows.row_pitch),
+             slice = static_cast<size_t>(rows.slice_pitch);
+  DG_CL(clEnqueueCopyBufferRect(impl_->queue_, static_cast<cl_mem>(from.handle_.get()),
+                                static_cast<cl_mem>(to.handle_.get()), r.origin, r.origin, r.region,
+                                row, slice, row, slice, 0, nullptr, nullptr),
+        "clEnqueueCopyBufferRect");
+  return Status::Ok();
+}
+
 Status Device::copy(const Buffer& from, const Buffer& to, int64_t bytes, int64_t offset) {
   if (bytes == 0) return Status::Ok();
   const auto at = static_cast<size_t>(offset);

@@ -14,7 +14,6 @@
 namespace deepgrid {
 namespace {
 
-using internal::computed_xy;
 using internal::ProbeBuffers;
 using internal::ProbeList;
 using internal::seconds_since;
@@ -32,18 +31,47 @@ double wavefront_redundancy(int64_t nz, int levels, int64_t rz, bool periodic) {
   return computed / (static_cast<double>(nz) * levels);
 }
 
-// The points of a device-resident step `remaining` steps before the run's end: those within
-// `remaining` times the reach of the needed box.
-struct StepPoints {
-  device::Range xy;
-  int64_t z0 = 0, z1 = 0;
-};
-StepPoints step_points(const Shape& s, const Scheme& scheme, const GridPlacement& at,
-                       int64_t remaining) {
-  const int64_t rz = scheme.radius_z();
-  return {computed_xy(s, scheme, at, remaining),
-          std::max<int64_t>(0, at.needed_lo[kAxisZ] - remaining * rz),
-          std::min(s.nz, at.needed_hi[kAxisZ] + remaining * rz)};
+// A step over the points of `box`, from `in` to `out`.
+Status launch_box(device::Device& d, StepLauncher& step, const internal::Ring& in,
+                  const internal::Ring& out, const Block& box) {
+  return step.launch(d, in, out, internal::xy_range(box), {{box[kAxisZ].lo, box[kAxisZ].hi}});
+}
+
+bool has_points(const Block& b) {
+  return b.size(kAxisX) > 0 && b.size(kAxisY) > 0 && b.size(kAxisZ) > 0;
+}
+
+// The points of `box` that read no late halo at step k of a pass: those more than k times the
+// stencil's reach from each late end.
+Block clear_of_late(const Block& box, const LateHalos& late, const Shape& s, const Scheme& scheme,
+                    int64_t k) {
+  const int64_t n[3] = {s.nx, s.ny, s.nz};
+  const int64_t reach[3] = {scheme.radius_x(), scheme.radius_y(), scheme.radius_z()};
+  Block inner = box;
+  for (int a : {kAxisX, kAxisY, kAxisZ}) {
+    const auto i = static_cast<size_t>(a);
+    if (late.below[i] > 0) inner[a].lo = std::max(inner[a].lo, late.below[i] + k * reach[i]);
+    if (late.above[i] > 0) inner[a].hi = std::min(inner[a].hi, n[i] - late.above[i] - k * reach[i]);
+  }
+  return inner;
+}
+
+// `box` less `inner` (within it) in boxes: its z ends, then the y ends of what is left, then
+// its x ends; all of `box` when `inner` has no point.
+std::vector<Block> around(const Block& box, const Block& inner) {
+  if (!has_points(inner)) return {box};
+  std::vector<Block> out;
+  Block rest = box;
+  for (int a : {kAxisZ, kAxisY, kAxisX}) {
+    Block below = rest, above = rest;
+    below[a] = {rest[a].lo, inner[a].lo};
+    above[a] = {inner[a].hi, rest[a].hi};
+    for (const Block& b : {below, above}) {
+      if (has_points(b)) out.push_back(b);
+    }
+    rest[a] = inner[a];
+  }
+  return out;
 }
 
 constexpr double kThreeTierDiskCostOnCpuDevices = 0.5;
@@ -320,7 +348,11 @@ Status DeviceEngine::copy_rect(int64_t z, const Block& rect, std::byte* packed,
     DG_RETURN_IF_ERROR(device_.read_rows(grids_[cur_], rows, packed));
   } else {
     DG_RETURN_IF_ERROR(device_.write_rows(grids_[cur_], rows, packed));
-    coefficients_equal_ = false;
+    if (mirror_loads_) {
+      DG_RETURN_IF_ERROR(device_.copy_rows(grids_[cur_], grids_[1 - cur_], rows));
+    } else {
+      coefficients_equal_ = false;
+    }
   }
   traffic_.bytes += static_cast<int64_t>(format.rect_bytes(rect));
   traffic_.copy_seconds += seconds_since(t0);
@@ -339,60 +371,45 @@ Result<int64_t> DeviceEngine::advance(const Boundary& boundary, int64_t steps,
   return done;
 }
 
-// Whether the first pass computes around late halos: a device-resident grid, late points only
-// at the z ends (whole planes, copied up beside the launches and into the other copy; x and y
-// halos, rows of every plane, are not), and no probe applied on this part in this run (a
-// step's sources go in once the whole step is done).
+// Whether the first pass computes around late halos: a device-resident grid with late points,
+// and no probe applied on this part in this run (a step's sources go in once the whole step
+// is done).
 bool DeviceEngine::computes_around(const LateHalos& late, const ProbeRun& probes,
                                    int64_t steps) const {
   if (!late.arrive || host_resident() || steps <= 0) return false;
-  for (int a : {kAxisX, kAxisY}) {
-    if (late.below[a] > 0 || late.above[a] > 0) return false;
-  }
-  if (late.below[kAxisZ] == 0 && late.above[kAxisZ] == 0) return false;
   const ResolvedProbes* p = probes.probes;
   return p == nullptr || (p->sources.empty() && (p->traces == nullptr || p->receivers.empty()));
 }
 
-// The first pass of a device-resident run whose z halos are late: the planes of each step
-// that read none of them (step k's: those more than k * rz from a late plane), then the halos
-// put in (into both copies: see mirror_loads_), then the rest of each step. The wait for the
-// halos overlaps the first launches. Step k's planes near a halo read step k - 1's within rz
-// of them, which step k + 1's first launch, into the same copy, left alone: it computed only
-// planes more than (k + 1) * rz from the halo.
+// The first pass of a device-resident run whose halos are late: the points of each step that
+// read none of them (step k's: those more than k times the reach from a late end), then the
+// halos put in (into both copies: see mirror_loads_), then the rest of each step. The wait for
+// the halos overlaps the first launches. Step k's points near a halo read step k - 1's within
+// the reach of them, which step k + 1's first launch, into the same copy, left alone: along
+// each axis it computed only points more than k + 1 reaches from a late end.
 Status DeviceEngine::compute_around_late_halos(internal::StepLauncher& step, int levels,
                                                int64_t steps_left, const GridPlacement& placement,
                                                const LateHalos& late) {
-  const int64_t rz = scheme_.radius_z(), nz = shape_.nz;
-  struct Row {
-    StepPoints at;
-    int64_t inner0, inner1;  // its planes that read no late plane
-  };
-  std::vector<Row> rows;
-  for (int row = 0; row < levels; ++row) {
-    const int64_t k = row + 1;
-    Row r{step_points(shape_, scheme_, placement, steps_left - k), 0, 0};
-    const int64_t below = late.below[kAxisZ], above = late.above[kAxisZ];
-    r.inner0 = std::max(r.at.z0, below > 0 ? below + k * rz : 0);
-    r.inner1 = std::min(r.at.z1, above > 0 ? nz - above - k * rz : nz);
-    if (r.inner0 >= r.inner1) r.inner0 = r.inner1 = r.at.z0;  // none: all of it afterwards
-    rows.push_back(r);
+  std::vector<Block> boxes, inner;  // each step's points, and those that read no late halo
+  for (int k = 1; k <= levels; ++k) {
+    boxes.push_back(internal::computed_box(shape_, scheme_, placement, steps_left - k));
+    inner.push_back(clear_of_late(boxes.back(), late, shape_, scheme_, k));
   }
-  const internal::Ring whole[2] = {{&grids_[0], nz}, {&grids_[1], nz}};
+  const internal::Ring whole[2] = {{&grids_[0], shape_.nz}, {&grids_[1], shape_.nz}};
   const int first = cur_;
-  auto in = [&](int row) { return whole[(first + row) % 2]; };
-  auto out = [&](int row) { return whole[(first + row + 1) % 2]; };
-  for (int row = 0; row < levels; ++row) {
-    const Row& r = rows[static_cast<size_t>(row)];
-    DG_RETURN_IF_ERROR(step.launch(device_, in(row), out(row), r.at.xy, {{r.inner0, r.inner1}}));
+  auto in = [&](size_t row) { return whole[(first + row) % 2]; };
+  auto out = [&](size_t row) { return whole[(first + row + 1) % 2]; };
+  for (size_t row = 0; row < boxes.size(); ++row) {
+    if (!has_points(inner[row])) continue;
+    DG_RETURN_IF_ERROR(launch_box(device_, step, in(row), out(row), inner[row]));
   }
   mirror_loads_ = true;
   late.arrive();  // (its errors are the caller's, as the exchange's)
   mirror_loads_ = false;
-  for (int row = 0; row < levels; ++row) {
-    const Row& r = rows[static_cast<size_t>(row)];
-    DG_RETURN_IF_ERROR(step.launch(device_, in(row), out(row), r.at.xy,
-                                   {{r.at.z0, r.inner0}, {r.inner1, r.at.z1}}));
+  for (size_t row = 0; row < boxes.size(); ++row) {
+    for (const Block& b : around(boxes[row], inner[row])) {
+      DG_RETURN_IF_ERROR(launch_box(device_, step, in(row), out(row), b));
+    }
   }
   cur_ = (first + levels) % 2;
   return Status::Ok();
@@ -451,10 +468,9 @@ Status DeviceEngine::run_on_device(const Boundary& boundary, int64_t steps,
           compute_around_late_halos(step, levels, steps - *done, probes.placement, *late));
     }
     for (int row = 0; row < levels && late == nullptr; ++row) {
-      const StepPoints at =
-          step_points(shape_, scheme_, probes.placement, steps - (*done + row + 1));
-      DG_RETURN_IF_ERROR(
-          step.launch(device_, whole[cur_], whole[1 - cur_], at.xy, {{at.z0, at.z1}}));
+      const Block box =
+          internal::computed_box(shape_, scheme_, probes.placement, steps - (*done + row + 1));
+      DG_RETURN_IF_ERROR(launch_box(device_, step, whole[cur_], whole[1 - cur_], box));
       cur_ = 1 - cur_;
       DG_RETURN_IF_ERROR(
           internal::apply_probes(device_, grids_[cur_], static_cast<size_t>(row), {&b[0], &b[1]}));

@@ -109,15 +109,14 @@ class DeviceEngine {
   Status store_plane(int64_t z, std::byte* packed);
   // The values of `rect`'s x-y rectangle of plane z (every component), packed as
   // internal::copy_rect packs them, in or out: only the rectangle's rows move (a distributed
-  // part's x and y halos). Not while late halos arrive.
+  // part's x and y halos).
   Status copy_rect(int64_t z, const Block& rect, std::byte* packed, internal::RectCopy direction);
 
   // Advances up to `steps` steps, applying `probes` (as InCoreEngine::advance: the steps done,
   // fewer when `progress`, asked after each pass of plan().pass_steps, says to stop; points
   // too far from probes.placement's needed box are not computed). Late halos arrive before
-  // the first step, but for a device-resident grid whose late halos are z planes only and that
-  // applies no probes in this run: its first pass computes first what reads none of them (see
-  // compute_around_late_halos).
+  // the first step, but for a device-resident grid that applies no probes in this run: its
+  // first pass computes first what reads none of them (see compute_around_late_halos).
   Result<int64_t> advance(const Boundary& boundary, int64_t steps, const ProgressFn& progress,
                           ProbeRun probes, const LateHalos& late);
 
@@ -157,9 +156,9 @@ class DeviceEngine {
   int64_t plane_bytes_ = 0;
   bool coefficients_equal_ = true;  // coefficient fields equal in both copies
   // While late halos arrive (compute_around_late_halos): load_plane copies each plane up beside
-  // the launches already queued, which must leave its host memory alone until advance returns,
-  // and into the other copy too, which keeps the coefficient fields equal where the first pass
-  // already runs.
+  // the launches already queued, which must leave its host memory alone until advance returns;
+  // load_plane and copy_rect put what they load into the other copy too, which keeps the
+  // coefficient fields equal where the first pass already runs.
   bool mirror_loads_ = false;
   Traffic traffic_;
 };

@@ -54,20 +54,33 @@ bool sources_on_coefficients(const Scheme& scheme, const ResolvedProbes* probes)
 }
 
 // In rows of 64 along x (coalesced on GPUs, vectorised on CPUs), 4 rows per group.
-device::Range computed_xy(const Shape& s, const Scheme& scheme, const GridPlacement& at,
-                          int64_t remaining) {
-  const int64_t n[2] = {s.nx, s.ny};
-  const int64_t reach[2] = {scheme.radius_x(), scheme.radius_y()};
+device::Range xy_range(const Block& box) {
   device::Range r;
-  for (size_t a = 0; a < 2; ++a) {
-    const int64_t lo = std::max<int64_t>(0, at.needed_lo[a] - remaining * reach[a]);
-    const int64_t hi = std::min<int64_t>(n[a], at.needed_hi[a] + remaining * reach[a]);
-    r.offset[a] = lo;
-    r.size[a] = std::max<int64_t>(0, hi - lo);
+  for (int a : {kAxisX, kAxisY}) {
+    r.offset[static_cast<size_t>(a)] = box[a].lo;
+    r.size[static_cast<size_t>(a)] = std::max<int64_t>(0, box.size(a));
   }
   r.group = {std::min<int64_t>(64, std::max<int64_t>(r.size[0], 1)), 4, 1};
   if (r.size[1] < 4) r.group[1] = 1;
   return r;
+}
+
+Block computed_box(const Shape& s, const Scheme& scheme, const GridPlacement& at,
+                   int64_t remaining) {
+  const int64_t n[3] = {s.nx, s.ny, s.nz};
+  const int64_t reach[3] = {scheme.radius_x(), scheme.radius_y(), scheme.radius_z()};
+  Block box;
+  for (int a : {kAxisX, kAxisY, kAxisZ}) {
+    const auto i = static_cast<size_t>(a);
+    box[a] = {std::max<int64_t>(0, at.needed_lo[i] - remaining * reach[i]),
+              std::min<int64_t>(n[i], at.needed_hi[i] + remaining * reach[i])};
+  }
+  return box;
+}
+
+device::Range computed_xy(const Shape& s, const Scheme& scheme, const GridPlacement& at,
+                          int64_t remaining) {
+  return xy_range(computed_box(s, scheme, at, remaining));
 }
 
 Status ProbeBuffers::use(device::Device& d, ProbeList l) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/decomposition.h"
 #include "deepgrid/boundary.h"
 #include "deepgrid/dtype.h"
 #include "deepgrid/geometry.h"
@@ -26,8 +27,12 @@ inline int64_t value_index(const Shape& s, int components, int64_t x, int64_t y,
 // fields): the step then copies them, as for any carried component.
 bool sources_on_coefficients(const Scheme& scheme, const ResolvedProbes* probes);
 
-// The x-y range that step `remaining` steps before the run's end computes: the points within
-// `remaining` times the reach of the needed box (every point by default), in work-groups.
+// The points that step `remaining` steps before the run's end computes: those within
+// `remaining` times the reach of the needed box (every point by default); computed_xy: their
+// x-y range in work-groups (xy_range: a box's, in rows of 64 along x, 4 rows per group).
+Block computed_box(const Shape& s, const Scheme& scheme, const GridPlacement& at,
+                   int64_t remaining);
+device::Range xy_range(const Block& box);
 device::Range computed_xy(const Shape& s, const Scheme& scheme, const GridPlacement& at,
                           int64_t remaining);
 
