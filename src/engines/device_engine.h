@@ -121,6 +121,8 @@ class DeviceEngine {
                           ProbeRun probes, const LateHalos& late);
 
   const DevicePlan& plan() const { return plan_; }
+  // Host memory pinned where the device can (device::Device::host_memory).
+  Result<device::HostMemory> host_memory(int64_t bytes) { return device_.host_memory(bytes); }
   int64_t plane_bytes() const { return plane_bytes_; }
 
   // What went between host and device so far (planes loaded and stored, chunks, probes'

@@ -226,17 +226,38 @@ PartPlanes planes_of(ResidentGrid& held, const Grid& part) {
     return direction == internal::RectCopy::kToPacked ? held.read_box(rect, packed)
                                                       : held.write_box(rect, packed);
   };
+  p.message_memory = [&held](size_t bytes) { return held.transfer_memory(bytes); };
   return p;
 }
+
+// A message's buffer: size() bytes at data(), in memory kept for the next messages that fit in
+// it (PartPlanes::message_memory's, else the heap's).
+class Message {
+ public:
+  void resize(size_t bytes, const PartPlanes& part) {
+    size_ = bytes;
+    if (bytes <= capacity_) return;
+    memory_ = part.message_memory ? part.message_memory(bytes) : nullptr;
+    if (!memory_) memory_.reset(new std::byte[bytes], std::default_delete<std::byte[]>());
+    capacity_ = bytes;
+  }
+  std::byte* data() const { return memory_.get(); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  std::shared_ptr<std::byte> memory_;
+  size_t size_ = 0, capacity_ = 0;
+};
 
 // What stays from one exchange to the next: the slices and their rounds, which every exchange
 // of a run repeats, and the buffers; and the exchange under way, from begin() to finish().
 struct HaloExchange::State {
   PartPlanes part;
   std::vector<Slice> all;
-  std::vector<const Slice*> mine;                    // this rank's, in round order
-  std::vector<std::vector<std::byte>> sends, recvs;  // by peer
-  std::vector<std::byte> planes;                     // the round's planes of the part
+  std::vector<const Slice*> mine;     // this rank's, in round order
+  std::vector<Message> sends, recvs;  // by peer
+  std::vector<std::byte> planes;      // the round's planes of the part
 
   ExchangeStats stats;
   Status local;                        // the first error of this rank's reads and writes
@@ -266,7 +287,7 @@ void HaloExchange::State::post(int64_t round) {
   const auto last =
       std::find_if(first, mine.end(), [&](const Slice* s) { return s->round != round; });
   wait_for_sends();
-  // The buffers first (they must not move later), resized only when their sizes change, which
+  // The buffers first (they must not move later), allocated again only when they grow, which
   // they do not from one exchange to the next.
   std::vector<size_t> send_bytes(static_cast<size_t>(n), 0), recv_bytes(static_cast<size_t>(n), 0);
   for (auto it = first; it != last; ++it) {
@@ -276,8 +297,8 @@ void HaloExchange::State::post(int64_t round) {
       recv_bytes[static_cast<size_t>(s.from_rank)] += s.bytes;
   }
   for (size_t r = 0; r < static_cast<size_t>(n); ++r) {
-    sends[r].resize(send_bytes[r]);
-    recvs[r].resize(recv_bytes[r]);
+    sends[r].resize(send_bytes[r], part);
+    recvs[r].resize(recv_bytes[r], part);
   }
   std::vector<RectAt> to_send;
   to_receive.clear();

@@ -25,6 +25,9 @@ struct PartPlanes {
   // Set for a part in memory, instead of read and write: the rectangles go straight between
   // the part and the messages.
   std::function<Status(const Block& rect, std::byte* packed, internal::RectCopy direction)> copy;
+  // Where the messages' buffers come from (a part on a device: its pinned host memory); empty,
+  // or null returned: the heap.
+  std::function<std::shared_ptr<std::byte>(size_t bytes)> message_memory;
 };
 PartPlanes planes_of(Grid& part);
 PartPlanes planes_of(ResidentGrid& held, const Grid& part);  // `part` held in memory

@@ -26,6 +26,7 @@ class ResidentGrid::Engine {
   // Copies the values of `rect`'s x-y rectangle of plane z to or from `packed` (copy_rect).
   virtual Status copy_rect(int64_t z, const Block& rect, std::byte* packed,
                            internal::RectCopy direction) = 0;
+  virtual std::shared_ptr<std::byte> transfer_memory(size_t) { return nullptr; }
   internal::PlaneFormat format;
 };
 
@@ -102,6 +103,12 @@ class DeviceEngineOf final : public ResidentGrid::Engine {
                                                         : engine_.load_plane(z, packed);
     }
     return engine_.copy_rect(z, rect, packed, direction);
+  }
+  std::shared_ptr<std::byte> transfer_memory(size_t bytes) override {
+    auto memory = engine_.host_memory(static_cast<int64_t>(bytes));
+    if (!memory.ok() || !memory->pinned()) return nullptr;
+    auto held = std::make_shared<device::HostMemory>(std::move(memory).value());
+    return {held, held->data()};
   }
 
  private:
@@ -200,6 +207,10 @@ Status ResidentGrid::read_box(const Block& box, std::byte* out) const {
     DG_RETURN_IF_ERROR(engine_->copy_rect(z, box, out, internal::RectCopy::kToPacked));
   }
   return Status::Ok();
+}
+
+std::shared_ptr<std::byte> ResidentGrid::transfer_memory(size_t bytes) const {
+  return engine_->transfer_memory(bytes);
 }
 
 Status ResidentGrid::write_box(const Block& box, const std::byte* in) {

@@ -52,6 +52,9 @@ class ResidentGrid {
   // (as Grid::read_planes gives a whole plane), plane after plane.
   Status read_box(const Block& box, std::byte* out) const;
   Status write_box(const Block& box, const std::byte* in);
+  // `bytes` of host memory for what read_box and write_box copy: a device's pinned memory,
+  // which its copies need to run at the bus's rate; null where the heap serves as well.
+  std::shared_ptr<std::byte> transfer_memory(size_t bytes) const;
 
   // The state held, plane by plane in order (every component of each, packed), for what reads
   // a grid's planes (a snapshot). Holds one plane.
