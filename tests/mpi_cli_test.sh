@@ -96,6 +96,8 @@ if "$dg" devices --json | python3 -c 'import json, sys; sys.exit(not json.load(s
 import json, sys
 p = json.load(sys.stdin)
 assert all(r["plan"]["method"] == "device" and r["predicted_seconds"] > 0 for r in p["per_rank"]), p'
+  mpi plan "$tmp/d" "${run_args[@]}" --method device | grep -E "resident on device [0-9]+ \(" >/dev/null ||
+    fail "a device plan under mpirun does not say where each part goes"
 fi
 expect_error 2 "does not run under mpirun" mpi fsck "$tmp/serial"
 expect_error 3 "grid $tmp/d is in use by" flock -n "$tmp/d/deepgrid.lock" \

@@ -82,10 +82,16 @@ std::string DistributedPlan::to_text() const {
     const int64_t band_rows = plan.value("band_rows", int64_t{0});
     const std::string bands = band_rows > 0 ? std::to_string(band_rows) : "-";
     std::snprintf(
-        line, sizeof line, "%4d  %-16s  %-6s  %2d  %-5s  %-10s  %8.2f s\n", p.rank, p.shape.c_str(),
+        line, sizeof line, "%4d  %-16s  %-6s  %2d  %-5s  %-10s  %8.2f s", p.rank, p.shape.c_str(),
         plan.at("method").get<std::string>().c_str(), plan.at("bt").get<int>(), bands.c_str(),
         format_size(plan.at("memory_bytes").get<uint64_t>()).c_str(), p.predicted_seconds);
     out += line;
+    if (plan.contains("placement")) {  // the device method: where the part goes, on which device
+      out += "  " + plan.at("placement").get<std::string>() + " on device " +
+             std::to_string(plan.at("device").at("index").get<int>()) + " (" +
+             format_size(plan.at("device_bytes").get<uint64_t>()) + " of its memory)";
+    }
+    out += "\n";
     slowest = std::max(slowest, p.predicted_seconds);
   }
   std::snprintf(line, sizeof line,
