@@ -180,6 +180,7 @@ class Device {
                             const std::vector<Event>& after = {});
   Result<Event> read_async(const Buffer& from, int64_t offset, void* to, int64_t bytes,
                            const std::vector<Event>& after = {});
+  Result<Event> write_rows_async(const Buffer& to, const BufferRows& rows, const void* from);
   // What the compute queue queues from now on waits for `e` (nothing when empty).
   Status compute_after(const Event& e);
   // An event done once everything queued on the compute queue so far is done.

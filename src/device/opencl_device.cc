@@ -391,6 +391,20 @@ Status Device::write_rows(const Buffer& to, const BufferRows& rows, const void* 
   return Status::Ok();
 }
 
+Result<Event> Device::write_rows_async(const Buffer& to, const BufferRows& rows, const void* from) {
+  if (rows.bytes * rows.rows * rows.slices == 0) return Event();
+  const RowsInBuffer r(rows);
+  const auto packed_rows = static_cast<size_t>(rows.bytes * rows.rows);
+  cl_event done = nullptr;
+  DG_CL(clEnqueueWriteBufferRect(
+            impl_->up_, static_cast<cl_mem>(to.handle_.get()), CL_FALSE, r.origin, r.host_origin,
+            r.region, static_cast<size_t>(rows.row_pitch), static_cast<size_t>(rows.slice_pitch),
+            r.region[0], packed_rows, from, 0, nullptr, &done),
+        "clEnqueueWriteBufferRect");
+  impl_->transfers_.push_back(event(done));  // (timed with the others)
+  return impl_->transfers_.back();
+}
+
 Status Device::read_rows(const Buffer& from, const BufferRows& rows, void* to) {
   if (rows.bytes * rows.rows * rows.slices == 0) return Status::Ok();
   const RowsInBuffer r(rows);

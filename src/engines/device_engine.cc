@@ -343,18 +343,18 @@ Status DeviceEngine::copy_rect(int64_t z, const Block& rect, std::byte* packed,
   rows.slices = format.components;
   rows.row_pitch = shape_.nx * value;
   rows.slice_pitch = shape_.nx * shape_.ny * value;
-  const auto t0 = std::chrono::steady_clock::now();
-  if (direction == internal::RectCopy::kToPacked) {
-    DG_RETURN_IF_ERROR(device_.read_rows(grids_[cur_], rows, packed));
-  } else {
-    DG_RETURN_IF_ERROR(device_.write_rows(grids_[cur_], rows, packed));
-    if (mirror_loads_) {
-      DG_RETURN_IF_ERROR(device_.copy_rows(grids_[cur_], grids_[1 - cur_], rows));
-    } else {
-      coefficients_equal_ = false;
-    }
-  }
   traffic_.bytes += static_cast<int64_t>(format.rect_bytes(rect));
+  const bool in = direction == internal::RectCopy::kFromPacked;
+  if (in && mirror_loads_) {  // (as load_plane's: timed on the transfer queue)
+    DG_ASSIGN_OR_RETURN(const device::Event put,
+                        device_.write_rows_async(grids_[cur_], rows, packed));
+    DG_RETURN_IF_ERROR(device_.compute_after(put));
+    return device_.copy_rows(grids_[cur_], grids_[1 - cur_], rows);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  DG_RETURN_IF_ERROR(in ? device_.write_rows(grids_[cur_], rows, packed)
+                        : device_.read_rows(grids_[cur_], rows, packed));
+  coefficients_equal_ = coefficients_equal_ && !in;
   traffic_.copy_seconds += seconds_since(t0);
   return Status::Ok();
 }
