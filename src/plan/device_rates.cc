@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <vector>
 
 #include "core/stopwatch.h"
 #include "device/device.h"
@@ -14,7 +13,9 @@ namespace deepgrid::internal {
 namespace {
 
 constexpr char kStepSection[] = "device_step_mlups";
-constexpr char kCopySection[] = "device_copy_bytes_per_second";
+// (Copies from pinned host memory since session 60: the pageable figures cached before, 5x
+// slower on an H200, are not taken for them.)
+constexpr char kCopySection[] = "device_pinned_copy_bytes_per_second";
 constexpr int64_t kSampleSteps = 8;
 constexpr int64_t kSampleSide = 256;
 
@@ -26,7 +27,8 @@ int64_t device_sample_planes(const device::DeviceInfo& info, int64_t plane_bytes
 }
 
 // One device-resident run of the sample: the steps' rate, and the copies' of loading and
-// storing it.
+// storing it from pinned host memory, as the wavefronts' passes copy (a GPU's copies from
+// pageable memory ran at a fifth of the rate on an H200: docs/performance/devices.md).
 Result<DeviceRates> measure(const device::DeviceInfo& info, const Scheme& scheme, DType dtype,
                             const Shape& sample) {
   DeviceOptions o;
@@ -39,19 +41,20 @@ Result<DeviceRates> measure(const device::DeviceInfo& info, const Scheme& scheme
                       plan_device(sample, scheme, dtype, {}, kSampleSteps, o));
   DG_ASSIGN_OR_RETURN(DeviceEngine e, DeviceEngine::create(sample, scheme, dtype, plan));
   // Ones: normal numbers that stay normal (no subnormal slow paths on any device).
-  std::vector<std::byte> plane(static_cast<size_t>(plane_bytes));
-  for (size_t i = 0; i < plane.size(); i += static_cast<size_t>(value)) {
+  DG_ASSIGN_OR_RETURN(const device::HostMemory pinned, e.host_memory(plane_bytes));
+  std::byte* plane = pinned.data();
+  for (int64_t i = 0; i < plane_bytes; i += value) {
     if (dtype == DType::kF32) {
       const float one = 1;
-      std::memcpy(&plane[i], &one, sizeof one);
+      std::memcpy(plane + i, &one, sizeof one);
     } else {
       const double one = 1;
-      std::memcpy(&plane[i], &one, sizeof one);
+      std::memcpy(plane + i, &one, sizeof one);
     }
   }
   const Boundary zero;
   auto load = [&] {
-    for (int64_t z = 0; z < sample.nz; ++z) DG_RETURN_IF_ERROR(e.load_plane(z, plane.data()));
+    for (int64_t z = 0; z < sample.nz; ++z) DG_RETURN_IF_ERROR(e.load_plane(z, plane));
     return Status::Ok();
   };
   DG_RETURN_IF_ERROR(load());
@@ -61,12 +64,12 @@ Result<DeviceRates> measure(const device::DeviceInfo& info, const Scheme& scheme
   const DeviceEngine::Traffic t1 = e.traffic();
   // The copies made equal on the device (advance's first act after a load), waited for.
   DG_RETURN_IF_ERROR(e.advance(zero, 0, {}, {}, {}).status());
-  DG_RETURN_IF_ERROR(e.store_plane(0, plane.data()));
+  DG_RETURN_IF_ERROR(e.store_plane(0, plane));
   const auto start = std::chrono::steady_clock::now();
   DG_RETURN_IF_ERROR(e.advance(zero, kSampleSteps, {}, {}, {}).status());
   const double step_seconds = seconds_since(start);
   const DeviceEngine::Traffic t2 = e.traffic();
-  for (int64_t z = 0; z < sample.nz; ++z) DG_RETURN_IF_ERROR(e.store_plane(z, plane.data()));
+  for (int64_t z = 0; z < sample.nz; ++z) DG_RETURN_IF_ERROR(e.store_plane(z, plane));
   const DeviceEngine::Traffic t3 = e.traffic();
   DeviceRates r;
   r.step_mlups = static_cast<double>(sample.points() * kSampleSteps) / step_seconds / 1e6;
