@@ -364,10 +364,21 @@ Result<int64_t> DeviceEngine::advance(const Boundary& boundary, int64_t steps,
                                       const LateHalos& late) {
   const bool around = computes_around(late, probes, steps);
   if (late.arrive && !around) late.arrive();
+  bool arrived = false;
+  const LateHalos once{late.below, late.above, [&] {
+                         arrived = true;
+                         late.arrive();
+                       }};
   int64_t done = 0;
-  DG_RETURN_IF_ERROR(host_resident() ? run_host_passes(boundary, steps, progress, probes, &done)
-                                     : run_on_device(boundary, steps, progress, probes,
-                                                     around ? &late : nullptr, &done));
+  const Status st = host_resident() ? run_host_passes(boundary, steps, progress, probes, &done)
+                                    : run_on_device(boundary, steps, progress, probes,
+                                                    around ? &once : nullptr, &done);
+  // An error before the halos came: they are taken all the same, so that the exchange ends on
+  // every rank (the caller agrees on the error after it); and no copy still reads their
+  // messages once this returns.
+  if (around && !arrived) late.arrive();
+  if (!st.ok()) (void)device_.finish();
+  DG_RETURN_IF_ERROR(st);
   return done;
 }
 
