@@ -166,11 +166,11 @@ DistributedRunReport detail::gather_report(const RankFigures& mine, const Distri
     t.device_memory = std::max(t.device_memory, f.device_memory);  // --device-mem is each rank's
     t.device_bytes_copied += f.device_bytes_copied;
     t.device_copy_seconds += f.device_copy_seconds;
-    for (auto [to, from] :
+    for (auto [all, own] :
          {std::pair{&t.io_backend, &f.io_backend}, std::pair{&t.device, &f.device},
           std::pair{&t.device_placement, &f.device_placement}}) {
-      if (!from->empty() && to->find(*from) == std::string::npos) {
-        *to += (to->empty() ? "" : ", ") + *from;  // the ranks' own, each once
+      if (!own->empty() && all->find(*own) == std::string::npos) {
+        *all += (all->empty() ? "" : ", ") + *own;  // the ranks' own, each once
       }
     }
   }
