@@ -370,6 +370,8 @@ Status Device::read(const Buffer& from, int64_t offset, void* to, int64_t bytes)
   return Status::Ok();
 }
 
+namespace {
+
 // The rectangle copies' arguments: the buffer's origin and the region, in bytes, rows, slices.
 struct RowsInBuffer {
   size_t origin[3], host_origin[3] = {0, 0, 0}, region[3];
@@ -379,47 +381,65 @@ struct RowsInBuffer {
                static_cast<size_t>(r.slices)} {}
 };
 
-Status Device::write_rows(const Buffer& to, const BufferRows& rows, const void* from) {
-  if (rows.bytes * rows.rows * rows.slices == 0) return Status::Ok();
+int64_t rows_bytes(const BufferRows& r) { return r.bytes * r.rows * r.slices; }
+
+// Where rows that lie one after the other in the buffer start (a whole plane), which one plain
+// copy moves; -1 for a rectangle.
+int64_t contiguous_at(const BufferRows& r) {
+  const bool whole =
+      r.bytes == r.row_pitch && (r.slices == 1 || r.rows * r.row_pitch == r.slice_pitch);
+  return whole ? r.slice * r.slice_pitch + r.row * r.row_pitch : -1;
+}
+
+// Rows from host memory into a buffer, on `queue`; `done` (when not null) gets the copy's event.
+Status write_rect(cl_command_queue queue, cl_bool blocking, cl_mem to, const BufferRows& rows,
+                  const void* from, cl_event* done) {
   const RowsInBuffer r(rows);
-  const auto packed_rows = static_cast<size_t>(rows.bytes * rows.rows);
-  DG_CL(clEnqueueWriteBufferRect(
-            impl_->queue_, static_cast<cl_mem>(to.handle_.get()), CL_TRUE, r.origin, r.host_origin,
-            r.region, static_cast<size_t>(rows.row_pitch), static_cast<size_t>(rows.slice_pitch),
-            r.region[0], packed_rows, from, 0, nullptr, nullptr),
+  DG_CL(clEnqueueWriteBufferRect(queue, to, blocking, r.origin, r.host_origin, r.region,
+                                 static_cast<size_t>(rows.row_pitch),
+                                 static_cast<size_t>(rows.slice_pitch), r.region[0],
+                                 r.region[0] * r.region[1], from, 0, nullptr, done),
         "clEnqueueWriteBufferRect");
   return Status::Ok();
 }
 
+}  // namespace
+
+Status Device::write_rows(const Buffer& to, const BufferRows& rows, const void* from) {
+  if (rows_bytes(rows) == 0) return Status::Ok();
+  if (const int64_t at = contiguous_at(rows); at >= 0) return write(to, at, from, rows_bytes(rows));
+  return write_rect(impl_->queue_, CL_TRUE, static_cast<cl_mem>(to.handle_.get()), rows, from,
+                    nullptr);
+}
+
 Result<Event> Device::write_rows_async(const Buffer& to, const BufferRows& rows, const void* from) {
-  if (rows.bytes * rows.rows * rows.slices == 0) return Event();
-  const RowsInBuffer r(rows);
-  const auto packed_rows = static_cast<size_t>(rows.bytes * rows.rows);
+  if (rows_bytes(rows) == 0) return Event();
+  if (const int64_t at = contiguous_at(rows); at >= 0) {
+    return write_async(to, at, from, rows_bytes(rows));
+  }
   cl_event done = nullptr;
-  DG_CL(clEnqueueWriteBufferRect(
-            impl_->up_, static_cast<cl_mem>(to.handle_.get()), CL_FALSE, r.origin, r.host_origin,
-            r.region, static_cast<size_t>(rows.row_pitch), static_cast<size_t>(rows.slice_pitch),
-            r.region[0], packed_rows, from, 0, nullptr, &done),
-        "clEnqueueWriteBufferRect");
+  DG_RETURN_IF_ERROR(
+      write_rect(impl_->up_, CL_FALSE, static_cast<cl_mem>(to.handle_.get()), rows, from, &done));
   impl_->transfers_.push_back(event(done));  // (timed with the others)
   return impl_->transfers_.back();
 }
 
 Status Device::read_rows(const Buffer& from, const BufferRows& rows, void* to) {
-  if (rows.bytes * rows.rows * rows.slices == 0) return Status::Ok();
+  if (rows_bytes(rows) == 0) return Status::Ok();
+  if (const int64_t at = contiguous_at(rows); at >= 0) return read(from, at, to, rows_bytes(rows));
   const RowsInBuffer r(rows);
-  const auto packed_rows = static_cast<size_t>(rows.bytes * rows.rows);
   DG_CL(clEnqueueReadBufferRect(impl_->queue_, static_cast<cl_mem>(from.handle_.get()), CL_TRUE,
                                 r.origin, r.host_origin, r.region,
                                 static_cast<size_t>(rows.row_pitch),
-                                static_cast<size_t>(rows.slice_pitch), r.region[0], packed_rows, to,
-                                0, nullptr, nullptr),
+                                static_cast<size_t>(rows.slice_pitch), r.region[0],
+                                r.region[0] * r.region[1], to, 0, nullptr, nullptr),
         "clEnqueueReadBufferRect");
   return Status::Ok();
 }
 
 Status Device::copy_rows(const Buffer& from, const Buffer& to, const BufferRows& rows) {
-  if (rows.bytes * rows.rows * rows.slices == 0) return Status::Ok();
+  if (rows_bytes(rows) == 0) return Status::Ok();
+  if (const int64_t at = contiguous_at(rows); at >= 0) return copy(from, to, rows_bytes(rows), at);
   const RowsInBuffer r(rows);
   const auto row = static_cast<size_t>(rows.row_pitch),
              slice = static_cast<size_t>(rows.slice_pitch);

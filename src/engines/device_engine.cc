@@ -298,17 +298,10 @@ Status DeviceEngine::load_plane(int64_t z, const std::byte* packed) {
     std::memcpy(host_[cur_].data() + z * plane_bytes_, packed, static_cast<size_t>(plane_bytes_));
     return Status::Ok();
   }
-  const int64_t at = z * plane_bytes_;
-  traffic_.bytes += plane_bytes_;
-  if (mirror_loads_) {  // (its time: the transfer queue's, taken after the pass)
-    DG_ASSIGN_OR_RETURN(const device::Event put,
-                        device_.write_async(grids_[cur_], at, packed, plane_bytes_));
-    DG_RETURN_IF_ERROR(device_.compute_after(put));
-    return device_.copy(grids_[cur_], grids_[1 - cur_], plane_bytes_, at);
-  }
   const auto t0 = std::chrono::steady_clock::now();
-  DG_RETURN_IF_ERROR(device_.write(grids_[cur_], at, packed, plane_bytes_));
+  DG_RETURN_IF_ERROR(device_.write(grids_[cur_], z * plane_bytes_, packed, plane_bytes_));
   coefficients_equal_ = false;
+  traffic_.bytes += plane_bytes_;
   traffic_.copy_seconds += seconds_since(t0);
   return Status::Ok();
 }
@@ -345,7 +338,7 @@ Status DeviceEngine::copy_rect(int64_t z, const Block& rect, std::byte* packed,
   rows.slice_pitch = shape_.nx * shape_.ny * value;
   traffic_.bytes += static_cast<int64_t>(format.rect_bytes(rect));
   const bool in = direction == internal::RectCopy::kFromPacked;
-  if (in && mirror_loads_) {  // (as load_plane's: timed on the transfer queue)
+  if (in && mirror_loads_) {  // (timed on the transfer queue, after the pass)
     DG_ASSIGN_OR_RETURN(const device::Event put,
                         device_.write_rows_async(grids_[cur_], rows, packed));
     DG_RETURN_IF_ERROR(device_.compute_after(put));
@@ -477,14 +470,15 @@ Status DeviceEngine::run_on_device(const Boundary& boundary, int64_t steps,
     if (late != nullptr) {  // (no probes)
       DG_RETURN_IF_ERROR(
           compute_around_late_halos(step, levels, steps - *done, probes.placement, *late));
-    }
-    for (int row = 0; row < levels && late == nullptr; ++row) {
-      const Block box =
-          internal::computed_box(shape_, scheme_, probes.placement, steps - (*done + row + 1));
-      DG_RETURN_IF_ERROR(launch_box(device_, step, whole[cur_], whole[1 - cur_], box));
-      cur_ = 1 - cur_;
-      DG_RETURN_IF_ERROR(
-          internal::apply_probes(device_, grids_[cur_], static_cast<size_t>(row), {&b[0], &b[1]}));
+    } else {
+      for (int row = 0; row < levels; ++row) {
+        const Block box =
+            internal::computed_box(shape_, scheme_, probes.placement, steps - (*done + row + 1));
+        DG_RETURN_IF_ERROR(launch_box(device_, step, whole[cur_], whole[1 - cur_], box));
+        cur_ = 1 - cur_;
+        DG_RETURN_IF_ERROR(internal::apply_probes(device_, grids_[cur_], static_cast<size_t>(row),
+                                                  {&b[0], &b[1]}));
+      }
     }
     DG_RETURN_IF_ERROR(
         internal::collect_receivers(device_, b[1], p, first, dtype_, &traffic_.bytes));

@@ -102,14 +102,13 @@ class DeviceEngine {
   static Result<DeviceEngine> create(const Shape& shape, const Scheme& scheme, DType dtype,
                                      const DevicePlan& plan);
 
-  // A packed plane of every component (as Grid::read_planes gives it), in and out. Called by
-  // a late halos' `arrive`, load_plane may return before its copy is done: `packed` must stay
-  // as it is until advance returns.
+  // A packed plane of every component (as Grid::read_planes gives it), in and out.
   Status load_plane(int64_t z, const std::byte* packed);
   Status store_plane(int64_t z, std::byte* packed);
   // The values of `rect`'s x-y rectangle of plane z (every component), packed as
   // internal::copy_rect packs them, in or out: only the rectangle's rows move (a distributed
-  // part's x and y halos).
+  // part's halos; a whole plane in one copy). Called by a late halos' `arrive`, it may return
+  // before its copy up is done: `packed` must stay as it is until advance returns.
   Status copy_rect(int64_t z, const Block& rect, std::byte* packed, internal::RectCopy direction);
 
   // Advances up to `steps` steps, applying `probes` (as InCoreEngine::advance: the steps done,
@@ -157,10 +156,9 @@ class DeviceEngine {
   int cur_ = 0;
   int64_t plane_bytes_ = 0;
   bool coefficients_equal_ = true;  // coefficient fields equal in both copies
-  // While late halos arrive (compute_around_late_halos): load_plane copies each plane up beside
-  // the launches already queued, which must leave its host memory alone until advance returns;
-  // load_plane and copy_rect put what they load into the other copy too, which keeps the
-  // coefficient fields equal where the first pass already runs.
+  // While late halos arrive (compute_around_late_halos): copy_rect copies them up beside the
+  // launches already queued, and into the other copy too, which keeps the coefficient fields
+  // equal where the first pass already runs.
   bool mirror_loads_ = false;
   Traffic traffic_;
 };

@@ -96,12 +96,6 @@ class DeviceEngineOf final : public ResidentGrid::Engine {
   }
   Status copy_rect(int64_t z, const Block& rect, std::byte* packed,
                    internal::RectCopy direction) override {
-    // A whole plane packed is the plane (a part's z halos): load_plane may copy it up beside
-    // the steps (DeviceEngine::advance's late halos).
-    if (rect.size(kAxisX) == format.nx && rect.size(kAxisY) == format.ny) {
-      return direction == internal::RectCopy::kToPacked ? engine_.store_plane(z, packed)
-                                                        : engine_.load_plane(z, packed);
-    }
     return engine_.copy_rect(z, rect, packed, direction);
   }
   std::shared_ptr<std::byte> transfer_memory(size_t bytes) override {
