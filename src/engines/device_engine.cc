@@ -76,21 +76,33 @@ std::vector<Block> around(const Block& box, const Block& inner) {
 
 constexpr double kThreeTierDiskCostOnCpuDevices = 0.5;
 
+// The defaults and constants of the wavefronts' cost model. On a GPU a point's copy one way
+// costs about 15 updates (an H200: 54 GB/s from pinned memory against ~200 GLUP/s of 7pt f32);
+// a launch 2^21 updates on its compute queue, beside which its copies run (the H200's OpenCL:
+// ~11 us a launch, fitted to nine host-resident runs of 8-46 steps a pass, which took the
+// longer of their copies one way and their kernels with their launches, within 15%); a copy
+// command, not measured apart, as much as a launch. On a CPU device copies are memcpy on the
+// kernels' cores, 0.1 updates a point (PoCL, 7pt f32: 8.7 GB/s against 200 MLUP/s; fitted,
+// not measured per run: a memcpy's rate alone does not tell what it takes from the kernels),
+// and a launch with its events costs 2^15 updates (~190 us at 200 MLUP/s).
+DeviceCosts device_costs(const device::DeviceInfo& info, double copy_point_updates) {
+  DeviceCosts c;
+  c.copies_apart = info.gpu;
+  c.copy_point = !info.gpu ? 0.1 : copy_point_updates > 0 ? copy_point_updates : 15;
+  c.launch = info.gpu ? 1 << 21 : 1 << 15;
+  c.copy_command = info.gpu ? 1 << 21 : 0;
+  return c;
+}
+
 // Wavefronts: the pass depth (up to `max_levels`) and chunk that fit `plan.budget` and cost
-// least per step in a model of copies, kernels and launches. A point's copy one way costs 24
-// of its updates on GPUs (PCIe's ~50 GB/s against HBM's ~3 TB/s; an H200's copies ran at 43
-// GB/s) and 0.1 on CPU devices, where copies are memcpy and kernels compute (PoCL, 7pt f32:
-// 8.7 GB/s against 200 MLUP/s); overlapped, a GPU's copies run beside its kernels (the longer
-// of the two counts), a CPU device's take the same cores (both count). A launch costs about
-// 2^22 updates on a GPU (an H200's OpenCL: 17-20 us more per launch of a chunk's level, at
-// ~220 GLUP/s) and 2^15 on a CPU device (PoCL: ~190 us at 200 MLUP/s with its events), which
-// keeps chunks from getting thin. A copy command costs a GPU another 2^25 updates (the H200:
-// ~130 us for a plane of 1 or 4 MiB from the host's pageable memory): the host-resident
-// placement copies a chunk at once each way, three tiers a plane at a time (from and to
-// their I/O buffers). Three tiers on a CPU device, each pass's reads and writes cost 0.5
-// updates per point each way besides: the host's I/O work (checksums, io_uring, a VM's disk
-// emulation) takes the kernels' cores, and each sweep commits (on a GPU the host does it
-// beside the device). The cost per step, or infinity when not even one step fits.
+// least per step in plan.costs' model: with copies beside the kernels on a GPU, the longer of
+// its transfer queues' work (the planes up, a pass's larger direction, and their commands) and
+// its compute queue's (the steps and their launches); in turn, or on a CPU device, all of it.
+// The host-resident placement copies a chunk at once each way, three tiers a plane at a time
+// (from and to their I/O buffers). Three tiers on a CPU device, each pass's reads and writes
+// cost 0.5 updates per point each way besides: the host's I/O work (checksums, io_uring, a
+// VM's disk emulation) takes the kernels' cores, and each sweep commits (on a GPU the host
+// does it beside the device). The cost per step, or infinity when not even one step fits.
 struct WavefrontModel {
   Shape shape;
   const Scheme* scheme = nullptr;
@@ -105,11 +117,10 @@ double plan_wavefront(const WavefrontModel& m, int max_levels, bool overlap, Dev
   const int64_t plane_bytes = m.plane_bytes, probe_points = m.probe_points;
   const bool periodic = m.periodic;
   const DType dtype = m.dtype;
+  const DeviceCosts& costs = plan->costs;
   const double copy_cost =
-      plan->device.gpu ? 24 : 0.1 + (m.from_disk ? kThreeTierDiskCostOnCpuDevices : 0);
-  const double launch_points = plan->device.gpu ? 1 << 22 : 1 << 15;
-  const double copy_command_points = plan->device.gpu ? 1 << 25 : 0;
-  const bool beside = overlap && plan->device.gpu;
+      costs.copy_point + (m.from_disk && !costs.copies_apart ? kThreeTierDiskCostOnCpuDevices : 0);
+  const bool beside = overlap && costs.copies_apart;
   const int64_t rz = scheme.radius_z(), nz = shape.nz;
   const auto value = static_cast<int64_t>(dtype_size(dtype));
   const auto grid_points = static_cast<double>(shape.points());
@@ -123,13 +134,14 @@ double plan_wavefront(const WavefrontModel& m, int max_levels, bool overlap, Dev
     if (chunk < 1) break;
     const internal::DeviceWavefront w(0, nz, nz, periodic, levels, rz, chunk, overlap);
     const double redundancy = wavefront_redundancy(nz, levels, rz, periodic);
-    const double copy = copy_cost * static_cast<double>(planes + nz) / static_cast<double>(nz);
-    const double steps = levels * redundancy;
-    const double launches = static_cast<double>(w.chunks() * levels) * launch_points / grid_points;
-    const double commands = 2.0 * static_cast<double>(m.from_disk ? planes : w.chunks()) *
-                            copy_command_points / grid_points;
+    const double up = copy_cost * static_cast<double>(planes) / static_cast<double>(nz);
+    const double down = copy_cost;
+    const double commands =
+        static_cast<double>(m.from_disk ? planes : w.chunks()) * costs.copy_command / grid_points;
+    const double compute =
+        levels * redundancy + static_cast<double>(w.chunks() * levels) * costs.launch / grid_points;
     const double cost =
-        ((beside ? std::max(copy, steps) : copy + steps) + launches + commands) / levels;
+        (beside ? std::max(up + commands, compute) : up + down + 2 * commands + compute) / levels;
     if (cost >= best) continue;
     best = cost;
     plan->pass_steps = levels;
@@ -189,6 +201,7 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
   }
   DevicePlan plan;
   plan.device = info;
+  plan.costs = device_costs(info, options.copy_point_updates);
   plan.flush_subnormals = options.flush_subnormals;
   // Radius-1 updates run faster with 4 points along z per work item (on an H200, 7pt: f32
   // 1.32x, f64 1.12x), wider ones slower (wave8: 0.9x): docs/performance/devices.md.

@@ -64,6 +64,22 @@ struct DeviceOptions {
   int64_t host_mem = 0;
   int64_t host_transfer_bytes = 0;
   int64_t io_plane_bytes = 0;
+  // A point's copy one way between host and device, in the device's updates: its step rate
+  // over its copy rate, both measured (plan/device_rates.h); taken on GPUs. 0: DeviceCosts'
+  // default.
+  double copy_point_updates = 0;
+};
+
+// What the wavefronts' cost model charges, in the device's updates (a point's update, the
+// unit its kernels' time is counted in): plan_device chooses depth and chunk by them, the
+// planner predicts seconds with them (docs/performance/devices.md fitted them on an H200).
+struct DeviceCosts {
+  double copy_point = 0;    // a point's copy one way
+  double launch = 0;        // a kernel launch, on the queue its kernels run on
+  double copy_command = 0;  // a copy command, on its transfer queue
+  // Whether copies run beside the kernels on queues of their own (a GPU: one per direction)
+  // rather than on the cores the kernels take (a CPU device).
+  bool copies_apart = false;
 };
 
 // I/O buffers a three-tier sweep needs at least: a read ahead and two writes behind.
@@ -89,6 +105,7 @@ struct DevicePlan {
   double redundancy = 1;     // wavefront: points computed per point advanced (periodic ends)
   int z_points = 1;          // consecutive points along z per work item
   bool flush_subnormals = false;
+  DeviceCosts costs;  // what the wavefront's shape was chosen by
 };
 
 // The plan of a run of `steps` steps of `scheme` on a grid of `shape` and `dtype` with

@@ -13,24 +13,24 @@ namespace deepgrid::internal {
 namespace {
 
 constexpr char kStepSection[] = "device_step_mlups";
-// (Copies from pinned host memory since session 60: the pageable figures cached before, 5x
-// slower on an H200, are not taken for them.)
-constexpr char kCopySection[] = "device_pinned_copy_bytes_per_second";
+// (Copies of a chunk's bytes at once from pinned host memory since session 61: the figures
+// cached before, of a 256x256 plane at a time, ran at 0.37 of a chunk's rate on an H200.)
+constexpr char kCopySection[] = "device_pinned_chunk_copy_bytes_per_second";
 constexpr int64_t kSampleSteps = 8;
-constexpr int64_t kSampleSide = 256;
 
-// The sample's planes of `plane_bytes`: its full size, or what half of `budget` holds of two
-// copies.
-int64_t device_sample_planes(const device::DeviceInfo& info, int64_t plane_bytes, int64_t budget) {
-  const int64_t full = (info.gpu ? int64_t{256} : int64_t{16}) << 20;
-  return std::min(full, budget / 4) / plane_bytes;
+// The side of the sample's square planes: 512 on a GPU, where 7pt f32 on 256x256 planes ran
+// at 0.75 of its rate on 512x512 planes of a large grid (an H200), 256 on a CPU device.
+int64_t sample_side(const device::DeviceInfo& info) { return info.gpu ? 512 : 256; }
+
+// The sample's bytes: 256 MiB on a GPU (smaller kernels time the launches), 16 MiB on a CPU
+// device, at most a quarter of `budget` (the sample's two copies in half of it).
+int64_t sample_bytes(const device::DeviceInfo& info, int64_t budget) {
+  return std::min((info.gpu ? int64_t{256} : int64_t{16}) << 20, budget / 4);
 }
 
-// One device-resident run of the sample: the steps' rate, and the copies' of loading and
-// storing it from pinned host memory, as the wavefronts' passes copy (a GPU's copies from
-// pageable memory ran at a fifth of the rate on an H200: docs/performance/devices.md).
-Result<DeviceRates> measure(const device::DeviceInfo& info, const Scheme& scheme, DType dtype,
-                            const Shape& sample) {
+// The steps' rate of a device-resident run of the sample grid.
+Result<double> measure_step_mlups(const device::DeviceInfo& info, const Scheme& scheme, DType dtype,
+                                  const Shape& sample) {
   DeviceOptions o;
   o.device = std::to_string(info.index);
   o.bt = static_cast<int>(kSampleSteps);
@@ -52,33 +52,30 @@ Result<DeviceRates> measure(const device::DeviceInfo& info, const Scheme& scheme
       std::memcpy(plane + i, &one, sizeof one);
     }
   }
+  for (int64_t z = 0; z < sample.nz; ++z) DG_RETURN_IF_ERROR(e.load_plane(z, plane));
   const Boundary zero;
-  auto load = [&] {
-    for (int64_t z = 0; z < sample.nz; ++z) DG_RETURN_IF_ERROR(e.load_plane(z, plane));
-    return Status::Ok();
-  };
-  DG_RETURN_IF_ERROR(load());
   DG_RETURN_IF_ERROR(e.advance(zero, 1, {}, {}, {}).status());  // the kernels built
-  const DeviceEngine::Traffic t0 = e.traffic();
-  DG_RETURN_IF_ERROR(load());
-  const DeviceEngine::Traffic t1 = e.traffic();
-  // The copies made equal on the device (advance's first act after a load), waited for.
-  DG_RETURN_IF_ERROR(e.advance(zero, 0, {}, {}, {}).status());
-  DG_RETURN_IF_ERROR(e.store_plane(0, plane));
+  DG_RETURN_IF_ERROR(e.store_plane(0, plane));                  // and done
   const auto start = std::chrono::steady_clock::now();
   DG_RETURN_IF_ERROR(e.advance(zero, kSampleSteps, {}, {}, {}).status());
-  const double step_seconds = seconds_since(start);
-  const DeviceEngine::Traffic t2 = e.traffic();
-  for (int64_t z = 0; z < sample.nz; ++z) DG_RETURN_IF_ERROR(e.store_plane(z, plane));
-  const DeviceEngine::Traffic t3 = e.traffic();
-  DeviceRates r;
-  r.step_mlups = static_cast<double>(sample.points() * kSampleSteps) / step_seconds / 1e6;
-  const double copy_seconds =
-      (t1.copy_seconds - t0.copy_seconds) + (t3.copy_seconds - t2.copy_seconds);
-  if (copy_seconds > 0) {
-    r.copy_bps = static_cast<double>((t1.bytes - t0.bytes) + (t3.bytes - t2.bytes)) / copy_seconds;
+  return static_cast<double>(sample.points() * kSampleSteps) / seconds_since(start) / 1e6;
+}
+
+// Bytes per second one way of copies of `bytes` at once between pinned host memory and the
+// device, as the wavefronts' passes copy a chunk of planes (both ways, one after the other).
+Result<double> measure_copy_bps(const device::DeviceInfo& info, int64_t bytes) {
+  DG_ASSIGN_OR_RETURN(device::Device d, device::Device::open(info, bytes));
+  DG_ASSIGN_OR_RETURN(const device::Buffer buffer, d.allocate(bytes, "the copy sample"));
+  DG_ASSIGN_OR_RETURN(const device::HostMemory host, d.host_memory(bytes));
+  std::memset(host.data(), 0, static_cast<size_t>(bytes));
+  DG_RETURN_IF_ERROR(d.write(buffer, 0, host.data(), bytes));  // the first copy sets up
+  constexpr int kRounds = 2;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kRounds; ++i) {
+    DG_RETURN_IF_ERROR(d.write(buffer, 0, host.data(), bytes));
+    DG_RETURN_IF_ERROR(d.read(buffer, 0, host.data(), bytes));
   }
-  return r;
+  return 2.0 * kRounds * static_cast<double>(bytes) / seconds_since(start);
 }
 
 }  // namespace
@@ -88,9 +85,10 @@ Result<DeviceRates> device_rates(const std::string& device, const Scheme& scheme
   DG_ASSIGN_OR_RETURN(const device::DeviceInfo info, device::choose_device(device));
   if (budget <= 0) budget = device::default_device_budget(info);
   const std::string device_key = info.name + " / " + info.driver;
-  const std::string step_key = device_key + " / " + scheme.name() + ":" +
-                               std::to_string(scheme.points()) + " / " +
-                               std::string(dtype_name(dtype));
+  const std::string step_key =
+      device_key + " / " + scheme.name() + ":" + std::to_string(scheme.points()) + " / " +
+      std::string(dtype_name(dtype)) + " / " + std::to_string(sample_side(info)) + "x" +
+      std::to_string(sample_side(info)) + " planes";
   DeviceRates r;
   if (!remeasure) {
     r.step_mlups = cached_machine_number(kStepSection, step_key).value_or(0);
@@ -98,12 +96,15 @@ Result<DeviceRates> device_rates(const std::string& device, const Scheme& scheme
     r.cached = r.step_mlups > 0 && r.copy_bps > 0;
     if (r.cached) return r;
   }
-  const int64_t plane_bytes = kSampleSide * kSampleSide * scheme.component_count() *
-                              static_cast<int64_t>(dtype_size(dtype));
-  const int64_t planes = device_sample_planes(info, plane_bytes, budget);
+  const int64_t side = sample_side(info);
+  const int64_t plane_bytes =
+      side * side * scheme.component_count() * static_cast<int64_t>(dtype_size(dtype));
+  const int64_t bytes = sample_bytes(info, budget), planes = bytes / plane_bytes;
   if (planes < 2 * scheme.radius_z() + 2) return DeviceRates{};
-  DG_ASSIGN_OR_RETURN(r, measure(info, scheme, dtype, Shape{kSampleSide, kSampleSide, planes}));
-  if (planes == device_sample_planes(info, plane_bytes, device::default_device_budget(info))) {
+  DG_ASSIGN_OR_RETURN(r.step_mlups,
+                      measure_step_mlups(info, scheme, dtype, Shape{side, side, planes}));
+  DG_ASSIGN_OR_RETURN(r.copy_bps, measure_copy_bps(info, bytes));
+  if (bytes == sample_bytes(info, device::default_device_budget(info))) {
     cache_machine_number(kStepSection, step_key, r.step_mlups);
     cache_machine_number(kCopySection, device_key, r.copy_bps);
   }

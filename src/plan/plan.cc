@@ -166,9 +166,10 @@ double disk_bytes_per_update(const MachineProfile& machine, double directions) {
 }
 
 // The device method's time: per pass, its kernels over the points it computes (redundant halo
-// work included) and its copies (device-resident: the grid loaded and stored once; wavefront:
-// the pass's planes up, the grid down), one after the other or, overlapped on a GPU, the
-// longer of the two; the disk once, or per sweep beside them (three tiers).
+// work included) with their launches, and its copies (device-resident: the grid loaded and
+// stored once; wavefront: the pass's planes up, the grid down, with their commands), one after
+// the other or, overlapped on a GPU, the longest of its compute queue and its two transfer
+// queues (DeviceCosts); the disk once, or per sweep beside them (three tiers).
 void predict_device_time(const Manifest& m, int64_t steps, const MachineProfile& machine,
                          double disk_s, RunPlan* plan) {
   const DevicePlan& d = plan->device;
@@ -177,21 +178,26 @@ void predict_device_time(const Manifest& m, int64_t steps, const MachineProfile&
   const double grid = static_cast<double>(d.grid_bytes);
   const bool resident = d.placement == DevicePlacement::kDeviceResident;
   const bool three = d.placement == DevicePlacement::kThreeTiers;
-  // Overlapped, a GPU copies beside its kernels; a CPU device's copies take its cores.
-  const bool beside = !resident && d.overlap && d.device.gpu;
+  const bool beside = !resident && d.overlap && d.costs.copies_apart;
   const double plane = grid / static_cast<double>(m.shape.nz);
-  const double pass_copy = resident ? 0 : static_cast<double>(d.pass_planes) * plane + grid;
+  const double commands =
+      rate > 0 ? static_cast<double>(three ? d.pass_planes : d.chunks) * d.costs.copy_command / rate
+               : 0;
+  const double up = resident || copy_bps <= 0
+                        ? 0
+                        : static_cast<double>(d.pass_planes) * plane / copy_bps + commands;
+  const double down = resident || copy_bps <= 0 ? 0 : grid / copy_bps + commands;
   if (copy_bps > 0 && resident) plan->predicted_copy_seconds = 2 * grid / copy_bps;
   plan->predicted_io_seconds = three ? 0 : disk_s;
   plan->predicted_seconds = plan->predicted_io_seconds + plan->predicted_copy_seconds;
   for (int64_t done = 0; done < steps; done += d.pass_steps) {
     const double levels = static_cast<double>(std::min<int64_t>(d.pass_steps, steps - done));
-    const double compute = rate > 0 ? points * levels * d.redundancy / rate : 0;
-    const double copies = copy_bps > 0 ? pass_copy / copy_bps : 0;
+    const double launches = static_cast<double>(d.chunks) * levels * d.costs.launch;
+    const double compute = rate > 0 ? (points * levels * d.redundancy + launches) / rate : 0;
     plan->predicted_compute_seconds += compute;
-    plan->predicted_copy_seconds += copies;
+    plan->predicted_copy_seconds += up + down;
     plan->predicted_io_seconds += three ? disk_s : 0;
-    const double device = beside ? std::max(compute, copies) : compute + copies;
+    const double device = beside ? std::max({compute, up, down}) : compute + up + down;
     plan->predicted_seconds += three ? std::max(device, disk_s) : device;
   }
 }
@@ -249,6 +255,11 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
   o.host_mem = static_cast<int64_t>(opt.mem_budget);
   o.host_transfer_bytes = transfers;
   o.io_plane_bytes = m.layout.plane_stride;
+  if (machine.device_mlups > 0 && machine.device_copy_bps > 0) {
+    const double point_bytes = static_cast<double>(opt.scheme.component_count()) *
+                               static_cast<double>(dtype_size(m.dtype));
+    o.copy_point_updates = machine.device_mlups * 1e6 * point_bytes / machine.device_copy_bps;
+  }
   DG_ASSIGN_OR_RETURN(plan.device,
                       plan_device(m.shape, opt.scheme, m.dtype, opt.probes, opt.steps, o));
   const DevicePlan& d = plan.device;
