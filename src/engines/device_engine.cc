@@ -331,25 +331,29 @@ Status DeviceEngine::store_plane(int64_t z, std::byte* packed) {
   return Status::Ok();
 }
 
-Status DeviceEngine::copy_rect(int64_t z, const Block& rect, std::byte* packed,
-                               internal::RectCopy direction) {
+Status DeviceEngine::copy_box(const Block& box, std::byte* packed, internal::RectCopy direction) {
   const internal::PlaneFormat format =
       internal::plane_format(shape_, dtype_, scheme_.component_count());
+  const size_t rect_bytes = format.rect_bytes(box);
   if (host_resident()) {
-    internal::copy_rect(host_[cur_].data() + z * plane_bytes_, format, rect, packed, direction);
+    for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, packed += rect_bytes) {
+      internal::copy_rect(host_[cur_].data() + z * plane_bytes_, format, box, packed, direction);
+    }
     return Status::Ok();
   }
+  // A plane's components lie one after the other, each a slice of the same pitch: the box is
+  // the rectangle's rows in (planes x components) slices from plane lo's first.
   const auto value = static_cast<int64_t>(format.value_bytes);
-  device::BufferRows rows;  // a slice per component
-  rows.at = rect[kAxisX].lo * value;
-  rows.row = rect[kAxisY].lo;
-  rows.slice = z * format.components;
-  rows.bytes = rect.size(kAxisX) * value;
-  rows.rows = rect.size(kAxisY);
-  rows.slices = format.components;
+  device::BufferRows rows;
+  rows.at = box[kAxisX].lo * value;
+  rows.row = box[kAxisY].lo;
+  rows.slice = box[kAxisZ].lo * format.components;
+  rows.bytes = box.size(kAxisX) * value;
+  rows.rows = box.size(kAxisY);
+  rows.slices = box.size(kAxisZ) * format.components;
   rows.row_pitch = shape_.nx * value;
   rows.slice_pitch = shape_.nx * shape_.ny * value;
-  traffic_.bytes += static_cast<int64_t>(format.rect_bytes(rect));
+  traffic_.bytes += static_cast<int64_t>(rect_bytes) * box.size(kAxisZ);
   const bool in = direction == internal::RectCopy::kFromPacked;
   if (in && mirror_loads_) {  // (timed on the transfer queue, after the pass)
     DG_ASSIGN_OR_RETURN(const device::Event put,

@@ -122,11 +122,12 @@ class DeviceEngine {
   // A packed plane of every component (as Grid::read_planes gives it), in and out.
   Status load_plane(int64_t z, const std::byte* packed);
   Status store_plane(int64_t z, std::byte* packed);
-  // The values of `rect`'s x-y rectangle of plane z (every component), packed as
-  // internal::copy_rect packs them, in or out: only the rectangle's rows move (a distributed
-  // part's halos; a whole plane in one copy). Called by a late halos' `arrive`, it may return
-  // before its copy up is done: `packed` must stay as it is until advance returns.
-  Status copy_rect(int64_t z, const Block& rect, std::byte* packed, internal::RectCopy direction);
+  // The values of `box` (every component), packed plane after plane as internal::copy_rect
+  // packs a plane's rectangle, in or out: only the box's rows move, in one copy (a distributed
+  // part's halos: a device's copy commands cost it tens of microseconds each). Called by a late
+  // halos' `arrive`, it may return before its copy up is done: `packed` must stay as it is
+  // until advance returns.
+  Status copy_box(const Block& box, std::byte* packed, internal::RectCopy direction);
 
   // Advances up to `steps` steps, applying `probes` (as InCoreEngine::advance: the steps done,
   // fewer when `progress`, asked after each pass of plan().pass_steps, says to stop; points
@@ -173,7 +174,7 @@ class DeviceEngine {
   int cur_ = 0;
   int64_t plane_bytes_ = 0;
   bool coefficients_equal_ = true;  // coefficient fields equal in both copies
-  // While late halos arrive (compute_around_late_halos): copy_rect copies them up beside the
+  // While late halos arrive (compute_around_late_halos): copy_box copies them up beside the
   // launches already queued, and into the other copy too, which keeps the coefficient fields
   // equal where the first pass already runs.
   bool mirror_loads_ = false;

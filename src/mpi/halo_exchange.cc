@@ -88,11 +88,35 @@ std::vector<Slice> slices_in_rounds(const std::vector<BoxTransfer>& transfers,
   return out;
 }
 
-// A rectangle of one plane of this rank's part and where its packed values are.
+// A rectangle of one plane of this rank's part (of consecutive planes: boxes_of) and where its
+// packed values are.
 struct RectAt {
   Block rect;
   std::byte* packed = nullptr;
 };
+
+// Runs of one transfer's plane rectangles packed one after the other, each as one box: a part
+// in memory (PartPlanes::copy) copies a box at once (a device part: one copy command for all of
+// an x or y face's planes, where a command costs tens of microseconds).
+std::vector<RectAt> boxes_of(const std::vector<RectAt>& rects, const internal::PlaneFormat& f) {
+  std::vector<RectAt> out;
+  for (const RectAt& r : rects) {
+    if (!out.empty()) {
+      RectAt& box = out.back();
+      const bool next =
+          box.rect[kAxisX] == r.rect[kAxisX] && box.rect[kAxisY] == r.rect[kAxisY] &&
+          box.rect[kAxisZ].hi == r.rect[kAxisZ].lo &&
+          box.packed + f.rect_bytes(box.rect) * static_cast<size_t>(box.rect.size(kAxisZ)) ==
+              r.packed;
+      if (next) {
+        box.rect[kAxisZ].hi = r.rect[kAxisZ].hi;
+        continue;
+      }
+    }
+    out.push_back(r);
+  }
+  return out;
+}
 
 bool covers_plane(const Block& rect, const internal::PlaneFormat& f) {
   return rect.size(kAxisX) == f.nx && rect.size(kAxisY) == f.ny;
@@ -103,7 +127,7 @@ bool covers_plane(const Block& rect, const internal::PlaneFormat& f) {
 // put after receiving, written once (if it received anything). A plane whose one rectangle is
 // all of it (a z face) is held in that rectangle's packed place in a message buffer (the
 // packed values of a whole plane are the plane), which saves copying it there or back. A part
-// in memory (PartPlanes::copy) holds no plane: its rectangles are copied in place.
+// in memory (PartPlanes::copy) holds no plane: its rectangles are copied in place, in boxes.
 class RoundPlanes {
  public:
   // `data` holds the other planes (kept by the caller from round to round).
@@ -316,6 +340,10 @@ void HaloExchange::State::post(int64_t round) {
       to_receive.push_back({s.to, in[static_cast<size_t>(s.from_rank)].data() + at});
       at += s.bytes;
     }
+  }
+  if (part.copy) {
+    to_send = boxes_of(to_send, part.format);
+    to_receive = boxes_of(to_receive, part.format);
   }
   posted.emplace(part, &planes, &stats, &local);
   for (const RectAt& r : to_send) posted->add_send(r);

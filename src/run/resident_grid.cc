@@ -23,9 +23,9 @@ class ResidentGrid::Engine {
                                   const LateHalos& late) = 0;
   // The report's threads, bt and tile (device: the device, its memory, the copies so far).
   virtual void describe(RunReport* r) const = 0;
-  // Copies the values of `rect`'s x-y rectangle of plane z to or from `packed` (copy_rect).
-  virtual Status copy_rect(int64_t z, const Block& rect, std::byte* packed,
-                           internal::RectCopy direction) = 0;
+  // Copies the values of `box` to or from `packed`, plane after plane, each plane's rectangle
+  // as internal::copy_rect packs it.
+  virtual Status copy_box(const Block& box, std::byte* packed, internal::RectCopy direction) = 0;
   virtual std::shared_ptr<std::byte> transfer_memory(size_t) { return nullptr; }
   internal::PlaneFormat format;
 };
@@ -54,16 +54,18 @@ class InCoreEngineOf final : public ResidentGrid::Engine {
     r->bt = p.bt;
     r->tile = std::to_string(p.tile_x) + "x" + std::to_string(p.tile_y);
   }
-  Status copy_rect(int64_t z, const Block& rect, std::byte* packed,
-                   internal::RectCopy direction) override {
+  Status copy_box(const Block& box, std::byte* packed, internal::RectCopy direction) override {
     const internal::PlaneLayout layout{static_cast<size_t>(engine_.stride()) * sizeof(T),
                                        static_cast<size_t>(engine_.field_stride()) * sizeof(T)};
-    // Only copies into the engine write its planes (which it then copies to its other grid).
-    T* plane = direction == internal::RectCopy::kFromPacked
-                   ? engine_.plane(z)
-                   : const_cast<T*>(std::as_const(engine_).plane(z));
-    internal::copy_rect(reinterpret_cast<std::byte*>(plane), layout, format, rect, packed,
-                        direction);
+    const size_t bytes = format.rect_bytes(box);
+    for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, packed += bytes) {
+      // Only copies into the engine write its planes (which it then copies to its other grid).
+      T* plane = direction == internal::RectCopy::kFromPacked
+                     ? engine_.plane(z)
+                     : const_cast<T*>(std::as_const(engine_).plane(z));
+      internal::copy_rect(reinterpret_cast<std::byte*>(plane), layout, format, box, packed,
+                          direction);
+    }
     return Status::Ok();
   }
 
@@ -94,9 +96,8 @@ class DeviceEngineOf final : public ResidentGrid::Engine {
     r->device_bytes_copied = static_cast<uint64_t>(engine_.traffic().bytes);
     r->device_copy_seconds = engine_.traffic().copy_seconds;
   }
-  Status copy_rect(int64_t z, const Block& rect, std::byte* packed,
-                   internal::RectCopy direction) override {
-    return engine_.copy_rect(z, rect, packed, direction);
+  Status copy_box(const Block& box, std::byte* packed, internal::RectCopy direction) override {
+    return engine_.copy_box(box, packed, direction);
   }
   std::shared_ptr<std::byte> transfer_memory(size_t bytes) override {
     auto memory = engine_.host_memory(static_cast<int64_t>(bytes));
@@ -196,11 +197,7 @@ Result<RunReport> ResidentGrid::advance(const RunOptions& opt, int64_t step,
 void ResidentGrid::describe(RunReport* r) const { engine_->describe(r); }
 
 Status ResidentGrid::read_box(const Block& box, std::byte* out) const {
-  const size_t bytes = engine_->format.rect_bytes(box);
-  for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, out += bytes) {
-    DG_RETURN_IF_ERROR(engine_->copy_rect(z, box, out, internal::RectCopy::kToPacked));
-  }
-  return Status::Ok();
+  return engine_->copy_box(box, out, internal::RectCopy::kToPacked);
 }
 
 std::shared_ptr<std::byte> ResidentGrid::transfer_memory(size_t bytes) const {
@@ -208,13 +205,8 @@ std::shared_ptr<std::byte> ResidentGrid::transfer_memory(size_t bytes) const {
 }
 
 Status ResidentGrid::write_box(const Block& box, const std::byte* in) {
-  const size_t bytes = engine_->format.rect_bytes(box);
-  for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, in += bytes) {
-    // (kFromPacked only reads `packed`)
-    DG_RETURN_IF_ERROR(
-        engine_->copy_rect(z, box, const_cast<std::byte*>(in), internal::RectCopy::kFromPacked));
-  }
-  return Status::Ok();
+  // (kFromPacked only reads `packed`)
+  return engine_->copy_box(box, const_cast<std::byte*>(in), internal::RectCopy::kFromPacked);
 }
 
 io::PlaneSource ResidentGrid::planes(const Shape& shape) const {
