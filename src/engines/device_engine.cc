@@ -84,13 +84,18 @@ constexpr double kThreeTierDiskCostOnCpuDevices = 0.5;
 // command, not measured apart, as much as a launch. On a CPU device copies are memcpy on the
 // kernels' cores, 0.1 updates a point (PoCL, 7pt f32: 8.7 GB/s against 200 MLUP/s; fitted,
 // not measured per run: a memcpy's rate alone does not tell what it takes from the kernels),
-// and a launch with its events costs 2^15 updates (~190 us at 200 MLUP/s).
-DeviceCosts device_costs(const device::DeviceInfo& info, double copy_point_updates) {
+// and a launch with its events costs 2^15 updates (~190 us at 200 MLUP/s). Three tiers on a
+// GPU, a sweep's reads and writes run beside the device, 20 times a point's copy by default
+// (the H200's machine: its disk at ~2.7 GB/s against copies at 54).
+DeviceCosts device_costs(const device::DeviceInfo& info, const DeviceOptions& options) {
   DeviceCosts c;
   c.copies_apart = info.gpu;
-  c.copy_point = !info.gpu ? 0.1 : copy_point_updates > 0 ? copy_point_updates : 15;
+  c.copy_point = !info.gpu ? 0.1 : options.copy_point_updates > 0 ? options.copy_point_updates : 15;
   c.launch = info.gpu ? 1 << 21 : 1 << 15;
   c.copy_command = info.gpu ? 1 << 21 : 0;
+  c.disk_point = !info.gpu                        ? 0
+                 : options.disk_point_updates > 0 ? options.disk_point_updates
+                                                  : 20 * c.copy_point;
   return c;
 }
 
@@ -99,10 +104,11 @@ DeviceCosts device_costs(const device::DeviceInfo& info, double copy_point_updat
 // its transfer queues' work (the planes up, a pass's larger direction, and their commands) and
 // its compute queue's (the steps and their launches); in turn, or on a CPU device, all of it.
 // The host-resident placement copies a chunk at once each way, three tiers a plane at a time
-// (from and to their I/O buffers). Three tiers on a CPU device, each pass's reads and writes
-// cost 0.5 updates per point each way besides: the host's I/O work (checksums, io_uring, a
-// VM's disk emulation) takes the kernels' cores, and each sweep commits (on a GPU the host
-// does it beside the device). The cost per step, or infinity when not even one step fits.
+// (from and to their I/O buffers). Three tiers on a GPU, the longer of the disk's work and the
+// device's; on a CPU device, each pass's reads and writes cost 0.5 updates per point each way
+// besides: the host's I/O work (checksums, io_uring, a VM's disk emulation) takes the
+// kernels' cores, and each sweep commits. The cost per step, or infinity when not even one
+// step fits.
 struct WavefrontModel {
   Shape shape;
   const Scheme* scheme = nullptr;
@@ -140,8 +146,11 @@ double plan_wavefront(const WavefrontModel& m, int max_levels, bool overlap, Dev
         static_cast<double>(m.from_disk ? planes : w.chunks()) * costs.copy_command / grid_points;
     const double compute =
         levels * redundancy + static_cast<double>(w.chunks() * levels) * costs.launch / grid_points;
-    const double cost =
-        (beside ? std::max(up + commands, compute) : up + down + 2 * commands + compute) / levels;
+    const double device =
+        beside ? std::max(up + commands, compute) : up + down + 2 * commands + compute;
+    const double disk =
+        m.from_disk ? costs.disk_point * static_cast<double>(planes) / static_cast<double>(nz) : 0;
+    const double cost = std::max(device, disk) / levels;
     if (cost >= best) continue;
     best = cost;
     plan->pass_steps = levels;
@@ -201,7 +210,7 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
   }
   DevicePlan plan;
   plan.device = info;
-  plan.costs = device_costs(info, options.copy_point_updates);
+  plan.costs = device_costs(info, options);
   plan.flush_subnormals = options.flush_subnormals;
   // Radius-1 updates run faster with 4 points along z per work item (on an H200, 7pt: f32
   // 1.32x, f64 1.12x), wider ones slower (wave8: 0.9x): docs/performance/devices.md.

@@ -68,6 +68,9 @@ struct DeviceOptions {
   // over its copy rate, both measured (plan/device_rates.h); taken on GPUs. 0: DeviceCosts'
   // default.
   double copy_point_updates = 0;
+  // Three tiers: a sweep's read and write of a point from disk, in the device's updates
+  // (measured disk and step rates); taken on GPUs. 0: DeviceCosts' default.
+  double disk_point_updates = 0;
 };
 
 // What the wavefronts' cost model charges, in the device's updates (a point's update, the
@@ -77,8 +80,10 @@ struct DeviceCosts {
   double copy_point = 0;    // a point's copy one way
   double launch = 0;        // a kernel launch, on the queue its kernels run on
   double copy_command = 0;  // a copy command, on its transfer queue
+  double disk_point = 0;    // three tiers on a GPU: a point read and written by a sweep
   // Whether copies run beside the kernels on queues of their own (a GPU: one per direction)
-  // rather than on the cores the kernels take (a CPU device).
+  // rather than on the cores the kernels take (a CPU device); a GPU's host reads and writes
+  // the disk beside both.
   bool copies_apart = false;
 };
 

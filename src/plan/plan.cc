@@ -260,6 +260,10 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
                                static_cast<double>(dtype_size(m.dtype));
     o.copy_point_updates = machine.device_mlups * 1e6 * point_bytes / machine.device_copy_bps;
   }
+  if (machine.device_mlups > 0) {  // (read_s + write_s: 0 where the disk is not measured)
+    o.disk_point_updates =
+        (read_s + write_s) * machine.device_mlups * 1e6 / static_cast<double>(m.shape.points());
+  }
   DG_ASSIGN_OR_RETURN(plan.device,
                       plan_device(m.shape, opt.scheme, m.dtype, opt.probes, opt.steps, o));
   const DevicePlan& d = plan.device;
