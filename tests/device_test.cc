@@ -254,20 +254,28 @@ TEST_F(DeviceTest, ThePlacementFollowsTheBudgetAndTooSmallOneIsRefusedWithTheMin
     ASSERT_TRUE(slabs.ok()) << slabs.status().message();
     EXPECT_EQ(slabs->placement, DevicePlacement::kHostResident);
     EXPECT_LE(slabs->device_bytes, o.device_mem);
-    EXPECT_EQ(slabs->host_bytes, two_copies);
+    EXPECT_EQ(slabs->host_copies, 1);  // (passed through in place)
+    EXPECT_EQ(slabs->host_bytes, two_copies / 2);
     EXPECT_GE(slabs->chunks, 2);
     EXPECT_GE(slabs->chunks * slabs->chunk_planes, s.nz + slabs->pass_steps * 2);
     EXPECT_GE(slabs->pass_steps, 1);
     EXPECT_LE(slabs->pass_steps, bt > 0 ? bt : 5);
     EXPECT_EQ(slabs->redundancy, 1);  // (not periodic)
   }
-  // --mem below the two copies: the grid stays on disk (three tiers) and host memory holds
-  // I/O buffers and, periodic, the planes the sweep reads again at its other end: the depth
-  // cut to what --mem holds of them; below one step's, refused with that size.
+  // Periodic z, the grid twice in host memory: a pass reads its first planes again at its end.
   o.bt = 0;
   o.device_mem = two_copies / 4;
+  o.boundary = Boundary::Kind::kPeriodic;
+  const auto periodic = plan_device(s, wave, DType::kF64, {}, 5, o);
+  ASSERT_TRUE(periodic.ok()) << periodic.status().message();
+  EXPECT_EQ(periodic->host_copies, 2);
+  EXPECT_EQ(periodic->host_bytes, two_copies);
+  o.boundary = Boundary::Kind::kDirichlet;
+  // --mem below the grid: it stays on disk (three tiers) and host memory holds I/O buffers
+  // and, periodic, the planes the sweep reads again at its other end: the depth cut to what
+  // --mem holds of them; below one step's, refused with that size.
   o.io_plane_bytes = 32 << 10;
-  o.host_mem = two_copies - 1;
+  o.host_mem = two_copies / 2 - 1;
   const auto three = plan_device(s, wave, DType::kF64, {}, 5, o);
   ASSERT_TRUE(three.ok()) << three.status().message();
   EXPECT_EQ(three->placement, DevicePlacement::kThreeTiers);

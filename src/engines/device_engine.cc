@@ -253,7 +253,8 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
         format_size(static_cast<uint64_t>(minimum)) +
         " if the device has it, or run on the CPU (--method incore or stream)");
   }
-  plan.host_bytes = 2 * plan.grid_bytes;
+  plan.host_copies = periodic ? 2 : 1;
+  plan.host_bytes = plan.host_copies * plan.grid_bytes;
   if (options.host_mem == 0 || plan.host_bytes + options.host_transfer_bytes <= options.host_mem) {
     return plan;
   }
@@ -270,7 +271,7 @@ Result<DevicePlan> plan_device(const Shape& shape, const Scheme& scheme, DType d
   if (levels == 0) {
     return invalid_argument(
         "--mem " + format_size(static_cast<uint64_t>(options.host_mem)) +
-        " holds neither the grid's two copies nor what streaming it from disk through the "
+        " holds neither the grid in host memory nor what streaming it from disk through the "
         "device needs, " +
         format_size(static_cast<uint64_t>(kept_bytes(1) + io)) + "; raise --mem to at least that");
   }
@@ -298,8 +299,8 @@ Result<DeviceEngine> DeviceEngine::create(const Shape& shape, const Scheme& sche
   DG_ASSIGN_OR_RETURN(device::Device d, device::Device::open(plan.device, plan.budget));
   DeviceEngine e(shape, scheme, dtype, plan, std::move(d));
   if (e.host_resident()) {
-    for (device::HostMemory& g : e.host_) {
-      DG_ASSIGN_OR_RETURN(g, e.device_.host_memory(plan.grid_bytes));
+    for (int c = 0; c < plan.host_copies; ++c) {
+      DG_ASSIGN_OR_RETURN(e.host_[c], e.device_.host_memory(plan.grid_bytes));
     }
     DG_ASSIGN_OR_RETURN(
         e.grids_, internal::wavefront_rings(e.device_, plan, scheme.radius_z(), e.plane_bytes_));

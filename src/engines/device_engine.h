@@ -59,7 +59,7 @@ struct DeviceOptions {
   // in turn with them (false), or the cost model's choice (RunOptions::device_overlap).
   std::optional<bool> overlap;
   // Host memory: the budget (0: none), and what the host-resident placement needs besides
-  // the grid's two copies (plane transfers); a grid whose copies do not fit stays on disk
+  // the grid's copies (plane transfers); a grid whose copies do not fit stays on disk
   // (three tiers), where an I/O buffer takes `io_plane_bytes` (the layout's plane stride).
   int64_t host_mem = 0;
   int64_t host_transfer_bytes = 0;
@@ -100,7 +100,11 @@ struct DevicePlan {
   int64_t budget = 0;        // device bytes the run may allocate
   int64_t grid_bytes = 0;    // one copy of the grid's values
   int64_t device_bytes = 0;  // what the engine allocates: grid copies or rings, and probes
-  int64_t host_bytes = 0;    // host-resident: the grid's two copies; three tiers: planes kept
+  int64_t host_bytes = 0;    // host-resident: the grid's copies; three tiers: planes kept
+  // Host-resident: the grid's copies in host memory. One: each pass writes its output planes
+  // where it read them (a chunk's output lies below the planes still to go up); two with
+  // periodic z, whose pass reads its first planes again at its end.
+  int host_copies = 2;
   int pass_steps = 1;        // steps per pass
   int64_t chunk_planes = 0;  // wavefront: the planes a chunk brings up
   int64_t chunks = 0;        // wavefront: per pass
@@ -175,7 +179,8 @@ class DeviceEngine {
   device::Device device_;
   // Device-resident: the grid's two copies; host-resident: a wavefront's rings.
   std::vector<device::Buffer> grids_;
-  device::HostMemory host_[2];  // host-resident: the grid, pinned where the device can
+  // Host-resident: the grid's plan_.host_copies copies, pinned where the device can.
+  device::HostMemory host_[2];
   int cur_ = 0;
   int64_t plane_bytes_ = 0;
   bool coefficients_equal_ = true;  // coefficient fields equal in both copies

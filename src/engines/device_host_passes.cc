@@ -1,6 +1,10 @@
-// The device engine's host-resident passes (device_engine.h): the grid in two host copies,
-// each pass of bt steps through the device as a wavefront (device_wavefront.h), the copies on
-// the transfer queue.
+// The device engine's host-resident passes (device_engine.h): the grid in host memory, each
+// pass of bt steps through the device as a wavefront (device_wavefront.h), the copies on the
+// transfer queue. Not periodic, a pass writes its output planes into the copy it reads: chunk
+// j's output planes lie below (j + 1) C - bt rz, every plane of them went up with chunk j or
+// before (whose copies up the steps, and so the copy down, waited for), and the planes still to
+// go up lie at (j + 1) C and above. Periodic, the pass reads its first planes again at its end
+// and writes the other copy.
 #include <algorithm>
 #include <vector>
 
@@ -13,6 +17,11 @@ Status DeviceEngine::run_host_passes(const Boundary& boundary, int64_t steps,
                                      const ProgressFn& progress, const ProbeRun& probes,
                                      int64_t* done) {
   const bool periodic = boundary.kind == Boundary::Kind::kPeriodic;
+  if (periodic && plan_.host_copies < 2) {
+    return invalid_argument(
+        "a host-resident device plan made for a boundary bounded in z cannot run periodic "
+        "passes; plan the run with its boundary");
+  }
   const int64_t nz = shape_.nz, rz = scheme_.radius_z();
   DG_ASSIGN_OR_RETURN(internal::DeviceWavefrontKernels kernels,
                       internal::wavefront_kernels(device_, scheme_, dtype_, boundary, plan_, shape_,
@@ -28,7 +37,7 @@ Status DeviceEngine::run_host_passes(const Boundary& boundary, int64_t steps,
     pass.first = probes.step + *done + 1;
     pass.reach = steps - *done;
     const device::HostMemory& from = host_[cur_];
-    const device::HostMemory& to = host_[1 - cur_];
+    const device::HostMemory& to = host_[plan_.host_copies == 2 ? 1 - cur_ : cur_];
     // In runs of planes that lie one after the other both in the ring and in the host's grid
     // (a ring's slots and, periodic, the grid's planes wrap): an H200's driver took ~130 us a
     // copy command, whether of 1 or 4 MiB (docs/performance/devices.md).
@@ -63,7 +72,7 @@ Status DeviceEngine::run_host_passes(const Boundary& boundary, int64_t steps,
     DG_RETURN_IF_ERROR(internal::run_wavefront(pass, w, copies));
     DG_ASSIGN_OR_RETURN(const double copying, device_.take_transfer_seconds());
     traffic_.copy_seconds += copying;
-    cur_ = 1 - cur_;
+    if (plan_.host_copies == 2) cur_ = 1 - cur_;
     *done += levels;
     if (progress && !progress(*done, steps)) break;
   }

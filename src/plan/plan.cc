@@ -235,7 +235,7 @@ Result<RunPlan> plan_tiled_run(const Manifest& m, const RunOptions& opt,
 }
 
 // The device method: the grid held on the device (host memory for the plane transfers), or
-// in host memory and sent through the device as a wavefront (two host copies besides), or on
+// in host memory and sent through the device as a wavefront (once, or twice periodic), or on
 // disk, the stream engine's sweeps feeding the device (three tiers: their I/O buffers and,
 // periodic, the planes kept for the sweep's other end); the device's budget proven by plan_device.
 // The prediction takes the device's measured rates (0: the disk alone): predict_device_time.
@@ -518,8 +518,10 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
     } else {
       const bool host = device.placement == DevicePlacement::kHostResident;
       const std::string where =
-          host ? "two copies of the grid in host memory (" +
-                     format_size(static_cast<uint64_t>(device.host_bytes)) + ")"
+          host ? std::string(device.host_copies == 2 ? "two copies of the grid"
+                                                     : "the grid, passed through in place,") +
+                     " in host memory (" + format_size(static_cast<uint64_t>(device.host_bytes)) +
+                     ")"
                : "the grid on disk, swept in place by the stream engine (reads ahead, writes "
                  "behind, its record and commits)";
       n += std::snprintf(
