@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -16,6 +17,7 @@
 #include "engines/device_engine.h"
 #include "engines/device_wavefront.h"
 #include "engines/subnormals.h"
+#include "plan/device_rates.h"
 #include "reference.h"
 #include "test_schemes.h"
 
@@ -412,6 +414,42 @@ TEST_F(DeviceTest, PlanPredictsTheDeviceTimeFromItsMeasuredRates) {
            p["machine"]["device_mlups"].get<double>();
   };
   EXPECT_GE(updates(s), updates(r) * (1 - 1e-9)) << r << "\n" << s;
+}
+
+// Rates measured on a sample that the budget cut short are cached under the sample's size: the
+// next plan under that budget takes them (a plan and the run after it then agree), a full
+// budget measures its own, and once a full sample's rates are cached every budget takes those.
+TEST_F(DeviceTest, RatesOfASampleCutShortAreCachedForThatSampleOnly) {
+  testing::TempDir tmp;
+  const char* const shared = std::getenv("DEEPGRID_CACHE_DIR");
+  const std::string restore = shared != nullptr ? shared : "";
+  ::setenv("DEEPGRID_CACHE_DIR", (tmp.path() / "cache").c_str(), 1);
+  const Scheme st(Stencil::preset("7pt").value());
+  const int64_t small = 4 << 20;  // (a quarter of it, 1 MiB, is the sample: 4 planes)
+  auto rates = [&](int64_t budget) {
+    auto r = internal::device_rates("0", st, DType::kF32, budget, false);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : internal::DeviceRates{};
+  };
+  const internal::DeviceRates first = rates(small);
+  EXPECT_FALSE(first.cached);
+  EXPECT_GT(first.step_mlups, 0);
+  EXPECT_GT(first.copy_bps, 0);
+  const internal::DeviceRates again = rates(small);
+  EXPECT_TRUE(again.cached);
+  EXPECT_EQ(again.step_mlups, first.step_mlups);
+  EXPECT_EQ(again.copy_bps, first.copy_bps);
+  const internal::DeviceRates full = rates(0);
+  EXPECT_FALSE(full.cached);
+  const internal::DeviceRates after = rates(small);
+  EXPECT_TRUE(after.cached);
+  EXPECT_EQ(after.step_mlups, full.step_mlups);
+  EXPECT_EQ(after.copy_bps, full.copy_bps);
+  if (shared != nullptr) {
+    ::setenv("DEEPGRID_CACHE_DIR", restore.c_str(), 1);
+  } else {
+    ::unsetenv("DEEPGRID_CACHE_DIR");
+  }
 }
 
 // bench --device-ratio runs the device method a second time out of the device's memory (here

@@ -89,25 +89,33 @@ Result<DeviceRates> device_rates(const std::string& device, const Scheme& scheme
       device_key + " / " + scheme.name() + ":" + std::to_string(scheme.points()) + " / " +
       std::string(dtype_name(dtype)) + " / " + std::to_string(sample_side(info)) + "x" +
       std::to_string(sample_side(info)) + " planes";
-  DeviceRates r;
+  // A sample the budget cut short has keys of its own: its rates serve later runs under the
+  // same budget (a plan and the run after it agree), never a full sample's.
+  const int64_t bytes = sample_bytes(info, budget);
+  const bool cut = bytes < sample_bytes(info, device::default_device_budget(info));
+  const std::string cut_key = cut ? " / a sample of " + std::to_string(bytes) + " bytes" : "";
+  auto cached = [&](const std::string& suffix) {
+    DeviceRates c;
+    c.step_mlups = cached_machine_number(kStepSection, step_key + suffix).value_or(0);
+    c.copy_bps = cached_machine_number(kCopySection, device_key + suffix).value_or(0);
+    c.cached = c.step_mlups > 0 && c.copy_bps > 0;
+    return c;
+  };
   if (!remeasure) {
-    r.step_mlups = cached_machine_number(kStepSection, step_key).value_or(0);
-    r.copy_bps = cached_machine_number(kCopySection, device_key).value_or(0);
-    r.cached = r.step_mlups > 0 && r.copy_bps > 0;
-    if (r.cached) return r;
+    if (const DeviceRates full = cached(""); full.cached) return full;
+    if (const DeviceRates small = cached(cut_key); cut && small.cached) return small;
   }
   const int64_t side = sample_side(info);
   const int64_t plane_bytes =
       side * side * scheme.component_count() * static_cast<int64_t>(dtype_size(dtype));
-  const int64_t bytes = sample_bytes(info, budget), planes = bytes / plane_bytes;
+  const int64_t planes = bytes / plane_bytes;
   if (planes < 2 * scheme.radius_z() + 2) return DeviceRates{};
+  DeviceRates r;
   DG_ASSIGN_OR_RETURN(r.step_mlups,
                       measure_step_mlups(info, scheme, dtype, Shape{side, side, planes}));
   DG_ASSIGN_OR_RETURN(r.copy_bps, measure_copy_bps(info, bytes));
-  if (bytes == sample_bytes(info, device::default_device_budget(info))) {
-    cache_machine_number(kStepSection, step_key, r.step_mlups);
-    cache_machine_number(kCopySection, device_key, r.copy_bps);
-  }
+  cache_machine_number(kStepSection, step_key + cut_key, r.step_mlups);
+  cache_machine_number(kCopySection, device_key + cut_key, r.copy_bps);
   return r;
 }
 

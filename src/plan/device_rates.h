@@ -24,8 +24,9 @@ struct DeviceRates {
 // from pinned host memory (as a wavefront copies a chunk); the sample 16 MiB on a CPU device,
 // 256 MiB on a GPU (smaller kernels there time the launches), and no more than a quarter of
 // `budget` (the device bytes the run may use; 0: the device's default). A sample the budget
-// cut short is measured, not cached; one too small for a few planes is not measured (rates 0:
-// the plan predicts no device time).
+// cut short is cached under its own size, for runs under that budget when no full sample's
+// rates are cached; one too small for a few planes is not measured (rates 0: the plan
+// predicts no device time).
 Result<DeviceRates> device_rates(const std::string& device, const Scheme& scheme, DType dtype,
                                  int64_t budget, bool remeasure);
 
