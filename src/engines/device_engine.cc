@@ -344,11 +344,9 @@ Status DeviceEngine::store_plane(int64_t z, std::byte* packed) {
 Status DeviceEngine::copy_box(const Block& box, std::byte* packed, internal::RectCopy direction) {
   const internal::PlaneFormat format =
       internal::plane_format(shape_, dtype_, scheme_.component_count());
-  const size_t rect_bytes = format.rect_bytes(box);
   if (host_resident()) {
-    for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, packed += rect_bytes) {
-      internal::copy_rect(host_[cur_].data() + z * plane_bytes_, format, box, packed, direction);
-    }
+    const auto plane_at = [&](int64_t z) { return host_[cur_].data() + z * plane_bytes_; };
+    internal::copy_box(plane_at, internal::packed_layout(format), format, box, packed, direction);
     return Status::Ok();
   }
   // A plane's components lie one after the other, each a slice of the same pitch: the box is
@@ -363,7 +361,7 @@ Status DeviceEngine::copy_box(const Block& box, std::byte* packed, internal::Rec
   rows.slices = box.size(kAxisZ) * format.components;
   rows.row_pitch = shape_.nx * value;
   rows.slice_pitch = shape_.nx * shape_.ny * value;
-  traffic_.bytes += static_cast<int64_t>(rect_bytes) * box.size(kAxisZ);
+  traffic_.bytes += static_cast<int64_t>(format.rect_bytes(box)) * box.size(kAxisZ);
   const bool in = direction == internal::RectCopy::kFromPacked;
   if (in && mirror_loads_) {  // (timed on the transfer queue, after the pass)
     DG_ASSIGN_OR_RETURN(const device::Event put,

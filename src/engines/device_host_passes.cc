@@ -37,7 +37,8 @@ Status DeviceEngine::run_host_passes(const Boundary& boundary, int64_t steps,
     pass.first = probes.step + *done + 1;
     pass.reach = steps - *done;
     const device::HostMemory& from = host_[cur_];
-    const device::HostMemory& to = host_[plan_.host_copies == 2 ? 1 - cur_ : cur_];
+    const int next = (cur_ + 1) % plan_.host_copies;  // (one copy: the pass writes in place)
+    const device::HostMemory& to = host_[next];
     // In runs of planes that lie one after the other both in the ring and in the host's grid
     // (a ring's slots and, periodic, the grid's planes wrap): an H200's driver took ~130 us a
     // copy command, whether of 1 or 4 MiB (docs/performance/devices.md).
@@ -72,7 +73,7 @@ Status DeviceEngine::run_host_passes(const Boundary& boundary, int64_t steps,
     DG_RETURN_IF_ERROR(internal::run_wavefront(pass, w, copies));
     DG_ASSIGN_OR_RETURN(const double copying, device_.take_transfer_seconds());
     traffic_.copy_seconds += copying;
-    if (plan_.host_copies == 2) cur_ = 1 - cur_;
+    cur_ = next;
     *done += levels;
     if (progress && !progress(*done, steps)) break;
   }

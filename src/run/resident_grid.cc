@@ -57,15 +57,14 @@ class InCoreEngineOf final : public ResidentGrid::Engine {
   Status copy_box(const Block& box, std::byte* packed, internal::RectCopy direction) override {
     const internal::PlaneLayout layout{static_cast<size_t>(engine_.stride()) * sizeof(T),
                                        static_cast<size_t>(engine_.field_stride()) * sizeof(T)};
-    const size_t bytes = format.rect_bytes(box);
-    for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, packed += bytes) {
+    auto plane_at = [&](int64_t z) {
       // Only copies into the engine write its planes (which it then copies to its other grid).
       T* plane = direction == internal::RectCopy::kFromPacked
                      ? engine_.plane(z)
                      : const_cast<T*>(std::as_const(engine_).plane(z));
-      internal::copy_rect(reinterpret_cast<std::byte*>(plane), layout, format, box, packed,
-                          direction);
-    }
+      return reinterpret_cast<std::byte*>(plane);
+    };
+    internal::copy_box(plane_at, layout, format, box, packed, direction);
     return Status::Ok();
   }
 

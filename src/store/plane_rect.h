@@ -75,4 +75,15 @@ inline void copy_rect(std::byte* plane, const PlaneFormat& format, const Block& 
   copy_rect(plane, packed_layout(format), format, rect, packed, direction);
 }
 
+// The same for each plane of `box` (its z span), packed plane after plane: plane z at
+// plane_at(z), laid out as `layout` says.
+template <typename PlaneAt>
+void copy_box(PlaneAt plane_at, const PlaneLayout& layout, const PlaneFormat& format,
+              const Block& box, std::byte* packed, RectCopy direction) {
+  const size_t bytes = format.rect_bytes(box);
+  for (int64_t z = box[kAxisZ].lo; z < box[kAxisZ].hi; ++z, packed += bytes) {
+    copy_rect(plane_at(z), layout, format, box, packed, direction);
+  }
+}
+
 }  // namespace deepgrid::internal
