@@ -74,8 +74,6 @@ std::vector<Block> around(const Block& box, const Block& inner) {
   return out;
 }
 
-constexpr double kThreeTierDiskCostOnCpuDevices = 0.5;
-
 // The defaults and constants of the wavefronts' cost model. On a GPU a point's copy one way
 // costs about 15 updates (an H200: 54 GB/s from pinned memory against ~200 GLUP/s of 7pt f32);
 // a launch 2^21 updates on its compute queue, beside which its copies run (the H200's OpenCL:
@@ -84,16 +82,19 @@ constexpr double kThreeTierDiskCostOnCpuDevices = 0.5;
 // command, not measured apart, as much as a launch. On a CPU device copies are memcpy on the
 // kernels' cores, 0.1 updates a point (PoCL, 7pt f32: 8.7 GB/s against 200 MLUP/s; fitted,
 // not measured per run: a memcpy's rate alone does not tell what it takes from the kernels),
-// and a launch with its events costs 2^15 updates (~190 us at 200 MLUP/s). Three tiers on a
-// GPU, a sweep's reads and writes run beside the device, 20 times a point's copy by default
-// (the H200's machine: its disk at ~2.7 GB/s against copies at 54).
+// and a launch with its events costs 2^15 updates (~190 us at 200 MLUP/s). Three tiers: a
+// sweep reads and writes each point once. On a GPU that runs beside the device, 20 times a
+// point's copy by default (the H200's machine: its disk read at 2.9 GB/s against copies at
+// 55); on a CPU device it costs 1 update a point besides (fitted: the host's I/O work,
+// checksums, io_uring, a VM's disk emulation, takes the kernels' cores, and each sweep
+// commits).
 DeviceCosts device_costs(const device::DeviceInfo& info, const DeviceOptions& options) {
   DeviceCosts c;
   c.copies_apart = info.gpu;
   c.copy_point = !info.gpu ? 0.1 : options.copy_point_updates > 0 ? options.copy_point_updates : 15;
   c.launch = info.gpu ? 1 << 21 : 1 << 15;
   c.copy_command = info.gpu ? 1 << 21 : 0;
-  c.disk_point = !info.gpu                        ? 0
+  c.disk_point = !info.gpu                        ? 1
                  : options.disk_point_updates > 0 ? options.disk_point_updates
                                                   : 20 * c.copy_point;
   return c;
@@ -104,11 +105,9 @@ DeviceCosts device_costs(const device::DeviceInfo& info, const DeviceOptions& op
 // its transfer queues' work (the planes up, a pass's larger direction, and their commands) and
 // its compute queue's (the steps and their launches); in turn, or on a CPU device, all of it.
 // The host-resident placement copies a chunk at once each way, three tiers a plane at a time
-// (from and to their I/O buffers). Three tiers on a GPU, the longer of the disk's work and the
-// device's; on a CPU device, each pass's reads and writes cost 0.5 updates per point each way
-// besides: the host's I/O work (checksums, io_uring, a VM's disk emulation) takes the
-// kernels' cores, and each sweep commits. The cost per step, or infinity when not even one
-// step fits.
+// (from and to their I/O buffers). Three tiers add the disk's sweep: on a GPU the longer of it
+// and the device's work counts, on a CPU device both. The cost per step, or infinity when not
+// even one step fits.
 struct WavefrontModel {
   Shape shape;
   const Scheme* scheme = nullptr;
@@ -124,8 +123,6 @@ double plan_wavefront(const WavefrontModel& m, int max_levels, bool overlap, Dev
   const bool periodic = m.periodic;
   const DType dtype = m.dtype;
   const DeviceCosts& costs = plan->costs;
-  const double copy_cost =
-      costs.copy_point + (m.from_disk && !costs.copies_apart ? kThreeTierDiskCostOnCpuDevices : 0);
   const bool beside = overlap && costs.copies_apart;
   const int64_t rz = scheme.radius_z(), nz = shape.nz;
   const auto value = static_cast<int64_t>(dtype_size(dtype));
@@ -140,17 +137,16 @@ double plan_wavefront(const WavefrontModel& m, int max_levels, bool overlap, Dev
     if (chunk < 1) break;
     const internal::DeviceWavefront w(0, nz, nz, periodic, levels, rz, chunk, overlap);
     const double redundancy = wavefront_redundancy(nz, levels, rz, periodic);
-    const double up = copy_cost * static_cast<double>(planes) / static_cast<double>(nz);
-    const double down = copy_cost;
+    const double up = costs.copy_point * static_cast<double>(planes) / static_cast<double>(nz);
+    const double down = costs.copy_point;
     const double commands =
         static_cast<double>(m.from_disk ? planes : w.chunks()) * costs.copy_command / grid_points;
     const double compute =
         levels * redundancy + static_cast<double>(w.chunks() * levels) * costs.launch / grid_points;
     const double device =
         beside ? std::max(up + commands, compute) : up + down + 2 * commands + compute;
-    const double disk =
-        m.from_disk ? costs.disk_point * static_cast<double>(planes) / static_cast<double>(nz) : 0;
-    const double cost = std::max(device, disk) / levels;
+    const double disk = m.from_disk ? costs.disk_point : 0;  // (periodic ends kept in memory)
+    const double cost = (costs.copies_apart ? std::max(device, disk) : device + disk) / levels;
     if (cost >= best) continue;
     best = cost;
     plan->pass_steps = levels;

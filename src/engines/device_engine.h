@@ -80,10 +80,10 @@ struct DeviceCosts {
   double copy_point = 0;    // a point's copy one way
   double launch = 0;        // a kernel launch, on the queue its kernels run on
   double copy_command = 0;  // a copy command, on its transfer queue
-  double disk_point = 0;    // three tiers on a GPU: a point read and written by a sweep
+  double disk_point = 0;    // three tiers: a point read and written by a sweep
   // Whether copies run beside the kernels on queues of their own (a GPU: one per direction)
   // rather than on the cores the kernels take (a CPU device); a GPU's host reads and writes
-  // the disk beside both.
+  // the disk beside both, a CPU device's host on the kernels' cores.
   bool copies_apart = false;
 };
 
