@@ -14,7 +14,8 @@ namespace {
 
 constexpr char kStepSection[] = "device_step_mlups";
 // (Copies of a chunk's bytes at once from pinned host memory since session 61: the figures
-// cached before, of a 256x256 plane at a time, ran at 0.37 of a chunk's rate on an H200.)
+// cached before came from a 256x256 plane at a time, about 20 GB/s on an H200 where 64 MiB at
+// once ran at 55, as its predictions implied.)
 constexpr char kCopySection[] = "device_pinned_chunk_copy_bytes_per_second";
 constexpr int64_t kSampleSteps = 8;
 
@@ -61,15 +62,21 @@ Result<double> measure_step_mlups(const device::DeviceInfo& info, const Scheme& 
   return static_cast<double>(sample.points() * kSampleSteps) / seconds_since(start) / 1e6;
 }
 
-// Bytes per second one way of copies of `bytes` at once between pinned host memory and the
-// device, as the wavefronts' passes copy a chunk of planes (both ways, one after the other).
-Result<double> measure_copy_bps(const device::DeviceInfo& info, int64_t bytes) {
+// A wavefront's chunk at most: the host memory the copies' measurement takes beyond --mem (the
+// H200's chunks at 16x were 8-21 MiB).
+constexpr int64_t kCopySampleBytes = int64_t{16} << 20;
+
+// Bytes per second one way of copies between pinned host memory and the device of up to
+// kCopySampleBytes at once, as the wavefronts' passes copy a chunk of planes (both ways, one
+// after the other).
+Result<double> measure_copy_bps(const device::DeviceInfo& info, int64_t sample_bytes) {
+  const int64_t bytes = std::min(sample_bytes, kCopySampleBytes);
   DG_ASSIGN_OR_RETURN(device::Device d, device::Device::open(info, bytes));
   DG_ASSIGN_OR_RETURN(const device::Buffer buffer, d.allocate(bytes, "the copy sample"));
   DG_ASSIGN_OR_RETURN(const device::HostMemory host, d.host_memory(bytes));
   std::memset(host.data(), 0, static_cast<size_t>(bytes));
   DG_RETURN_IF_ERROR(d.write(buffer, 0, host.data(), bytes));  // the first copy sets up
-  constexpr int kRounds = 2;
+  constexpr int kRounds = 4;
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kRounds; ++i) {
     DG_RETURN_IF_ERROR(d.write(buffer, 0, host.data(), bytes));
@@ -103,7 +110,9 @@ Result<DeviceRates> device_rates(const std::string& device, const Scheme& scheme
   };
   if (!remeasure) {
     if (const DeviceRates full = cached(""); full.cached) return full;
-    if (const DeviceRates small = cached(cut_key); cut && small.cached) return small;
+    if (cut) {
+      if (const DeviceRates small = cached(cut_key); small.cached) return small;
+    }
   }
   const int64_t side = sample_side(info);
   const int64_t plane_bytes =

@@ -20,8 +20,8 @@ struct DeviceRates {
 // The rates of the device `device` names (device::choose_device's argument) for `scheme` and
 // `dtype`: cached in machine.json per device, driver, scheme and dtype (machine.h), measured
 // where missing (or with `remeasure`): the steps on a sample grid held on the device (512x512
-// planes on a GPU, 256x256 on a CPU device), the copies of the sample's bytes at once each way
-// from pinned host memory (as a wavefront copies a chunk); the sample 16 MiB on a CPU device,
+// planes on a GPU, 256x256 on a CPU device), the copies of up to 16 MiB at once each way from
+// pinned host memory (as a wavefront copies a chunk); the sample 16 MiB on a CPU device,
 // 256 MiB on a GPU (smaller kernels there time the launches), and no more than a quarter of
 // `budget` (the device bytes the run may use; 0: the device's default). A sample the budget
 // cut short is cached under its own size, for runs under that budget when no full sample's
