@@ -17,6 +17,7 @@
 #include "deepgrid/plane_transfer.h"
 #include "deepgrid/run.h"
 #include "reference.h"
+#include "store/grid_paths.h"
 #include "temp_dir.h"
 
 namespace deepgrid {
@@ -314,6 +315,32 @@ TEST_F(StoreTest, KeptFilesTakeTheNextReplacementsWrites) {
     EXPECT_FALSE(fs::exists(g.file_path(0, FileSet::kReplacement))) << "a removing commit";
   }
   EXPECT_EQ(read_all<float>(Grid::open(dir).value()), state(6));
+}
+
+// A copy of the data files kept for the next replacement counts as room for it (planning and
+// preflight add it to the free space): its allocated bytes, and nothing for what is not a
+// regular file under the replacement's name.
+TEST_F(StoreTest, AKeptCopyCountsAsRoomForTheNextReplacement) {
+  CreateOptions opt;
+  opt.shape = {64, 32, 8};
+  const std::string dir = path("g");
+  Grid g = Grid::create(dir, opt).value();
+  const std::string data = g.file_path(0);
+  EXPECT_EQ(internal::replacement_bytes(data), 0u) << "no copy";
+  ASSERT_TRUE(g.create_replacement().ok());
+  ASSERT_TRUE(g.commit_replacement(g.manifest(), Grid::OldFiles::kKeep).ok());
+  const std::string now = g.file_path(0);
+  EXPECT_GE(internal::replacement_bytes(now),
+            static_cast<uint64_t>(g.manifest().layout.files[0].bytes))
+      << "the kept copy's blocks";
+  ASSERT_TRUE(g.create_replacement().ok());
+  ASSERT_TRUE(g.commit_replacement(g.manifest(), Grid::OldFiles::kRemove).ok());
+  EXPECT_EQ(internal::replacement_bytes(g.file_path(0)), 0u) << "removed";
+  // Something else under the name: a link to a large file elsewhere counts for nothing.
+  const std::string elsewhere = path("large");
+  std::ofstream(elsewhere) << std::string(1 << 16, 'x');
+  ASSERT_EQ(::symlink(elsewhere.c_str(), g.file_path(0, FileSet::kReplacement).c_str()), 0);
+  EXPECT_EQ(internal::replacement_bytes(g.file_path(0)), 0u);
 }
 
 TEST_F(StoreTest, DamageIsDetected) {

@@ -714,6 +714,59 @@ TEST_F(StreamGolden, ProgressStopsBetweenSweeps) {
       -1);
 }
 
+// A caller that advances the grid again right after (RunOptions::advances_again: a run's
+// parts between snapshots, a distributed run's rounds) has the files a sweep in bands replaced
+// kept for its next call's first sweep, which writes into them; the last call frees them. The
+// runs in parts between snapshots do so. Every result is exact.
+TEST_F(StreamGolden, BandsKeepTheReplacedFilesForTheNextAdvance) {
+  const Shape shape{64, 40, 9};
+  const Stencil st = testing_stencil("7pt");
+  const auto u = testing::random_values<float>(shape, 8);
+  auto make = [&](const std::string& dir) {
+    CreateOptions co;
+    co.shape = shape;
+    Grid g = Grid::create(dir, co).value();
+    EXPECT_TRUE(g.write_planes(0, shape.nz, u.data()).ok());
+    return g;
+  };
+  auto expect_steps = [&](const Grid& g, int64_t steps) {
+    std::vector<float> got(u.size());
+    ASSERT_TRUE(g.read_planes(0, shape.nz, got.data()).ok());
+    EXPECT_EQ(testing::first_bitwise_difference(
+                  testing::reference_run(u, shape, st, Boundary{}, steps), got),
+              -1)
+        << "after " << steps << " steps";
+  };
+  RunOptions opt;
+  opt.scheme = st;
+  opt.steps = 3;
+  opt.method = Method::kStream;
+  opt.mem_budget = 16 << 20;
+  opt.band_rows = 16;
+  Grid g = make(root_ + "/again");
+  auto kept_copy = [&] { return fs::exists(g.file_path(0, FileSet::kReplacement)); };
+  opt.advances_again = true;
+  ASSERT_TRUE(advance_grid(g, opt).ok());
+  EXPECT_TRUE(kept_copy()) << "the replaced files are kept for the next advance";
+  expect_steps(g, 3);
+  opt.advances_again = false;
+  ASSERT_TRUE(advance_grid(g, opt).ok());
+  EXPECT_FALSE(kept_copy()) << "the last advance frees them";
+  expect_steps(g, 6);
+
+  // A run in parts between snapshots: exact, and no copy left when it ends.
+  const std::string dir = root_ + "/parts";
+  make(dir);
+  opt.steps = 6;
+  opt.snapshots = {root_ + "/snaps", 2, {}};
+  const auto parts = run_grid(dir, opt);
+  ASSERT_TRUE(parts.ok()) << parts.status().message();
+  EXPECT_EQ(parts->snapshots, 4);
+  const Grid ran = Grid::open(dir).value();
+  EXPECT_FALSE(fs::exists(ran.file_path(0, FileSet::kReplacement)));
+  expect_steps(ran, 6);
+}
+
 // Bands whose rows are whole 4096-byte blocks write through the replacement's own descriptors
 // (O_DIRECT where the filesystem allows it), the last band to the end of its planes' blocks:
 // rows of 256 (f32) and 512 bytes (f64), radius 1 and 2, stripes, both backends, any depth.

@@ -207,8 +207,9 @@ Status run_bands(Grid& grid, const Scheme& scheme, const Boundary& boundary, int
     const bool go_on = !progress || progress(stats.steps, steps);
     Manifest next = grid.manifest();
     next.step += levels;
-    // The files replaced take the next sweep's writes (Grid::OldFiles).
-    const bool more = go_on && stats.steps < steps;
+    // The files replaced take the next sweep's writes, or the next advance's
+    // (Grid::OldFiles, StreamOptions::keep_replaced_files).
+    const bool more = go_on && (stats.steps < steps || options.keep_replaced_files);
     DG_RETURN_IF_ERROR(
         grid.commit_replacement(next, more ? Grid::OldFiles::kKeep : Grid::OldFiles::kRemove));
     if (!go_on) break;

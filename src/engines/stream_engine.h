@@ -63,6 +63,9 @@ struct StreamOptions {
   // Three tiers: the device that computes the sweeps' levels, and its wavefront (device_engine.h);
   // null: the CPU.
   const DevicePlan* device = nullptr;
+  // RunOptions::advances_again: sweeps in bands leave the files their last commit replaced for
+  // the next advance's first sweep to write into (Grid::OldFiles::kKeep).
+  bool keep_replaced_files = false;
 };
 
 // A plan's run as the planner weighs it, in steps over the grid at the in-core rate (the

@@ -443,6 +443,7 @@ Result<bool> DistributedRun::rounds_through_files() {
     // A stop asked at the round's last pass ends nothing early: noted, the parts stop after it.
     bool asked_to_stop = false;
     RunOptions round = part_opt_;
+    round.advances_again = step_ + part_opt_.steps < run_.step_to;
     round.progress = [&](int64_t done, int64_t total) {
       const bool go_on = part_opt_.progress(done, total);
       asked_to_stop = asked_to_stop || !go_on;

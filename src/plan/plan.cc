@@ -12,6 +12,7 @@
 #include "core/threads.h"
 #include "deepgrid/plane_transfer.h"
 #include "plan/incore_bench.h"
+#include "store/grid_paths.h"
 
 namespace deepgrid {
 
@@ -61,21 +62,23 @@ namespace {
 constexpr double kBandsWorthIt = 0.9;
 
 // Whether the planner may sweep this run in bands: on the CPU (stream_plan.cc's
-// check_bands), and room for a second copy of the data files beside them
-// (the grid's directory `dir` known).
+// check_bands), and room for a second copy of the data files beside them, counting a copy
+// kept there already (the grid's directory `dir` known).
 bool bands_allowed(const Manifest& m, const std::string& dir, const RunOptions& opt,
                    Method method) {
   if (opt.band_rows != kAutoBandRows || method != Method::kStream || dir.empty() ||
       !opt.device.empty()) {
     return false;
   }
-  std::map<std::string, uint64_t> need;
+  std::map<std::string, int64_t> short_of;  // per directory: the copies less the kept ones
   for (const DataFile& f : m.layout.files) {
-    need[internal::parent_path(internal::join_path(dir, f.path))] += static_cast<uint64_t>(f.bytes);
+    const std::string path = internal::join_path(dir, f.path);
+    short_of[internal::parent_path(path)] +=
+        f.bytes - static_cast<int64_t>(internal::replacement_bytes(path));
   }
-  return std::ranges::all_of(need, [](const auto& dir_need) {
+  return std::ranges::all_of(short_of, [](const auto& dir_need) {
     const Result<uint64_t> free = internal::free_bytes(dir_need.first);
-    return free.ok() && *free >= dir_need.second;
+    return free.ok() && static_cast<int64_t>(*free) >= dir_need.second;
   });
 }
 

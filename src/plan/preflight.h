@@ -19,8 +19,8 @@ struct PreflightFacts {
   uint64_t physical_memory = 0;
   std::vector<std::string> without_direct_io;  // data files' directories refusing O_DIRECT
   std::vector<std::string> unwritable;         // the grid directory or data files
-  // Each data file's directory and the bytes free there (where a second copy goes: sweeps in
-  // bands of rows).
+  // Each data file's directory and the bytes free there for a second copy (sweeps in bands of
+  // rows): free, and held by copies a replacement takes over (internal::replacement_bytes).
   std::vector<std::pair<std::string, uint64_t>> data_dir_free;
 };
 

@@ -26,6 +26,7 @@
 #include "run/lifecycle.h"
 #include "run/resident_grid.h"
 #include "run/snapshots.h"
+#include "store/grid_paths.h"
 
 namespace deepgrid {
 namespace {
@@ -60,6 +61,7 @@ Result<RunReport> run_in_parts(const RunOptions& opt, int64_t step, const RunPar
   do {
     RunOptions part = opt;
     part.steps = steps_to_next_snapshot(opt.snapshots, step, left);
+    part.advances_again = opt.advances_again || part.steps < left;
     if (opt.progress && part.steps < opt.steps) {
       part.progress = [&opt, before = opt.steps - left](int64_t done, int64_t) {
         return opt.progress(before + done, opt.steps);
@@ -107,6 +109,7 @@ Result<RunReport> run_stream_part(Grid& grid, const RunOptions& opt, const RunPl
   StreamOptions so = plan.stream_options;
   so.probes = probes;
   so.placement = opt.placement;
+  so.keep_replaced_files = opt.advances_again;
   if (plan.method == Method::kDevice) so.device = &plan.device;
   const int64_t busy0 = opt.record_disk_rate ? grid_disks_busy_ms(grid) : -1;
   DG_ASSIGN_OR_RETURN(StreamStats stats, advance_stream(grid, opt.scheme, opt.boundary, opt.steps,
@@ -204,8 +207,10 @@ Status check_scratch_space(const Grid& grid, const RunPlan& plan) {
   if (plan.method == Method::kMmap) needs.push_back({grid.dir(), plan.disk_bytes});
   if (writes_replacement(plan) || (plan.method == Method::kTiled && plan.tiled.passes > 0)) {
     for (size_t f = 0; f < grid.manifest().layout.files.size(); ++f) {
-      needs.push_back({internal::parent_path(grid.file_path(static_cast<int>(f))),
-                       static_cast<uint64_t>(grid.manifest().layout.files[f].bytes)});
+      const std::string path = grid.file_path(static_cast<int>(f));
+      const auto bytes = static_cast<uint64_t>(grid.manifest().layout.files[f].bytes);
+      needs.push_back({internal::parent_path(path),
+                       bytes - std::min(bytes, internal::replacement_bytes(path))});
     }
   }
   return internal::check_free_space(

@@ -1,5 +1,6 @@
 #include "store/grid_paths.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,6 +69,16 @@ std::string replacement_name(const std::string& path) {
     return path.substr(0, path.size() - kReplacementExt.size()) + std::string(kDataExt);
   }
   return path.substr(0, path.size() - kDataExt.size()) + std::string(kReplacementExt);
+}
+
+uint64_t replacement_bytes(const std::string& path) {
+  struct stat file {};
+  struct stat copy {};
+  if (::stat(path.c_str(), &file) != 0 || ::lstat(replacement_name(path).c_str(), &copy) != 0) {
+    return 0;
+  }
+  if (!S_ISREG(copy.st_mode) || copy.st_dev != file.st_dev) return 0;
+  return static_cast<uint64_t>(copy.st_blocks) * 512;  // (st_blocks: 512-byte units)
 }
 
 Status check_data_files(const std::string& id, const std::vector<std::string>& stores,

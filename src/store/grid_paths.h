@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ std::string data_file_path(const std::string& id, const std::vector<std::string>
 // The other name of a data file (x.dgd <-> x.b.dgd): writers of a whole new state alternate.
 std::string replacement_name(const std::string& path);
 bool is_replacement_name(const std::string& path);  // x.b.dgd
+// The disk space held by the replacement of data file `path` (its other name): a copy a commit
+// kept for the next replacement (Grid::OldFiles::kKeep) or a crash left behind. The next
+// replacement written takes it over or removes it, so it counts as free for that replacement.
+// 0 when there is none, or when what has the name is not a regular file on `path`'s filesystem.
+uint64_t replacement_bytes(const std::string& path);
 
 // Ok when every data file is named as data_file_path names file f (or its replacement), in
 // the stores recorded; else kCorrupt naming the first that is not. `id` has passed
