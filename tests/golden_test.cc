@@ -5,8 +5,10 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "deepgrid/dtype.h"
@@ -654,6 +656,41 @@ TEST(Golden, ProgressCanStopARunEarly) {
     EXPECT_EQ(first_bitwise_difference(got, reference_run(u, s, st, Boundary{}, done)), -1)
         << "the grid holds exactly the steps reported";
   }
+}
+
+// This process's resident memory (VmRSS), in bytes; -1 when unknown.
+int64_t resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) << 10;  // (kB)
+  }
+  return -1;
+}
+
+// An engine made to be touched while it loads (InCoreOptions::touch_while_loading) holds no
+// memory until its planes come in and touch_beside_load() faults in the rest (the copy the
+// first pass writes), here on another thread beside the load as ResidentGrid::load runs it:
+// then both copies are resident before the first pass, and its results are exact.
+TEST(Golden, CopiesTouchedBesideTheLoad) {
+  const Stencil st = with_rounding_coefficients(Stencil::preset("7pt").value());
+  const Shape s{512, 256, 64};
+  const int64_t copy = s.points() * static_cast<int64_t>(sizeof(float));  // 32 MiB
+  const auto u = random_values<float>(s, 2);
+  InCoreOptions opt;
+  opt.threads = 2;
+  opt.touch_while_loading = true;
+  const int64_t before = resident_bytes();
+  ASSERT_GT(before, 0);
+  auto engine = InCoreEngine<float>::create(s, st, 6, opt).value();
+  EXPECT_LT(resident_bytes() - before, copy / 2) << "created, neither copy touched";
+  std::thread touching([&engine] { engine.touch_beside_load(); });
+  for (int64_t z = 0; z < s.nz; ++z) engine.load_plane(z, u.data() + z * s.plane_points());
+  touching.join();
+  EXPECT_GE(resident_bytes() - before, 2 * copy) << "both copies resident before the first pass";
+  EXPECT_EQ(engine.advance(Boundary{}, 6), 6);
+  std::vector<float> got(u.size());
+  for (int64_t z = 0; z < s.nz; ++z) engine.store_plane(z, got.data() + z * s.plane_points());
+  EXPECT_EQ(first_bitwise_difference(got, reference_run(u, s, st, Boundary{}, 6)), -1);
 }
 
 }  // namespace

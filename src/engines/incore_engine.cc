@@ -433,9 +433,11 @@ Result<InCoreEngine<T>> InCoreEngine<T>::create(const Shape& shape, const Scheme
   const Halo halo = frame_halo(e.plan_, scheme.radius_x(), scheme.radius_y(), scheme.radius_z());
   const int n = scheme.component_count();
   for (PaddedGrid<T>& g : e.grids_) {
-    DG_ASSIGN_OR_RETURN(g, options.scratch_dir.empty() ? PaddedGrid<T>::allocate(shape, halo, n)
-                                                       : PaddedGrid<T>::map_scratch_file(
-                                                             shape, halo, options.scratch_dir, n));
+    const bool touched = !options.touch_while_loading;
+    DG_ASSIGN_OR_RETURN(g,
+                        options.scratch_dir.empty()
+                            ? PaddedGrid<T>::allocate(shape, halo, n, touched)
+                            : PaddedGrid<T>::map_scratch_file(shape, halo, options.scratch_dir, n));
   }
   e.written_.assign(static_cast<size_t>(shape.nz), 0);
   if (e.plan_.edges_bytes > 0) {

@@ -44,6 +44,11 @@ struct InCoreOptions {
   // Where the two grid copies live: empty, in memory; else in MAP_SHARED mappings of scratch
   // files in this directory, paged by the OS (the mmap method).
   std::string scratch_dir;
+  // create() leaves the copies' pages untouched: the caller loads every plane (which faults
+  // the loaded copy's pages in) and calls touch_beside_load() beside it, so that the first
+  // touch of fresh memory overlaps the disk reads rather than running before them. Otherwise
+  // create() faults in both copies with all threads.
+  bool touch_while_loading = false;
 };
 
 // How the in-core engine splits the work: bt steps per pass; x-y tiles streamed along z.
@@ -105,6 +110,14 @@ class InCoreEngine {
   // Bytes of scratch files create() would make (0 without options.scratch_dir).
   static int64_t scratch_bytes(const Shape& shape, const Scheme& scheme, int64_t steps,
                                const InCoreOptions& options);
+
+  // With InCoreOptions::touch_while_loading: faults in what loading does not write (the copy
+  // the first pass writes, the loaded copy's z ghost planes) on the calling thread; may run
+  // beside load_plane() (the two touch different memory), before advance().
+  void touch_beside_load() {
+    grids_[1 - cur_].touch_pages(1);
+    grids_[cur_].touch_ghost_planes();
+  }
 
   void load_plane(int64_t z, const T* packed) {
     grids_[cur_].load_plane(z, packed);

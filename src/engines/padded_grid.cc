@@ -13,6 +13,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/file_util.h"
+#include "core/threads.h"
 
 namespace deepgrid {
 namespace {
@@ -55,7 +56,8 @@ PaddedGrid<T>::PaddedGrid(const Shape& s, Halo h, int components, T* storage, Re
 }
 
 template <typename T>
-Result<PaddedGrid<T>> PaddedGrid<T>::allocate(const Shape& s, Halo h, int components) {
+Result<PaddedGrid<T>> PaddedGrid<T>::allocate(const Shape& s, Halo h, int components,
+                                              bool touched) {
   const size_t bytes = static_cast<size_t>(bytes_needed(s, h, components));
   // Large grids on 2 MiB pages where the kernel allows it: tiles stream through many planes,
   // and 4 KiB pages would cost a TLB miss per plane row.
@@ -65,15 +67,29 @@ Result<PaddedGrid<T>> PaddedGrid<T>::allocate(const Shape& s, Halo h, int compon
                                             " for the grid in memory; use a smaller grid or "
                                             "more memory");
   }
-  // Zero (and so fault in) the pages now, in parallel, rather than inside the first pass.
-  auto* bytes_ptr = reinterpret_cast<unsigned char*>(p);
-  const int64_t total = static_cast<int64_t>(bytes);  // whole pages already (bytes_needed)
+  PaddedGrid g(s, h, components, p, Release{bytes, false});
+  if (touched) g.touch_pages(0);
+  return g;
+}
+
+template <typename T>
+void PaddedGrid<T>::touch_ghost_planes() {
+  if (storage_.get_deleter().file) return;
+  const auto ghost_bytes = static_cast<size_t>(halo_.z * plane_stride_) * sizeof(T);
+  std::memset(base_, 0, ghost_bytes);
+  std::memset(base_ + (shape_.nz + halo_.z) * plane_stride_, 0, ghost_bytes);
+}
+
+template <typename T>
+void PaddedGrid<T>::touch_pages(int threads) {
+  if (storage_.get_deleter().file) return;  // (a file mapping: the OS pages it)
+  auto* bytes_ptr = reinterpret_cast<unsigned char*>(storage_.get());
+  const auto total = static_cast<int64_t>(storage_.get_deleter().bytes);  // whole pages
   const int64_t chunk = int64_t{1} << 21;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(internal::resolved_threads(threads))
   for (int64_t off = 0; off < total; off += chunk) {
     std::memset(bytes_ptr + off, 0, static_cast<size_t>(std::min(chunk, total - off)));
   }
-  return PaddedGrid(s, h, components, p, Release{bytes, false});
 }
 
 template <typename T>

@@ -26,14 +26,23 @@ template <typename T>
 class PaddedGrid {
  public:
   PaddedGrid() = default;  // empty; assign an allocated grid
-  // Allocates; fails (kResource) when memory is short.
-  static Result<PaddedGrid> allocate(const Shape& shape, Halo halo, int components = 1);
+  // Allocates (zeros), its pages faulted in by all threads (touch_pages) unless `touched` is
+  // false; fails (kResource) when memory is short.
+  static Result<PaddedGrid> allocate(const Shape& shape, Halo halo, int components = 1,
+                                     bool touched = true);
   // Storage in a MAP_SHARED mapping of a scratch file created in `dir` (space reserved with
   // posix_fallocate, so paging it out never meets a full disk) and unlinked at once: the OS
   // pages it between memory and the file, and the file is gone when the grid is.
   // kNoSpace when the disk is short.
   static Result<PaddedGrid> map_scratch_file(const Shape& shape, Halo halo, const std::string& dir,
                                              int components = 1);
+  // Faults in every page of allocate()'s memory by writing zeros over it with `threads`
+  // threads, so that the first pass does not take the page faults; only before anything else
+  // is written to the grid (its values are zeros until then).
+  void touch_pages(int threads);
+  // The same for the z ghost planes only (before plane 0 and after the last), which loading
+  // the planes does not write; may run beside load_plane().
+  void touch_ghost_planes();
   // Bytes allocate() would take.
   static int64_t bytes_needed(const Shape& shape, Halo halo, int components = 1);
 
