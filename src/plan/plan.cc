@@ -70,16 +70,16 @@ bool bands_allowed(const Manifest& m, const std::string& dir, const RunOptions& 
       !opt.device.empty()) {
     return false;
   }
-  std::map<std::string, int64_t> short_of;  // per directory: the copies less the kept ones
+  std::vector<std::string> paths;
+  std::map<std::string, uint64_t> need;  // per directory: the copies of its files
   for (const DataFile& f : m.layout.files) {
-    const std::string path = internal::join_path(dir, f.path);
-    short_of[internal::parent_path(path)] +=
-        f.bytes - static_cast<int64_t>(internal::replacement_bytes(path));
+    paths.push_back(internal::join_path(dir, f.path));
+    need[internal::parent_path(paths.back())] += static_cast<uint64_t>(f.bytes);
   }
-  return std::ranges::all_of(short_of, [](const auto& dir_need) {
-    const Result<uint64_t> free = internal::free_bytes(dir_need.first);
-    return free.ok() && static_cast<int64_t>(*free) >= dir_need.second;
-  });
+  const auto room = internal::room_for_copies(paths);
+  return room.ok() && std::ranges::all_of(need, [&](const auto& dir_need) {
+           return room->at(dir_need.first) >= dir_need.second;
+         });
 }
 
 // The band heights weighed: rows of whole 4096-byte blocks (the writes stay O_DIRECT), from 16

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <map>
 #include <string>
+#include <vector>
 
 #include "core/file_util.h"
 #include "store/grid_paths.h"
@@ -33,17 +33,14 @@ Result<PreflightFacts> measure_preflight(const Grid& grid) {
   f.physical_memory = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
                       static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   if (::access(grid.dir().c_str(), W_OK) != 0) f.unwritable.push_back(grid.dir());
-  const int files = static_cast<int>(grid.manifest().layout.files.size());
-  std::map<std::string, uint64_t> kept;  // per directory: copies the next replacement takes over
-  for (int file = 0; file < files; ++file) {
-    const std::string path = grid.file_path(file);
-    kept[internal::parent_path(path)] += internal::replacement_bytes(path);
+  std::vector<std::string> paths;
+  for (int file = 0; file < static_cast<int>(grid.manifest().layout.files.size()); ++file) {
+    paths.push_back(grid.file_path(file));
   }
-  for (int file = 0; file < files; ++file) {
-    const std::string path = grid.file_path(file);
+  DG_ASSIGN_OR_RETURN(const auto room, internal::room_for_copies(paths));
+  for (const std::string& path : paths) {
     const std::string dir = internal::parent_path(path);
-    DG_ASSIGN_OR_RETURN(const uint64_t free, internal::free_bytes(dir));
-    f.data_dir_free.emplace_back(dir, free + kept[dir]);
+    f.data_dir_free.emplace_back(dir, room.at(dir));
     if (!supports_direct_io(path)) f.without_direct_io.push_back(dir);
     if (::access(path.c_str(), W_OK) != 0) f.unwritable.push_back(path);
   }

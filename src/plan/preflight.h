@@ -20,7 +20,7 @@ struct PreflightFacts {
   std::vector<std::string> without_direct_io;  // data files' directories refusing O_DIRECT
   std::vector<std::string> unwritable;         // the grid directory or data files
   // Each data file's directory and the bytes free there for a second copy (sweeps in bands of
-  // rows): free, and held by copies a replacement takes over (internal::replacement_bytes).
+  // rows): free, and held by copies a replacement takes over (internal::room_for_copies).
   std::vector<std::pair<std::string, uint64_t>> data_dir_free;
 };
 

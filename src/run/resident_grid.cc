@@ -160,8 +160,8 @@ Result<ResidentGrid> ResidentGrid::load(const Grid& grid, const RunOptions& opt,
   Engine& e = **engine;
   e.format = internal::plane_format(grid.manifest());
   // The first touch of the memory that loading does not write runs beside the reads (on a
-  // virtual machine whose host backs fresh pages anew it takes about as long as they do: a 1
-  // GiB grid's two copies took 4-5 s to fault in, its reads 1.3 s); the loaded copy's pages
+  // virtual machine whose host backs fresh pages anew it can take longer than they do: a 1 GiB
+  // grid's two copies took 5.9 s to fault in, its reads 1.2-1.7 s); the loaded copy's pages
   // are faulted in by the load itself.
   Status loaded;
 #pragma omp parallel sections num_threads(2)

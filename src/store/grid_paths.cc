@@ -81,6 +81,16 @@ uint64_t replacement_bytes(const std::string& path) {
   return static_cast<uint64_t>(copy.st_blocks) * 512;  // (st_blocks: 512-byte units)
 }
 
+Result<std::map<std::string, uint64_t>> room_for_copies(const std::vector<std::string>& paths) {
+  std::map<std::string, uint64_t> room;
+  for (const std::string& path : paths) room[parent_path(path)] += replacement_bytes(path);
+  for (auto& [dir, bytes] : room) {
+    DG_ASSIGN_OR_RETURN(const uint64_t free, free_bytes(dir));
+    bytes += free;
+  }
+  return room;
+}
+
 Status check_data_files(const std::string& id, const std::vector<std::string>& stores,
                         const std::vector<DataFile>& files) {
   if (!stores.empty() && stores.size() != files.size()) {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ bool is_replacement_name(const std::string& path);  // x.b.dgd
 // replacement written takes it over or removes it, so it counts as free for that replacement.
 // 0 when there is none, or when what has the name is not a regular file on `path`'s filesystem.
 uint64_t replacement_bytes(const std::string& path);
+// The room for a second copy in each directory of the data files `paths`: its free bytes and
+// what the files' copies there hold (replacement_bytes), by directory.
+Result<std::map<std::string, uint64_t>> room_for_copies(const std::vector<std::string>& paths);
 
 // Ok when every data file is named as data_file_path names file f (or its replacement), in
 // the stores recorded; else kCorrupt naming the first that is not. `id` has passed
