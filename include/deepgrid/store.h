@@ -175,6 +175,9 @@ class Grid {
   }
 
   // Reads planes [z0, z0 + count) into `dst`, packed (count * nx * ny values, no padding).
+  // Where `dst` (`src` below) is aligned to kDirectIoAlignment and a plane is whole 4096-byte
+  // blocks, the data goes straight between the files and it; else through a bounce buffer of
+  // up to a chunk's planes, allocated per call.
   Status read_planes(int64_t z0, int64_t count, void* dst) const;
   // Writes packed planes [z0, z0 + count) from `src`, recording their hashes.
   Status write_planes(int64_t z0, int64_t count, const void* src);
@@ -269,8 +272,9 @@ class Grid {
   // Lengthens the data files to the slots of `m` (its shape and spare planes; the slots
   // already there stay where they are) and sets its layout to match.
   Status lengthen_files(Manifest* m);
-  template <typename Copy>
-  Status transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) const;
+  template <typename Visit>
+  Status transfer_planes(int64_t z0, int64_t count, bool write, std::byte* values,
+                         Visit visit) const;
 
   Status load_checksums();
   void load_sweep_record();

@@ -6,11 +6,14 @@
 #include <chrono>
 #include <climits>
 #include <map>
+#include <memory>
+#include <new>
 #include <optional>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "core/stopwatch.h"
 #include "mpi/comm.h"
 #include "store/plane_rect.h"
@@ -88,6 +91,31 @@ std::vector<Slice> slices_in_rounds(const std::vector<BoxTransfer>& transfers,
   return out;
 }
 
+// A buffer of size() bytes at data(), in memory kept for the next contents that fit in it
+// (PartPlanes::message_memory's, else whole pages: aligned, so that a part's files read and
+// write planes straight from it with O_DIRECT).
+class KeptBuffer {
+ public:
+  void resize(size_t bytes, const PartPlanes& part) {
+    size_ = bytes;
+    if (bytes <= capacity_) return;
+    memory_ = part.message_memory ? part.message_memory(bytes) : nullptr;
+    if (!memory_) {
+      void* pages = internal::allocate_pages(bytes);
+      if (pages == nullptr) throw std::bad_alloc();
+      memory_.reset(static_cast<std::byte*>(pages), internal::PageRelease{bytes, true});
+    }
+    capacity_ = bytes;
+  }
+  std::byte* data() const { return memory_.get(); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  std::shared_ptr<std::byte> memory_;
+  size_t size_ = 0, capacity_ = 0;
+};
+
 // A rectangle of one plane of this rank's part (of consecutive planes: boxes_of) and where its
 // packed values are.
 struct RectAt {
@@ -131,8 +159,7 @@ bool covers_plane(const Block& rect, const internal::PlaneFormat& f) {
 class RoundPlanes {
  public:
   // `data` holds the other planes (kept by the caller from round to round).
-  RoundPlanes(const PartPlanes& part, std::vector<std::byte>* data, ExchangeStats* stats,
-              Status* first)
+  RoundPlanes(const PartPlanes& part, KeptBuffer* data, ExchangeStats* stats, Status* first)
       : part_(part), data_(*data), stats_(stats), first_(first) {}
 
   void add_send(const RectAt& r) {
@@ -152,7 +179,7 @@ class RoundPlanes {
     const size_t bytes = part_.format.bytes();
     size_t staged = 0;
     for (const auto& [z, h] : planes_) staged += in_message(h) ? 0 : 1;
-    data_.resize(staged * bytes);
+    data_.resize(staged * bytes, part_);
     std::byte* next = data_.data();
     for (auto& [z, h] : planes_) {
       h.at = in_message(h) ? h.packed : std::exchange(next, next + bytes);
@@ -188,8 +215,9 @@ class RoundPlanes {
     std::byte* packed = nullptr;  // where the values of a whole-plane rectangle are packed
     std::byte* at = nullptr;      // where the plane is held (read())
   };
-  // Runs of at most this many bytes: each read or write stages its planes in a buffer of
-  // that size (store.h), which the round's budget does not count.
+  // Runs of at most this many bytes: a read or write that cannot go straight between the
+  // files and the round's buffers (planes not of whole 4096-byte blocks) stages its planes in
+  // a buffer of that size (store.h), which the round's budget does not count.
   static constexpr uint64_t kRunBytes = uint64_t{4} << 20;
 
   Held& add(const RectAt& r) {
@@ -224,7 +252,7 @@ class RoundPlanes {
 
   const PartPlanes& part_;
   std::map<int64_t, Held> planes_;
-  std::vector<std::byte>& data_;
+  KeptBuffer& data_;
   ExchangeStats* stats_;
   Status* first_;
 };
@@ -254,34 +282,14 @@ PartPlanes planes_of(ResidentGrid& held, const Grid& part) {
   return p;
 }
 
-// A message's buffer: size() bytes at data(), in memory kept for the next messages that fit in
-// it (PartPlanes::message_memory's, else the heap's).
-class Message {
- public:
-  void resize(size_t bytes, const PartPlanes& part) {
-    size_ = bytes;
-    if (bytes <= capacity_) return;
-    memory_ = part.message_memory ? part.message_memory(bytes) : nullptr;
-    if (!memory_) memory_.reset(new std::byte[bytes], std::default_delete<std::byte[]>());
-    capacity_ = bytes;
-  }
-  std::byte* data() const { return memory_.get(); }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-
- private:
-  std::shared_ptr<std::byte> memory_;
-  size_t size_ = 0, capacity_ = 0;
-};
-
 // What stays from one exchange to the next: the slices and their rounds, which every exchange
 // of a run repeats, and the buffers; and the exchange under way, from begin() to finish().
 struct HaloExchange::State {
   PartPlanes part;
   std::vector<Slice> all;
-  std::vector<const Slice*> mine;     // this rank's, in round order
-  std::vector<Message> sends, recvs;  // by peer
-  std::vector<std::byte> planes;      // the round's planes of the part
+  std::vector<const Slice*> mine;        // this rank's, in round order
+  std::vector<KeptBuffer> sends, recvs;  // by peer
+  KeptBuffer planes;                     // the round's planes of the part
 
   ExchangeStats stats;
   Status local;                        // the first error of this rank's reads and writes

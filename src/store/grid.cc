@@ -409,17 +409,29 @@ void Grid::remove_kept_files() {
   remove_replacement_leftovers();
 }
 
-template <typename Copy>
-Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) const {
+// Moves planes [z0, z0 + count) between the data files and `values` (packed planes), calling
+// `visit(plane, i)` on each plane's values as they lie in memory (after reading, before
+// writing). Where `values` is aligned for direct I/O and planes fill their slots, the I/O goes
+// straight to and from it; else through a bounce buffer of a chunk's planes at most (taking one
+// costs a page fault per page: 0.15 s of a 0.75 s halo exchange of 16 MiB planes, measured).
+template <typename Visit>
+Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, std::byte* values,
+                             Visit visit) const {
   const Layout& l = manifest_.layout;
   if (z0 < 0 || count < 0 || z0 + count > manifest_.shape.nz) {
     return invalid_argument("planes [" + std::to_string(z0) + ", " + std::to_string(z0 + count) +
                             ") are outside the grid's " + std::to_string(manifest_.shape.nz) +
                             " planes");
   }
+  const int64_t pb = l.plane_bytes;
+  const bool direct =
+      l.plane_stride == pb && reinterpret_cast<uintptr_t>(values) % kDirectIoAlignment == 0;
   const int64_t batch = std::min(l.planes_per_chunk, std::max<int64_t>(count, 1));
-  AlignedBuffer bounce(static_cast<size_t>(batch * l.plane_stride));
-  if (!bounce.ok()) return Status(ErrorCode::kResource, "out of memory for an I/O buffer");
+  AlignedBuffer bounce;
+  if (!direct) {
+    bounce = AlignedBuffer(static_cast<size_t>(batch * l.plane_stride));
+    if (!bounce.ok()) return Status(ErrorCode::kResource, "out of memory for an I/O buffer");
+  }
   int64_t z = z0;
   while (z < z0 + count) {
     // A run of planes that are contiguous in one file: up to the end of z's chunk or ring.
@@ -429,14 +441,24 @@ Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) c
     const PlaneLocation loc = manifest_.locate_slot(slot);
     const size_t bytes = static_cast<size_t>(n * l.plane_stride);
     const std::string path = file_path(loc.file);
+    std::byte* at = values + (z - z0) * pb;
+    std::byte* io = direct ? at : bounce.data();
+    const auto each_plane = [&](bool copy_out) {
+      for (int64_t i = 0; i < n; ++i) {
+        std::byte* plane = io + i * l.plane_stride;
+        if (!direct && !copy_out) std::memcpy(plane, at + i * pb, static_cast<size_t>(pb));
+        visit(plane, z - z0 + i);
+        if (!direct && copy_out) std::memcpy(at + i * pb, plane, static_cast<size_t>(pb));
+      }
+    };
     if (write) {
-      for (int64_t i = 0; i < n; ++i) copy(bounce.data() + i * l.plane_stride, z - z0 + i);
-      DG_RETURN_IF_ERROR(internal::pwrite_full(fds_[static_cast<size_t>(loc.file)], bounce.data(),
-                                               bytes, loc.offset, path));
+      each_plane(false);
+      DG_RETURN_IF_ERROR(
+          internal::pwrite_full(fds_[static_cast<size_t>(loc.file)], io, bytes, loc.offset, path));
     } else {
-      DG_RETURN_IF_ERROR(internal::pread_full(fds_[static_cast<size_t>(loc.file)], bounce.data(),
-                                              bytes, loc.offset, path));
-      for (int64_t i = 0; i < n; ++i) copy(bounce.data() + i * l.plane_stride, z - z0 + i);
+      DG_RETURN_IF_ERROR(
+          internal::pread_full(fds_[static_cast<size_t>(loc.file)], io, bytes, loc.offset, path));
+      each_plane(true);
     }
     z += n;
   }
@@ -444,25 +466,22 @@ Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, Copy copy) c
 }
 
 Status Grid::read_planes(int64_t z0, int64_t count, void* dst) const {
-  const int64_t pb = manifest_.layout.plane_bytes;
-  auto* out = static_cast<std::byte*>(dst);
   Status verified;
-  DG_RETURN_IF_ERROR(transfer_planes(z0, count, false, [&](std::byte* plane, int64_t i) {
-    if (verified.ok()) verified = verify_plane(z0 + i, plane);
-    std::memcpy(out + i * pb, plane, static_cast<size_t>(pb));
-  }));
+  DG_RETURN_IF_ERROR(transfer_planes(z0, count, false, static_cast<std::byte*>(dst),
+                                     [&](const std::byte* plane, int64_t i) {
+                                       if (verified.ok()) verified = verify_plane(z0 + i, plane);
+                                     }));
   DG_RETURN_IF_ERROR(verified);
   bytes_read_ += static_cast<uint64_t>(count * manifest_.layout.plane_stride);
   return Status::Ok();
 }
 
 Status Grid::write_planes(int64_t z0, int64_t count, const void* src) {
-  const int64_t pb = manifest_.layout.plane_bytes;
-  const auto* in = static_cast<const std::byte*>(src);
-  DG_RETURN_IF_ERROR(transfer_planes(z0, count, true, [&](std::byte* plane, int64_t i) {
-    std::memcpy(plane, in + i * pb, static_cast<size_t>(pb));
-    record_plane(z0 + i, plane);
-  }));
+  // (transfer_planes only reads `values` when writing)
+  auto* values = const_cast<std::byte*>(static_cast<const std::byte*>(src));
+  DG_RETURN_IF_ERROR(
+      transfer_planes(z0, count, true, values,
+                      [&](const std::byte* plane, int64_t i) { record_plane(z0 + i, plane); }));
   bytes_written_ += static_cast<uint64_t>(count * manifest_.layout.plane_stride);
   return Status::Ok();
 }
