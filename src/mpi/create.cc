@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "core/file_util.h"
 #include "deepgrid/box_io.h"
 #include "deepgrid/init.h"
@@ -55,7 +56,9 @@ Status make_top_directory(const std::string& dir, bool* made) {
 
 Status detail::write_block(Grid& part, const Block& block,
                            const std::function<Status(int64_t, std::byte*)>& produce) {
-  std::vector<std::byte> values(internal::plane_format(part.manifest()).rect_bytes(block));
+  // Aligned, so that write_planes sends it to the files without a bounce buffer.
+  internal::AlignedBuffer values(internal::plane_format(part.manifest()).rect_bytes(block));
+  if (!values.ok()) return Status(ErrorCode::kResource, "out of memory for a plane");
   for (int64_t z = block[kAxisZ].lo; z < block[kAxisZ].hi; ++z) {
     DG_RETURN_IF_ERROR(produce(z, values.data()));
     DG_RETURN_IF_ERROR(part.write_planes(z - block[kAxisZ].lo, 1, values.data()));

@@ -146,16 +146,19 @@ Status write_initial_planes(Grid& g, const CreateOptions& opt) {
     using T = decltype(tag);
     const int64_t points = opt.shape.plane_points();
     const int64_t plane = points * static_cast<int64_t>(inits.size());
-    std::vector<T> planes(static_cast<size_t>(batch * plane));
+    // Aligned, so that write_planes sends it to the files without a bounce buffer.
+    internal::AlignedBuffer buffer(static_cast<size_t>(batch * plane) * sizeof(T));
+    if (!buffer.ok()) return Status(ErrorCode::kResource, "out of memory for the initial planes");
+    T* const planes = buffer.data<T>();
     for (int64_t z0 = 0; z0 < opt.shape.nz; z0 += batch) {
       const int64_t n = std::min(batch, opt.shape.nz - z0);
       for (int64_t i = 0; i < n; ++i) {
         for (size_t c = 0; c < inits.size(); ++c) {
           init_plane(inits[c].init, opt.shape, z0 + i,
-                     planes.data() + i * plane + static_cast<int64_t>(c) * points);
+                     planes + i * plane + static_cast<int64_t>(c) * points);
         }
       }
-      DG_RETURN_IF_ERROR(g.write_planes(z0, n, planes.data()));
+      DG_RETURN_IF_ERROR(g.write_planes(z0, n, planes));
     }
     return Status::Ok();
   });
