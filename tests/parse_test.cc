@@ -1,6 +1,10 @@
 // The parsers for what users type: shapes, sizes, dtypes, boundaries, initial conditions.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <limits>
+
 #include "deepgrid/boundary.h"
 #include "deepgrid/dtype.h"
 #include "deepgrid/geometry.h"
@@ -117,6 +121,39 @@ TEST(InitPlane, SineAndGaussianPeakInTheMiddle) {
     EXPECT_GT(mid[40], mid[0]);
     EXPECT_GT(mid[40], edge[40]);
   }
+}
+
+// The gaussian's values are exp's of -d^2 / (2 sigma^2) rounded to the dtype, also where
+// init_plane skips exp because the value rounds to +0: compared with exp itself over a plane
+// whose exponents run from 0 to below -1000 (sigma 1 on a grid 4 planes deep), through the
+// range where f32 holds subnormals. Planes large enough to be filled by several threads.
+template <typename T>
+void expect_gaussian_as_exp() {
+  const Shape s{700, 300, 4};
+  std::vector<T> got(static_cast<size_t>(s.plane_points()));
+  for (int64_t z : {int64_t{0}, int64_t{2}}) {
+    init_plane(*parse_init("gaussian"), s, z, got.data());
+    const double c[3] = {(s.nx - 1) / 2.0, (s.ny - 1) / 2.0, (s.nz - 1) / 2.0};
+    int64_t zeros = 0, tiny = 0;
+    for (int64_t y = 0; y < s.ny; ++y) {
+      for (int64_t x = 0; x < s.nx; ++x) {
+        const double d2 =
+            (x - c[0]) * (x - c[0]) + (y - c[1]) * (y - c[1]) + (z - c[2]) * (z - c[2]);
+        const T want = static_cast<T>(std::exp(-d2 / 2.0));
+        const T v = got[static_cast<size_t>(y * s.nx + x)];
+        ASSERT_EQ(std::memcmp(&v, &want, sizeof(T)), 0) << x << "," << y << "," << z;
+        zeros += v == T(0);
+        tiny += v > T(0) && v < std::numeric_limits<T>::min();
+      }
+    }
+    EXPECT_GT(zeros, 0);
+    EXPECT_GT(tiny, 0);  // subnormals near the cut-off, which must not be lost
+  }
+}
+
+TEST(InitPlane, GaussianValuesAreExpRoundedToTheDtype) {
+  expect_gaussian_as_exp<float>();
+  expect_gaussian_as_exp<double>();
 }
 
 }  // namespace
