@@ -6,14 +6,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "core/aligned_buffer.h"
 #include "core/file_util.h"
+#include "deepgrid/checksum.h"
 #include "deepgrid/npy.h"
 #include "deepgrid/plane_transfer.h"
 #include "deepgrid/run.h"
@@ -139,6 +142,46 @@ TEST_F(StoreTest, AlignedBuffersReadAndWriteLikeAnyOther) {
   ASSERT_TRUE(again.read_planes(0, 1, at_page).ok());
   EXPECT_EQ(std::memcmp(at_page, values.data(), bytes), 0);
   EXPECT_EQ(std::memcmp(off_page, values.data(), bytes), 0);
+}
+
+// A summary's figures against the plain formulas, over planes of 7x5 (not a multiple of the
+// summary's 8 lanes) holding NaNs, negative values and a plane of NaNs only; and a summary of
+// no finite value has NaN for min, max and mean.
+TEST(Summary, FiguresLeaveOutNaNsAndMatchThePlainFormulas) {
+  const Shape s{7, 5, 4};
+  auto values = testing::random_values<double>(s, 3);
+  for (size_t i = 0; i < values.size(); ++i) values[i] -= 0.25;
+  for (size_t i = 0; i < 35; i += 3) values[i] = std::nan("");
+  for (size_t i = 70; i < 105; ++i) values[i] = std::nan("");
+  const auto planes = [&](const std::function<Status(int64_t, const void*)>& use) {
+    for (int64_t z = 0; z < s.nz; ++z) {
+      DG_RETURN_IF_ERROR(use(z, values.data() + z * s.plane_points()));
+    }
+    return Status::Ok();
+  };
+  const GridSummary got = summarize_planes(s, DType::kF64, planes).value();
+  int64_t nans = 0, finite = 0;
+  double lo = 1e300, hi = -1e300, sum = 0, sum_sq = 0;
+  for (double x : values) {
+    if (std::isnan(x)) {
+      ++nans;
+      continue;
+    }
+    ++finite;
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    sum += x;
+    sum_sq += x * x;
+  }
+  EXPECT_EQ(got.nan_count, nans);
+  EXPECT_EQ(got.min, lo);
+  EXPECT_EQ(got.max, hi);
+  EXPECT_NEAR(got.mean, sum / static_cast<double>(finite), 1e-15);
+  EXPECT_NEAR(got.l2, std::sqrt(sum_sq), 1e-14);
+  std::fill(values.begin(), values.end(), std::nan(""));
+  const GridSummary none = summarize_planes(s, DType::kF64, planes).value();
+  EXPECT_EQ(none.nan_count, s.points());
+  EXPECT_TRUE(std::isnan(none.min) && std::isnan(none.max) && std::isnan(none.mean));
 }
 
 // Planes added at both ends leave every old plane in its slot, with its checksum, and hold

@@ -1,7 +1,9 @@
 #include "deepgrid/checksum.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -28,6 +30,52 @@ Result<GridSummary> summarize_grid_planes(const Manifest& m, const io::PlaneSour
   return summarize_planes(all, m.dtype, planes);
 }
 
+namespace {
+
+// One plane's share of a summary. Its sums are taken in double over kLanes interleaved
+// partial sums in a fixed order (which the compiler turns into vector code; the sums of the
+// grid's planes are then added in long double, in plane order), so that a summary does not
+// depend on the machine or on threads. Summing every value into long double, one after the
+// other, took 70% of `checksum`'s time (7 s of a 4 GiB grid).
+struct PlaneShare {
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  double sum = 0, sum_sq = 0;
+  int64_t nans = 0;
+};
+
+constexpr size_t kLanes = 8;
+
+// NaNs are counted and left out (a comparison with NaN is false).
+template <typename T>
+PlaneShare plane_share(const T* v, size_t count) {
+  std::array<PlaneShare, kLanes> lane{};
+  const auto add = [](PlaneShare& p, double x) {
+    const bool number = x == x;
+    p.nans += number ? 0 : 1;
+    p.lo = x < p.lo ? x : p.lo;
+    p.hi = x > p.hi ? x : p.hi;
+    p.sum += number ? x : 0.0;
+    p.sum_sq += number ? x * x : 0.0;
+  };
+  size_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    for (size_t j = 0; j < kLanes; ++j) add(lane[j], static_cast<double>(v[i + j]));
+  }
+  for (; i < count; ++i) add(lane[0], static_cast<double>(v[i]));
+  PlaneShare out = lane[0];
+  for (size_t j = 1; j < kLanes; ++j) {
+    out.nans += lane[j].nans;
+    out.lo = lane[j].lo < out.lo ? lane[j].lo : out.lo;
+    out.hi = lane[j].hi > out.hi ? lane[j].hi : out.hi;
+    out.sum += lane[j].sum;
+    out.sum_sq += lane[j].sum_sq;
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<GridSummary> summarize_planes(const Shape& s, DType dtype, const io::PlaneSource& planes) {
   internal::Sha256 sha;
   if (!sha.ok()) return Status(ErrorCode::kResource, "cannot initialise SHA-256");
@@ -40,17 +88,12 @@ Result<GridSummary> summarize_planes(const Shape& s, DType dtype, const io::Plan
     return planes([&](int64_t, const void* values) {
       const T* v = static_cast<const T*>(values);
       sha.update(v, count * sizeof(T));  // x86-64: little-endian
-      for (size_t i = 0; i < count; ++i) {
-        const double x = v[i];
-        if (std::isnan(x)) {
-          ++out.nan_count;
-          continue;
-        }
-        lo = std::min(lo, x);
-        hi = std::max(hi, x);
-        sum += x;
-        sum_sq += static_cast<long double>(x) * x;
-      }
+      const PlaneShare p = plane_share(v, count);
+      out.nan_count += p.nans;
+      lo = p.lo < lo ? p.lo : lo;
+      hi = p.hi > hi ? p.hi : hi;
+      sum += p.sum;
+      sum_sq += p.sum_sq;
       return Status::Ok();
     });
   });
