@@ -120,4 +120,18 @@ class AlignedBuffer {
   std::unique_ptr<void, PageRelease> data_;
 };
 
+// Scratch page memory for contents of varying size: hold(bytes) gives at least `bytes`,
+// allocating (contents dropped) only when asked for more than it has; nullptr when out of
+// memory. Aligned, so that a grid's planes are read into it without a bounce buffer.
+class ScratchPages {
+ public:
+  std::byte* hold(size_t bytes) {
+    if (!buffer_.ok() || bytes > buffer_.size()) buffer_ = AlignedBuffer(bytes);
+    return buffer_.ok() ? buffer_.data() : nullptr;
+  }
+
+ private:
+  AlignedBuffer buffer_;
+};
+
 }  // namespace deepgrid::internal

@@ -72,7 +72,8 @@ Status assemble_planes_on_root(const DistributedManifest& m, bool verify,
                                const io::PlaneConsumer& consume, const Grid* held) {
   const internal::PlaneFormat format = global_format(m);
   std::vector<std::byte> global(format.bytes());
-  std::vector<std::byte> plane, msg, values;
+  internal::ScratchPages plane;
+  std::vector<std::byte> msg, values;
   std::vector<bool> failed(static_cast<size_t>(m.ranks()), false);
   Status first;
   std::optional<Grid> opened;

@@ -107,7 +107,8 @@ Status relayout_part(const DistributedManifest& m, PartInfo* info, const HaloExt
     DG_ASSIGN_OR_RETURN(Grid old, open_part(m, rank(), Grid::Mode::kReadOnly));
     DG_RETURN_IF_ERROR(check_what_is_copied(old, verify));
     const internal::PlaneFormat format = internal::plane_format(fresh.manifest());
-    std::vector<std::byte> plane(format.bytes());
+    internal::AlignedBuffer plane(format.bytes());  // (written without a bounce buffer)
+    if (!plane.ok()) return Status(ErrorCode::kResource, "out of memory for a plane");
     const Block at = fresh_info.to_local(info->block);
     DG_RETURN_IF_ERROR(read_block_planes(old, *info, [&](int64_t z, const std::byte* values) {
       // copy_rect only reads the packed values in this direction.
@@ -196,7 +197,8 @@ BlockSource old_parts(const DistributedManifest& old, bool verify) {
     // The block's packed values: a plane of the block's extents.
     const internal::PlaneFormat packed_block = {block.size(kAxisX), block.size(kAxisY),
                                                 format.components, format.value_bytes};
-    std::vector<std::byte> plane, values;
+    internal::ScratchPages plane;
+    std::vector<std::byte> values;
     return write_block(part, block, [&](int64_t z, std::byte* out) -> Status {
       for (size_t i = 0; i < from.size(); ++i) {
         const PartInfo& info = old.parts[static_cast<size_t>(from[i])];

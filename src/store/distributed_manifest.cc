@@ -282,18 +282,19 @@ Result<Grid> open_part(const DistributedManifest& m, int rank, Grid::Mode mode) 
   return part;
 }
 
-Status read_rect(const Grid& part, int64_t p, const Block& rect, std::vector<std::byte>* plane,
+Status read_rect(const Grid& part, int64_t p, const Block& rect, internal::ScratchPages* plane,
                  std::byte* packed) {
   const internal::PlaneFormat format = internal::plane_format(part.manifest());
-  plane->resize(format.bytes());
-  DG_RETURN_IF_ERROR(part.read_planes(p, 1, plane->data()));
-  internal::copy_rect(plane->data(), format, rect, packed, internal::RectCopy::kToPacked);
+  std::byte* values = plane->hold(format.bytes());
+  if (values == nullptr) return Status(ErrorCode::kResource, "out of memory for a plane");
+  DG_RETURN_IF_ERROR(part.read_planes(p, 1, values));
+  internal::copy_rect(values, format, rect, packed, internal::RectCopy::kToPacked);
   return Status::Ok();
 }
 
 Status read_block_planes(const Grid& part, const PartInfo& info, const RectConsumer& consume) {
   const Block local = info.to_local(info.block);
-  std::vector<std::byte> plane;
+  internal::ScratchPages plane;
   std::vector<std::byte> packed(internal::plane_format(part.manifest()).rect_bytes(local));
   for (int64_t z = info.block[kAxisZ].lo; z < info.block[kAxisZ].hi; ++z) {
     DG_RETURN_IF_ERROR(read_rect(part, z - info.origin(kAxisZ), local, &plane, packed.data()));
@@ -464,7 +465,8 @@ Status read_distributed_planes(const DistributedManifest& m, bool verify,
   const int layer = m.procs.p[0] * m.procs.p[1];  // the ranks of one z-layer of blocks
   const internal::PlaneFormat format = internal::plane_format(m.shape, m.dtype, m.components());
   std::vector<std::byte> global(format.bytes());
-  std::vector<std::byte> plane, packed;
+  internal::ScratchPages plane;
+  std::vector<std::byte> packed;
   for (int first = 0; first < m.ranks(); first += layer) {
     std::vector<Grid> parts;
     for (int r = first; r < first + layer; ++r) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "core/decomposition.h"
 #include "deepgrid/plane_transfer.h"
 #include "deepgrid/probes.h"
@@ -92,7 +93,7 @@ Result<Grid> open_part_as_is(const DistributedManifest& m, int rank, Grid::Mode 
 // The values of `rect`'s x-y rectangle (its z span is ignored) of the part's plane p, packed
 // row after row (x fastest), one component after another, into `packed`; `plane` is scratch
 // space for one plane of the part.
-Status read_rect(const Grid& part, int64_t p, const Block& rect, std::vector<std::byte>* plane,
+Status read_rect(const Grid& part, int64_t p, const Block& rect, internal::ScratchPages* plane,
                  std::byte* packed);
 
 // Every global plane z of the block, its values in `packed` (the block's x-y rectangle, as
