@@ -1,9 +1,9 @@
 #include "deepgrid/checksum.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -46,30 +46,41 @@ struct PlaneShare {
 
 constexpr size_t kLanes = 8;
 
-// NaNs are counted and left out (a comparison with NaN is false).
+// Each figure's kLanes partial values, lane j taking values i with i mod kLanes == j; the NaN
+// count in double too (exact to 2^53 a lane), so that every lane is a double and the lanes
+// are vector registers. NaNs are counted and left out (a comparison with NaN is false).
+struct Lanes {
+  double lo[kLanes], hi[kLanes], sum[kLanes] = {}, sum_sq[kLanes] = {}, nans[kLanes] = {};
+  Lanes() {
+    std::fill(std::begin(lo), std::end(lo), std::numeric_limits<double>::infinity());
+    std::fill(std::begin(hi), std::end(hi), -std::numeric_limits<double>::infinity());
+  }
+  void add(size_t j, double x) {
+    const bool number = x == x;
+    nans[j] += number ? 0.0 : 1.0;
+    lo[j] = x < lo[j] ? x : lo[j];
+    hi[j] = x > hi[j] ? x : hi[j];
+    sum[j] += number ? x : 0.0;
+    sum_sq[j] += number ? x * x : 0.0;
+  }
+};
+
 template <typename T>
 PlaneShare plane_share(const T* v, size_t count) {
-  std::array<PlaneShare, kLanes> lane{};
-  const auto add = [](PlaneShare& p, double x) {
-    const bool number = x == x;
-    p.nans += number ? 0 : 1;
-    p.lo = x < p.lo ? x : p.lo;
-    p.hi = x > p.hi ? x : p.hi;
-    p.sum += number ? x : 0.0;
-    p.sum_sq += number ? x * x : 0.0;
-  };
+  Lanes l;
   size_t i = 0;
   for (; i + kLanes <= count; i += kLanes) {
-    for (size_t j = 0; j < kLanes; ++j) add(lane[j], static_cast<double>(v[i + j]));
+#pragma omp simd
+    for (size_t j = 0; j < kLanes; ++j) l.add(j, static_cast<double>(v[i + j]));
   }
-  for (; i < count; ++i) add(lane[0], static_cast<double>(v[i]));
-  PlaneShare out = lane[0];
-  for (size_t j = 1; j < kLanes; ++j) {
-    out.nans += lane[j].nans;
-    out.lo = lane[j].lo < out.lo ? lane[j].lo : out.lo;
-    out.hi = lane[j].hi > out.hi ? lane[j].hi : out.hi;
-    out.sum += lane[j].sum;
-    out.sum_sq += lane[j].sum_sq;
+  for (; i < count; ++i) l.add(0, static_cast<double>(v[i]));
+  PlaneShare out;
+  for (size_t j = 0; j < kLanes; ++j) {
+    out.nans += static_cast<int64_t>(l.nans[j]);
+    out.lo = l.lo[j] < out.lo ? l.lo[j] : out.lo;
+    out.hi = l.hi[j] > out.hi ? l.hi[j] : out.hi;
+    out.sum += l.sum[j];
+    out.sum_sq += l.sum_sq[j];
   }
   return out;
 }
