@@ -50,7 +50,7 @@ std::map<int, uint64_t> charges(const Slice& s, const std::vector<std::set<int64
 // from the receiver's lowest (a part's plane that sends x or y faces usually receives some
 // too: both then fall in one round; and parts split along z send each other their z faces in
 // the same rounds, so both read, send and write at once rather than one direction's rounds
-// waiting for the other's: a 16 MiB-plane exchange 0.30-0.40 s to 0.19-0.23 s, measured),
+// waiting for the other's: a 16 MiB-plane exchange 0.30-0.40 s to 0.18-0.23 s, measured),
 // grouped into rounds: a new round starts when a slice would take its sender's or receiver's
 // share of a round past `budget`. A rank's share is the packed values it sends and receives
 // plus one copy of every plane of its part the round touches (each is read and written at most
