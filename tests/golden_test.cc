@@ -341,9 +341,9 @@ TEST(WavefrontPlan, RadiusFourKeepsTwoLevelsWhileTheirTilesHaveSixteenRows) {
 }
 
 // The wave equations of radius 2 and 4 take turns at bt 1 in memory, in tiles spanning x of
-// 1/24 of the budget's bytes (at least 8 rows); wave2 (radius 1) keeps its blocking, and so
-// does the stream's tiling, whose stages do not turn.
-TEST(WavefrontPlan, WavesOfRadiusTwoAndMoreTakeTurnsAtDepthOne) {
+// 1/24 of the budget's bytes (at least 8 rows), unless a depth was tuned for them; wave2
+// (radius 1) keeps its blocking, and so does the stream's tiling, whose stages do not turn.
+TEST(WavefrontPlan, WavesOfRadiusTwoAndMoreTakeTurnsAtDepthOneUnlessTunedDeeper) {
   InCoreOptions opt;
   opt.cache_bytes = int64_t{3} << 18;  // 8192 f32 values per tile
   for (const char* name : {"wave4", "wave8"}) {
@@ -362,9 +362,25 @@ TEST(WavefrontPlan, WavesOfRadiusTwoAndMoreTakeTurnsAtDepthOne) {
     const WavefrontPlan stage = plan_wavefront({256, 256, 256}, wave, 4, 100, stages);
     EXPECT_GT(stage.bt, 1) << name;
     EXPECT_FALSE(stage.turns) << name;
+
+    InCoreOptions tuned = opt;
+    tuned.tuned_bt = 4;
+    const WavefrontPlan deep = plan_wavefront({256, 256, 256}, wave, 4, 100, tuned);
+    EXPECT_EQ(deep.bt, 4) << name;
+    EXPECT_FALSE(deep.turns) << name;
+    tuned.tuned_bt = 1;
+    EXPECT_TRUE(plan_wavefront({256, 256, 256}, wave, 4, 100, tuned).turns) << name;
+    stages.tuned_bt = 4;
+    EXPECT_EQ(plan_wavefront({256, 256, 256}, wave, 4, 100, stages).bt, stage.bt)
+        << name << ": the stages' rules";
   }
   const Scheme wave2 = Scheme::preset("wave2").value();
   EXPECT_GT(plan_wavefront({256, 256, 256}, wave2, 4, 100, opt).bt, 1);
+  InCoreOptions tuned = opt;
+  tuned.tuned_bt = 3;
+  EXPECT_EQ(plan_wavefront({256, 256, 256}, wave2, 4, 100, tuned).bt,
+            plan_wavefront({256, 256, 256}, wave2, 4, 100, opt).bt)
+      << "radius 1: the rules";
   InCoreOptions one = opt;
   one.bt = 1;
   EXPECT_TRUE(plan_wavefront({256, 256, 256}, wave2, 4, 100, one).turns) << "wave2 at --bt 1";

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -71,37 +72,80 @@ TEST_F(MachineProfileTest, MeasuresOnceThenReadsTheCache) {
   EXPECT_FALSE(profile(/*remeasure=*/true).value().cached);
 }
 
-// Where the in-core engine turns the time levels (wave8 at bt 1) its rate is measured apart from
-// the stream's stages' (which never turn them), cached under a key of its own, and read back;
-// schemes it runs as the stages do (7pt, wave2 at bt > 1) measure one rate. (In-core wave
-// runs were predicted at the stages' rate, 1.4x slower than they ran on a Xeon VM.)
-TEST_F(MachineProfileTest, WavesMeasureTheInCoreRateWithTheirTimeLevelsTakingTurns) {
+// Where the in-core engine runs a scheme otherwise than the stream's stages do (wave8: its time
+// levels turning at bt 1, or blocked as deep as tuned_bt measured), its rate is measured apart
+// from the stages' (which never turn them), cached under a key of its own with that depth, and
+// read back; schemes it runs as the stages do (7pt, wave2) measure one rate. (In-core wave runs
+// were predicted at the stages' rate, 1.4x slower than they ran on a Xeon VM.)
+TEST_F(MachineProfileTest, WavesMeasureTheInCoreRateAtTheirOwnDepth) {
   const Grid g = Grid::open((tmp_.path() / "g").string()).value();
-  const MachineProfile wave8 = machine_profile(g, Scheme::preset("wave8").value(), 1).value();
-  EXPECT_GT(wave8.compute_mlups, 0);
-  EXPECT_GT(wave8.incore_mlups, 0);
-  EXPECT_EQ(wave8.incore_rate(), wave8.incore_mlups);
-  int turned_keys = 0;
-  const nlohmann::json cache = cached_profile();
-  for (const auto& [key, value] : cache["compute_mlups"].items()) {
-    if (key.find("/turned") != std::string::npos) {
-      ++turned_keys;
+  const Scheme wave8 = Scheme::preset("wave8").value();
+  const MachineProfile measured = machine_profile(g, wave8, 1).value();
+  EXPECT_GT(measured.tuned_bt, 0);
+  EXPECT_GT(measured.compute_mlups, 0);
+  // The depth planted in the cache: 1 turns the time levels, 6 blocks deeper than the stages'
+  // rules (8 / r = 2 levels) do.
+  for (const int planted : {1, 6}) {
+    nlohmann::json cache = cached_profile();
+    ASSERT_EQ(cache["incore_bt"].size(), 1u) << cache.dump();
+    for (auto& [key, value] : cache["incore_bt"].items()) value = planted;
+    write_profile(cache);
+    const MachineProfile p = machine_profile(g, wave8, 1).value();
+    EXPECT_EQ(p.tuned_bt, planted);
+    EXPECT_GT(p.incore_mlups, 0) << planted;
+    EXPECT_EQ(p.incore_rate(), p.incore_mlups) << planted;
+    // The keys of in-core rates end in "/incore-bt<depth>" and the build.
+    int keys = 0;
+    const nlohmann::json rates = cached_profile()["compute_mlups"];
+    for (const auto& [key, value] : rates.items()) {
+      const size_t at = key.find("/incore-bt");
+      if (at == std::string::npos || std::atoi(key.c_str() + at + 10) != planted) continue;
+      ++keys;
       EXPECT_EQ(key.rfind("wave8:", 0), 0u) << key;
-      EXPECT_EQ(value.get<double>(), wave8.incore_mlups) << key;
+      EXPECT_EQ(value.get<double>(), p.incore_mlups) << key;
     }
+    EXPECT_EQ(keys, 1) << rates.dump();
+    const MachineProfile again = machine_profile(g, wave8, 1).value();
+    EXPECT_TRUE(again.cached) << planted;
+    EXPECT_EQ(again.incore_mlups, p.incore_mlups) << planted;
   }
-  EXPECT_EQ(turned_keys, 1) << cache.dump();
-  const MachineProfile again = machine_profile(g, Scheme::preset("wave8").value(), 1).value();
-  EXPECT_TRUE(again.cached);
-  EXPECT_EQ(again.incore_mlups, wave8.incore_mlups);
 
   for (const char* name : {"wave2", "7pt"}) {
     const Scheme scheme = std::string(name) == "7pt" ? Scheme(Stencil::preset(name).value())
                                                      : Scheme::preset(name).value();
     const MachineProfile p = machine_profile(g, scheme, 1).value();
+    EXPECT_EQ(p.tuned_bt, 0) << name;
     EXPECT_EQ(p.incore_mlups, 0) << name;
     EXPECT_EQ(p.incore_rate(), p.compute_mlups) << name;
   }
+}
+
+// The depth of the wave equations of radius 2 and more is measured once (bt 1 turning their time
+// levels, and the deeper candidates within a reach of 24 planes: up to bt 6 for radius 4) and
+// cached per scheme, dtype, width, threads and working set; a budget that no candidate fits
+// measures and caches nothing; other schemes are left to the engine's rules.
+TEST_F(MachineProfileTest, TunesTheDepthOfWavesOnceAndCachesIt) {
+  const Scheme wave8 = Scheme::preset("wave8").value();
+  EXPECT_EQ(tuned_bt(wave8, DType::kF32, 256, 1, 0, false, 1 << 20).value(), 0)
+      << "no sample fits 512 KiB";
+  EXPECT_FALSE(std::ifstream(machine_cache_path())) << "nothing measured, nothing cached";
+
+  const int bt = tuned_bt(wave8, DType::kF32, 256, 1, 0).value();
+  EXPECT_TRUE(bt == 1 || bt == 2 || bt == 3 || bt == 4 || bt == 6) << bt;
+  nlohmann::json cache = cached_profile();
+  ASSERT_EQ(cache["incore_bt"].size(), 1u) << cache.dump();
+  EXPECT_EQ(cache["incore_bt"].begin()->get<int>(), bt);
+
+  for (auto& [key, value] : cache["incore_bt"].items()) value = 5;  // only the cache gives 5
+  write_profile(cache);
+  EXPECT_EQ(tuned_bt(wave8, DType::kF32, 256, 1, 0).value(), 5);
+  EXPECT_NE(tuned_bt(wave8, DType::kF32, 256, 1, 0, /*remeasure=*/true).value(), 5);
+
+  for (const char* name : {"wave2", "heat-var"}) {
+    EXPECT_EQ(tuned_bt(Scheme::preset(name).value(), DType::kF32, 256, 1, 0).value(), 0) << name;
+  }
+  EXPECT_EQ(tuned_bt(Scheme(Stencil::preset("7pt").value()), DType::kF32, 256, 1, 0).value(), 0);
+  EXPECT_EQ(cached_profile()["incore_bt"].size(), 1u) << "nothing cached for them";
 }
 
 // Compute rates are measured with the kernels of one build and cached under it: another

@@ -30,6 +30,8 @@ struct MachineProfile {
   // Per-thread working set the wavefront's tiles are sized for (InCoreOptions::cache_bytes);
   // 0: unknown, the engines' default.
   int64_t cache_bytes = 0;
+  // The in-core engine's depth for this scheme, where it is measured (tuned_bt); 0: its rules.
+  int tuned_bt = 0;
   // CPU time the machine loses per byte of the grid's disk I/O while every thread computes. On
   // a virtual machine the host's disk emulation takes it from the guest's CPUs (the
   // hypervisor's steal; about 0.6 CPU-s per GiB on a Zen 3 VM); 0 on bare metal.
@@ -82,6 +84,25 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& scheme, i
 // `mem_budget` (bytes, 0: no limit) are skipped, and then the best of the rest is not cached;
 // 0 (the engines' default) when none fits.
 Result<int64_t> tuned_cache_bytes(int threads, bool remeasure = false, uint64_t mem_budget = 0);
+
+// The depth (bt) the in-core engine runs `scheme` fastest at on this machine, for schemes whose
+// time levels take turns at bt 1 with radius 2 or more (the wave equations wave4 and wave8):
+// turning moves 16 bytes per update, which beat temporal blocking on a Xeon VM and lost to it
+// on a Zen 4 VM (wave4 1.6x, wave8 1.2x faster at bt 4-6 there). Measured once per scheme,
+// dtype, plane width (up to 2048), thread count and working set (a few seconds: the in-core
+// engine on a sample of about 8 Mi points of that width at bt 1, turning, and at bt 2, 3, 4, 6,
+// 8 where the halo's reach r bt is 24 planes or less, best of three rounds taking turns) and
+// cached in machine.json; `remeasure` measures again. Candidates that do not fit half of
+// `mem_budget` (0: no limit) are skipped, and then the best of the rest is not cached. 0 for
+// other schemes (the engine's own rules).
+Result<int> tuned_bt(const Scheme& scheme, DType dtype, int64_t width, int threads,
+                     int64_t cache_bytes, bool remeasure = false, uint64_t mem_budget = 0);
+
+// What an in-core run of `scheme` on planes `width` wide takes from the profile: the tiles'
+// working set and the depth tuned for this machine (tuned_cache_bytes, tuned_bt), measured
+// where not cached; the rates are left unknown.
+Result<MachineProfile> machine_tuning(const Scheme& scheme, DType dtype, int64_t width, int threads,
+                                      bool remeasure = false, uint64_t mem_budget = 0);
 
 // Milliseconds the block device holding `path` has spent with requests in flight since boot
 // (io_ticks, the 10th field of /sys/dev/block/MAJ:MIN/stat; anyone's I/O counts), or -1 where

@@ -363,7 +363,9 @@ int cmd_bench(const BenchArgs& a) {
   InCoreOptions opt;
   opt.threads = a.threads;
   a.blocking.apply(&opt.bt, &opt.tile_x, &opt.tile_y);
-  if (const int64_t tuned = get(tuned_cache_bytes(a.threads)); tuned > 0) opt.cache_bytes = tuned;
+  const MachineProfile tuning = get(machine_tuning(stencil, dtype, shape.nx, a.threads));
+  if (tuning.cache_bytes > 0) opt.cache_bytes = tuning.cache_bytes;
+  opt.tuned_bt = tuning.tuned_bt;
   Bandwidth bw;
   if (!a.no_bandwidth) bw = measure_bandwidth();
   InCoreBench r =

@@ -70,10 +70,9 @@ Status set_machine_profile(const DistributedManifest& m, bool measure_machine, b
       return machine_profile(part, options->scheme, options->threads, remeasure,
                              options->mem_budget);
     }
-    MachineProfile tuning;
-    DG_ASSIGN_OR_RETURN(tuning.cache_bytes,
-                        tuned_cache_bytes(options->threads, remeasure, options->mem_budget));
-    return tuning;
+    const Shape part = m.parts[static_cast<size_t>(mpi::rank() % m.ranks())].shape();
+    return machine_tuning(options->scheme, m.dtype, part.nx, options->threads, remeasure,
+                          options->mem_budget);
   };
   // With `device_rates` (a plan's predictions) and a device named or taken (the device method:
   // share_machine), that device's rates, as a serial plan measures them.

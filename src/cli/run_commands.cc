@@ -60,9 +60,8 @@ MachineProfile machine_for(const RunArgs& a, const Grid& g, const RunOptions& op
   if (needs_machine(a, opt) || weighs_stream(g.manifest(), opt)) {
     return get(machine_profile(g, opt.scheme, opt.threads, a.remeasure, opt.mem_budget));
   }
-  MachineProfile tuning;
-  tuning.cache_bytes = get(tuned_cache_bytes(opt.threads, false, opt.mem_budget));
-  return tuning;
+  return get(
+      machine_tuning(opt.scheme, g.dtype(), g.shape().nx, opt.threads, false, opt.mem_budget));
 }
 
 RunOptions run_options(const RunArgs& a) {
@@ -268,10 +267,13 @@ int cmd_plan(const RunArgs& a) {
         "sample): the planner used its default balance of disk and compute, "
         "and predicts no time";
     if (machine.incore_mlups > 0) {
+      const std::string how = machine.tuned_bt > 1 ? "at bt " + std::to_string(machine.tuned_bt) +
+                                                         ", the depth tuned for this machine"
+                                                   : "its time levels taking turns";
       std::snprintf(compute, sizeof compute,
-                    "in-core %.0f MLUP/s on a sample of this stencil (its time levels taking "
-                    "turns), %.0f as the stream's stages run it",
-                    machine.incore_mlups, machine.compute_mlups);
+                    "in-core %.0f MLUP/s on a sample of this stencil (%s), %.0f as the stream's "
+                    "stages run it",
+                    machine.incore_mlups, how.c_str(), machine.compute_mlups);
     } else if (machine.compute_mlups > 0) {
       std::snprintf(compute, sizeof compute, "in-core %.0f MLUP/s on a sample of this stencil",
                     machine.compute_mlups);

@@ -228,6 +228,11 @@ int64_t grid_copies_bytes(const Shape& shape, const Scheme& scheme, const Wavefr
 
 }  // namespace
 
+bool time_levels_turn(const Scheme& scheme) {
+  return !scheme.is_stencil() && !scheme.kernel() &&
+         SchemeKernel<float>(scheme).rotation().first >= 0;
+}
+
 WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_bytes,
                              int64_t steps, const InCoreOptions& opt) {
   WavefrontPlan p;
@@ -308,14 +313,16 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
   if (opt.shallower_to_span_x && opt.tile_x <= 0 && tile_width(auto_bt) < s.nx) {
     auto_bt = spanning_depth(auto_bt, std::max(2, shallow / 2));
   }
-  // Schemes whose time levels take turns at bt 1 (SchemeKernel::rotation(): the wave
-  // equations) move 16 bytes per update there (u, u@1 and m read, u written where u@1 was),
-  // which beats temporal blocking's halos from radius 2 on. Measured at 256^3 (f32, 2 threads,
-  // a Xeon VM, 2026-11-28): wave4 1381 MLUP/s at bt 1 against 1197 at bt 3, wave8 1090 against
-  // 612 at bt 2 (865 with its best tiles), while wave2 ran 1325 at bt 1 against 1936 at bt 6.
-  const bool rotates = opt.turn_time_levels && !scheme.is_stencil() && !scheme.kernel() &&
-                       SchemeKernel<float>(scheme).rotation().first >= 0;
-  if (rotates && r >= 2) auto_bt = 1;
+  // Schemes whose time levels take turns at bt 1 (the wave equations) move 16 bytes per update
+  // there (u, u@1 and m read, u written where u@1 was), which beats temporal blocking's halos
+  // from radius 2 on some machines and not on others, so their depth is measured
+  // (InCoreOptions::tuned_bt). At 256^3 (f32, 2 threads): on a Xeon VM (2026-11-28) wave4 ran
+  // 1381 MLUP/s at bt 1 against 1197 at bt 3, wave8 1090 against 612 at bt 2 (865 with its
+  // best tiles); on a Zen 4 VM (2026-12-01) wave4 1720 at bt 1 against 2720 at bt 6, wave8 1223
+  // against 1486-1509 at bt 4. wave2 (radius 1) ran 1325 at bt 1 against 1936 at bt 6 on the
+  // Xeon and keeps the rules above.
+  const bool rotates = opt.turn_time_levels && time_levels_turn(scheme);
+  if (rotates && r >= 2) auto_bt = opt.tuned_bt > 0 ? opt.tuned_bt : 1;
   p.bt = static_cast<int>(
       std::clamp<int64_t>(opt.bt > 0 ? opt.bt : auto_bt, 1, std::max<int64_t>(1, steps)));
   p.threads = internal::resolved_threads(opt.threads);

@@ -36,6 +36,10 @@ struct InCoreOptions {
   // radius 2 or more run at bt 1 where that is automatic (plan_wavefront). The stream engine's
   // stages, whose levels do not take turns, and the rates measured for them plan without it.
   bool turn_time_levels = true;
+  // The automatic depth of schemes whose time levels can take turns, with radius 2 or more,
+  // where it was measured on this machine (tuned_bt, deepgrid/machine.h): 1 turns them, a
+  // deeper one blocks in time instead. 0: bt 1, turning.
+  int tuned_bt = 0;
   // Tiles of one x range run in y order as chains, each handing its edge rows to the next
   // instead of its neighbour computing them again (WavefrontEdges), where the plan's tiles
   // leave each thread two or more of them (plan_wavefront). Off: every tile computes its
@@ -66,6 +70,10 @@ struct WavefrontPlan {
   // turns), unless a run's sources add to u@1.
   bool turns = false;
 };
+
+// Whether the in-core engine's levels of `scheme` take turns at bt 1 (SchemeKernel::rotation():
+// the wave equations; not users' kernels).
+bool time_levels_turn(const Scheme& scheme);
 
 // The plan for a run of `steps` steps (pure: no allocation).
 WavefrontPlan plan_wavefront(const Shape& shape, const Scheme& scheme, size_t value_bytes,

@@ -37,6 +37,7 @@ constexpr char kCacheName[] = "machine.json";
 constexpr char kIoCostSection[] = "io_cpu_seconds_per_byte";
 constexpr char kSweepSection[] = "disk_sweep_bytes_per_second";
 constexpr char kLoadStoreSection[] = "incore_load_store_seconds_per_byte";
+constexpr char kDepthSection[] = "incore_bt";
 
 using internal::seconds_since;
 
@@ -63,6 +64,10 @@ constexpr int kTimingRepeats = 3;
 #endif
 constexpr int64_t kComputeSteps = 12 / kStepsDivisor;
 constexpr int64_t kTuningSteps = 32 / kStepsDivisor;
+// tuned_bt()'s runs: a multiple of every candidate depth.
+constexpr int64_t kDepthSteps = 24 / kStepsDivisor;
+constexpr int kDepthCandidates[] = {1, 2, 3, 4, 6, 8};
+constexpr int kDepthReach = 24;  // the deepest halo tried, in planes (radius * bt)
 
 // How many planes measure_read_bandwidth() keeps in flight: as many as the stream engine,
 // fewer when their buffers do not fit half the budget.
@@ -106,22 +111,28 @@ bool sample_fits(const Grid& grid, const Scheme& stencil, const InCoreOptions& o
 }
 
 // The in-core engine's own options for the samples: the stages' (compute_options), but with
-// the time levels taking turns where its plan turns them.
-InCoreOptions incore_options(InCoreOptions stages) {
+// the time levels taking turns where its plan turns them, and its tuned depth.
+InCoreOptions incore_options(InCoreOptions stages, int tuned_bt) {
   stages.turn_time_levels = true;
+  stages.tuned_bt = tuned_bt;
   return stages;
 }
 
-// Whether the in-core engine runs `sample` otherwise than the stream's stages do: its plan
-// turns the time levels (the wave equations of radius 2 and more, at bt 1), which made wave8
-// in memory 1.4-1.5x as fast (docs/performance/waves.md, "Time levels that take turns"). Only where
-// that run also fits half the budget (0: no limit), as the stages' sample does.
-bool incore_turns(const Grid& grid, const Scheme& stencil, const InCoreOptions& stages,
-                  const Shape& sample, uint64_t mem_budget) {
-  if (sample.points() == 0) return false;
-  const InCoreOptions opt = incore_options(stages);
-  return plan_wavefront(sample, stencil, dtype_size(grid.dtype()), kComputeSteps, opt).turns &&
-         sample_fits(grid, stencil, opt, sample, mem_budget);
+// The depth of the in-core engine's plan for `sample` where it runs it otherwise than the
+// stream's stages do, else 0: its plan turns the time levels (the wave equations of radius 2
+// and more, at bt 1), which made wave8 in memory 1.4-1.5x as fast on a Xeon VM
+// (docs/performance/waves.md, "Time levels that take turns"), or blocks them to the depth
+// tuned for this machine. Only where that run also fits half the budget (0: no limit), as the
+// stages' sample does.
+int incore_apart(const Grid& grid, const Scheme& stencil, const InCoreOptions& stages, int tuned_bt,
+                 const Shape& sample, uint64_t mem_budget) {
+  if (sample.points() == 0) return 0;
+  const InCoreOptions opt = incore_options(stages, tuned_bt);
+  const size_t value_bytes = dtype_size(grid.dtype());
+  const WavefrontPlan own = plan_wavefront(sample, stencil, value_bytes, kComputeSteps, opt);
+  const WavefrontPlan theirs = plan_wavefront(sample, stencil, value_bytes, kComputeSteps, stages);
+  const bool apart = own.turns || own.bt != theirs.bt;
+  return apart && sample_fits(grid, stencil, opt, sample, mem_budget) ? own.bt : 0;
 }
 
 // The sample measure_compute() runs: rows of the grid's own width (up to 2048), up to 256 of
@@ -186,6 +197,52 @@ Result<int64_t> measure_cache_bytes(int threads, uint64_t mem_budget, bool* all_
   }
   if (tried.empty()) return int64_t{0};
   return tried[static_cast<size_t>(std::max_element(mlups.begin(), mlups.end()) - mlups.begin())];
+}
+
+// Whether tuned_bt() measures the scheme's depth: its time levels turn at bt 1 and its radius is
+// 2 or more (plan_wavefront turns them there unless told the depth).
+bool measures_bt(const Scheme& scheme) { return time_levels_turn(scheme) && scheme.radius() >= 2; }
+
+// tuned_bt()'s sample: planes `width` wide (up to 2048), about 8 Mi points in 64 planes
+// (the sanitizers' quarter-size tuning sample there).
+Shape depth_sample(int64_t width) {
+  const int64_t nx = std::clamp<int64_t>(width, 1, 2048);
+  const int64_t rows =
+      std::clamp<int64_t>(kTuningRows * 512 / nx, std::min<int64_t>(64, kTuningRows), kTuningRows);
+  return {nx, rows, kTuningPlanes};
+}
+
+// The best of the candidate depths (kDepthCandidates within kDepthReach) that fit half the
+// budget (0: no limit), 0 when none does; `all_tried` tells whether every candidate fit. As
+// measure_cache_bytes(): best of kTimingRepeats rounds, the candidates taking turns in each.
+Result<int> measure_bt(const Scheme& scheme, DType dtype, int64_t width, int threads,
+                       int64_t cache_bytes, uint64_t mem_budget, bool* all_tried) {
+  const Shape sample = depth_sample(width);
+  std::vector<InCoreOptions> tried;
+  size_t candidates = 0;
+  for (const int bt : kDepthCandidates) {
+    if (bt > 1 && bt * std::max(1, scheme.radius()) > kDepthReach) continue;
+    ++candidates;
+    InCoreOptions opt = compute_options(threads, cache_bytes);
+    opt.turn_time_levels = true;
+    opt.bt = bt;
+    const int64_t memory = dispatch_dtype(dtype, [&](auto tag) {
+      return InCoreEngine<decltype(tag)>::memory_bytes(sample, scheme, kDepthSteps, opt);
+    });
+    if (mem_budget == 0 || static_cast<uint64_t>(memory) <= mem_budget / 2) tried.push_back(opt);
+  }
+  *all_tried = tried.size() == candidates;
+  std::vector<double> mlups(tried.size(), 0.0);
+  for (int round = 0; round < kTimingRepeats; ++round) {
+    for (size_t i = 0; i < tried.size(); ++i) {
+      DG_ASSIGN_OR_RETURN(InCoreBench b,
+                          bench_incore(sample, scheme, dtype, kDepthSteps, tried[i], 1, 0));
+      mlups[i] = std::max(mlups[i], b.mlups);
+    }
+  }
+  if (tried.empty()) return 0;
+  return tried[static_cast<size_t>(std::max_element(mlups.begin(), mlups.end()) - mlups.begin())]
+      .bt;
 }
 
 int64_t sample_planes(const Grid& grid) {
@@ -283,13 +340,15 @@ std::string build_suffix() {
 // short by a budget) is lower, and must not stand in for the full sample's. So is the build:
 // a rate measured with older kernels misled the planner after them (wave8's 323 MLUP/s on the
 // 256x256x64 sample, cached before its fused kernels, stood for 743 on a Xeon VM, against
-// which the disk looked 2.3x as fast as it was). The in-core engine's rate where it turns the
-// time levels (`turned`) has a key of its own.
+// which the disk looked 2.3x as fast as it was). The in-core engine's rate where its plan
+// differs from the stages' (`incore_bt`: its depth, turning the time levels at 1) has a key of
+// its own.
 std::string compute_key(const Grid& grid, const Scheme& stencil, int threads, const Shape& sample,
-                        bool turned = false) {
+                        int incore_bt = 0) {
   return stencil.name() + ":" + std::to_string(stencil.points()) + "/" +
          std::string(dtype_name(grid.dtype())) + "/" + threads_key(threads) + "/" +
-         sample.to_string() + (turned ? "/turned" : "") + build_suffix();
+         sample.to_string() + (incore_bt > 0 ? "/incore-bt" + std::to_string(incore_bt) : "") +
+         build_suffix();
 }
 
 // Compute rates cached at most (every build's; then those of other builds are dropped).
@@ -477,17 +536,52 @@ Result<int64_t> tuned_cache_bytes(int threads, bool remeasure, uint64_t mem_budg
   return bytes;
 }
 
+Result<int> tuned_bt(const Scheme& scheme, DType dtype, int64_t width, int threads,
+                     int64_t cache_bytes, bool remeasure, uint64_t mem_budget) {
+  if (!measures_bt(scheme)) return 0;
+  const std::string path = machine_cache_path();
+  json file = path.empty() ? json::object() : read_cache(path);
+  json& cache = this_machine(file);
+  const std::string key = scheme.name() + ":" + std::to_string(scheme.points()) + "/" +
+                          std::string(dtype_name(dtype)) + "/" + threads_key(threads) + "/" +
+                          std::to_string(depth_sample(width).nx) + " wide/" +
+                          std::to_string(cache_bytes) + " B" + build_suffix();
+  if (!remeasure) {
+    if (const double cached = cached_number(cache, kDepthSection, key); cached > 0) {
+      return static_cast<int>(cached);
+    }
+  }
+  bool all_tried = false;
+  DG_ASSIGN_OR_RETURN(
+      const int bt, measure_bt(scheme, dtype, width, threads, cache_bytes, mem_budget, &all_tried));
+  if (bt > 0 && all_tried) update_cache(path, {{kDepthSection, key, static_cast<double>(bt)}});
+  return bt;
+}
+
+Result<MachineProfile> machine_tuning(const Scheme& scheme, DType dtype, int64_t width, int threads,
+                                      bool remeasure, uint64_t mem_budget) {
+  MachineProfile p;
+  DG_ASSIGN_OR_RETURN(p.cache_bytes, tuned_cache_bytes(threads, remeasure, mem_budget));
+  DG_ASSIGN_OR_RETURN(
+      p.tuned_bt, tuned_bt(scheme, dtype, width, threads, p.cache_bytes, remeasure, mem_budget));
+  return p;
+}
+
 Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, int threads,
                                        uint64_t mem_budget) {
   MachineProfile p;
   bool all_tried = false;
   DG_ASSIGN_OR_RETURN(p.cache_bytes, measure_cache_bytes(threads, mem_budget, &all_tried));
+  if (measures_bt(stencil)) {
+    DG_ASSIGN_OR_RETURN(p.tuned_bt, measure_bt(stencil, grid.dtype(), grid.shape().nx, threads,
+                                               p.cache_bytes, mem_budget, &all_tried));
+  }
   const InCoreOptions opt = compute_options(threads, p.cache_bytes);
   const Shape sample = compute_sample(grid, stencil, opt, mem_budget);
   DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, opt, sample));
-  if (incore_turns(grid, stencil, opt, sample, mem_budget)) {
+  if (incore_apart(grid, stencil, opt, p.tuned_bt, sample, mem_budget) > 0) {
     DG_ASSIGN_OR_RETURN(p.incore_mlups,
-                        measure_compute(grid, stencil, incore_options(opt), sample));
+                        measure_compute(grid, stencil, incore_options(opt, p.tuned_bt), sample));
   }
   DG_ASSIGN_OR_RETURN(p.disk_read_bps,
                       measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
@@ -503,28 +597,28 @@ Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, 
 // preferred when cached, and a cut-short compute rate is cached under its own sample's key.
 Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, int threads,
                                        bool remeasure, uint64_t mem_budget) {
-  MachineProfile p;
-  DG_ASSIGN_OR_RETURN(p.cache_bytes, tuned_cache_bytes(threads, remeasure, mem_budget));
+  DG_ASSIGN_OR_RETURN(MachineProfile p, machine_tuning(stencil, grid.dtype(), grid.shape().nx,
+                                                       threads, remeasure, mem_budget));
   const std::string path = machine_cache_path();
   json file = path.empty() ? json::object() : read_cache(path);  // with the tuning in it
   json& cache = this_machine(file);
   const InCoreOptions opt = compute_options(threads, p.cache_bytes);
   const Shape sample = compute_sample(grid, stencil, opt, mem_budget);
-  const bool turns = incore_turns(grid, stencil, opt, sample, mem_budget);
+  const int incore_bt = incore_apart(grid, stencil, opt, p.tuned_bt, sample, mem_budget);
   const std::string dk = disk_key(grid);
   const bool full_depth = read_depth(grid, mem_budget) == int64_t{io::kPlanesInFlight};
   // The rate cached for the full sample, else for this budget's.
   const Shape full_sample = compute_sample(grid, stencil, opt, 0);
-  auto cached_rate = [&](bool turned) {
-    const double full = cached_number(cache, "compute_mlups",
-                                      compute_key(grid, stencil, threads, full_sample, turned));
+  auto cached_rate = [&](int bt) {
+    const double full =
+        cached_number(cache, "compute_mlups", compute_key(grid, stencil, threads, full_sample, bt));
     return full > 0 ? full
                     : cached_number(cache, "compute_mlups",
-                                    compute_key(grid, stencil, threads, sample, turned));
+                                    compute_key(grid, stencil, threads, sample, bt));
   };
   if (!remeasure) {
-    p.compute_mlups = cached_rate(false);
-    if (turns) p.incore_mlups = cached_rate(true);
+    p.compute_mlups = cached_rate(0);
+    if (incore_bt > 0) p.incore_mlups = cached_rate(incore_bt);
     p.disk_read_bps = dk.empty() ? 0 : cached_number(cache, "disk_read_bytes_per_second", dk);
   }
   std::vector<CacheEdit> edits;    // what this call measured, for the cache
@@ -538,7 +632,7 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
   const std::optional<double> io_cost_cached =
       remeasure || dk.empty() ? std::nullopt : cached_value(cache, kIoCostSection, dk);
   p.io_cpu_seconds_per_byte = io_cost_cached.value_or(0);
-  p.cached = p.known() && io_cost_cached && (!turns || p.incore_mlups > 0);
+  p.cached = p.known() && io_cost_cached && (incore_bt == 0 || p.incore_mlups > 0);
   if (p.compute_mlups <= 0) {
     DG_ASSIGN_OR_RETURN(p.compute_mlups, measure_compute(grid, stencil, opt, sample));
     if (p.compute_mlups > 0) {
@@ -546,12 +640,12 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
           {"compute_mlups", compute_key(grid, stencil, threads, sample), p.compute_mlups});
     }
   }
-  if (turns && p.incore_mlups <= 0) {
+  if (incore_bt > 0 && p.incore_mlups <= 0) {
     DG_ASSIGN_OR_RETURN(p.incore_mlups,
-                        measure_compute(grid, stencil, incore_options(opt), sample));
+                        measure_compute(grid, stencil, incore_options(opt, p.tuned_bt), sample));
     if (p.incore_mlups > 0) {
-      edits.push_back(
-          {"compute_mlups", compute_key(grid, stencil, threads, sample, true), p.incore_mlups});
+      edits.push_back({"compute_mlups", compute_key(grid, stencil, threads, sample, incore_bt),
+                       p.incore_mlups});
     }
   }
   const bool cache_disk = !dk.empty() && full_depth;

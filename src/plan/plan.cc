@@ -123,6 +123,7 @@ InCoreOptions incore_options(const RunOptions& opt, const MachineProfile& machin
   io.tile_x = opt.tile_x;
   io.tile_y = opt.tile_y;
   if (machine.cache_bytes > 0) io.cache_bytes = machine.cache_bytes;
+  io.tuned_bt = machine.tuned_bt;
   io.flush_subnormals = opt.flush_subnormals;
   if (method == Method::kMmap) io.scratch_dir = scratch_dir;
   return io;

@@ -258,18 +258,29 @@ struct RunArgs {
   std::array<double, 3> spacing{1, 1, 1}, origin{0, 0, 0};
 };
 
-// The machine's rates where a run left to choose weighs the stream against the in-core method
-// (plan.h: a grid of 1 GiB or more), measured as the CLI measures them (cached after the first
-// time) for the scheme the run will take: resuming, the unfinished run's. A grid or scheme that
-// cannot be had here is left to run_grid to report.
-Status measure_where_weighed(const std::string& path, RunOptions* o) {
+// The machine's profile as the CLI takes it (cached after the first time), for the scheme the
+// run will take (resuming, the unfinished run's): its rates where a run left to choose weighs
+// the stream against the in-core method (plan.h: a grid of 1 GiB or more), else the tiles'
+// working set and depth tuned for this machine. A grid or scheme that cannot be had here is
+// left to run_grid to report (with the working set tuned).
+Status profile_machine(const std::string& path, RunOptions* o) {
   const Result<Grid> g = Grid::open(path);
-  if (!g.ok() || !weighs_stream(g->manifest(), *o)) return Status::Ok();
-  const std::optional<RunRecord> unfinished = o->resume ? unfinished_run(*g) : std::nullopt;
-  const Result<Scheme> scheme = unfinished ? Scheme::from_grid_record(unfinished->stencil)
-                                           : scheme_for(g->manifest(), o->scheme);
-  if (!scheme.ok()) return Status::Ok();
-  DG_ASSIGN_OR_RETURN(o->machine, machine_profile(*g, *scheme, o->threads, false, o->mem_budget));
+  const std::optional<RunRecord> unfinished =
+      g.ok() && o->resume ? unfinished_run(*g) : std::nullopt;
+  const Result<Scheme> scheme = !g.ok()      ? Result<Scheme>(g.status())
+                                : unfinished ? Scheme::from_grid_record(unfinished->stencil)
+                                             : scheme_for(g->manifest(), o->scheme);
+  if (!scheme.ok()) {
+    DG_ASSIGN_OR_RETURN(o->machine.cache_bytes,
+                        tuned_cache_bytes(o->threads, false, o->mem_budget));
+    return Status::Ok();
+  }
+  if (weighs_stream(g->manifest(), *o)) {
+    DG_ASSIGN_OR_RETURN(o->machine, machine_profile(*g, *scheme, o->threads, false, o->mem_budget));
+  } else {
+    DG_ASSIGN_OR_RETURN(o->machine, machine_tuning(*scheme, g->dtype(), g->shape().nx, o->threads,
+                                                   false, o->mem_budget));
+  }
   return Status::Ok();
 }
 
@@ -295,13 +306,12 @@ std::string run(const std::string& path, const RunArgs& a, nb::object progress) 
   o.resume = a.resume;
   o.flush_subnormals = a.flush_subnormals;
   o.snapshots = {a.snapshots, a.every, {a.origin, a.spacing, a.downsample, a.snapshot_components}};
-  o.machine.cache_bytes = get(tuned_cache_bytes(a.threads, false, a.mem));
   auto callback = std::make_shared<RunCallback>(RunCallback{std::move(progress), {}});
   o.progress = [callback](int64_t done, int64_t total) { return (*callback)(done, total); };
   std::optional<Result<RunReport>> report;
   {
     nb::gil_scoped_release release;
-    const Status measured = measure_where_weighed(path, &o);
+    const Status measured = profile_machine(path, &o);
     report.emplace(measured.ok() ? run_grid(path, o) : Result<RunReport>(measured));
   }
   if (callback->error) throw std::move(*callback->error);

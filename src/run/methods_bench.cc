@@ -38,7 +38,8 @@ Result<RunReport> run_fresh(const MethodsBenchOptions& o, const std::string& nam
     DG_ASSIGN_OR_RETURN(const Grid g, Grid::open(dir));
     DG_ASSIGN_OR_RETURN(planned.machine, machine_profile(g, opt.scheme, opt.threads));
   } else {
-    DG_ASSIGN_OR_RETURN(planned.machine.cache_bytes, tuned_cache_bytes(opt.threads));
+    DG_ASSIGN_OR_RETURN(planned.machine,
+                        machine_tuning(opt.scheme, o.dtype, o.shape.nx, opt.threads));
   }
   // Let the previous run's and the creation's writes drain so that runs do not slow each
   // other down (measured on a virtio disk: up to 20% when runs follow each other directly).
@@ -146,8 +147,10 @@ Result<MethodsBench> bench_methods(const MethodsBenchOptions& o) {
   if (incore) {
     InCoreOptions warm;
     warm.threads = o.threads;
-    DG_ASSIGN_OR_RETURN(const int64_t tuned, tuned_cache_bytes(o.threads));
-    if (tuned > 0) warm.cache_bytes = tuned;
+    DG_ASSIGN_OR_RETURN(const MachineProfile tuning,
+                        machine_tuning(o.scheme, o.dtype, o.shape.nx, o.threads));
+    if (tuning.cache_bytes > 0) warm.cache_bytes = tuning.cache_bytes;
+    warm.tuned_bt = tuning.tuned_bt;
     DG_ASSIGN_OR_RETURN(InCoreBench b,
                         bench_incore(o.shape, o.scheme, o.dtype, std::min<int64_t>(o.steps, 24),
                                      warm, 1, 0, o.boundary));
