@@ -139,7 +139,17 @@ TEST_F(MachineProfileTest, TunesTheDepthOfWavesOnceAndCachesIt) {
   for (auto& [key, value] : cache["incore_bt"].items()) value = 5;  // only the cache gives 5
   write_profile(cache);
   EXPECT_EQ(tuned_bt(wave8, DType::kF32, 256, 1, 0).value(), 5);
+  // Other builds' depths go once the section holds more than its cap, as compute rates do.
+  const std::string key = cache["incore_bt"].begin().key();
+  const std::string unbuilt = key.substr(0, key.rfind('@'));
+  for (int b = 0; b < 300; ++b) cache["incore_bt"][unbuilt + "@older" + std::to_string(b)] = 2;
+  write_profile(cache);
   EXPECT_NE(tuned_bt(wave8, DType::kF32, 256, 1, 0, /*remeasure=*/true).value(), 5);
+  if (!code_build_id().empty()) {
+    const nlohmann::json depths = cached_profile()["incore_bt"];
+    EXPECT_EQ(depths.size(), 1u) << depths.dump();
+    EXPECT_TRUE(depths.contains(key));
+  }
 
   for (const char* name : {"wave2", "heat-var"}) {
     EXPECT_EQ(tuned_bt(Scheme::preset(name).value(), DType::kF32, 256, 1, 0).value(), 0) << name;

@@ -351,20 +351,21 @@ std::string compute_key(const Grid& grid, const Scheme& stencil, int threads, co
          build_suffix();
 }
 
-// Compute rates cached at most (every build's; then those of other builds are dropped).
-constexpr size_t kMaxComputeRates = 256;
+// Entries cached at most in a section keyed by build (compute rates, tuned depths): every
+// build's; then those of other builds are dropped.
+constexpr size_t kMaxBuildEntries = 256;
 
-// Drops the compute rates of other builds once the section holds more than kMaxComputeRates.
-void drop_other_builds_rates(json& mine) {
-  if (!mine.contains("compute_mlups") || !mine["compute_mlups"].is_object()) return;
-  json& rates = mine["compute_mlups"];
-  if (rates.size() <= kMaxComputeRates) return;
+// Drops the other builds' entries of `section` once it holds more than kMaxBuildEntries.
+void drop_other_builds(json& mine, const char* section) {
+  if (!mine.contains(section) || !mine[section].is_object()) return;
+  json& entries = mine[section];
+  if (entries.size() <= kMaxBuildEntries) return;
   const std::string suffix = build_suffix();
   json kept = json::object();
-  for (const auto& [key, value] : rates.items()) {
+  for (const auto& [key, value] : entries.items()) {
     if (!suffix.empty() && key.ends_with(suffix)) kept[key] = value;
   }
-  rates = std::move(kept);
+  entries = std::move(kept);
 }
 
 // The cache file: one object per machine_identity().
@@ -436,7 +437,8 @@ void update_cache(const std::string& path, const std::vector<CacheEdit>& edits) 
       mine[e.section].erase(e.key);
     }
   }
-  drop_other_builds_rates(mine);
+  drop_other_builds(mine, "compute_mlups");
+  drop_other_builds(mine, kDepthSection);
   (void)internal::write_file_atomic(p.parent_path().string(), p.filename().string(),
                                     file.dump(2) + "\n");
   if (lock >= 0) ::close(lock);  // releases the lock
