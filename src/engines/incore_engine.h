@@ -33,8 +33,9 @@ struct InCoreOptions {
   // planes 1.2x faster with 768 KiB ones; docs/performance/large-planes.md, "Large planes").
   bool shallower_to_span_x = true;
   // Schemes whose time levels can take turns (SchemeKernel::rotation()) do so at bt 1, and with
-  // radius 2 or more run at bt 1 where that is automatic (plan_wavefront). The stream engine's
-  // stages, whose levels do not take turns, and the rates measured for them plan without it.
+  // radius 2 or more run at bt 1 where that is automatic, unless tuned_bt says otherwise
+  // (plan_wavefront). The stream engine's stages, whose levels do not take turns, and the rates
+  // measured for them plan without it.
   bool turn_time_levels = true;
   // The automatic depth of schemes whose time levels can take turns, with radius 2 or more,
   // where it was measured on this machine (tuned_bt, deepgrid/machine.h): 1 turns them, a

@@ -171,32 +171,45 @@ Result<double> measure_compute(const Grid& grid, const Scheme& stencil, const In
 constexpr int64_t kCacheCandidates[] = {int64_t{3} << 17, int64_t{3} << 18, int64_t{3} << 19,
                                         int64_t{3} << 20, int64_t{6} << 20};
 
-// The best of the candidates that fit half the budget (a budget of 0: no limit), 0 when none
-// does; `all_tried` tells whether every candidate fit. Each candidate's best of
-// kTimingRepeats rounds, the candidates taking turns within a round, so that a slow spell of
-// a virtual machine does not fall on one candidate's timings only.
-Result<int64_t> measure_cache_bytes(int threads, uint64_t mem_budget, bool* all_tried) {
-  const Shape sample{512, kTuningRows, kTuningPlanes};
-  const Scheme stencil(Stencil::preset("7pt").value());
-  std::vector<int64_t> tried;
-  for (const int64_t candidate : kCacheCandidates) {
-    const InCoreOptions opt = compute_options(threads, candidate);
-    const int64_t memory = InCoreEngine<float>::memory_bytes(sample, stencil, kTuningSteps, opt);
-    if (mem_budget == 0 || static_cast<uint64_t>(memory) <= mem_budget / 2) {
-      tried.push_back(candidate);
-    }
+// Of the in-core options `candidates`, those whose engine on `sample` fits half the budget (0:
+// no limit) run `steps` steps in kTimingRepeats rounds, taking turns within each round so that
+// a slow spell of a virtual machine does not fall on one candidate's timings only. The index of
+// the fastest (by its best round), -1 when none fits; `all_tried` tells whether every one fit.
+Result<int> fastest_options(const std::vector<InCoreOptions>& candidates, const Shape& sample,
+                            const Scheme& scheme, DType dtype, int64_t steps, uint64_t mem_budget,
+                            bool* all_tried) {
+  std::vector<size_t> tried;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const int64_t memory = dispatch_dtype(dtype, [&](auto tag) {
+      return InCoreEngine<decltype(tag)>::memory_bytes(sample, scheme, steps, candidates[i]);
+    });
+    if (mem_budget == 0 || static_cast<uint64_t>(memory) <= mem_budget / 2) tried.push_back(i);
   }
-  *all_tried = tried.size() == std::size(kCacheCandidates);
+  *all_tried = tried.size() == candidates.size();
   std::vector<double> mlups(tried.size(), 0.0);
   for (int round = 0; round < kTimingRepeats; ++round) {
-    for (size_t i = 0; i < tried.size(); ++i) {
-      DG_ASSIGN_OR_RETURN(InCoreBench b, bench_incore(sample, stencil, DType::kF32, kTuningSteps,
-                                                      compute_options(threads, tried[i]), 1, 0));
-      mlups[i] = std::max(mlups[i], b.mlups);
+    for (size_t t = 0; t < tried.size(); ++t) {
+      DG_ASSIGN_OR_RETURN(InCoreBench b,
+                          bench_incore(sample, scheme, dtype, steps, candidates[tried[t]], 1, 0));
+      mlups[t] = std::max(mlups[t], b.mlups);
     }
   }
-  if (tried.empty()) return int64_t{0};
-  return tried[static_cast<size_t>(std::max_element(mlups.begin(), mlups.end()) - mlups.begin())];
+  if (tried.empty()) return -1;
+  return static_cast<int>(
+      tried[static_cast<size_t>(std::max_element(mlups.begin(), mlups.end()) - mlups.begin())]);
+}
+
+// The fastest of the candidate working sets (fastest_options()) for 7pt f32 on 512-wide planes,
+// 0 when none fits the budget.
+Result<int64_t> measure_cache_bytes(int threads, uint64_t mem_budget, bool* all_tried) {
+  std::vector<InCoreOptions> candidates;
+  for (const int64_t bytes : kCacheCandidates)
+    candidates.push_back(compute_options(threads, bytes));
+  DG_ASSIGN_OR_RETURN(const int best,
+                      fastest_options(candidates, Shape{512, kTuningRows, kTuningPlanes},
+                                      Scheme(Stencil::preset("7pt").value()), DType::kF32,
+                                      kTuningSteps, mem_budget, all_tried));
+  return best < 0 ? int64_t{0} : kCacheCandidates[best];
 }
 
 // Whether tuned_bt() measures the scheme's depth: its time levels turn at bt 1 and its radius is
@@ -212,37 +225,20 @@ Shape depth_sample(int64_t width) {
   return {nx, rows, kTuningPlanes};
 }
 
-// The best of the candidate depths (kDepthCandidates within kDepthReach) that fit half the
-// budget (0: no limit), 0 when none does; `all_tried` tells whether every candidate fit. As
-// measure_cache_bytes(): best of kTimingRepeats rounds, the candidates taking turns in each.
+// The fastest of the candidate depths (kDepthCandidates within kDepthReach; fastest_options()),
+// 0 when none fits the budget.
 Result<int> measure_bt(const Scheme& scheme, DType dtype, int64_t width, int threads,
                        int64_t cache_bytes, uint64_t mem_budget, bool* all_tried) {
-  const Shape sample = depth_sample(width);
-  std::vector<InCoreOptions> tried;
-  size_t candidates = 0;
+  std::vector<InCoreOptions> candidates;
   for (const int bt : kDepthCandidates) {
     if (bt > 1 && bt * std::max(1, scheme.radius()) > kDepthReach) continue;
-    ++candidates;
-    InCoreOptions opt = compute_options(threads, cache_bytes);
+    InCoreOptions& opt = candidates.emplace_back(compute_options(threads, cache_bytes));
     opt.turn_time_levels = true;
     opt.bt = bt;
-    const int64_t memory = dispatch_dtype(dtype, [&](auto tag) {
-      return InCoreEngine<decltype(tag)>::memory_bytes(sample, scheme, kDepthSteps, opt);
-    });
-    if (mem_budget == 0 || static_cast<uint64_t>(memory) <= mem_budget / 2) tried.push_back(opt);
   }
-  *all_tried = tried.size() == candidates;
-  std::vector<double> mlups(tried.size(), 0.0);
-  for (int round = 0; round < kTimingRepeats; ++round) {
-    for (size_t i = 0; i < tried.size(); ++i) {
-      DG_ASSIGN_OR_RETURN(InCoreBench b,
-                          bench_incore(sample, scheme, dtype, kDepthSteps, tried[i], 1, 0));
-      mlups[i] = std::max(mlups[i], b.mlups);
-    }
-  }
-  if (tried.empty()) return 0;
-  return tried[static_cast<size_t>(std::max_element(mlups.begin(), mlups.end()) - mlups.begin())]
-      .bt;
+  DG_ASSIGN_OR_RETURN(const int best, fastest_options(candidates, depth_sample(width), scheme,
+                                                      dtype, kDepthSteps, mem_budget, all_tried));
+  return best < 0 ? 0 : candidates[static_cast<size_t>(best)].bt;
 }
 
 int64_t sample_planes(const Grid& grid) {
