@@ -88,7 +88,7 @@ Result<int64_t> tuned_cache_bytes(int threads, bool remeasure = false, uint64_t 
 // The depth (bt) the in-core engine runs `scheme` fastest at on this machine, for schemes whose
 // time levels take turns at bt 1 with radius 2 or more (the wave equations wave4 and wave8):
 // turning moves 16 bytes per update, which beat temporal blocking on a Xeon VM and lost to it
-// on a Zen 4 VM (wave4 1.6x, wave8 1.2x faster at bt 4-6 there). Measured once per scheme,
+// on a Zen 4 VM (wave4 1.6x faster at bt 6-8 there, wave8 1.2x at bt 4). Measured once per scheme,
 // dtype, plane width (up to 2048), thread count and working set (a few seconds: the in-core
 // engine on a sample of about 8 Mi points of that width at bt 1, turning, and at bt 2, 3, 4, 6,
 // 8 where the halo's reach r bt is 24 planes or less, best of three rounds taking turns) and

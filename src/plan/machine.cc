@@ -325,6 +325,12 @@ std::string threads_key(int threads) {
   return std::to_string(threads > 0 ? threads : omp_get_max_threads()) + "t";
 }
 
+// What keys a scheme's measurements: "wave8:27/f32/2t" (name, points, dtype, threads).
+std::string scheme_key(const Scheme& scheme, DType dtype, int threads) {
+  return scheme.name() + ":" + std::to_string(scheme.points()) + "/" +
+         std::string(dtype_name(dtype)) + "/" + threads_key(threads);
+}
+
 // "@" and the build of the code that measures (code_build_id(), 16 hex digits), or empty.
 std::string build_suffix() {
   std::string suffix = code_build_id().substr(0, 16);
@@ -341,10 +347,8 @@ std::string build_suffix() {
 // its own.
 std::string compute_key(const Grid& grid, const Scheme& stencil, int threads, const Shape& sample,
                         int incore_bt = 0) {
-  return stencil.name() + ":" + std::to_string(stencil.points()) + "/" +
-         std::string(dtype_name(grid.dtype())) + "/" + threads_key(threads) + "/" +
-         sample.to_string() + (incore_bt > 0 ? "/incore-bt" + std::to_string(incore_bt) : "") +
-         build_suffix();
+  return scheme_key(stencil, grid.dtype(), threads) + "/" + sample.to_string() +
+         (incore_bt > 0 ? "/incore-bt" + std::to_string(incore_bt) : "") + build_suffix();
 }
 
 // Entries cached at most in a section keyed by build (compute rates, tuned depths): every
@@ -540,8 +544,7 @@ Result<int> tuned_bt(const Scheme& scheme, DType dtype, int64_t width, int threa
   const std::string path = machine_cache_path();
   json file = path.empty() ? json::object() : read_cache(path);
   json& cache = this_machine(file);
-  const std::string key = scheme.name() + ":" + std::to_string(scheme.points()) + "/" +
-                          std::string(dtype_name(dtype)) + "/" + threads_key(threads) + "/" +
+  const std::string key = scheme_key(scheme, dtype, threads) + "/" +
                           std::to_string(depth_sample(width).nx) + " wide/" +
                           std::to_string(cache_bytes) + " B" + build_suffix();
   if (!remeasure) {

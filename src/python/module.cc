@@ -264,17 +264,17 @@ struct RunArgs {
 // working set and depth tuned for this machine. A grid or scheme that cannot be had here is
 // left to run_grid to report (with the working set tuned).
 Status profile_machine(const std::string& path, RunOptions* o) {
-  const Result<Grid> g = Grid::open(path);
-  const std::optional<RunRecord> unfinished =
-      g.ok() && o->resume ? unfinished_run(*g) : std::nullopt;
-  const Result<Scheme> scheme = !g.ok()      ? Result<Scheme>(g.status())
-                                : unfinished ? Scheme::from_grid_record(unfinished->stencil)
-                                             : scheme_for(g->manifest(), o->scheme);
-  if (!scheme.ok()) {
+  auto working_set_only = [o]() -> Status {
     DG_ASSIGN_OR_RETURN(o->machine.cache_bytes,
                         tuned_cache_bytes(o->threads, false, o->mem_budget));
     return Status::Ok();
-  }
+  };
+  const Result<Grid> g = Grid::open(path);
+  if (!g.ok()) return working_set_only();
+  const std::optional<RunRecord> unfinished = o->resume ? unfinished_run(*g) : std::nullopt;
+  const Result<Scheme> scheme = unfinished ? Scheme::from_grid_record(unfinished->stencil)
+                                           : scheme_for(g->manifest(), o->scheme);
+  if (!scheme.ok()) return working_set_only();
   if (weighs_stream(g->manifest(), *o)) {
     DG_ASSIGN_OR_RETURN(o->machine, machine_profile(*g, *scheme, o->threads, false, o->mem_budget));
   } else {
