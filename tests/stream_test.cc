@@ -67,7 +67,8 @@ struct Case {
   GridPlacement placement = {};
   uint64_t device_mem = 0;  // the device method's budget (0: the device's memory less 1/16)
   DeviceOverlap device_overlap = DeviceOverlap::kAuto;
-  int64_t band_rows = 0;  // stream: sweeps in bands of rows (stream_bands.h); 0: whole planes
+  int64_t band_rows = 0;    // stream: sweeps in bands of rows (stream_bands.h); 0: whole planes
+  bool coef_files = false;  // the grid keeps its coefficients in coefficient files (store.h)
 };
 
 bool bounded(const GridPlacement& at) {
@@ -95,6 +96,7 @@ class StreamGolden : public ::testing::Test {
     co.shape = c.shape;
     co.dtype = c.dtype;
     co.fields = initial_fields(scheme, {});
+    co.coefficient_components = coefficient_components(scheme);  // (as create_for_scheme)
     co.chunk_target_bytes = 3 * 4096;  // several chunks, so stripes alternate
     for (int s = 0; s < c.stripes && c.stripes > 1; ++s) {
       co.stores.push_back(dir + "_s" + std::to_string(s));
@@ -102,9 +104,14 @@ class StreamGolden : public ::testing::Test {
     }
     // Every component random: planes of n components are (ny * n) x nx arrays.
     const auto u = initial_values<T>(c, n);
+    std::vector<std::pair<std::string, fs::file_time_type>> coef_written;
     {  // released before the run opens the grid
       Grid g = Grid::create(dir, co).value();
       ASSERT_TRUE(g.write_planes(0, c.shape.nz, u.data()).ok());
+      ASSERT_TRUE(!c.coef_files || g.manifest().has_coef_files());
+      for (int f = 0; f < static_cast<int>(g.manifest().layout.coef_files.size()); ++f) {
+        coef_written.emplace_back(g.coef_path(f), fs::last_write_time(g.coef_path(f)));
+      }
     }
 
     RunOptions opt;
@@ -147,6 +154,9 @@ class StreamGolden : public ::testing::Test {
       }
     }
 
+    for (const auto& [path, written] : coef_written) {
+      EXPECT_EQ(fs::last_write_time(path), written) << "the run wrote coefficient file " << path;
+    }
     Grid after = Grid::open(dir).value();
     std::vector<T> got(u.size());
     ASSERT_TRUE(after.read_planes(0, c.shape.nz, got.data()).ok());
@@ -449,6 +459,28 @@ TEST_P(EngineGolden, SchemesOfSeveralFields) {
     c.stripes = 3;
     expect_all_boundaries(c);
     c.stencil = kThreeLevelScheme;
+    expect_all_boundaries(c);
+  }
+}
+
+// Grids whose coefficient components are whole blocks keep them in coefficient files (store.h):
+// every engine reads them from there, computes the same bits, and never writes them.
+TEST_P(EngineGolden, SchemesWithCoefficientFiles) {
+  if (method() == Method::kTiled) {
+    GTEST_SKIP() << "the tiled comparison method runs plain stencils only";
+  }
+  for (const char* sc : {"wave4", "heat-var", kCoupledScheme, kFusedFormScheme}) {
+    for (DType dt : {DType::kF32, DType::kF64}) {  // (components of 4096 bytes)
+      Case c{sc, {32, dt == DType::kF32 ? 32 : 16, 12}, dt, 5, 0, 1, io::Backend::kUring};
+      c.coef_files = true;
+      expect_all_boundaries(c);
+    }
+  }
+  for (int bt : {1, 3}) {
+    Case c{"wave8", {32, 64, 14}, DType::kF32, 7, bt, 3, io::Backend::kThreads};
+    c.tile_x = 5;
+    c.tile_y = 4;
+    c.coef_files = true;
     expect_all_boundaries(c);
   }
 }

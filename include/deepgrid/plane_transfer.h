@@ -51,7 +51,7 @@ inline PlaneSource component_of(PlaneSource source, const Manifest& m, int compo
 
 // Bytes of buffers the transfers above hold.
 inline int64_t plane_transfer_bytes(const Manifest& m, unsigned depth = kPlanesInFlight) {
-  return static_cast<int64_t>(depth) * m.layout.plane_stride;
+  return static_cast<int64_t>(depth) * m.layout.plane_buffer_bytes();
 }
 
 }  // namespace deepgrid::io

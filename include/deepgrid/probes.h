@@ -109,8 +109,11 @@ void index_by_plane(ResolvedProbes* p);
 
 // Resolves `probes` (which must outlive the result) for a grid of `shape` whose components
 // are `components` ({"u"} for a plain grid). Errors name the probe and say what is wrong.
+// Components marked in `constant` (a scheme's coefficient fields: read-only, constant in time,
+// and kept apart on disk) take receivers but no sources.
 Result<ResolvedProbes> resolve_probes(const Probes& probes, const Shape& shape,
-                                      const std::vector<std::string>& components);
+                                      const std::vector<std::string>& components,
+                                      const std::vector<bool>& constant = {});
 
 // Ok, or why the receivers of `probes` have nowhere to record: no traces file given, or one
 // that cannot be written (a directory, or in a directory missing or not writable). Checked

@@ -113,6 +113,8 @@ class Scheme {
   // The index of a component name, or -1.
   int component_index(std::string_view name) const;
   bool is_coefficient(int component) const;
+  // is_coefficient of every component, in plane order.
+  const std::vector<bool>& coefficients() const { return coefficient_; }
   // Components carried unchanged into the next step's component: (to, from) pairs (older
   // levels shifting, coefficient fields staying).
   const std::vector<std::pair<int, int>>& carried() const { return carried_; }

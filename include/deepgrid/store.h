@@ -1,12 +1,23 @@
 // The on-disk grid: a directory with a JSON manifest and data files laid out for direct I/O.
 //
 // Layout: the data files hold a ring of nz + spare_planes plane slots; plane z (nx * ny values,
-// x fastest) is in slot (z + base) mod slots. A slot occupies `plane_stride` bytes, plane_bytes
-// rounded up to 4096. Slots are grouped into chunks of `planes_per_chunk`; chunk c lives in
-// file c % S (S = number of store directories) at byte offset (c / S) * chunk_bytes. Values
-// are little-endian IEEE. The spare slots let an in-place sweep write new plane z into the
-// slot `spare` places behind old plane z's, so the old planes a crashed sweep still needs are
-// intact (resume.h); each sweep moves `base` back by `spare`.
+// x fastest, of each component in turn) is in slot (z + base) mod slots. A slot occupies
+// `plane_stride` bytes, the bytes of the components it holds rounded up to 4096. Slots are
+// grouped into chunks of `planes_per_chunk`; chunk c lives in file c % S (S = number of store
+// directories) at byte offset (c / S) * chunk_bytes. Values are little-endian IEEE. The spare
+// slots let an in-place sweep write new plane z into the slot `spare` places behind old plane
+// z's, so the old planes a crashed sweep still needs are intact (resume.h); each sweep moves
+// `base` back by `spare`.
+//
+// Coefficient files (format version 5): a grid whose scheme's coefficient fields (read-only,
+// constant in time) are the last components of its planes, and whose components are each
+// whole 4096-byte blocks, keeps those components apart, in coefficient files striped like the
+// ring: plane z's coefficients at a fixed place (chunk z / coef_planes_per_chunk in coefficient
+// file chunk % S), never moved by a sweep. The ring's slots then hold the state components
+// only, so a sweep reads a plane's every component and writes its state alone; in memory a
+// plane is still every component one after another (the ring's part, then the coefficients').
+// Coefficient files are written when a grid is made (and by writers of whole planes, with the
+// values they hold: engines never change coefficients) and have no second copy.
 //
 // The manifest (DIR/manifest.json) is replaced atomically: written to a temporary file,
 // fsynced, renamed over the old one, and the directory fsynced. Beside it, a checksum table
@@ -44,7 +55,9 @@ class GridLock;
 // Version 3 added the spare slots and the base; older grids have neither (0 and 0).
 // Version 4 added fields: a plane of several components (a scheme's fields, scheme.h); grids of
 // one field are still written as version 3.
-inline constexpr int kManifestVersion = 4;
+// Version 5 added coefficient files (above); grids without them are still written as version 4.
+inline constexpr int kManifestVersion = 5;
+inline constexpr int kFieldsManifestVersion = 4;
 inline constexpr int kOneFieldManifestVersion = 3;
 
 struct DataFile {
@@ -55,13 +68,31 @@ struct DataFile {
 };
 
 struct Layout {
-  int64_t plane_bytes = 0;   // components * nx * ny * dtype size
-  int64_t plane_stride = 0;  // plane_bytes rounded up to kDirectIoAlignment
+  int64_t plane_bytes = 0;   // components * nx * ny * dtype size: a plane in memory
+  int64_t plane_stride = 0;  // a ring slot: ring_bytes() rounded up to kDirectIoAlignment
   int64_t planes_per_chunk = 0;
   int64_t spare_planes = 0;     // slots beyond the nz the planes occupy
   std::vector<DataFile> files;  // one per store directory
+  // Coefficient files (version 5): the bytes of a plane's coefficient components kept apart
+  // (whole blocks; 0: none, every component is in the ring), and their files, one per store.
+  int64_t coef_bytes = 0;
+  int64_t coef_planes_per_chunk = 0;
+  std::vector<DataFile> coef_files;
 
   int64_t chunk_bytes() const { return planes_per_chunk * plane_stride; }
+  int64_t coef_chunk_bytes() const { return coef_planes_per_chunk * coef_bytes; }
+  // The bytes of a plane the ring's slots hold.
+  int64_t ring_bytes() const { return plane_bytes - coef_bytes; }
+  // An aligned buffer that takes a whole plane in one transfer of each of its parts: the
+  // ring's slot, then (in memory right after the ring's part) the coefficients.
+  int64_t plane_buffer_bytes() const { return plane_stride + coef_bytes; }
+  // The bytes of the data and coefficient files together.
+  int64_t disk_bytes() const {
+    int64_t total = 0;
+    for (const DataFile& f : files) total += f.bytes;
+    for (const DataFile& f : coef_files) total += f.bytes;
+    return total;
+  }
 };
 
 // Where plane z is: file index and byte offset.
@@ -110,6 +141,17 @@ struct Manifest {
   PlaneHashing plane_hashing() const;
   std::string_view checksum_algorithm() const;
   PlaneLocation locate(int64_t z) const { return locate_slot(slot_of(z, base)); }
+  // Where plane z's coefficients are (in layout.coef_files): grids with coefficient files.
+  PlaneLocation locate_coef(int64_t z) const;
+  bool has_coef_files() const { return layout.coef_bytes > 0; }
+  // The bytes a read of every plane moves, and a write of a whole new state (in-core runs,
+  // replacements: without the coefficients, which stay in their files).
+  int64_t grid_read_bytes() const { return shape.nz * layout.plane_buffer_bytes(); }
+  int64_t grid_write_bytes() const { return shape.nz * layout.plane_stride; }
+  // The last components kept in the coefficient files (0 without them).
+  int coef_components() const {
+    return static_cast<int>(layout.coef_bytes / (layout.plane_bytes / components()));
+  }
   // The slot of plane z with another base (a sweep's writes go `spare` slots back).
   int64_t slot_of(int64_t z, int64_t with_base) const;
   PlaneLocation locate_slot(int64_t slot) const;
@@ -127,6 +169,9 @@ struct CreateOptions {
   std::vector<std::string> stores;  // data directories; empty = the grid directory itself
   int64_t chunk_target_bytes = 8 << 20;
   int64_t spare_planes = -1;  // -1: default_spare_planes(nz)
+  // The last components that are coefficient fields (create_for_scheme), kept in coefficient
+  // files where the shape allows (plan_layout).
+  int coefficient_components = 0;
 };
 
 // Spare slots a new grid gets: enough for in-place sweeps of up to 63 steps of a radius-1
@@ -134,9 +179,12 @@ struct CreateOptions {
 // large planes then rarely wait for a checkpoint).
 int64_t default_spare_planes(int64_t nz);
 
-// The layout create() would use, and the bytes each store directory needs.
+// The layout create() would use, and the bytes each store directory needs. The last
+// `coefficient_components` go to coefficient files when every component of a plane is whole
+// 4096-byte blocks; else they stay in the ring like the others.
 Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
-                           int64_t chunk_target_bytes, int64_t spare_planes, int components = 1);
+                           int64_t chunk_target_bytes, int64_t spare_planes, int components = 1,
+                           int coefficient_components = 0);
 
 // The manifest create() would write, but for its id, the data files' paths and its history:
 // what planning a run on a grid not yet made needs.
@@ -173,6 +221,10 @@ class Grid {
   int fd(int file, FileSet set = FileSet::kCurrent) const {
     return (set == FileSet::kCurrent ? fds_ : replacement_fds_)[static_cast<size_t>(file)];
   }
+  // The coefficient files (grids with them: Manifest::has_coef_files, locate_coef). No set:
+  // a replacement of the grid's state shares them.
+  const std::string& coef_path(int file) const { return coef_paths_[static_cast<size_t>(file)]; }
+  int coef_fd(int file) const { return coef_fds_[static_cast<size_t>(file)]; }
 
   // Reads planes [z0, z0 + count) into `dst`, packed (count * nx * ny values, no padding).
   // Where `dst` (`src` below) is aligned to kDirectIoAlignment and a plane is whole 4096-byte
@@ -232,7 +284,9 @@ class Grid {
   // planes do not wrap around the ring's end (can_grow_spare()) and no in-place sweep or
   // prepared replacement is pending; the spare slots stay as many. The checksums move with
   // their planes. Commits the manifest.
+  // Grids with coefficient files cannot (can_add_planes).
   Status add_planes(int64_t below, int64_t above);
+  bool can_add_planes() const;
 
   // Writers that produce a whole new state (the in-core engines) write it into a second set of
   // data files, so a crash leaves the committed files untouched: create_replacement() makes
@@ -304,6 +358,8 @@ class Grid {
   std::vector<int> fds_;
   std::vector<int> replacement_fds_;
   std::vector<int> kept_fds_;  // files a commit kept for the next replacement (OldFiles::kKeep)
+  std::vector<int> coef_fds_;
+  std::vector<std::string> coef_paths_;
   bool direct_io_ = false;
   mutable uint64_t bytes_read_ = 0;
   uint64_t bytes_written_ = 0;
@@ -334,5 +390,7 @@ std::string utc_now();
 // records the scheme, so it runs without naming it again; refuses a dtype the scheme cannot
 // run on. A plain stencil leaves the grid of one field.
 Status create_for_scheme(const Scheme& scheme, CreateOptions& options);
+// The scheme's last components that are coefficient fields (CreateOptions).
+int coefficient_components(const Scheme& scheme);
 
 }  // namespace deepgrid

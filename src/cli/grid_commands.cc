@@ -44,10 +44,7 @@ json manifest_json(const Grid& g) {
   json j = json::parse(g.manifest().to_json());
   j["directory"] = g.dir();
   j["direct_io"] = g.direct_io();
-  j["bytes_on_disk"] = 0;
-  int64_t total = 0;
-  for (const auto& f : g.manifest().layout.files) total += f.bytes;
-  j["bytes_on_disk"] = total;
+  j["bytes_on_disk"] = g.manifest().layout.disk_bytes();
   j["interrupted_sweep"] = g.interrupted_sweep();  // empty: the data hold the step shown
   j["state"] = grid_state(g);
   j["kernel"] = kernel_json(g.manifest());
@@ -56,8 +53,7 @@ json manifest_json(const Grid& g) {
 
 void print_info(const Grid& g) {
   const Manifest& m = g.manifest();
-  int64_t total = 0;
-  for (const auto& f : m.layout.files) total += f.bytes;
+  const int64_t total = m.layout.disk_bytes();
   std::printf("grid        %s\n", g.dir().c_str());
   std::printf("shape       %s (numpy shape (%lld, %lld, %lld)), %s\n", m.shape.to_string().c_str(),
               static_cast<long long>(m.shape.nz), static_cast<long long>(m.shape.ny),
@@ -71,9 +67,13 @@ void print_info(const Grid& g) {
   std::printf("time step   %lld\n", static_cast<long long>(m.step));
   std::printf("state       %s\n", grid_state(g).c_str());
   std::printf(
-      "layout      planes of %s padded to %s, %lld spare slots, %lld slots per chunk, %zu "
+      "layout      planes of %s%s, slots of %s, %lld spare slots, %lld slots per chunk, %zu "
       "file%s, %s on disk\n",
       format_size(static_cast<uint64_t>(m.layout.plane_bytes)).c_str(),
+      m.has_coef_files() ? (" (" + format_size(static_cast<uint64_t>(m.layout.coef_bytes)) +
+                            " of coefficients in coefficient files)")
+                               .c_str()
+                         : "",
       format_size(static_cast<uint64_t>(m.layout.plane_stride)).c_str(),
       static_cast<long long>(m.layout.spare_planes),
       static_cast<long long>(m.layout.planes_per_chunk), m.layout.files.size(),
@@ -82,6 +82,9 @@ void print_info(const Grid& g) {
                                                    : join_csv(m.stores).c_str());
   for (int f = 0; f < static_cast<int>(m.layout.files.size()); ++f) {
     std::printf("  file %d    %s\n", f, g.file_path(f).c_str());
+  }
+  for (int f = 0; f < static_cast<int>(m.layout.coef_files.size()); ++f) {
+    std::printf("  coef %d    %s\n", f, g.coef_path(f).c_str());
   }
   std::printf("direct I/O  %s\n",
               g.direct_io() ? "yes (O_DIRECT)" : "no (filesystem refuses O_DIRECT)");

@@ -65,9 +65,11 @@ Result<std::unique_ptr<io::BlockIo>> open_block_io(const StreamPlan& plan, const
   io::BlockIoOptions io_opt;
   io_opt.backend = options.io;
   // (A band's transfer is a request per component, and its read across the grid's ends up to
-  // three: two more per read buffer.)
+  // three: two more per read buffer. A whole plane's read takes two where the coefficients
+  // are in their own files.)
   io_opt.queue_depth = static_cast<unsigned>(
-      plan.bands > 0 ? (plan.io_buffers + 2 * plan.block) * m.components() : plan.io_buffers);
+      plan.bands > 0 ? (plan.io_buffers + 2 * plan.block) * m.components()
+                     : plan.io_buffers + (m.has_coef_files() ? plan.block : 0));
   io_opt.fault_hook = options.fault_hook;
   auto io = io::make_block_io(io_opt);
   if (!io.ok() && io.status().code() == ErrorCode::kUnsupported &&

@@ -74,7 +74,7 @@ size_t SweepIo::component_stride() const {
 
 size_t SweepIo::buffer_bytes() const {
   return band_height_ > 0 ? band_buffer_bytes(m_, band_height_)
-                          : static_cast<size_t>(m_.layout.plane_stride);
+                          : static_cast<size_t>(m_.layout.plane_buffer_bytes());
 }
 
 Status SweepIo::begin(const SweepRecord& record, std::vector<int64_t> order) {
@@ -187,8 +187,9 @@ Status SweepIo::complete_writes(StreamStats& stats) {
   return Status::Ok();
 }
 
-// Old plane p is read from its slot (or, resuming a periodic sweep, the side file); new
-// plane z goes to the slot `spare` places behind old plane z's.
+// Old plane p is read from its slot (or, resuming a periodic sweep, the side file) and its
+// coefficients from theirs; new plane z goes to the slot `spare` places behind old plane z's,
+// without its coefficients (which stay where they are).
 Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
   buf.plane = plane;
   buf.busy = true;
@@ -221,9 +222,20 @@ Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
     r.path = paths_[static_cast<size_t>(loc.file)];
     r.offset = loc.offset;
   }
-  r.length = buffer_bytes();
+  r.length = static_cast<size_t>(m_.layout.plane_stride);
   r.buffer = buf.bytes;
   buf.length = static_cast<int64_t>(r.length);
+  if (!write && m_.has_coef_files()) {
+    DG_RETURN_IF_ERROR(io_.submit(r));
+    const PlaneLocation coef = m_.locate_coef(plane);
+    r.fd = grid_.coef_fd(coef.file);
+    r.path = grid_.coef_path(coef.file);
+    r.offset = coef.offset;
+    r.length = static_cast<size_t>(m_.layout.coef_bytes);
+    r.buffer = buf.bytes + m_.layout.plane_stride;
+    buf.length += static_cast<int64_t>(r.length);
+    buf.parts = 2;
+  }
   return io_.submit(r);
 }
 
@@ -252,12 +264,17 @@ SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int6
   const Band& band = (*bands_)[buf.band];
   const auto span = static_cast<int64_t>(component_stride());
   BandRequests out;
+  const int64_t state = m_.components() - m_.coef_components();  // components in the ring
   if (!write) {
-    const PlaneLocation loc = m_.locate_slot(m_.slot_of(plane, record_->base_from));
+    const PlaneLocation ring = m_.locate_slot(m_.slot_of(plane, record_->base_from));
     const BandLayout l = band_layout(m_, band_height_, band.r0);
-    const auto f = static_cast<size_t>(loc.file);
     for (int64_t c = 0; c < m_.components(); ++c) {
-      const int64_t base = c * ny * row;  // the component's first byte in the plane
+      // The component's file, and its first byte there relative to `loc.offset`: coefficients
+      // are whole blocks, so the lead that aligns the ring's components aligns them too.
+      const bool coef = c >= state;
+      const PlaneLocation loc = coef ? m_.locate_coef(plane) : ring;
+      const auto f = static_cast<size_t>(loc.file);
+      const int64_t base = (coef ? c - state : c) * ny * row;
       const int64_t start = base + l.a * row, end = start + l.before_end * row;
       const int64_t at = static_cast<int64_t>(l.lead) + c * span;  // row r0 in the buffer
       const int64_t wrapped_at = at + l.before_end * row;          // row 0 after the wrap
@@ -269,8 +286,10 @@ SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int6
         if (aligned) from = from / kBlock * kBlock;
         io::Request& r = out.emplace_back();
         const bool direct = aligned || !grid_.direct_io();
-        r.fd = direct ? grid_.fd(loc.file) : band.buffered_read_fds[f];
-        r.path = paths_[f];
+        r.fd = coef     ? grid_.coef_fd(loc.file)
+               : direct ? grid_.fd(loc.file)
+                        : band.buffered_read_fds[f];
+        r.path = coef ? grid_.coef_path(loc.file) : paths_[f];
         r.offset = loc.offset + from;
         r.length = static_cast<size_t>(aligned ? round_up(to - from) : to - from);
         r.buffered = !aligned;
@@ -298,7 +317,7 @@ SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int6
   }
   const PlaneLocation loc = grid_.locate(plane, FileSet::kReplacement);
   const int64_t bytes = (band.y1 - band.y0) * row;
-  for (int64_t c = 0; c < m_.components(); ++c) {
+  for (int64_t c = 0; c < state; ++c) {  // (the coefficients stay in their files)
     io::Request& r = out.emplace_back();
     r.fd = band.write_fds[static_cast<size_t>(loc.file)];
     r.path = band.write_paths[static_cast<size_t>(loc.file)];
@@ -396,13 +415,15 @@ Status SweepIo::open_side_file(const SweepRecord& record) {
   DG_ASSIGN_OR_RETURN(
       side_fd_, open_data_file(side_path_, resumed ? O_RDWR : O_RDWR | O_CREAT | O_TRUNC, &direct));
   if (resumed) return Status::Ok();
+  // The planes' parts in the ring (their coefficients are never overwritten).
   const int64_t stride = m_.layout.plane_stride;
   void* buf = writes_.front().bytes;  // idle between sweeps
   for (int64_t p = 0; p < side_planes_; ++p) {
     const PlaneLocation loc = m_.locate_slot(m_.slot_of(p, record.base_from));
-    DG_RETURN_IF_ERROR(pread_full(grid_.fd(loc.file), buf, buffer_bytes(), loc.offset,
+    DG_RETURN_IF_ERROR(pread_full(grid_.fd(loc.file), buf, static_cast<size_t>(stride), loc.offset,
                                   paths_[static_cast<size_t>(loc.file)]));
-    DG_RETURN_IF_ERROR(pwrite_full(side_fd_, buf, buffer_bytes(), p * stride, side_path_));
+    DG_RETURN_IF_ERROR(
+        pwrite_full(side_fd_, buf, static_cast<size_t>(stride), p * stride, side_path_));
   }
   if (::fdatasync(side_fd_) != 0) return errno_status(errno, "fsync", side_path_);
   return fsync_path(grid_.dir());

@@ -195,7 +195,7 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   p.io_buffers = 3 * int64_t{block};
   p.memory_bytes = pools_bytes + ring_bytes +
                    static_cast<int64_t>(internal::paged_bytes(
-                       static_cast<size_t>(p.io_buffers * m.layout.plane_stride)));
+                       static_cast<size_t>(p.io_buffers * m.layout.plane_buffer_bytes())));
   return p;
 }
 
@@ -245,8 +245,10 @@ struct SweepIo {
 // The disk as cheapest_plan() weighs it: a measured rate with a 20% margin, the rate earlier
 // sweeps sustained as it is.
 SweepIo sweep_io(const Manifest& m, const StreamOptions& opt, int threads) {
-  const double bytes_per_point = 2.0 * static_cast<double>(m.layout.plane_stride) /
-                                 static_cast<double>(m.shape.plane_points());
+  // (a plane read whole, written without its coefficients)
+  const double bytes_per_point =
+      static_cast<double>(m.layout.plane_buffer_bytes() + m.layout.plane_stride) /
+      static_cast<double>(m.shape.plane_points());
   return {(opt.disk_rate_observed ? 1.0 : 1.2) * bytes_per_point /
               std::max(opt.disk_bytes_per_update, 1e-3),
           opt.io_cpu_updates_per_byte / threads * bytes_per_point};
@@ -332,6 +334,7 @@ Manifest band_manifest(const Manifest& m, int64_t height) {
   band.layout.plane_bytes =
       m.components() * m.shape.nx * height * static_cast<int64_t>(dtype_size(m.dtype));
   band.layout.plane_stride = static_cast<int64_t>(internal::stream::band_buffer_bytes(m, height));
+  band.layout.coef_bytes = 0;  // (a band's buffer holds every component)
   return band;
 }
 

@@ -104,7 +104,8 @@ Result<Probes> read_probes(const std::string& path) {
 }
 
 Result<ResolvedProbes> resolve_probes(const Probes& probes, const Shape& shape,
-                                      const std::vector<std::string>& components) {
+                                      const std::vector<std::string>& components,
+                                      const std::vector<bool>& constant) {
   ResolvedProbes out;
   auto resolve = [&](const std::string& field, int64_t x, int64_t y, int64_t z,
                      const std::string& what) -> Result<ProbePoint> {
@@ -121,6 +122,12 @@ Result<ResolvedProbes> resolve_probes(const Probes& probes, const Shape& shape,
   };
   for (const SourceSpec& s : probes.sources) {
     DG_ASSIGN_OR_RETURN(const ProbePoint p, resolve(s.field, s.x, s.y, s.z, "a source"));
+    if (static_cast<size_t>(p.component) < constant.size() &&
+        constant[static_cast<size_t>(p.component)]) {
+      return invalid_argument("a source adds to field '" + s.field +
+                              "', a coefficient field (read-only, constant in time); add it to "
+                              "a state field of the scheme");
+    }
     out.sources.push_back(p);
     out.source_specs.push_back(&s);
   }

@@ -45,6 +45,7 @@ CreateOptions part_options(const CreateOptions& global, const PartInfo& info) {
   opt.dtype = global.dtype;
   for (const FieldInit& f : global.fields) opt.fields.push_back({f.name, {}});
   opt.scheme = global.scheme;
+  opt.coefficient_components = global.coefficient_components;
   opt.stores = info.stores;
   return opt;
 }
@@ -55,6 +56,10 @@ CreateOptions grid_options(const Manifest& m) {
   opt.dtype = m.dtype;
   for (const std::string& f : m.fields) opt.fields.push_back({f, {}});
   opt.scheme = m.scheme;
+  if (!m.scheme.empty()) {
+    const auto scheme = Scheme::from_grid_record(m.scheme);
+    opt.coefficient_components = scheme.ok() ? coefficient_components(*scheme) : 0;
+  }
   return opt;
 }
 

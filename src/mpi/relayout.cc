@@ -70,12 +70,12 @@ bool only_z_halos_grow(const HaloExtent& from, const HaloExtent& to) {
 }
 
 // Gives this rank's part the wider z halo `need` by adding planes at its ends, when its
-// planes can stay where they are (Grid::add_planes); false when it must be copied instead.
+// planes can stay where they are (Grid::can_add_planes); false when it must be copied instead.
 // Nothing is copied, so nothing is checked: the block keeps its checksums.
 Result<bool> add_halo_planes(const DistributedManifest& m, PartInfo* info, const HaloExtent& need) {
   if (!only_z_halos_grow(info->halo, need)) return false;
   DG_ASSIGN_OR_RETURN(Grid part, open_part(m, rank(), Grid::Mode::kReadWrite));
-  if (!part.can_grow_spare() || part.prepared().has_value()) return false;
+  if (!part.can_add_planes()) return false;
   constexpr size_t z = kAxisZ;
   DG_RETURN_IF_ERROR(
       part.add_planes(need.below[z] - info->halo.below[z], need.above[z] - info->halo.above[z]));

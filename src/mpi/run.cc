@@ -62,7 +62,7 @@ Status commit_held(Grid& part, const ResidentGrid& held, int64_t step, RankFigur
   after.step = step;
   Status st = held.write_replacement(part);
   if (st.ok()) st = part.prepare_replacement(after);
-  figures->bytes_written += held.grid_bytes();
+  figures->bytes_written += static_cast<uint64_t>(part.manifest().grid_write_bytes());
   figures->io_wait_seconds += seconds_since(t0);
   if (const Status all = agree(st); !all.ok()) {
     if (part.prepared()) (void)part.discard_prepared();
@@ -101,7 +101,7 @@ Result<std::optional<ResidentGrid>> hold_in_memory(Grid& part, const RunOptions&
   auto held = ResidentGrid::load(part, opt, std::move(checked).value());
   figures->io_wait_seconds += seconds_since(t0);
   DG_RETURN_IF_ERROR(agree(held.status()));
-  figures->bytes_read += held->grid_bytes();
+  figures->bytes_read += static_cast<uint64_t>(part.manifest().grid_read_bytes());
   return std::optional<ResidentGrid>(std::move(held).value());
 }
 
@@ -275,7 +275,8 @@ Status DistributedRun::check(RunToDo& todo) {
   DG_RETURN_IF_ERROR(agree(
       rank() == 0 ? check_snapshots(whole_, opt_.snapshots, opt_.method, progress_.at, run_.step_to)
                   : Status::Ok()));
-  DG_ASSIGN_OR_RETURN(all_probes_, resolve_probes(opt_.probes, m_.shape, whole_.field_names()));
+  DG_ASSIGN_OR_RETURN(all_probes_, resolve_probes(opt_.probes, m_.shape, whole_.field_names(),
+                                                  opt_.scheme.coefficients()));
   // (rank 0 alone writes the traces file: its directory need not exist on other machines)
   DG_RETURN_IF_ERROR(
       agree(rank() == 0 ? check_traces_destination(all_probes_, opt_.traces_path) : Status::Ok()));

@@ -72,7 +72,7 @@ constexpr int kDepthReach = 24;  // the deepest halo tried, in planes (radius * 
 // How many planes measure_read_bandwidth() keeps in flight: as many as the stream engine,
 // fewer when their buffers do not fit half the budget.
 int64_t read_depth(const Grid& grid, uint64_t mem_budget) {
-  const int64_t stride = grid.manifest().layout.plane_stride;
+  const int64_t stride = grid.manifest().layout.plane_buffer_bytes();
   return mem_budget == 0 ? int64_t{io::kPlanesInFlight}
                          : std::clamp<int64_t>(static_cast<int64_t>(mem_budget / 2) / stride, 1,
                                                io::kPlanesInFlight);
@@ -85,7 +85,7 @@ Result<double> measure_read_bandwidth(const Grid& grid, int64_t planes, uint64_t
   DG_RETURN_IF_ERROR(io::read_plane_range(
       grid, 0, planes, [](int64_t, const void*) { return Status::Ok(); },
       static_cast<unsigned>(read_depth(grid, mem_budget))));
-  return static_cast<double>(planes * grid.manifest().layout.plane_stride) /
+  return static_cast<double>(planes * grid.manifest().layout.plane_buffer_bytes()) /
          std::max(seconds_since(t0), 1e-9);
 }
 
@@ -243,7 +243,7 @@ Result<int> measure_bt(const Scheme& scheme, DType dtype, int64_t width, int thr
 
 int64_t sample_planes(const Grid& grid) {
   return std::min(grid.shape().nz,
-                  std::max<int64_t>(1, (256 << 20) / grid.manifest().layout.plane_stride));
+                  std::max<int64_t>(1, (256 << 20) / grid.manifest().layout.plane_buffer_bytes()));
 }
 
 // Keeps an in-core engine advancing, again and again, from construction until stop(): the
@@ -304,7 +304,8 @@ Result<double> measure_io_cpu_cost(const Grid& grid, int threads, int64_t cache_
   const double alone = stolen_cpu_seconds() - stolen1, alone_seconds = seconds_since(t1);
   load.stop();
   DG_RETURN_IF_ERROR(read);
-  const double bytes = static_cast<double>(passes * planes * grid.manifest().layout.plane_stride);
+  const double bytes =
+      static_cast<double>(passes * planes * grid.manifest().layout.plane_buffer_bytes());
   return std::max(0.0, (stolen1 - stolen0) - alone * reading / alone_seconds) / bytes;
 }
 
@@ -492,7 +493,8 @@ void record_sweep_bandwidth(const Grid& grid, double bytes, double busy_seconds)
 
 void record_incore_load_store(const Grid& grid, double seconds) {
   constexpr double kRecordedFrom = 256.0 * (1 << 20);
-  const double bytes = static_cast<double>(grid.shape().nz * grid.manifest().layout.plane_stride);
+  const double bytes =
+      static_cast<double>(grid.shape().nz * grid.manifest().layout.plane_buffer_bytes());
   const std::string path = machine_cache_path(), dk = disk_key(grid);
   if (bytes < kRecordedFrom || seconds <= 0 || path.empty() || dk.empty()) return;
   update_cache(path, {{kLoadStoreSection, dk, seconds / bytes, /*averaged=*/true}});

@@ -258,7 +258,7 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
   const int64_t transfers = io::plane_transfer_bytes(m) + m.layout.plane_bytes;
   o.host_mem = static_cast<int64_t>(opt.mem_budget);
   o.host_transfer_bytes = transfers;
-  o.io_plane_bytes = m.layout.plane_stride;
+  o.io_plane_bytes = m.layout.plane_buffer_bytes();
   if (machine.device_mlups > 0 && machine.device_copy_bps > 0) {
     const double point_bytes = static_cast<double>(opt.scheme.component_count()) *
                                static_cast<double>(dtype_size(m.dtype));
@@ -277,7 +277,7 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
     StreamPlan& s = plan.stream;
     s.bt = s.cache_bt = d.pass_steps;
     const int64_t room = (static_cast<int64_t>(opt.mem_budget) - d.host_bytes) /
-                         (kMinThreeTierIoBuffers * m.layout.plane_stride);
+                         (kMinThreeTierIoBuffers * m.layout.plane_buffer_bytes());
     s.block = static_cast<int>(std::clamp<int64_t>(room, 1, 4));
     // The host's threads check and hash the planes a block at a time beside a GPU; a CPU
     // device computes on the same cores, which a team would take from it (on PoCL, 2 cores,
@@ -287,7 +287,7 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
     s.io_buffers = kMinThreeTierIoBuffers * s.block;
     s.sweeps = (opt.steps + s.bt - 1) / s.bt;
     s.flush_subnormals = d.flush_subnormals;
-    s.memory_bytes = s.io_buffers * m.layout.plane_stride + d.host_bytes;
+    s.memory_bytes = s.io_buffers * m.layout.plane_buffer_bytes() + d.host_bytes;
     s.minimum_bytes = s.memory_bytes;
     plan.stream_options.io = opt.io;
     plan.stream_options.mem_budget = opt.mem_budget;
@@ -323,7 +323,7 @@ Result<RunPlan> plan_method(const Manifest& m, const std::string& dir, const Run
   RunPlan plan;
   plan.method = method;
   const double points = static_cast<double>(m.shape.points());
-  const double grid_bytes = static_cast<double>(m.shape.nz * m.layout.plane_stride);
+  const double grid_bytes = static_cast<double>(m.shape.nz * m.layout.plane_buffer_bytes());
   const double rate = machine.compute_mlups * 1e6;
   const double read_s = machine.disk_read_bps > 0 ? grid_bytes / machine.disk_read_bps : 0;
   const double write_s = machine.disk_write_bps > 0 ? grid_bytes / machine.disk_write_bps : 0;
@@ -436,7 +436,7 @@ std::optional<RunPlan> fastest_stream(const Manifest& m, const std::string& dir,
 
 bool weighs_stream(const Manifest& m, const RunOptions& opt) {
   return opt.method == Method::kAuto && opt.device.empty() && opt.placement.is_whole() &&
-         static_cast<uint64_t>(m.shape.nz * m.layout.plane_stride) >= kWeighStreamFrom;
+         static_cast<uint64_t>(m.shape.nz * m.layout.plane_buffer_bytes()) >= kWeighStreamFrom;
 }
 
 uint64_t auto_stream_budget(const Manifest& m, const RunOptions& opt) {

@@ -142,8 +142,8 @@ Result<std::unique_ptr<ResidentGrid::Engine>> make_engine(const Grid& grid, cons
 
 }  // namespace
 
-ResidentGrid::ResidentGrid(RunPlan plan, std::unique_ptr<Engine> engine, uint64_t grid_bytes)
-    : plan_(std::move(plan)), engine_(std::move(engine)), grid_bytes_(grid_bytes) {}
+ResidentGrid::ResidentGrid(RunPlan plan, std::unique_ptr<Engine> engine)
+    : plan_(std::move(plan)), engine_(std::move(engine)) {}
 ResidentGrid::ResidentGrid(ResidentGrid&&) noexcept = default;
 ResidentGrid& ResidentGrid::operator=(ResidentGrid&&) noexcept = default;
 ResidentGrid::~ResidentGrid() = default;
@@ -174,8 +174,7 @@ Result<ResidentGrid> ResidentGrid::load(const Grid& grid, const RunOptions& opt,
     e.touch_beside_load();
   }
   DG_RETURN_IF_ERROR(loaded);
-  const auto grid_bytes = static_cast<uint64_t>(s.nz * grid.manifest().layout.plane_stride);
-  return ResidentGrid(std::move(plan), std::move(engine).value(), grid_bytes);
+  return ResidentGrid(std::move(plan), std::move(engine).value());
 }
 
 Result<RunReport> ResidentGrid::advance(const RunOptions& opt, int64_t step,

@@ -69,17 +69,15 @@ class ResidentGrid {
   void describe(RunReport* r) const;
 
   const RunPlan& plan() const { return plan_; }
-  uint64_t grid_bytes() const { return grid_bytes_; }  // one copy of the grid's planes on disk
 
   // The engine behind the state held (defined in resident_grid.cc).
   class Engine;
 
  private:
-  ResidentGrid(RunPlan plan, std::unique_ptr<Engine> engine, uint64_t grid_bytes);
+  ResidentGrid(RunPlan plan, std::unique_ptr<Engine> engine);
 
   RunPlan plan_;
   std::unique_ptr<Engine> engine_;
-  uint64_t grid_bytes_ = 0;
 };
 
 }  // namespace deepgrid

@@ -94,8 +94,8 @@ Result<RunReport> run_incore(Grid& grid, const RunOptions& opt, const RunPlan& p
   // before that leaves the grid at its old step.
   DG_RETURN_IF_ERROR(held.write_replacement(grid));
   held.describe(&r);  // (the device method's copies, the store included)
-  r.bytes_read = held.grid_bytes();
-  r.bytes_written = held.grid_bytes();
+  r.bytes_read = static_cast<uint64_t>(m.grid_read_bytes());
+  r.bytes_written = static_cast<uint64_t>(m.grid_write_bytes());
   r.seconds = seconds_since(t0);
   // What the load and store took tells later plans what an in-core run costs besides its steps.
   if (plan.method == Method::kInCore && opt.record_disk_rate) {
@@ -344,7 +344,8 @@ Result<ProbesOfRun> prepare_probes(const Grid& grid, const RunToDo& todo) {
   const RunOptions& opt = todo.options;
   if (opt.probes.empty()) return out;
   const Manifest& m = grid.manifest();
-  DG_ASSIGN_OR_RETURN(out.resolved, resolve_probes(opt.probes, m.shape, m.field_names()));
+  DG_ASSIGN_OR_RETURN(out.resolved, resolve_probes(opt.probes, m.shape, m.field_names(),
+                                                   opt.scheme.coefficients()));
   DG_RETURN_IF_ERROR(check_traces_destination(out.resolved, opt.traces_path));
   if (out.resolved.receivers.empty()) return out;
   out.traces = traces_of_run(todo.record, static_cast<int64_t>(out.resolved.receivers.size()),

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "core/aligned_buffer.h"
 #include "core/file_util.h"
@@ -15,52 +17,73 @@ using internal::AlignedBuffer;
 
 constexpr int64_t kRequestTargetBytes = 8 << 20;
 
-// The 4096-byte aligned byte range of a plane that holds the box's rows.
+// The 4096-byte aligned byte range of a plane's part that holds the box's rows.
 struct Extent {
   int64_t begin = 0, end = 0;
   int64_t bytes() const { return end - begin; }
 };
 
-// Byte offset of value (x, y) of the box's component within a plane.
-int64_t value_offset(const Shape& s, DType dtype, const Box& box, int64_t y, int64_t x) {
-  return ((box.component * s.ny + y) * s.nx + x) * static_cast<int64_t>(dtype_size(dtype));
+// The part of a plane that holds the box's component: its slot in the ring, or (a
+// coefficient on a grid with coefficient files) its place in the coefficient files.
+struct Part {
+  bool coef = false;
+  int component = 0;   // the box's component, counted within the part
+  int64_t bytes = 0;   // the part's values
+  int64_t stride = 0;  // the part on disk (whole blocks)
+
+  static Part of(const Manifest& m, int component) {
+    const int state = m.components() - m.coef_components();
+    if (component >= state) {
+      return {true, component - state, m.layout.coef_bytes, m.layout.coef_bytes};
+    }
+    return {false, component, m.layout.ring_bytes(), m.layout.plane_stride};
+  }
+  PlaneLocation locate(const Manifest& m, int64_t z) const {
+    return coef ? m.locate_coef(z) : m.locate(z);
+  }
+  int fd(const Grid& g, int file) const { return coef ? g.coef_fd(file) : g.fd(file); }
+  std::string path(const Grid& g, int file) const {
+    return coef ? g.coef_path(file) : g.file_path(file);
+  }
+};
+
+// Byte offset of value (x, y) of the box's component within its part of a plane.
+int64_t value_offset(const Shape& s, DType dtype, const Part& part, int64_t y, int64_t x) {
+  return ((part.component * s.ny + y) * s.nx + x) * static_cast<int64_t>(dtype_size(dtype));
 }
 
-Extent plane_extent(const Grid& grid, const Box& box) {
-  const Layout& l = grid.manifest().layout;
+Extent plane_extent(const Grid& grid, const Box& box, const Part& part) {
   const auto es = static_cast<int64_t>(dtype_size(grid.dtype()));
-  const int64_t first = value_offset(grid.shape(), grid.dtype(), box, box.y.start, box.x.start);
+  const int64_t first = value_offset(grid.shape(), grid.dtype(), part, box.y.start, box.x.start);
   const int64_t end =
-      value_offset(grid.shape(), grid.dtype(), box, box.y.last(), box.x.last()) + es;
+      value_offset(grid.shape(), grid.dtype(), part, box.y.last(), box.x.last()) + es;
   return {first / kDirectIoAlignment * kDirectIoAlignment,
-          std::min(round_up(end, kDirectIoAlignment), l.plane_stride)};
+          std::min(round_up(end, kDirectIoAlignment), part.stride)};
 }
 
 // Whether writing the box's values over `extent` overwrites all of it (no read needed first):
 // the values form one contiguous byte run from the extent's start to its end, or to the end of
 // the values when the extent ends in the plane's zero padding.
-bool box_covers_extent(const Grid& grid, const Box& box, const Extent& extent) {
+bool box_covers_extent(const Grid& grid, const Box& box, const Part& part, const Extent& extent) {
   const Shape& s = grid.shape();
   const bool contiguous =
       box.x.step == 1 && (box.y.count == 1 || (box.y.step == 1 && box.x.count == s.nx));
   if (!contiguous) return false;
   const auto es = static_cast<int64_t>(dtype_size(grid.dtype()));
-  const int64_t begin = value_offset(s, grid.dtype(), box, box.y.start, box.x.start);
+  const int64_t begin = value_offset(s, grid.dtype(), part, box.y.start, box.x.start);
   const int64_t end = begin + box.y.count * box.x.count * es;
-  const int64_t plane_bytes = grid.manifest().layout.plane_bytes;
   return begin == extent.begin &&
-         (end == extent.end ||
-          (end == plane_bytes && extent.end == grid.manifest().layout.plane_stride));
+         (end == extent.end || (end == part.bytes && extent.end == part.stride));
 }
 
 // Copies the box's values of one plane between `plane` (the plane's bytes from
 // extent.begin) and `packed` (y.count * x.count values), in the direction of `to_packed`.
 template <typename T>
-void copy_plane(const Shape& s, const Box& box, const Extent& extent, std::byte* plane, T* packed,
-                bool to_packed) {
+void copy_plane(const Shape& s, const Box& box, const Part& part, const Extent& extent,
+                std::byte* plane, T* packed, bool to_packed) {
   for (int64_t j = 0; j < box.y.count; ++j) {
     const int64_t y = box.y.start + j * box.y.step;
-    T* row = reinterpret_cast<T*>(plane + value_offset(s, dtype_of<T>(), box, y, box.x.start) -
+    T* row = reinterpret_cast<T*>(plane + value_offset(s, dtype_of<T>(), part, y, box.x.start) -
                                   extent.begin);
     T* out = packed + j * box.x.count;
     if (box.x.step == 1) {
@@ -97,10 +120,11 @@ Status transfer_box(const Grid& grid, const Box& box, T* packed, bool write) {
   DG_RETURN_IF_ERROR(check_box(grid.shape(), box, grid.manifest().components()));
   if (box.points() == 0) return Status::Ok();
   const Manifest& m = grid.manifest();
-  const Extent extent = plane_extent(grid, box);
-  const bool read_first = !write || !box_covers_extent(grid, box, extent);
-  // Planes of one run are contiguous only when each extent is a whole padded plane.
-  const bool mergeable = box.z.step == 1 && extent.bytes() == m.layout.plane_stride;
+  const Part part = Part::of(m, box.component);
+  const Extent extent = plane_extent(grid, box, part);
+  const bool read_first = !write || !box_covers_extent(grid, box, part, extent);
+  // Planes of one run are contiguous only when each extent is a whole padded part.
+  const bool mergeable = box.z.step == 1 && extent.bytes() == part.stride;
   const int64_t max_planes =
       mergeable ? std::max<int64_t>(1, kRequestTargetBytes / extent.bytes()) : 1;
   AlignedBuffer buffer(static_cast<size_t>(max_planes * extent.bytes()));
@@ -109,22 +133,22 @@ Status transfer_box(const Grid& grid, const Box& box, T* packed, bool write) {
 
   auto move_run = [&](const Run& run) -> Status {
     const size_t bytes = static_cast<size_t>(run.planes * extent.bytes());
-    const std::string path = grid.file_path(run.file);
+    const std::string path = part.path(grid, run.file);
+    const int fd = part.fd(grid, run.file);
     if (read_first) {
-      DG_RETURN_IF_ERROR(
-          internal::pread_full(grid.fd(run.file), buffer.data(), bytes, run.offset, path));
+      DG_RETURN_IF_ERROR(internal::pread_full(fd, buffer.data(), bytes, run.offset, path));
     }
     for (int64_t i = 0; i < run.planes; ++i) {
-      copy_plane(grid.shape(), box, extent, buffer.data() + i * extent.bytes(),
+      copy_plane(grid.shape(), box, part, extent, buffer.data() + i * extent.bytes(),
                  packed + (run.first + i) * plane_values, !write);
     }
     if (!write) return Status::Ok();
-    return internal::pwrite_full(grid.fd(run.file), buffer.data(), bytes, run.offset, path);
+    return internal::pwrite_full(fd, buffer.data(), bytes, run.offset, path);
   };
 
   Run run;
   for (int64_t k = 0; k < box.z.count; ++k) {
-    const PlaneLocation loc = m.locate(box.z.start + k * box.z.step);
+    const PlaneLocation loc = part.locate(m, box.z.start + k * box.z.step);
     const int64_t offset = loc.offset + extent.begin;
     const bool extends = run.planes > 0 && run.planes < max_planes && loc.file == run.file &&
                          offset == run.offset + run.planes * extent.bytes();
@@ -138,17 +162,25 @@ Status transfer_box(const Grid& grid, const Box& box, T* packed, bool write) {
   return move_run(run);
 }
 
-// Records the checksums of the planes a box write touched, from their whole stored values.
+// Records the checksums of the planes a box write touched, from their whole stored values
+// (the ring's part, then the coefficients': a packed plane, since the ring's part is then
+// whole blocks).
 Status rehash_planes(Grid& grid, const AxisRange& z) {
-  const int64_t stride = grid.manifest().layout.plane_stride;
-  AlignedBuffer plane(static_cast<size_t>(stride));
+  const Manifest& m = grid.manifest();
+  AlignedBuffer plane(static_cast<size_t>(m.layout.plane_buffer_bytes()));
   if (!plane.ok()) return Status(ErrorCode::kResource, "out of memory for an I/O buffer");
+  std::vector<Part> parts = {Part::of(m, 0)};
+  if (m.has_coef_files()) parts.push_back(Part::of(m, m.components() - 1));
   for (int64_t k = 0; k < z.count; ++k) {
     const int64_t p = z.start + k * z.step;
-    const PlaneLocation loc = grid.manifest().locate(p);
-    DG_RETURN_IF_ERROR(internal::pread_full(grid.fd(loc.file), plane.data(),
-                                            static_cast<size_t>(stride), loc.offset,
-                                            grid.file_path(loc.file)));
+    std::byte* at = plane.data();
+    for (const Part& part : parts) {
+      const PlaneLocation loc = part.locate(m, p);
+      DG_RETURN_IF_ERROR(internal::pread_full(part.fd(grid, loc.file), at,
+                                              static_cast<size_t>(part.stride), loc.offset,
+                                              part.path(grid, loc.file)));
+      at += part.stride;
+    }
     grid.record_plane(p, plane.data());
   }
   return Status::Ok();

@@ -45,7 +45,8 @@ Result<Manifest> manifest_for(const CreateOptions& opt) {
       m.layout,
       plan_layout(opt.shape, opt.dtype, opt.stores.size(), opt.chunk_target_bytes,
                   opt.spare_planes >= 0 ? opt.spare_planes : default_spare_planes(opt.shape.nz),
-                  std::max<int>(1, static_cast<int>(opt.fields.size()))));
+                  std::max<int>(1, static_cast<int>(opt.fields.size())),
+                  opt.coefficient_components));
   m.shape = opt.shape;
   m.dtype = opt.dtype;
   for (const FieldInit& f : opt.fields) m.fields.push_back(f.name);
@@ -94,6 +95,9 @@ void name_data_files(Manifest* m, const std::vector<std::string>& stores) {
   for (size_t f = 0; f < m->layout.files.size(); ++f) {
     m->layout.files[f].path = internal::data_file_path(m->id, m->stores, f);
   }
+  for (size_t f = 0; f < m->layout.coef_files.size(); ++f) {
+    m->layout.coef_files[f].path = internal::coef_file_path(m->id, m->stores, f);
+  }
 }
 
 // kNoSpace, with the fix, when a data file's directory (`home` without stores) lacks room.
@@ -102,7 +106,8 @@ Status check_free_space(const Layout& layout, const std::vector<std::string>& st
   for (size_t f = 0; f < layout.files.size(); ++f) {
     const std::string where = stores.empty() ? home : stores[f];
     DG_ASSIGN_OR_RETURN(uint64_t avail, internal::free_bytes(where));
-    const uint64_t need = static_cast<uint64_t>(layout.files[f].bytes) + (1 << 20);
+    const int64_t coef = f < layout.coef_files.size() ? layout.coef_files[f].bytes : 0;
+    const uint64_t need = static_cast<uint64_t>(layout.files[f].bytes + coef) + (1 << 20);
     if (avail < need) {
       return Status(ErrorCode::kNoSpace,
                     "not enough free space in " + where + ": the grid needs " + format_size(need) +
@@ -186,8 +191,11 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   auto cleanup = [&](Status st) -> Status {
     for (int fd : g.fds_) ::close(fd);
     g.fds_.clear();
+    for (int fd : g.coef_fds_) ::close(fd);
+    g.coef_fds_.clear();
     for (size_t f = 0; f < layout.files.size(); ++f)
       ::unlink(g.file_path(static_cast<int>(f)).c_str());
+    for (const std::string& path : g.coef_paths_) ::unlink(path.c_str());
     ::unlink(internal::join_path(dir, std::string(kManifestName) + ".tmp").c_str());
     ::unlink(g.checksum_path(1).c_str());
     ::unlink(g.checksum_path(1).append(".tmp").c_str());
@@ -204,27 +212,42 @@ Result<Grid> Grid::create(const std::string& dir, const CreateOptions& opt) {
   if (!lock.ok()) return cleanup(lock.status());
   g.lock_ = std::make_unique<GridLock>(std::move(lock).value());
   g.direct_io_ = true;
-  for (size_t f = 0; f < layout.files.size(); ++f) {
-    const std::string path = g.file_path(static_cast<int>(f));
-    bool direct = false;
-    auto fd = internal::open_data_file(path, O_RDWR | O_CREAT | O_EXCL, &direct);
-    if (!fd.ok()) return cleanup(fd.status());
-    g.fds_.push_back(*fd);
-    g.direct_io_ = g.direct_io_ && direct;
-    if (layout.files[f].bytes > 0) {
-      int rc = ::posix_fallocate(*fd, 0, layout.files[f].bytes);
-      if (rc != 0) return cleanup(errno_status(rc, "allocate", path, 0));
+  // Each file made and allocated; on failure, what was made is removed.
+  auto make_files = [&](const std::vector<DataFile>& files, std::vector<int>* fds,
+                        std::vector<std::string>* paths) -> Status {
+    for (const DataFile& file : files) {
+      const std::string path = internal::join_path(dir, file.path);
+      bool direct = false;
+      auto fd = internal::open_data_file(path, O_RDWR | O_CREAT | O_EXCL, &direct);
+      if (!fd.ok()) return fd.status();
+      fds->push_back(*fd);
+      paths->push_back(path);
+      g.direct_io_ = g.direct_io_ && direct;
+      const int rc = file.bytes > 0 ? ::posix_fallocate(*fd, 0, file.bytes) : 0;
+      if (rc != 0) return errno_status(rc, "allocate", path, 0);
     }
-  }
+    return Status::Ok();
+  };
+  std::vector<std::string> ring_paths;
+  Status made = make_files(layout.files, &g.fds_, &ring_paths);
+  if (made.ok()) made = make_files(layout.coef_files, &g.coef_fds_, &g.coef_paths_);
+  if (!made.ok()) return cleanup(made);
   Status st = write_initial_planes(g, opt);
   if (st.ok()) st = g.commit(g.manifest_);
   if (!st.ok()) return cleanup(st);
   return g;
 }
 
+int coefficient_components(const Scheme& scheme) {
+  int n = 0;
+  for (int c = scheme.component_count() - 1; c > 0 && scheme.is_coefficient(c); --c) ++n;
+  return n;
+}
+
 Status create_for_scheme(const Scheme& scheme, CreateOptions& options) {
   DG_RETURN_IF_ERROR(scheme.check_dtype(options.dtype));
   options.fields = initial_fields(scheme, options.init);
+  options.coefficient_components = coefficient_components(scheme);
   if (!scheme.is_stencil()) options.scheme = scheme.to_json();
   return Status::Ok();
 }

@@ -37,6 +37,7 @@ Grid::~Grid() {
   remove_kept_files();
   for (int fd : fds_) ::close(fd);
   for (int fd : replacement_fds_) ::close(fd);
+  for (int fd : coef_fds_) ::close(fd);
 }
 
 std::string Grid::checksum_path(int64_t generation) const {
@@ -97,8 +98,13 @@ Status Grid::verify_plane_hash(int64_t z, uint64_t hash) const {
 Status Grid::check_plane_hash(int64_t z, uint64_t hash) const {
   if (hash == checksums_.hash(z)) return Status::Ok();
   const PlaneLocation loc = manifest_.locate(z);
-  return corrupt("plane " + std::to_string(z) + " in " + file_path(loc.file) + " at offset " +
-                 std::to_string(loc.offset) +
+  std::string where = file_path(loc.file) + " at offset " + std::to_string(loc.offset);
+  if (manifest_.has_coef_files()) {
+    const PlaneLocation coef = manifest_.locate_coef(z);
+    where += " (its coefficients in " + coef_path(coef.file) + " at offset " +
+             std::to_string(coef.offset) + ")";
+  }
+  return corrupt("plane " + std::to_string(z) + " in " + where +
                  " does not match its checksum: the data is damaged; run 'deepgrid fsck " + dir_ +
                  "' and restore the grid from a backup");
 }
@@ -108,11 +114,15 @@ std::string Grid::file_path(int file, FileSet set) const {
   return internal::join_path(dir_, set == FileSet::kCurrent ? path : replacement_name(path));
 }
 
-Status Grid::open_files(Mode mode) {
-  const int flags = mode == Mode::kReadWrite ? O_RDWR : O_RDONLY;
-  direct_io_ = true;
-  for (size_t f = 0; f < manifest_.layout.files.size(); ++f) {
-    const std::string path = file_path(static_cast<int>(f));
+namespace {
+
+// Opens the files `paths` (of the sizes `files` lists, or longer: a crash while the spare slots
+// grew, grow_spare, leaves a data file so), appending their descriptors to `fds`.
+Status open_listed_files(const std::vector<std::string>& paths, const std::vector<DataFile>& files,
+                         Grid::Mode mode, std::vector<int>* fds, bool* all_direct) {
+  const int flags = mode == Grid::Mode::kReadWrite ? O_RDWR : O_RDONLY;
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string& path = paths[f];
     bool direct = false;
     auto fd = internal::open_data_file(path, flags, &direct);
     if (!fd.ok()) {
@@ -121,24 +131,39 @@ Status Grid::open_files(Mode mode) {
       }
       if (fd.status().code() == ErrorCode::kInvalidArgument) {
         return invalid_argument("cannot open " + path +
-                                (mode == Mode::kReadWrite ? " for writing" : "") +
+                                (mode == Grid::Mode::kReadWrite ? " for writing" : "") +
                                 ": permission denied; check the grid's file permissions");
       }
       return fd.status();
     }
-    fds_.push_back(*fd);
-    direct_io_ = direct_io_ && direct;
+    fds->push_back(*fd);
+    *all_direct = *all_direct && direct;
     struct stat st {};
     if (::fstat(*fd, &st) != 0) return errno_status(errno, "stat", path);
-    // Longer is harmless: a crash while the spare slots grew (grow_spare) leaves it so.
-    if (st.st_size < manifest_.layout.files[f].bytes) {
+    if (st.st_size < files[f].bytes) {
       return corrupt("data file " + path + " has " + std::to_string(st.st_size) +
-                     " bytes but the manifest expects " +
-                     std::to_string(manifest_.layout.files[f].bytes) +
+                     " bytes but the manifest expects " + std::to_string(files[f].bytes) +
                      "; the grid is damaged (restore the file or re-create the grid)");
     }
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status Grid::open_files(Mode mode) {
+  direct_io_ = true;
+  std::vector<std::string> paths;
+  for (size_t f = 0; f < manifest_.layout.files.size(); ++f) {
+    paths.push_back(file_path(static_cast<int>(f)));
+  }
+  DG_RETURN_IF_ERROR(open_listed_files(paths, manifest_.layout.files, mode, &fds_, &direct_io_));
+  if (!coef_fds_.empty()) return Status::Ok();  // (open since the grid was: never replaced)
+  coef_paths_.clear();
+  for (const DataFile& f : manifest_.layout.coef_files) {
+    coef_paths_.push_back(internal::join_path(dir_, f.path));
+  }
+  return open_listed_files(coef_paths_, manifest_.layout.coef_files, mode, &coef_fds_, &direct_io_);
 }
 
 Result<Grid> Grid::open(const std::string& dir, Mode mode) {
@@ -211,6 +236,10 @@ bool Grid::can_grow_spare() const {
   return manifest_.base + manifest_.shape.nz <= manifest_.slots();
 }
 
+bool Grid::can_add_planes() const {
+  return can_grow_spare() && !sweep_record_ && !prepared_ && !manifest_.has_coef_files();
+}
+
 Status Grid::grow_spare(int64_t planes) {
   if (manifest_.layout.spare_planes >= planes) return Status::Ok();
   if (!can_grow_spare()) {
@@ -227,9 +256,11 @@ Status Grid::grow_spare(int64_t planes) {
 Status Grid::lengthen_files(Manifest* m) {
   DG_ASSIGN_OR_RETURN(const Layout grown,
                       plan_layout(m->shape, m->dtype, m->layout.files.size(), kDirectIoAlignment,
-                                  m->layout.spare_planes, m->components()));
+                                  m->layout.spare_planes, m->components(), m->coef_components()));
   m->layout = grown;
   m->layout.planes_per_chunk = manifest_.layout.planes_per_chunk;  // the slots stay where they are
+  m->layout.coef_planes_per_chunk = manifest_.layout.coef_planes_per_chunk;  // (nz is the same)
+  m->layout.coef_files = manifest_.layout.coef_files;
   for (size_t f = 0; f < m->layout.files.size(); ++f) {
     m->layout.files[f] = {manifest_.layout.files[f].path,
                           expected_file_bytes(m->shape, m->layout, f)};
@@ -246,10 +277,11 @@ Status Grid::lengthen_files(Manifest* m) {
 Status Grid::add_planes(int64_t below, int64_t above) {
   if (below < 0 || above < 0) return invalid_argument("cannot add a negative number of planes");
   if (below + above == 0) return Status::Ok();
-  if (!can_grow_spare() || sweep_record_ || prepared_) {
+  if (!can_add_planes()) {
     return invalid_argument("grid " + dir_ +
                             " cannot gain planes in place now (its planes wrap around its "
-                            "ring, or an interrupted sweep or a prepared state is pending)");
+                            "ring, an interrupted sweep or a prepared state is pending, or its "
+                            "coefficients are in coefficient files, which hold planes in place)");
   }
   Manifest m = manifest_;
   m.shape.nz += below + above;
@@ -409,59 +441,82 @@ void Grid::remove_kept_files() {
   remove_replacement_leftovers();
 }
 
-// Moves planes [z0, z0 + count) between the data files and `values` (packed planes), calling
-// `visit(plane, i)` on each plane's values as they lie in memory (after reading, before
-// writing). Where `values` is aligned for direct I/O and planes fill their slots, the I/O goes
-// straight to and from it; else through a bounce buffer of a chunk's planes at most (taking one
+namespace {
+
+// One of a plane's parts on disk: its bytes, from `at` in the plane's memory, and where it is:
+// the ring's slots or the coefficient files (units: slots or planes, `per_chunk` to a chunk).
+struct PlanePart {
+  int64_t bytes = 0, at = 0, stride = 0, per_chunk = 0, units = 0;
+  bool ring = true;
+};
+
+}  // namespace
+
+// Moves planes [z0, z0 + count) between the files and `values` (packed planes): first every
+// plane's part in the ring, then (grids with coefficient files) every plane's coefficients.
+// `visit(plane, i)` sees each plane's values in `values`, after reading, before writing.
+// A part goes straight between its file and `values` where `values` is aligned for direct I/O
+// and the part is whole blocks: runs of planes at once where the part is the whole plane, else
+// plane by plane. Otherwise through a bounce buffer of a chunk's planes at most (taking one
 // costs a page fault per page: 0.14-0.18 s of a 0.71-0.87 s halo exchange of 16 MiB planes,
 // measured).
 template <typename Visit>
 Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, std::byte* values,
                              Visit visit) const {
-  const Layout& l = manifest_.layout;
-  if (z0 < 0 || count < 0 || z0 + count > manifest_.shape.nz) {
+  const Manifest& m = manifest_;
+  const Layout& l = m.layout;
+  if (z0 < 0 || count < 0 || z0 + count > m.shape.nz) {
     return invalid_argument("planes [" + std::to_string(z0) + ", " + std::to_string(z0 + count) +
-                            ") are outside the grid's " + std::to_string(manifest_.shape.nz) +
-                            " planes");
+                            ") are outside the grid's " + std::to_string(m.shape.nz) + " planes");
   }
   const int64_t pb = l.plane_bytes;
-  const bool direct =
-      l.plane_stride == pb && reinterpret_cast<uintptr_t>(values) % kDirectIoAlignment == 0;
-  const int64_t batch = std::min(l.planes_per_chunk, std::max<int64_t>(count, 1));
-  AlignedBuffer bounce;
-  if (!direct) {
-    bounce = AlignedBuffer(static_cast<size_t>(batch * l.plane_stride));
-    if (!bounce.ok()) return Status(ErrorCode::kResource, "out of memory for an I/O buffer");
+  if (write) {
+    for (int64_t i = 0; i < count; ++i) visit(values + i * pb, i);
   }
-  int64_t z = z0;
-  while (z < z0 + count) {
-    // A run of planes that are contiguous in one file: up to the end of z's chunk or ring.
-    const int64_t slot = manifest_.slot_of(z, manifest_.base);
-    const int64_t n = std::min({z0 + count - z, batch, manifest_.slots() - slot,
-                                l.planes_per_chunk - slot % l.planes_per_chunk});
-    const PlaneLocation loc = manifest_.locate_slot(slot);
-    const size_t bytes = static_cast<size_t>(n * l.plane_stride);
-    const std::string path = file_path(loc.file);
-    std::byte* at = values + (z - z0) * pb;
-    std::byte* io = direct ? at : bounce.data();
-    if (write) {
-      for (int64_t i = 0; i < n; ++i) {
-        std::byte* plane = io + i * l.plane_stride;
-        if (!direct) std::memcpy(plane, at + i * pb, static_cast<size_t>(pb));
-        visit(plane, z - z0 + i);
-      }
-      DG_RETURN_IF_ERROR(
-          internal::pwrite_full(fds_[static_cast<size_t>(loc.file)], io, bytes, loc.offset, path));
-    } else {
-      DG_RETURN_IF_ERROR(
-          internal::pread_full(fds_[static_cast<size_t>(loc.file)], io, bytes, loc.offset, path));
-      for (int64_t i = 0; i < n; ++i) {
-        std::byte* plane = io + i * l.plane_stride;
-        visit(plane, z - z0 + i);
-        if (!direct) std::memcpy(at + i * pb, plane, static_cast<size_t>(pb));
-      }
+  std::vector<PlanePart> parts = {
+      {l.ring_bytes(), 0, l.plane_stride, l.planes_per_chunk, m.slots(), true}};
+  if (m.has_coef_files()) {
+    parts.push_back(
+        {l.coef_bytes, l.ring_bytes(), l.coef_bytes, l.coef_planes_per_chunk, m.shape.nz, false});
+  }
+  const bool aligned = reinterpret_cast<uintptr_t>(values) % kDirectIoAlignment == 0;
+  AlignedBuffer bounce;
+  for (const PlanePart& part : parts) {
+    const bool direct = aligned && part.bytes == part.stride && part.at % kDirectIoAlignment == 0 &&
+                        pb % kDirectIoAlignment == 0;
+    const int64_t batch =
+        direct && part.stride != pb ? 1 : std::min(part.per_chunk, std::max<int64_t>(count, 1));
+    if (!direct && bounce.size() < static_cast<size_t>(batch * part.stride)) {
+      bounce = AlignedBuffer(static_cast<size_t>(batch * part.stride));
+      if (!bounce.ok()) return Status(ErrorCode::kResource, "out of memory for an I/O buffer");
     }
-    z += n;
+    for (int64_t z = z0; z < z0 + count;) {
+      // A run of planes contiguous in one file: up to the end of z's chunk (or of the ring).
+      const int64_t unit = part.ring ? m.slot_of(z, m.base) : z;
+      const int64_t n = std::min(
+          {z0 + count - z, batch, part.units - unit, part.per_chunk - unit % part.per_chunk});
+      const PlaneLocation loc = part.ring ? m.locate_slot(unit) : m.locate_coef(unit);
+      const int fd = (part.ring ? fds_ : coef_fds_)[static_cast<size_t>(loc.file)];
+      const std::string path = part.ring ? file_path(loc.file) : coef_path(loc.file);
+      const size_t bytes = static_cast<size_t>(n * part.stride);
+      std::byte* at = values + (z - z0) * pb + part.at;
+      std::byte* io = direct ? at : bounce.data();
+      if (write) {
+        for (int64_t i = 0; i < n && !direct; ++i) {
+          std::memcpy(io + i * part.stride, at + i * pb, static_cast<size_t>(part.bytes));
+        }
+        DG_RETURN_IF_ERROR(internal::pwrite_full(fd, io, bytes, loc.offset, path));
+      } else {
+        DG_RETURN_IF_ERROR(internal::pread_full(fd, io, bytes, loc.offset, path));
+        for (int64_t i = 0; i < n && !direct; ++i) {
+          std::memcpy(at + i * pb, io + i * part.stride, static_cast<size_t>(part.bytes));
+        }
+      }
+      z += n;
+    }
+  }
+  if (!write) {
+    for (int64_t i = 0; i < count; ++i) visit(values + i * pb, i);
   }
   return Status::Ok();
 }
@@ -473,7 +528,7 @@ Status Grid::read_planes(int64_t z0, int64_t count, void* dst) const {
                                        if (verified.ok()) verified = verify_plane(z0 + i, plane);
                                      }));
   DG_RETURN_IF_ERROR(verified);
-  bytes_read_ += static_cast<uint64_t>(count * manifest_.layout.plane_stride);
+  bytes_read_ += static_cast<uint64_t>(count * manifest_.layout.plane_buffer_bytes());
   return Status::Ok();
 }
 
@@ -483,7 +538,7 @@ Status Grid::write_planes(int64_t z0, int64_t count, const void* src) {
   DG_RETURN_IF_ERROR(
       transfer_planes(z0, count, true, values,
                       [&](const std::byte* plane, int64_t i) { record_plane(z0 + i, plane); }));
-  bytes_written_ += static_cast<uint64_t>(count * manifest_.layout.plane_stride);
+  bytes_written_ += static_cast<uint64_t>(count * manifest_.layout.plane_buffer_bytes());
   return Status::Ok();
 }
 
@@ -493,6 +548,9 @@ Status Grid::commit(const Manifest& m) {
       return errno_status(errno, "fsync", file_path(static_cast<int>(f)));
     }
   }
+  for (size_t f = 0; f < coef_fds_.size(); ++f) {
+    if (::fdatasync(coef_fds_[f]) != 0) return errno_status(errno, "fsync", coef_paths_[f]);
+  }
   DG_ASSIGN_OR_RETURN(Manifest next, manifest_to_commit(m));
   DG_RETURN_IF_ERROR(internal::write_file_atomic(dir_, kManifestName, next.to_json()));
   return committed(std::move(next));
@@ -500,8 +558,9 @@ Status Grid::commit(const Manifest& m) {
 
 Result<Manifest> Grid::manifest_to_commit(const Manifest& m) const {
   Manifest next = m;
-  next.version =
-      next.fields.empty() && next.scheme.empty() ? kOneFieldManifestVersion : kManifestVersion;
+  next.version = next.has_coef_files()                        ? kManifestVersion
+                 : next.fields.empty() && next.scheme.empty() ? kOneFieldManifestVersion
+                                                              : kFieldsManifestVersion;
   next.checksum_generation = 0;
   if (checksums_.complete()) {
     next.checksum_generation = manifest_.checksum_generation + 1;

@@ -16,6 +16,8 @@ inline constexpr const char* kPreparedName = "prepared.json";
 
 // Exact size of data file f: the end of the last slot it holds.
 int64_t expected_file_bytes(const Shape& s, const Layout& l, size_t f);
+// Exact size of coefficient file f: the end of the last plane's coefficients it holds.
+int64_t expected_coef_file_bytes(const Shape& s, const Layout& l, size_t f);
 
 // Whether `dir` already exists (empty): a new grid goes into an empty or new directory whose
 // parent exists, and where this process may write; anything else is refused with the fix.

@@ -62,6 +62,13 @@ std::string data_file_path(const std::string& id, const std::vector<std::string>
                         : join_path(stores[f], "deepgrid-" + id + "." + n + ".dgd");
 }
 
+std::string coef_file_path(const std::string& id, const std::vector<std::string>& stores,
+                           size_t f) {
+  const std::string n = std::to_string(f);
+  return stores.empty() ? "coef." + n + ".dgd"
+                        : join_path(stores[f], "deepgrid-" + id + "." + n + ".coef.dgd");
+}
+
 bool is_replacement_name(const std::string& path) { return path.ends_with(kReplacementExt); }
 
 std::string replacement_name(const std::string& path) {
@@ -103,6 +110,25 @@ Status check_data_files(const std::string& id, const std::vector<std::string>& s
     const std::string& path = files[f].path;
     if (path != expected && path != replacement_name(expected)) {
       return corrupt("manifest names data file '" + path.substr(0, 200) + "', not " + expected +
+                     " as deepgrid names it; refusing a grid that points outside itself "
+                     "(docs/security.md)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status check_coef_files(const std::string& id, const std::vector<std::string>& stores,
+                        const std::vector<DataFile>& files) {
+  for (size_t f = 0; f < files.size(); ++f) {
+    if (!stores.empty() && f >= stores.size()) {
+      return corrupt(
+          "manifest lists more coefficient files than store directories; the "
+          "manifest is damaged");
+    }
+    const std::string expected = coef_file_path(id, stores, f);
+    if (files[f].path != expected) {
+      return corrupt("manifest names coefficient file '" + files[f].path.substr(0, 200) +
+                     "', not " + expected +
                      " as deepgrid names it; refusing a grid that points outside itself "
                      "(docs/security.md)");
     }

@@ -30,6 +30,9 @@ Status check_store_dirs(const std::vector<std::string>& stores);
 // Where data file f of grid `id` goes: data.<f>.dgd in the grid directory (no stores), or
 // <store f>/deepgrid-<id>.<f>.dgd.
 std::string data_file_path(const std::string& id, const std::vector<std::string>& stores, size_t f);
+// Where coefficient file f of grid `id` goes: coef.<f>.dgd in the grid directory (no stores),
+// or <store f>/deepgrid-<id>.<f>.coef.dgd.
+std::string coef_file_path(const std::string& id, const std::vector<std::string>& stores, size_t f);
 // The other name of a data file (x.dgd <-> x.b.dgd): writers of a whole new state alternate.
 std::string replacement_name(const std::string& path);
 bool is_replacement_name(const std::string& path);  // x.b.dgd
@@ -46,6 +49,9 @@ Result<std::map<std::string, uint64_t>> room_for_copies(const std::vector<std::s
 // the stores recorded; else kCorrupt naming the first that is not. `id` has passed
 // check_grid_id (read_grid_header checks it first).
 Status check_data_files(const std::string& id, const std::vector<std::string>& stores,
+                        const std::vector<DataFile>& files);
+// The same for coefficient files (coef_file_path; they have no replacement name).
+Status check_coef_files(const std::string& id, const std::vector<std::string>& stores,
                         const std::vector<DataFile>& files);
 // The stores of a manifest written before they were recorded: the directories of its data
 // files when they are absolute, else none (check_data_files then checks them).

@@ -37,16 +37,37 @@ constexpr int64_t kMaxSparePlanes = 1024;
 
 }  // namespace
 
-int64_t internal::expected_file_bytes(const Shape& s, const Layout& l, size_t f) {
-  const int64_t nfiles = static_cast<int64_t>(l.files.size());
-  const int64_t slots = s.nz + l.spare_planes;
-  const int64_t chunks = (slots + l.planes_per_chunk - 1) / l.planes_per_chunk;
+namespace {
+
+// The end of the last of `units` planes (of `stride` bytes, `per_chunk` to a chunk, chunk c in
+// file c % files) that file f holds.
+int64_t striped_file_bytes(int64_t units, int64_t per_chunk, int64_t stride, int64_t files,
+                           size_t f) {
+  const int64_t chunks = (units + per_chunk - 1) / per_chunk;
   int64_t bytes = 0;
-  for (int64_t c = static_cast<int64_t>(f); c < chunks; c += nfiles) {
-    int64_t planes = std::min(l.planes_per_chunk, slots - c * l.planes_per_chunk);
-    bytes = (c / nfiles) * l.chunk_bytes() + planes * l.plane_stride;
+  for (int64_t c = static_cast<int64_t>(f); c < chunks; c += files) {
+    const int64_t planes = std::min(per_chunk, units - c * per_chunk);
+    bytes = (c / files) * per_chunk * stride + planes * stride;
   }
   return bytes;
+}
+
+PlaneLocation striped_location(int64_t unit, int64_t per_chunk, int64_t stride, int64_t files) {
+  const int64_t chunk = unit / per_chunk;
+  return {static_cast<int>(chunk % files),
+          (chunk / files) * per_chunk * stride + (unit % per_chunk) * stride};
+}
+
+}  // namespace
+
+int64_t internal::expected_file_bytes(const Shape& s, const Layout& l, size_t f) {
+  return striped_file_bytes(s.nz + l.spare_planes, l.planes_per_chunk, l.plane_stride,
+                            static_cast<int64_t>(l.files.size()), f);
+}
+
+int64_t internal::expected_coef_file_bytes(const Shape& s, const Layout& l, size_t f) {
+  return striped_file_bytes(s.nz, l.coef_planes_per_chunk, l.coef_bytes,
+                            static_cast<int64_t>(l.coef_files.size()), f);
 }
 
 std::string utc_now() {
@@ -63,11 +84,13 @@ int64_t default_spare_planes(int64_t nz) { return std::max<int64_t>(64, (nz + 15
 int64_t Manifest::slot_of(int64_t z, int64_t with_base) const { return (z + with_base) % slots(); }
 
 PlaneLocation Manifest::locate_slot(int64_t slot) const {
-  const int64_t nfiles = static_cast<int64_t>(layout.files.size());
-  const int64_t chunk = slot / layout.planes_per_chunk;
-  const int64_t within = slot % layout.planes_per_chunk;
-  return {static_cast<int>(chunk % nfiles),
-          (chunk / nfiles) * layout.chunk_bytes() + within * layout.plane_stride};
+  return striped_location(slot, layout.planes_per_chunk, layout.plane_stride,
+                          static_cast<int64_t>(layout.files.size()));
+}
+
+PlaneLocation Manifest::locate_coef(int64_t z) const {
+  return striped_location(z, layout.coef_planes_per_chunk, layout.coef_bytes,
+                          static_cast<int64_t>(layout.coef_files.size()));
 }
 
 int Manifest::component_index(std::string_view name) const {
@@ -91,8 +114,11 @@ std::string_view Manifest::checksum_algorithm() const {
 }
 
 std::string Manifest::to_json() const {
-  json files = json::array();
-  for (const auto& f : layout.files) files.push_back({{"path", f.path}, {"bytes", f.bytes}});
+  auto files_json = [](const std::vector<DataFile>& list) {
+    json files = json::array();
+    for (const auto& f : list) files.push_back({{"path", f.path}, {"bytes", f.bytes}});
+    return files;
+  };
   json j = internal::grid_header_json(kFormatName, version, {id, shape, dtype, step});
   j["base"] = base;
   if (!stores.empty()) j["stores"] = stores;
@@ -100,7 +126,12 @@ std::string Manifest::to_json() const {
                  {"plane_stride", layout.plane_stride},
                  {"planes_per_chunk", layout.planes_per_chunk},
                  {"spare_planes", layout.spare_planes},
-                 {"files", files}};
+                 {"files", files_json(layout.files)}};
+  if (has_coef_files()) {
+    j["layout"]["coef_bytes"] = layout.coef_bytes;
+    j["layout"]["coef_planes_per_chunk"] = layout.coef_planes_per_chunk;
+    j["layout"]["coef_files"] = files_json(layout.coef_files);
+  }
   j["history"] = internal::history_json(history);
   internal::put_fields(&j, fields, scheme);
   if (checksum_generation > 0) {
@@ -141,8 +172,16 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
       m.layout.spare_planes = integer_at(l, "spare_planes");
       m.base = integer_at(j, "base");
     }
-    for (const auto& f : l.at("files")) {
-      m.layout.files.push_back({f.at("path").get<std::string>(), integer_at(f, "bytes")});
+    auto read_files = [](const json& list, std::vector<DataFile>* files) {
+      for (const auto& f : list) {
+        files->push_back({f.at("path").get<std::string>(), integer_at(f, "bytes")});
+      }
+    };
+    read_files(l.at("files"), &m.layout.files);
+    if (m.version >= 5 && l.contains("coef_bytes")) {
+      m.layout.coef_bytes = integer_at(l, "coef_bytes");
+      m.layout.coef_planes_per_chunk = integer_at(l, "coef_planes_per_chunk");
+      read_files(l.at("coef_files"), &m.layout.coef_files);
     }
     // (recorded since 2026-11-26; before, the data files' own directories)
     m.stores = j.contains("stores") ? j.at("stores").get<std::vector<std::string>>()
@@ -164,6 +203,7 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
     return corrupt(std::string("manifest is missing a field or has a wrong type: ") + e.what());
   }
   DG_RETURN_IF_ERROR(internal::check_data_files(m.id, m.stores, m.layout.files));
+  DG_RETURN_IF_ERROR(internal::check_coef_files(m.id, m.stores, m.layout.coef_files));
   Status shape_ok = validate_shape(m.shape);
   if (!shape_ok.ok()) return corrupt("manifest: " + shape_ok.message());
   // planes_per_chunk and the spare slots are bounded before anything multiplies them.
@@ -175,23 +215,43 @@ Result<Manifest> Manifest::from_json(std::string_view text) {
     return corrupt("manifest layout has an invalid planes_per_chunk");
   }
   if (m.base < 0 || m.base >= m.slots()) return corrupt("manifest has an invalid base");
+  // (the coefficients are whole components: coef_bytes is checked against the layout below)
+  const int64_t component_bytes = m.layout.plane_bytes / std::max(1, m.components());
+  const int coefficients = component_bytes > 0 && m.layout.coef_bytes > 0 &&
+                                   m.layout.coef_bytes % component_bytes == 0 &&
+                                   m.layout.coef_bytes / component_bytes < m.components()
+                               ? static_cast<int>(m.layout.coef_bytes / component_bytes)
+                               : 0;
   DG_ASSIGN_OR_RETURN(Layout expected,
                       plan_layout(m.shape, m.dtype, m.layout.files.size(), kDirectIoAlignment,
-                                  m.layout.spare_planes, m.components()));
+                                  m.layout.spare_planes, m.components(), coefficients));
   if (m.step < 0 || m.layout.files.empty() || m.layout.plane_bytes != expected.plane_bytes ||
-      m.layout.plane_stride != expected.plane_stride) {
+      m.layout.plane_stride != expected.plane_stride ||
+      m.layout.coef_bytes != expected.coef_bytes) {
     return corrupt("manifest layout is inconsistent with its shape and dtype");
+  }
+  if (m.has_coef_files() &&
+      (m.layout.coef_files.size() != m.layout.files.size() || m.layout.coef_planes_per_chunk < 1 ||
+       m.layout.coef_planes_per_chunk > m.shape.nz)) {
+    return corrupt("manifest layout has invalid coefficient files");
   }
   for (size_t f = 0; f < m.layout.files.size(); ++f) {
     if (m.layout.files[f].bytes != expected_file_bytes(m.shape, m.layout, f)) {
       return corrupt("manifest lists a wrong size for data file " + m.layout.files[f].path);
     }
   }
+  for (size_t f = 0; f < m.layout.coef_files.size(); ++f) {
+    if (m.layout.coef_files[f].bytes != internal::expected_coef_file_bytes(m.shape, m.layout, f)) {
+      return corrupt("manifest lists a wrong size for coefficient file " +
+                     m.layout.coef_files[f].path);
+    }
+  }
   return m;
 }
 
 Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
-                           int64_t chunk_target_bytes, int64_t spare_planes, int components) {
+                           int64_t chunk_target_bytes, int64_t spare_planes, int components,
+                           int coefficient_components) {
   DG_RETURN_IF_ERROR(validate_shape(shape));
   Layout l;
   int64_t plane_bytes = 0;
@@ -201,7 +261,12 @@ Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
     return invalid_argument("shape " + shape.to_string() + " is too large");
   }
   l.plane_bytes = plane_bytes;
-  l.plane_stride = round_up(plane_bytes, kDirectIoAlignment);
+  const int64_t component_bytes = plane_bytes / components;
+  if (coefficient_components > 0 && coefficient_components < components &&
+      component_bytes % kDirectIoAlignment == 0) {
+    l.coef_bytes = component_bytes * coefficient_components;
+  }
+  l.plane_stride = round_up(l.ring_bytes(), kDirectIoAlignment);
   int64_t ring_bytes = 0;
   if (spare_planes < 0 || spare_planes > std::max<int64_t>(shape.nz, kMaxSparePlanes) ||
       !checked_mul(shape.nz + spare_planes, l.plane_stride, &ring_bytes)) {
@@ -214,6 +279,14 @@ Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
   const size_t files = std::max<size_t>(1, n_stores);
   l.files.resize(files);
   for (size_t f = 0; f < files; ++f) l.files[f].bytes = expected_file_bytes(shape, l, f);
+  if (l.coef_bytes > 0) {
+    l.coef_planes_per_chunk =
+        std::clamp<int64_t>(chunk_target_bytes / l.coef_bytes, 1, std::max<int64_t>(1, shape.nz));
+    l.coef_files.resize(files);
+    for (size_t f = 0; f < files; ++f) {
+      l.coef_files[f].bytes = internal::expected_coef_file_bytes(shape, l, f);
+    }
+  }
   return l;
 }
 

@@ -28,6 +28,7 @@ class Transfer {
   Transfer(const Grid& grid, unsigned depth, FileSet set)
       : grid_(grid), m_(grid.manifest()), set_(set) {
     for (unsigned i = 0; i < depth; ++i) buffers_.emplace_back(bytes());
+    pending_.resize(depth);
     for (size_t f = 0; f < m_.layout.files.size(); ++f) {
       paths_.push_back(grid.file_path(static_cast<int>(f), set));
     }
@@ -37,7 +38,7 @@ class Transfer {
     for (const auto& b : buffers_) {
       if (!b.ok()) return Status(ErrorCode::kResource, "out of memory for plane I/O buffers");
     }
-    DG_ASSIGN_OR_RETURN(io_, make_io(depth));
+    DG_ASSIGN_OR_RETURN(io_, make_io(m_.has_coef_files() ? 2 * depth : depth));
     return Status::Ok();
   }
 
@@ -45,6 +46,8 @@ class Transfer {
   size_t slots() const { return buffers_.size(); }
   void* buffer(size_t slot) { return buffers_[slot].data(); }
 
+  // Plane z's part in the ring and, on grids with coefficient files, its coefficients (a
+  // replacement's writers leave them out: the replacement shares the grid's, which they hold).
   Status submit(Op op, int64_t z, size_t slot) {
     const PlaneLocation loc = grid_.locate(z, set_);
     Request r;
@@ -52,19 +55,33 @@ class Transfer {
     r.fd = grid_.fd(loc.file, set_);
     r.path = paths_[static_cast<size_t>(loc.file)];
     r.offset = loc.offset;
-    r.length = bytes();
+    r.length = static_cast<size_t>(m_.layout.plane_stride);
     r.buffer = buffers_[slot].data();
     r.tag = slot;
     DG_RETURN_IF_ERROR(io_->submit(r));
+    pending_[slot] = 1;
+    if (m_.has_coef_files() && (op == Op::kRead || set_ == FileSet::kCurrent)) {
+      const PlaneLocation coef = m_.locate_coef(z);
+      r.fd = grid_.coef_fd(coef.file);
+      r.path = grid_.coef_path(coef.file);
+      r.offset = coef.offset;
+      r.length = static_cast<size_t>(m_.layout.coef_bytes);
+      r.buffer = buffers_[slot].data() + m_.layout.plane_stride;
+      DG_RETURN_IF_ERROR(io_->submit(r));
+      pending_[slot] = 2;
+    }
     io_->flush();
     return Status::Ok();
   }
 
-  // The slot of the next completed request.
+  // The slot whose requests all completed next.
   Result<size_t> wait() {
-    DG_ASSIGN_OR_RETURN(Completion c, io_->wait());
-    DG_RETURN_IF_ERROR(c.status);
-    return static_cast<size_t>(c.tag);
+    while (true) {
+      DG_ASSIGN_OR_RETURN(Completion c, io_->wait());
+      DG_RETURN_IF_ERROR(c.status);
+      const auto slot = static_cast<size_t>(c.tag);
+      if (--pending_[slot] == 0) return slot;
+    }
   }
 
   // Waits for every request still in flight (after an error: buffers must outlive them).
@@ -73,12 +90,13 @@ class Transfer {
   }
 
  private:
-  size_t bytes() const { return static_cast<size_t>(m_.layout.plane_stride); }
+  size_t bytes() const { return static_cast<size_t>(m_.layout.plane_buffer_bytes()); }
 
   const Grid& grid_;
   const Manifest& m_;
   const FileSet set_;
   std::vector<internal::AlignedBuffer> buffers_;
+  std::vector<int> pending_;  // requests in flight per slot
   std::vector<std::string> paths_;
   std::unique_ptr<BlockIo> io_;
 };

@@ -60,24 +60,32 @@ Status copy_data_file(const std::string& from, const std::string& to, int64_t by
 // every plane read from them matches it: what was copied, or found in place, holds the grid's
 // values. Whether the planes were compared.
 Result<bool> check_moved_files(const std::string& dir, const Manifest& m) {
-  std::vector<internal::OwnedFd> fds(m.layout.files.size());
-  for (size_t f = 0; f < fds.size(); ++f) {
-    const DataFile& file = m.layout.files[f];
-    bool direct = false;
-    DG_ASSIGN_OR_RETURN(fds[f].fd, internal::open_data_file(file.path, O_RDONLY, &direct));
-    struct stat st {};
-    if (::fstat(fds[f].fd, &st) != 0 || st.st_size < file.bytes) {
-      return corrupt("data file " + file.path + " is shorter than the grid's " +
-                     std::to_string(file.bytes) + " bytes; copy it again");
+  auto open_all = [](const std::vector<DataFile>& files,
+                     std::vector<internal::OwnedFd>* fds) -> Status {
+    *fds = std::vector<internal::OwnedFd>(files.size());
+    for (size_t f = 0; f < files.size(); ++f) {
+      const DataFile& file = files[f];
+      bool direct = false;
+      DG_ASSIGN_OR_RETURN((*fds)[f].fd, internal::open_data_file(file.path, O_RDONLY, &direct));
+      struct stat st {};
+      if (::fstat((*fds)[f].fd, &st) != 0 || st.st_size < file.bytes) {
+        return corrupt("data file " + file.path + " is shorter than the grid's " +
+                       std::to_string(file.bytes) + " bytes; copy it again");
+      }
     }
-  }
+    return Status::Ok();
+  };
+  std::vector<internal::OwnedFd> fds, coef_fds;
+  DG_RETURN_IF_ERROR(open_all(m.layout.files, &fds));
+  DG_RETURN_IF_ERROR(open_all(m.layout.coef_files, &coef_fds));
   if (m.checksum_generation == 0) return false;
   auto text = internal::read_own_file(join_path(dir, checksum_file_name(m.checksum_generation)));
   if (!text.ok()) return false;  // (fsck reports a missing table)
   auto table = PlaneChecksums::from_json(*text, m.shape.nz, m.checksum_algorithm());
   if (!table.ok()) return false;
   const PlaneChecksums& sums = *table;
-  internal::AlignedBuffer plane(static_cast<size_t>(m.layout.plane_stride));  // (O_DIRECT)
+  // (O_DIRECT; the ring's part of a plane, then its coefficients: the plane packed)
+  internal::AlignedBuffer plane(static_cast<size_t>(m.layout.plane_buffer_bytes()));
   if (!plane.ok()) return Status(ErrorCode::kResource, "out of memory for a plane");
   for (int64_t z = 0; z < m.shape.nz; ++z) {
     const PlaneLocation at = m.locate(z);
@@ -85,6 +93,13 @@ Result<bool> check_moved_files(const std::string& dir, const Manifest& m) {
     DG_RETURN_IF_ERROR(internal::pread_full(fds[static_cast<size_t>(at.file)].fd, plane.data(),
                                             static_cast<size_t>(m.layout.plane_stride), at.offset,
                                             path));
+    if (m.has_coef_files()) {
+      const PlaneLocation coef = m.locate_coef(z);
+      DG_RETURN_IF_ERROR(internal::pread_full(
+          coef_fds[static_cast<size_t>(coef.file)].fd, plane.data() + m.layout.plane_stride,
+          static_cast<size_t>(m.layout.coef_bytes), coef.offset,
+          m.layout.coef_files[static_cast<size_t>(coef.file)].path));
+    }
     if (sums.known(z) && plane_hash(plane.data(), m.plane_hashing()) != sums.hash(z)) {
       return corrupt("plane " + std::to_string(z) + " in " + path + " at offset " +
                      std::to_string(at.offset) +
@@ -141,24 +156,35 @@ Result<Relocation> relocate_grid(const std::string& dir, const std::vector<std::
     for (const std::string& path : made) ::unlink(path.c_str());
     return st;
   };
-  for (size_t f = 0; f < m.layout.files.size(); ++f) {
-    const std::string& from = m.layout.files[f].path;
-    std::string to = internal::data_file_path(m.id, next.stores, f);
-    if (internal::is_replacement_name(from)) to = internal::replacement_name(to);
-    next.layout.files[f].path = to;
-    if (to == from) continue;
-    if (exists(to)) {
-      ++done.found;
-    } else if (exists(from)) {
-      const Status copied = copy_data_file(from, to, m.layout.files[f].bytes);
-      if (!copied.ok()) return undo(copied);
-      made.push_back(to);
-      ++done.copied;
-    } else {
-      return undo(invalid_argument("data file " + std::to_string(f) + " is neither at " + from +
-                                   " nor at " + to + "; copy it to " + to + " first"));
+  // Each file of `from` copied or found where `to` names it; `moved` its new names.
+  auto move_files = [&](const char* kind, const std::vector<DataFile>& files,
+                        std::vector<DataFile>* moved, auto name) -> Status {
+    for (size_t f = 0; f < files.size(); ++f) {
+      const std::string& from = files[f].path;
+      std::string to = name(m.id, next.stores, f);
+      if (internal::is_replacement_name(from)) to = internal::replacement_name(to);
+      (*moved)[f].path = to;
+      if (to == from) continue;
+      if (exists(to)) {
+        ++done.found;
+      } else if (exists(from)) {
+        DG_RETURN_IF_ERROR(copy_data_file(from, to, files[f].bytes));
+        made.push_back(to);
+        ++done.copied;
+      } else {
+        return invalid_argument(kind + std::to_string(f) + " is neither at " + from + " nor at " +
+                                to + "; copy it to " + to + " first");
+      }
     }
+    return Status::Ok();
+  };
+  Status moved =
+      move_files("data file ", m.layout.files, &next.layout.files, internal::data_file_path);
+  if (moved.ok()) {
+    moved = move_files("coefficient file ", m.layout.coef_files, &next.layout.coef_files,
+                       internal::coef_file_path);
   }
+  if (!moved.ok()) return undo(moved);
   const auto checked = check_moved_files(dir, next);
   if (!checked.ok()) return undo(checked.status());
   done.checked = *checked;
@@ -170,6 +196,10 @@ Result<Relocation> relocate_grid(const std::string& dir, const std::vector<std::
   for (size_t f = 0; f < m.layout.files.size(); ++f) {  // (a leftover is harmless)
     if (m.layout.files[f].path != next.layout.files[f].path)
       ::unlink(m.layout.files[f].path.c_str());
+  }
+  for (size_t f = 0; f < m.layout.coef_files.size(); ++f) {
+    if (m.layout.coef_files[f].path != next.layout.coef_files[f].path)
+      ::unlink(m.layout.coef_files[f].path.c_str());
   }
   return done;
 }
