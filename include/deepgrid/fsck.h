@@ -15,6 +15,10 @@ struct DamagedPlane {
   int64_t z = 0;
   std::string file;  // path of the data file holding it
   int64_t offset = 0;
+  // Grids with coefficient files: where its coefficients are (the damage is in one of the two:
+  // the checksum covers both); else empty.
+  std::string coef_file;
+  int64_t coef_offset = 0;
 };
 
 struct FsckReport {

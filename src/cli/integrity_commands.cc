@@ -61,7 +61,12 @@ int cmd_fsck(const std::string& dir, bool as_json) {
   if (as_json) {
     json damaged = json::array();
     for (const DamagedPlane& d : r.damaged) {
-      damaged.push_back({{"plane", d.z}, {"file", d.file}, {"offset", d.offset}});
+      json entry = {{"plane", d.z}, {"file", d.file}, {"offset", d.offset}};
+      if (!d.coef_file.empty()) {
+        entry["coef_file"] = d.coef_file;
+        entry["coef_offset"] = d.coef_offset;
+      }
+      damaged.push_back(entry);
     }
     std::printf("%s\n", json{{"damage_found", r.damage_found()},
                              {"has_checksums", r.has_checksums},
@@ -83,8 +88,13 @@ int cmd_fsck(const std::string& dir, bool as_json) {
                   r.interrupted_sweep.c_str());
     }
     for (const DamagedPlane& d : r.damaged) {
-      std::printf("damaged: plane %lld in %s at offset %lld does not match its checksum\n",
-                  static_cast<long long>(d.z), d.file.c_str(), static_cast<long long>(d.offset));
+      const std::string coefficients =
+          d.coef_file.empty() ? ""
+                              : " (its coefficients in " + d.coef_file + " at offset " +
+                                    std::to_string(d.coef_offset) + ")";
+      std::printf("damaged: plane %lld in %s at offset %lld%s does not match its checksum\n",
+                  static_cast<long long>(d.z), d.file.c_str(), static_cast<long long>(d.offset),
+                  coefficients.c_str());
     }
     if (!r.problem.empty()) {
       std::printf("damaged: %s; planes not checked\n", r.problem.c_str());

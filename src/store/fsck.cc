@@ -30,8 +30,15 @@ Result<FsckReport> fsck_grid(const Grid& grid) {
       [&](int64_t z, const void* values) {
         ++r.planes_checked;
         if (plane_hash(values, hashing) != sums.hash(z)) {
-          const PlaneLocation loc = grid.manifest().locate(z);
-          r.damaged.push_back({z, grid.file_path(loc.file), loc.offset});
+          const Manifest& m = grid.manifest();
+          const PlaneLocation loc = m.locate(z);
+          DamagedPlane& d =
+              r.damaged.emplace_back(DamagedPlane{z, grid.file_path(loc.file), loc.offset, "", 0});
+          if (m.has_coef_files()) {
+            const PlaneLocation coef = m.locate_coef(z);
+            d.coef_file = grid.coef_path(coef.file);
+            d.coef_offset = coef.offset;
+          }
         }
         return Status::Ok();
       },
