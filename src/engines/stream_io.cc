@@ -11,6 +11,7 @@
 
 #include "core/file_util.h"
 #include "core/stopwatch.h"
+#include "store/coef_request.h"
 
 namespace deepgrid::internal::stream {
 
@@ -227,12 +228,10 @@ Status SweepIo::submit(Buffer& buf, io::Op op, int64_t plane, size_t index) {
   buf.length = static_cast<int64_t>(r.length);
   if (!write && m_.has_coef_files()) {
     DG_RETURN_IF_ERROR(io_.submit(r));
-    const PlaneLocation coef = m_.locate_coef(plane);
-    r.fd = grid_.coef_fd(coef.file);
-    r.path = grid_.coef_path(coef.file);
-    r.offset = coef.offset;
-    r.length = static_cast<size_t>(m_.layout.coef_bytes);
-    r.buffer = buf.bytes + m_.layout.plane_stride;
+    const uint64_t tag = r.tag;
+    r = coef_request(grid_, plane, buf.bytes);
+    r.op = op;
+    r.tag = tag;
     buf.length += static_cast<int64_t>(r.length);
     buf.parts = 2;
   }

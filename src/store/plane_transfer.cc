@@ -6,6 +6,7 @@
 
 #include "core/aligned_buffer.h"
 #include "io/block_io.h"
+#include "store/coef_request.h"
 
 namespace deepgrid::io {
 namespace {
@@ -61,12 +62,9 @@ class Transfer {
     DG_RETURN_IF_ERROR(io_->submit(r));
     pending_[slot] = 1;
     if (m_.has_coef_files() && (op == Op::kRead || set_ == FileSet::kCurrent)) {
-      const PlaneLocation coef = m_.locate_coef(z);
-      r.fd = grid_.coef_fd(coef.file);
-      r.path = grid_.coef_path(coef.file);
-      r.offset = coef.offset;
-      r.length = static_cast<size_t>(m_.layout.coef_bytes);
-      r.buffer = buffers_[slot].data() + m_.layout.plane_stride;
+      r = internal::coef_request(grid_, z, static_cast<std::byte*>(buffers_[slot].data()));
+      r.op = op;
+      r.tag = slot;
       DG_RETURN_IF_ERROR(io_->submit(r));
       pending_[slot] = 2;
     }
