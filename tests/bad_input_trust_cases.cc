@@ -184,7 +184,7 @@ std::vector<BadInputCase> trust_cases() {
       {"RelocateWrongNumberOfStores",
        then(striped_grid(2), directory("new")),
        {"relocate", kGrid, "--store", "{tmp}/new"},
-       {"2 data files"}},
+       {"striped over 2 stores"}},
       {"RelocateIntoAMissingStore",
        striped_grid(1),
        {"relocate", kGrid, "--store", "{tmp}/none"},

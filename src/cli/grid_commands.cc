@@ -303,9 +303,11 @@ int cmd_relocate(const RelocateArgs& a) {
                             .c_str());
     return 0;
   }
+  // (Grids with coefficient files move those too, counted with the data files.)
   std::printf(
-      "relocated %s to %s: %d data file%s copied, %d found in place%s\n", a.dir.c_str(),
-      join_csv(m.stores).c_str(), r.copied, r.copied == 1 ? "" : "s", r.found,
+      "relocated %s to %s: %d %sfile%s copied, %d found in place%s\n", a.dir.c_str(),
+      join_csv(m.stores).c_str(), r.copied, m.has_coef_files() ? "data and coefficient " : "data ",
+      r.copied == 1 ? "" : "s", r.found,
       r.checked ? ", every plane matches the grid's checksums" : " (no checksums to check)");
   return 0;
 }

@@ -124,8 +124,10 @@ Status check_relocatable(const std::string& dir, const Manifest& m, size_t store
                             " keeps its data in its own directory; move the directory itself");
   }
   if (stores != m.stores.size()) {
-    return invalid_argument("grid " + dir + " has " + std::to_string(m.stores.size()) +
-                            " data files; give as many store directories (--store A,B,...)");
+    const size_t n = m.stores.size();
+    return invalid_argument("grid " + dir + " is striped over " + std::to_string(n) + " store" +
+                            (n == 1 ? "" : "s") + "; give as many store directories (--store " +
+                            (n == 1 ? "DIR" : "A,B,...") + ")");
   }
   return Status::Ok();
 }
