@@ -12,6 +12,21 @@ import deepgrid
 matplotlib.use("Agg")  # no display in tests
 
 
+@pytest.fixture(autouse=True, scope="session")
+def machine_cache(tmp_path_factory):
+    """Runs measure this machine into the C++ tests' cache (build/tests/cache, which CI's release
+    stage fills before pytest runs) or a fresh one, never into the user's ~/.cache/deepgrid; a
+    DEEPGRID_CACHE_DIR already set is kept."""
+    if os.environ.get("DEEPGRID_CACHE_DIR"):
+        yield
+        return
+    shared = os.path.join(os.path.dirname(__file__), "..", "..", "build", "tests", "cache")
+    cache = shared if os.path.isdir(shared) else str(tmp_path_factory.mktemp("cache"))
+    os.environ["DEEPGRID_CACHE_DIR"] = os.path.abspath(cache)
+    yield
+    del os.environ["DEEPGRID_CACHE_DIR"]
+
+
 @pytest.fixture
 def grid(tmp_path):
     """A 3-store float32 grid (odd extents: planes padded, several chunks) and its values."""
