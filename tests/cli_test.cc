@@ -197,18 +197,22 @@ TEST_F(CliTest, PlotWritesAPngAndSaysWhatItDrew) {
 }
 
 // plan says which fields a stream plan's carried planes hold: a wave scheme's u alone, u@1 and
-// m read where they lie; a plain stencil's without comment.
+// m read where they lie, m from a window that every stage reads; a plain stencil's without
+// comment.
 TEST_F(CliTest, PlanNamesTheFieldsTheStreamRingsHold) {
   const std::string w = create("w", "32x24x40", {"--scheme", "wave8"});
   const RunResult wave =
       run_cli({"plan", w, "--steps", "6", "--method", "stream", "--mem", "4MiB", "--bt", "3"});
   ASSERT_TRUE(Succeeded(wave));
-  EXPECT_TRUE(contains(wave.out, "planes each of u (u@1, m read where they lie)")) << wave;
+  EXPECT_TRUE(contains(wave.out, "planes each of u (u@1, m read where they lie), a window of "))
+      << wave;
+  EXPECT_TRUE(contains(wave.out, " planes of m for every stage")) << wave;
   const std::string g = create("g", "32x24x40", {});
   const RunResult plain = run_cli(
       {"plan", g, "--stencil", "7pt", "--steps", "6", "--method", "stream", "--mem", "4MiB"});
   ASSERT_TRUE(Succeeded(plain));
   EXPECT_FALSE(contains(plain.out, "read where they lie")) << plain;
+  EXPECT_FALSE(contains(plain.out, "a window of")) << plain;
 }
 
 // plan says when the in-core engine's tiles run in chains that carry their edges.

@@ -17,6 +17,7 @@
 #include "plan/plan.h"
 #include "planning_manifest.h"
 #include "temp_dir.h"
+#include "test_schemes.h"
 
 namespace deepgrid {
 namespace {
@@ -174,9 +175,12 @@ TEST(TiledPlan, ForcedBlocksAndAClearMinimum) {
 }
 
 // Wave schemes' stages keep u alone in their rings and carries (lean wavefronts): u@1 is read
-// from the level two below, m from the stage's input level, whose planes then stay until the
-// stage's last level has computed them. The memory freed deepens the sweep. A source on u@1
-// keeps u@1 in the rings.
+// from the level two below, m from one window of planes that every stage shares (from the plane
+// the sweep's last level reads to the block's last read), so that the frames hold u and u@1 and
+// each stage keeps 2 rz input planes, as for a stencil. The memory freed deepens the sweep. A
+// source on u@1 keeps u@1 in the rings. A coefficient field that is not among the last fields
+// is read from each stage's input level instead, whose planes then stay until the stage's last
+// level has computed them.
 TEST(StreamPlan, WaveStagesKeepUAloneInTheirRings) {
   Manifest m = planning_manifest({256, 256, 2048});
   m.layout = plan_layout(m.shape, DType::kF32, 1, 8 << 20, 64, 3).value();
@@ -190,27 +194,40 @@ TEST(StreamPlan, WaveStagesKeepUAloneInTheirRings) {
   opt.block = 4;
   const StreamPlan lean = plan_stream(m, wave8, Boundary{}, 64, opt).value();
   EXPECT_EQ(lean.aliased, (uint64_t{1} << u_old) | (uint64_t{1} << coefficient));
-  EXPECT_TRUE(lean.coefficients_from_input);
+  EXPECT_EQ(lean.window_components, 1);
+  EXPECT_FALSE(lean.coefficients_from_input);
+  EXPECT_EQ(lean.window_frames, 8 * 4 + 4) << "bt rz + block";
+  EXPECT_EQ(lean.frames, 2 * 4 + 2 * 8) << "two stages' planes of a block, 2 rz kept by each";
   opt.source_components = uint64_t{1} << u_old;
   const StreamPlan sourced = plan_stream(m, wave8, Boundary{}, 64, opt).value();
   EXPECT_EQ(sourced.aliased, uint64_t{1} << coefficient);
+  EXPECT_EQ(sourced.window_components, 1);
   EXPECT_EQ(sourced.frames, lean.frames);
-  // Stages of 4 radius-4 levels keep 16 input planes, not 8, for their m: two stages, 16 frames.
+  EXPECT_LT(lean.memory_bytes, sourced.memory_bytes) << "rings of u and u@1 cost more";
+  // Every field in the rings (as sources on u@1 and m would have it): frames of all three.
   opt.source_components = (uint64_t{1} << u_old) | (uint64_t{1} << coefficient);
   const StreamPlan full = plan_stream(m, wave8, Boundary{}, 64, opt).value();
   EXPECT_EQ(full.aliased, 0u);
+  EXPECT_EQ(full.window_components, 0);
   EXPECT_FALSE(full.coefficients_from_input);
-  EXPECT_EQ(lean.frames - full.frames, 2 * 8);
-  // Rings of u and u@1 (m, the last component, left out) cost more than u's alone and less
-  // than all three.
-  EXPECT_LT(lean.memory_bytes, sourced.memory_bytes);
-  EXPECT_LT(sourced.memory_bytes,
-            full.memory_bytes + (lean.frames - full.frames) * lean.frame_bytes);
+  EXPECT_EQ(full.frames, lean.frames);
+  EXPECT_GT(full.frame_bytes, lean.frame_bytes * 3 / 2 - 4096) << "three fields against two";
   EXPECT_LT(lean.memory_bytes, full.memory_bytes);
+  // A leading coefficient field (radius 2): from each stage's input, whose stages of 4 levels
+  // keep 4 rz = 8 planes, not 2 rz.
+  const Scheme leading = Scheme::from_json(testing::kLeadingCoefficientScheme).value();
+  opt.source_components = 0;
+  const StreamPlan input = plan_stream(m, leading, Boundary{}, 64, opt).value();
+  EXPECT_EQ(input.aliased, (uint64_t{1} << leading.component_index("c")) |
+                               (uint64_t{1} << leading.component_index("v@1")));
+  EXPECT_EQ(input.window_components, 0);
+  EXPECT_TRUE(input.coefficients_from_input);
+  EXPECT_EQ(input.frames, 2 * 4 + 2 * (4 * 2));
   // Chosen freely, on a slow disk, the lean plan sweeps deeper in the same budget.
   opt.bt = opt.cache_bt = opt.block = 0;
   opt.mem_budget = 64 << 20;
   opt.disk_bytes_per_update = 0.1;
+  opt.source_components = (uint64_t{1} << u_old) | (uint64_t{1} << coefficient);
   const int full_bt = plan_stream(m, wave8, Boundary{}, 64, opt)->bt;
   opt.source_components = 0;
   EXPECT_GT(plan_stream(m, wave8, Boundary{}, 64, opt)->bt, full_bt);

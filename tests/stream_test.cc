@@ -38,6 +38,7 @@ namespace fs = std::filesystem;
 using testing::kCoupledScheme;
 using testing::kFusedFormScheme;
 using testing::kKernelScheme;
+using testing::kLeadingCoefficientScheme;
 using testing::kThreeLevelScheme;
 using testing::planning_manifest;
 
@@ -445,7 +446,7 @@ TEST_P(EngineGolden, SchemesOfSeveralFields) {
                     "SchemeTest.TheTiledMethodRefusesSchemes)";
   }
   for (const char* sc : {"wave2", "wave4", "wave8", "heat-var", kCoupledScheme, kFusedFormScheme,
-                         kThreeLevelScheme}) {
+                         kThreeLevelScheme, kLeadingCoefficientScheme}) {
     for (DType dt : {DType::kF32, DType::kF64}) {
       expect_all_boundaries({sc, {21, 13, 11}, dt, 5, 0, 1, io::Backend::kUring});
     }
@@ -459,6 +460,8 @@ TEST_P(EngineGolden, SchemesOfSeveralFields) {
     c.stripes = 3;
     expect_all_boundaries(c);
     c.stencil = kThreeLevelScheme;
+    expect_all_boundaries(c);
+    c.stencil = kLeadingCoefficientScheme;
     expect_all_boundaries(c);
   }
 }

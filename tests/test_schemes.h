@@ -34,6 +34,13 @@ inline const char* const kFusedFormScheme = R"({"name": "fused-form",
                       [2, 0, 0, 0.8], [0, 1, 0, 0.9], [0, 2, 0, 0.11], [0, 0, 1, 0.12],
                       [0, 0, 2, 0.13]]}}]}})";
 
+// A coefficient field before the state's: the stream's stages read it from each stage's input
+// level (a window shares only coefficient fields that are the last ones, StreamPlan).
+inline const char* const kLeadingCoefficientScheme = R"({"name": "leading-coefficient",
+  "fields": [{"name": "c", "coefficient": true, "value": 0.1}, {"name": "v", "levels": 2}],
+  "update": {"v": [{"coef": 2, "field": "v"}, {"coef": -1, "field": "v@1"},
+                   {"coef": "c", "stencil": "laplacian4", "field": "v"}]}})";
+
 // Three time levels: u@2 <- u@1 <- u, u@2 read at the point (lean wavefronts leave u@1 out of
 // their rings and keep u@2, whose source is two levels down).
 inline const char* const kThreeLevelScheme = R"({"name": "three-levels",

@@ -112,7 +112,7 @@ Result<PaddedGrid<T>> PaddedGrid<T>::map_scratch_file(const Shape& s, Halo h,
 
 template <typename T>
 void PaddedGrid<T>::load_plane(int64_t z, const T* packed, PlaneHasher* hash,
-                               int64_t component_stride) {
+                               int64_t component_stride, int first_component) {
   if (component_stride == 0) component_stride = shape_.plane_points();
   // Rows in chunks of about 32 KiB, each hashed and then copied while it is in L1.
   const int64_t chunk = std::max<int64_t>(1, (int64_t{32} << 10) / (shape_.nx * sizeof(T)));
@@ -122,7 +122,8 @@ void PaddedGrid<T>::load_plane(int64_t z, const T* packed, PlaneHasher* hash,
     for (int64_t y0 = 0; y0 < shape_.ny; y0 += chunk) {
       const int64_t y1 = std::min(shape_.ny, y0 + chunk);
       if (hash != nullptr) {
-        hash->update_component(c, src + y0 * shape_.nx, sizeof(T) * shape_.nx * (y1 - y0));
+        hash->update_component(first_component + c, src + y0 * shape_.nx,
+                               sizeof(T) * shape_.nx * (y1 - y0));
       }
       for (int64_t y = y0; y < y1; ++y) {
         std::memcpy(dst + y * stride_, src + y * shape_.nx, sizeof(T) * shape_.nx);

@@ -57,10 +57,11 @@ class PaddedGrid {
 
   // Copies packed plane z (nx * ny values per component, components one after another) in or
   // out of the interior. `hash`, if given, is updated with the packed values as they are copied
-  // (one pass over memory for both). Loading: the components `component_stride` values apart
-  // (0: nx * ny).
+  // (one pass over memory for both), as the plane's components `first_component` on (a plane
+  // whose components lie in two grids). Loading: the components `component_stride` values
+  // apart (0: nx * ny).
   void load_plane(int64_t z, const T* packed, PlaneHasher* hash = nullptr,
-                  int64_t component_stride = 0);
+                  int64_t component_stride = 0, int first_component = 0);
   void store_plane(int64_t z, T* packed) const;
 
   // Fills every ghost cell from the interior by the boundary rule, with `threads` threads.

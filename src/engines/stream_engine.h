@@ -97,10 +97,18 @@ struct StreamPlan {
   int64_t carried_planes = 0;
   // Components the stages' rings and carries leave out, bit c for component c (lean
   // wavefronts, wavefront.h: wave8's rings hold u alone), and whether a coefficient field is
-  // among them: every level of a stage then reads it from the stage's input level, whose planes
-  // stay until the last level has computed them (stream_stages.h, kept_input_planes).
+  // among them that no window holds: every level of a stage then reads it from the stage's
+  // input level, whose planes stay until the last level has computed them (stream_stages.h,
+  // kept_input_planes).
   uint64_t aliased = 0;
   bool coefficients_from_input = false;
+  // Coefficient fields the stages share instead (the last `window_components` components, all
+  // of the aliased coefficient fields): read from one window of planes that every stage's levels
+  // read at the point (stream_frames.h, StageFrames::window), filled from the reads and released
+  // after the sweep's last level read them; the frames then hold the other components only, and
+  // no stage but the last writes the coefficients into its output. 0: none.
+  int window_components = 0;
+  int64_t window_frames = 0;  // planes the window holds: bt rz + block, and the pinned ones
   int64_t io_buffers = 0;     // aligned plane buffers for reads and writes
   int64_t memory_bytes = 0;   // all of the above: what the engine allocates
   int64_t minimum_bytes = 0;  // the working set with bt = 1

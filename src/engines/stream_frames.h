@@ -7,7 +7,10 @@
 // (plan.frames counts them). Inside a stage, each thread advances tiles in its own rings
 // (WavefrontWorkspace), and every (stage, tile) keeps the planes it carries from one block to
 // the next (WavefrontCarry); both hold only the components the plan keeps in rings
-// (StreamPlan::aliased: a lean stage reads the others where they lie).
+// (StreamPlan::aliased: a lean stage reads the others where they lie). Where the plan has a
+// window (StreamPlan::window_components), the coefficient fields are not in the frames: every
+// stage reads them from one pool of their own, keyed by z as level 0, whose planes come with
+// the reads and go once the sweep's last level has read them.
 // StageFrames owns all of it and hands frames to the stages as they take turns.
 #pragma once
 
@@ -96,9 +99,10 @@ class FramePool {
     if (!store_->ghosts_fixed()) store_->frames().fill_plane_ghosts(slot(z), b_);
   }
   // Copies packed plane values (components `component_stride` values apart) into frame z
-  // (hashing them into `hash` if given).
-  void load(int64_t z, const T* packed, int64_t component_stride, PlaneHasher* hash) {
-    store_->frames().load_plane(slot(z), packed, hash, component_stride);
+  // (hashing them into `hash` if given, as the plane's components `first_component` on).
+  void load(int64_t z, const T* packed, int64_t component_stride, PlaneHasher* hash,
+            int first_component = 0) {
+    store_->frames().load_plane(slot(z), packed, hash, component_stride, first_component);
   }
 
   Status acquire(int64_t z) {
@@ -155,13 +159,18 @@ class StageFrames {
   Status allocate(const StreamPlan& plan, const SchemeKernel<T>& kernel) {
     const Halo frame{plan.cache_bt * kernel.rx(), plan.cache_bt * kernel.ry(), 0};
     const int n = kernel.components();
+    const int frame_n = n - plan.window_components;  // (the window holds the rest)
     const int rz = kernel.rz();
     tiles_ = plan.tiles;
     pools_.resize(static_cast<size_t>(plan.stages));
-    DG_RETURN_IF_ERROR(store_.allocate(plan.frames, s_, frame, n, b_));
+    DG_RETURN_IF_ERROR(store_.allocate(plan.frames, s_, frame, frame_n, b_));
+    if (plan.window_components > 0) {
+      DG_RETURN_IF_ERROR(
+          window_store_.allocate(plan.window_frames, s_, frame, plan.window_components, b_));
+    }
     if (b_.kind == Boundary::Kind::kDirichlet) {
-      DG_ASSIGN_OR_RETURN(constant_, PaddedGrid<T>::allocate({s_.nx, s_.ny, 1}, frame, n));
-      std::vector<T> v(static_cast<size_t>(s_.plane_points() * n), static_cast<T>(b_.value));
+      DG_ASSIGN_OR_RETURN(constant_, PaddedGrid<T>::allocate({s_.nx, s_.ny, 1}, frame, frame_n));
+      std::vector<T> v(static_cast<size_t>(s_.plane_points() * frame_n), static_cast<T>(b_.value));
       constant_.load_plane(0, v.data());
       constant_.fill_ghosts(b_, 1);
     }
@@ -193,6 +202,8 @@ class StageFrames {
     layout_ = layout;
     store_.reset();
     pools_[0].reset(&store_, s_, 0, s_.nz, layout.periodic, b_, &constant_);
+    window_store_.reset();  // (keyed as level 0; its planes are read inside the grid only)
+    window_.reset(&window_store_, s_, 0, s_.nz, layout.periodic, b_, nullptr);
     for (int j = 1; j < layout.stages.size(); ++j) {
       const int64_t e = layout.extension(j - 1);
       pools_[static_cast<size_t>(j)].reset(&store_, s_, -e, s_.nz + e, false, b_, &constant_);
@@ -238,6 +249,16 @@ class StageFrames {
 
   // Stage j's input level (0: the level read from disk).
   FramePool<T>& pool(int j) { return pools_[static_cast<size_t>(j)]; }
+  // The coefficients' window (StreamPlan::window_components), keyed by z as level 0.
+  FramePool<T>& window() { return window_; }
+  // After global steps [i0, i1): the coefficients of the planes the sweep's last level has
+  // read for the last time go, but the pinned ones.
+  void release_window(int64_t i0, int64_t i1) {
+    const int64_t reach = int64_t{layout_.levels} * layout_.rz;
+    for (int64_t q = i0 - reach; q < i1 - reach; ++q) {
+      if (!is_pinned(b_, layout_.levels, layout_.rz, s_.nz, q)) window_.release(q);
+    }
+  }
   // Thread t's rings.
   WavefrontWorkspace<T>& workspace(int t) { return *ws_[static_cast<size_t>(t)]; }
   // What (stage j, tile t) carries from one block to the next.
@@ -252,6 +273,8 @@ class StageFrames {
   int64_t tiles_ = 0;
   FrameStore<T> store_;                                     // the frames of all pools
   std::vector<FramePool<T>> pools_;                         // stage j's input level
+  FrameStore<T> window_store_;                              // the window's frames, if any
+  FramePool<T> window_;                                     // the coefficients' window
   PaddedGrid<T> constant_;                                  // dirichlet: the plane beyond z's ends
   std::vector<std::unique_ptr<WavefrontWorkspace<T>>> ws_;  // per thread
   std::vector<WavefrontCarry<T>> carries_;                  // stage-major, per tile

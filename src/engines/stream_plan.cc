@@ -133,6 +133,23 @@ bool aliases_coefficients(const Scheme& st, uint64_t aliased) {
   });
 }
 
+// How many of the last components are coefficient fields among `aliased`, where they are all
+// of those (a window can then hold them for every stage: StreamPlan::window_components); 0 if
+// one of them is not among the last.
+int windowed_coefficients(const Scheme& st, uint64_t aliased) {
+  auto coefficient = [&](int c) {
+    return c < 64 && (aliased >> c & 1) != 0 &&
+           std::ranges::any_of(st.carried(), [c](const std::pair<int, int>& t) {
+             return t.first == c && t.second == c;
+           });
+  };
+  const int n = st.component_count();
+  int all = 0, last = 0;
+  for (int c = 0; c < n; ++c) all += coefficient(c) ? 1 : 0;
+  while (last < n - 1 && coefficient(n - 1 - last)) ++last;
+  return last == all ? last : 0;
+}
+
 StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int bt, int block,
                     const StreamOptions& opt) {
   const Shape& s = m.shape;
@@ -149,22 +166,29 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   const Halo frame{p.cache_bt * st.radius_x(), p.cache_bt * st.radius_y(), 0};
   const int n = st.component_count();
   p.aliased = lean_components(st, opt);
-  p.coefficients_from_input = aliases_coefficients(st, p.aliased);
+  p.window_components = opt.device == nullptr ? windowed_coefficients(st, p.aliased) : 0;
+  p.coefficients_from_input = p.window_components == 0 && aliases_coefficients(st, p.aliased);
   const int ring_n = internal::ring_components(n, p.aliased);
-  // `count` frames in one padded grid (FramePool).
-  auto frames_bytes = [&](int64_t count) {
-    return vb == 4 ? PaddedGrid<float>::bytes_needed({s.nx, s.ny, count}, frame, n)
-                   : PaddedGrid<double>::bytes_needed({s.nx, s.ny, count}, frame, n);
+  // `count` frames of `components` in one padded grid (FramePool).
+  auto frames_bytes = [&](int64_t count, int components) {
+    return vb == 4 ? PaddedGrid<float>::bytes_needed({s.nx, s.ny, count}, frame, components)
+                   : PaddedGrid<double>::bytes_needed({s.nx, s.ny, count}, frame, components);
   };
-  p.frame_bytes = frames_bytes(1);
+  const int frame_n = n - p.window_components;
+  p.frame_bytes = frames_bytes(1, frame_n);
   // While a stage runs: its input planes of the block, its output planes (unless it is the
   // last), and the planes every stage keeps for the next block; level 0 also keeps the pinned
-  // planes. Dirichlet adds one constant frame beyond z's ends.
-  p.frames = std::min(p.stages, 2) * int64_t{block} + pinned_planes(b, bt, rz, s.nz);
+  // planes. Dirichlet adds one constant frame beyond z's ends. The window: the coefficients of
+  // the planes from the one the sweep's last level reads to the block's last read.
+  const int64_t pinned = pinned_planes(b, bt, rz, s.nz);
+  p.frames = std::min(p.stages, 2) * int64_t{block} + pinned;
   for (int j = 0; j < p.stages; ++j)
     p.frames += kept_input_planes(stages, j, rz, p.coefficients_from_input);
+  p.window_frames = p.window_components > 0 ? int64_t{bt} * rz + block + pinned : 0;
   const int64_t pools_bytes =
-      frames_bytes(p.frames) + (b.kind == Boundary::Kind::kDirichlet ? p.frame_bytes : 0);
+      frames_bytes(p.frames, frame_n) +
+      (p.window_components > 0 ? frames_bytes(p.window_frames, p.window_components) : 0) +
+      (b.kind == Boundary::Kind::kDirichlet ? p.frame_bytes : 0);
   // Tiles like the in-core engine's at the stage depth, so that a thread's rings stay in cache
   // while it advances a tile through a block.
   InCoreOptions tiling = stage_tiling(opt);

@@ -195,6 +195,12 @@ void StreamSweep<T>::make_waves(int j, WavefrontWorkspace<T>& ws, std::vector<Wa
   const ProbeRun probes{probes_, record_->step_from + stages.first(j), placement_};
   const WavefrontTrim trim = trim_from_level(stages.first(j));
   FramePool<T>& in = frames_.pool(j);
+  FramePool<T>& window = frames_.window();
+  const int first_coefficient = m_.components() - plan_.window_components;
+  // Stages but the last leave the window's coefficients out of their output (the next stage's
+  // frames have no room for them).
+  const uint64_t windowed =
+      plan_.window_components > 0 ? ~uint64_t{0} << std::min(first_coefficient, 63) : uint64_t{0};
   for (size_t t = 0; t < all.size(); ++t) {
     const Tile tile = all[t];
     const int64_t gx = tile.x0 - int64_t{n} * kernel_.rx();
@@ -212,7 +218,12 @@ void StreamSweep<T>::make_waves(int j, WavefrontWorkspace<T>& ws, std::vector<Wa
           [&next, tile](int64_t z) {
             return next.plane(z) + tile.y0 * next.strides().stride + tile.x0;
           },
-          next.strides(), layout_.extension(j), from, probes, trim);
+          next.strides(), layout_.extension(j), from, probes, trim, windowed);
+    }
+    if (plan_.window_components > 0) {
+      out.back().read_coefficients_from(
+          [&window, gx, gy](int64_t z) -> const T* { return window.origin(z, gx, gy); },
+          window.strides(), first_coefficient);
     }
   }
 }
@@ -292,6 +303,7 @@ Status StreamSweep<T>::claim_level0(int64_t p, StreamStats& stats) {
   if (level0.has(p)) return Status::Ok();
   DG_ASSIGN_OR_RETURN(const size_t b, io_.await_read(p, stats));
   DG_RETURN_IF_ERROR(level0.acquire(p));
+  if (plan_.window_components > 0) DG_RETURN_IF_ERROR(frames_.window().acquire(p));
   conversions_.push_back(b);
   return Status::Ok();
 }
@@ -302,7 +314,6 @@ Status StreamSweep<T>::claim_level0(int64_t p, StreamStats& stats) {
 template <typename T>
 void StreamSweep<T>::convert_level0_planes() {
   const bool verify = grid_.verifying();
-  FramePool<T>& level0 = frames_.pool(0);
 #pragma omp for schedule(static)
   for (size_t c = 0; c < conversions_.size(); ++c) {
     const SweepIo::Buffer& read = io_.read_buffer(conversions_[c]);
@@ -310,16 +321,30 @@ void StreamSweep<T>::convert_level0_planes() {
       if (band_->read_hashes != nullptr) {
         hash_band_rows(read.data<T>(), (*band_->read_hashes)[static_cast<size_t>(read.plane)]);
       }
-      level0.load(read.plane, read.data<T>(), component_stride(), nullptr);
+      load_level0(read, nullptr);
     } else if (verify) {
       PlaneHasher hash(m_.plane_hashing());
-      level0.load(read.plane, read.data<T>(), component_stride(), &hash);
+      load_level0(read, &hash);
       conversion_status_[c] = grid_.verify_plane_hash(read.plane, hash.digest());
     } else {
-      level0.load(read.plane, read.data<T>(), component_stride(), nullptr);
+      load_level0(read, nullptr);
     }
-    level0.fill_ghosts(read.plane);
   }
+}
+
+// A read plane into its level-0 frame and, where the plan has a window, its coefficients into
+// the window (hashed in the plane's order: the frame's components, then the window's), with
+// their ghost frames filled.
+template <typename T>
+void StreamSweep<T>::load_level0(const SweepIo::Buffer& read, PlaneHasher* hash) {
+  FramePool<T>& level0 = frames_.pool(0);
+  level0.load(read.plane, read.data<T>(), component_stride(), hash);
+  level0.fill_ghosts(read.plane);
+  if (plan_.window_components == 0) return;
+  const int first = m_.components() - plan_.window_components;
+  frames_.window().load(read.plane, read.data<T>() + first * component_stride(), component_stride(),
+                        hash, first);
+  frames_.window().fill_ghosts(read.plane);
 }
 
 // After the conversions: their read buffers take the next reads.
@@ -362,6 +387,7 @@ Status StreamSweep<T>::finish_block(int64_t i0, int64_t i1, StreamStats& stats) 
     }
   }
   frames_.release_stage_inputs(last, i0, i1);
+  if (plan_.window_components > 0) frames_.release_window(i0, i1);
   return io_.read_ahead();  // the block's writes and the next reads in one system call
 }
 

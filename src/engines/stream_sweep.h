@@ -90,6 +90,7 @@ class StreamSweep {
   Status prepare_block(int64_t i0, int64_t i1, StreamStats& stats);
   Status claim_level0(int64_t p, StreamStats& stats);
   void convert_level0_planes();
+  void load_level0(const SweepIo::Buffer& read, PlaneHasher* hash);
   Status recycle_read_buffers();
   void hash_block_outputs(int64_t i0, int64_t i1);
   Status finish_block(int64_t i0, int64_t i1, StreamStats& stats);

@@ -356,6 +356,16 @@ class Wavefront {
     rotated_at_ = at;
   }
 
+  // Coefficient components c >= `first` (aliased, carried from themselves) read from planes of
+  // their own instead of level 0's: coefficients(z) points at frame-local (0, 0) of component
+  // `first` of plane z, rows and components `strides` apart (the stream's window of them shared
+  // by its stages).
+  void read_coefficients_from(Level0Fn coefficients, PlaneStrides strides, int first) {
+    coef_fn_ = std::move(coefficients);
+    coef_ = strides;
+    coef_first_ = first;
+  }
+
   // Runs the tile as a part of a chain (WavefrontChain): its levels skewed after the chain's
   // first tile, its edges handed on before its last. Needs 2 or more levels.
   void chain(const WavefrontChain<T>& chain) { chain_ = chain; }
@@ -554,7 +564,10 @@ class Wavefront {
     const int from = carried_from_[static_cast<size_t>(a)];
     const int at_level = k == 0 ? 0 : from == a ? 0 : k - 1;
     const int c = k == 0 ? a : from;
-    if (at_level == 0) {
+    if (at_level == 0 && from == a && coef_fn_ && a >= coef_first_) {
+      plane = coef_fn_(z) + (a - coef_first_) * coef_.field;
+      stride = coef_.stride;
+    } else if (at_level == 0) {
       plane = level0_fn_(z) + c * level0_.field;
       stride = level0_.stride;
     } else {
@@ -686,6 +699,9 @@ class Wavefront {
   const uint64_t output_holds_;         // aliased components level L does not write
   std::array<int, 64> carried_from_{};  // an aliased component's source (lean wavefronts)
   int rotated_ = -1, rotated_at_ = -1;  // read_level0_from_output()
+  Level0Fn coef_fn_;                    // read_coefficients_from()
+  PlaneStrides coef_;
+  int coef_first_ = std::numeric_limits<int>::max();
   WavefrontChain<T> chain_;
 };
 

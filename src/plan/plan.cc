@@ -317,6 +317,17 @@ std::string ring_fields(const Scheme& scheme, uint64_t aliased) {
   return " of " + held + " (" + left + " read where they lie)";
 }
 
+// The stream's window of coefficients shared by its stages (StreamPlan::window_components), as
+// `plan` describes it: ", a window of 34 planes of m for every stage".
+std::string coefficient_window(const Scheme& scheme, const StreamPlan& p) {
+  if (p.window_components == 0) return "";
+  std::string names;
+  for (int c = scheme.component_count() - p.window_components; c < scheme.component_count(); ++c)
+    names += (names.empty() ? "" : ", ") + scheme.components()[static_cast<size_t>(c)];
+  return ", a window of " + std::to_string(p.window_frames) + " planes of " + names +
+         " for every stage";
+}
+
 // The plan of `method` (not kAuto) for the run.
 Result<RunPlan> plan_method(const Manifest& m, const std::string& dir, const RunOptions& opt,
                             const MachineProfile& machine, Method method) {
@@ -561,7 +572,7 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
         "blocking    bt %d (%lld sweeps) in stages of %d steps, tiles %lldx%lld (%.0f%% "
         "redundant halo work, sized for %s per thread), blocks of %d z-steps, %d threads\n"
         "buffers     %lld plane frames for level 0 and between stages, %lld tiles x %d "
-        "stages carrying %lld planes each%s, %lld I/O buffers\n"
+        "stages carrying %lld planes each%s%s, %lld I/O buffers\n"
         "minimum     %s (bt 1)\n",
         stream.bt, static_cast<long long>(stream.sweeps), stream.cache_bt,
         static_cast<long long>(stream.tile_x), static_cast<long long>(stream.tile_y),
@@ -569,7 +580,8 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
         format_size(static_cast<uint64_t>(stream.cache_bytes)).c_str(), stream.block,
         stream.threads, static_cast<long long>(stream.frames), static_cast<long long>(stream.tiles),
         stream.stages, static_cast<long long>(stream.carried_planes),
-        ring_fields(opt.scheme, stream.aliased).c_str(), static_cast<long long>(stream.io_buffers),
+        ring_fields(opt.scheme, stream.aliased).c_str(),
+        coefficient_window(opt.scheme, stream).c_str(), static_cast<long long>(stream.io_buffers),
         format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
     if (stream.bands > 0) {
       n += std::snprintf(buf + n, sizeof buf - n,
@@ -670,6 +682,7 @@ std::string RunPlan::to_json() const {
     j["stages"] = stream.stages;
     j["frames"] = stream.frames;
     j["carried_planes"] = stream.carried_planes;
+    j["window_planes"] = stream.window_frames;
     j["tile"] = {stream.tile_x, stream.tile_y};
     j["tile_cache_bytes"] = stream.cache_bytes;
     j["tiles"] = stream.tiles;
