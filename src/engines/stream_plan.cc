@@ -126,28 +126,25 @@ uint64_t lean_components(const Scheme& st, const StreamOptions& opt) {
          ~(opt.source_components | internal::sourced_components(opt.probes));
 }
 
-// Whether a coefficient field (carried m <- m) is among the `aliased` components.
-bool aliases_coefficients(const Scheme& st, uint64_t aliased) {
-  return std::ranges::any_of(st.carried(), [aliased](const std::pair<int, int>& c) {
-    return c.first == c.second && c.first < 64 && (aliased >> c.first & 1) != 0;
-  });
+// Whether component c is a coefficient field (carried from itself: m <- m) among `aliased`.
+bool aliased_coefficient(const Scheme& st, uint64_t aliased, int c) {
+  return c < 64 && (aliased >> c & 1) != 0 &&
+         std::ranges::any_of(st.carried(), [c](const std::pair<int, int>& t) {
+           return t.first == c && t.second == c;
+         });
 }
 
-// How many of the last components are coefficient fields among `aliased`, where they are all
-// of those (a window can then hold them for every stage: StreamPlan::window_components); 0 if
-// one of them is not among the last.
-int windowed_coefficients(const Scheme& st, uint64_t aliased) {
-  auto coefficient = [&](int c) {
-    return c < 64 && (aliased >> c & 1) != 0 &&
-           std::ranges::any_of(st.carried(), [c](const std::pair<int, int>& t) {
-             return t.first == c && t.second == c;
-           });
-  };
-  const int n = st.component_count();
+// How many of the aliased coefficient fields there are, and how many of them are the last
+// components (a window can hold those for every stage: StreamPlan::window_components).
+struct AliasedCoefficients {
   int all = 0, last = 0;
-  for (int c = 0; c < n; ++c) all += coefficient(c) ? 1 : 0;
-  while (last < n - 1 && coefficient(n - 1 - last)) ++last;
-  return last == all ? last : 0;
+};
+AliasedCoefficients aliased_coefficients(const Scheme& st, uint64_t aliased) {
+  const int n = st.component_count();
+  AliasedCoefficients k;
+  for (int c = 0; c < n; ++c) k.all += aliased_coefficient(st, aliased, c) ? 1 : 0;
+  while (k.last < n - 1 && aliased_coefficient(st, aliased, n - 1 - k.last)) ++k.last;
+  return k;
 }
 
 StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int bt, int block,
@@ -166,8 +163,12 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   const Halo frame{p.cache_bt * st.radius_x(), p.cache_bt * st.radius_y(), 0};
   const int n = st.component_count();
   p.aliased = lean_components(st, opt);
-  p.window_components = opt.device == nullptr ? windowed_coefficients(st, p.aliased) : 0;
-  p.coefficients_from_input = p.window_components == 0 && aliases_coefficients(st, p.aliased);
+  // Coefficient fields in a window where they are all among the last components (not on a
+  // device), else read from each stage's input.
+  const AliasedCoefficients coefficients = aliased_coefficients(st, p.aliased);
+  p.window_components =
+      opt.device == nullptr && coefficients.last == coefficients.all ? coefficients.all : 0;
+  p.coefficients_from_input = p.window_components == 0 && coefficients.all > 0;
   const int ring_n = internal::ring_components(n, p.aliased);
   // `count` frames of `components` in one padded grid (FramePool).
   auto frames_bytes = [&](int64_t count, int components) {

@@ -682,7 +682,7 @@ std::string RunPlan::to_json() const {
     j["stages"] = stream.stages;
     j["frames"] = stream.frames;
     j["carried_planes"] = stream.carried_planes;
-    j["window_planes"] = stream.window_frames;
+    j["window_frames"] = stream.window_frames;
     j["tile"] = {stream.tile_x, stream.tile_y};
     j["tile_cache_bytes"] = stream.cache_bytes;
     j["tiles"] = stream.tiles;
