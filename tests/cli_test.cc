@@ -342,6 +342,26 @@ TEST_F(CliTest, KernelOptionNamesAUsersLibrary) {
   EXPECT_EQ(checksum_of(a), checksum_of(b));
 }
 
+// `create --scheme 27pt` records the stencil: the grid runs it without --stencil (as a grid of
+// a scheme's fields runs its scheme), to the bits of a plain grid run with --stencil 27pt, and
+// info names it; --stencil still overrides it.
+TEST_F(CliTest, AGridCreatedForAStencilRunsItWithoutStencil) {
+  const std::string own = create("own", "24x20x12", {"--scheme", "27pt", "--init", "random:4"});
+  const std::string plain = create("plain", "24x20x12", {"--init", "random:4"});
+  const std::string other = create("other", "24x20x12", {"--scheme", "27pt", "--init", "random:4"});
+  ASSERT_EQ(checksum_of(own), checksum_of(plain));
+  const RunResult info = run_cli({"info", own});
+  ASSERT_TRUE(Succeeded(info));
+  EXPECT_NE(info.out.find("stencil     27pt"), std::string::npos) << info;
+  ASSERT_TRUE(Succeeded(run_cli({"run", own, "--steps", "3"})));
+  ASSERT_TRUE(Succeeded(run_cli({"run", plain, "--stencil", "27pt", "--steps", "3"})));
+  ASSERT_TRUE(Succeeded(run_cli({"run", other, "--stencil", "7pt", "--steps", "3"})));
+  EXPECT_EQ(checksum_of(own), checksum_of(plain));
+  EXPECT_NE(checksum_of(other), checksum_of(own));
+  const RunResult unnamed = run_cli({"run", plain, "--steps", "1"});
+  EXPECT_EQ(unnamed.exit_code, 2) << unnamed;
+}
+
 TEST_F(CliTest, RunShowsNoProgressWhenStderrIsNotATerminal) {
   const std::string g = create("g", kShape, {"--init", "random:5"});
   const RunResult r = run_cli({"run", g, "--stencil", "7pt", "--steps", "20"});

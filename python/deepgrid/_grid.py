@@ -109,7 +109,8 @@ class Grid:
     @property
     def scheme(self) -> Scheme | None:
         """The scheme the grid was made for (``create(..., scheme=...)``), which
-        :func:`deepgrid.run` runs when given no stencil; ``None`` for a grid of one field."""
+        :func:`deepgrid.run` runs when given no stencil (a plain stencil too, made with
+        ``scheme="7pt"``); ``None`` for a grid made without one."""
         return Scheme._from_grid_record(self._scheme_json) if self._scheme_json else None
 
     def field(self, name: str | None = None) -> Field:

@@ -170,9 +170,7 @@ Status distributed_info(const std::string& dir, bool as_json) {
   std::printf("shape       %s (numpy shape (%lld, %lld, %lld)), %s\n", m.shape.to_string().c_str(),
               static_cast<long long>(m.shape.nz), static_cast<long long>(m.shape.ny),
               static_cast<long long>(m.shape.nx), std::string(dtype_name(m.dtype)).c_str());
-  if (!m.fields.empty()) {
-    std::printf("fields      %s\n", fields_text(m.as_grid()).substr(9).c_str());
-  }
+  std::printf("%s", fields_lines(m.as_grid()).c_str());
   std::printf("%s", kernel_lines(m.as_grid()).c_str());
   std::printf("time step   %lld\n", static_cast<long long>(m.step));
   std::printf("parts\n");

@@ -62,7 +62,7 @@ void print_info(const Grid& g) {
       "values      %lld (%s)\n", static_cast<long long>(m.shape.points() * m.components()),
       format_size(static_cast<uint64_t>(m.shape.points() * m.components()) * dtype_size(m.dtype))
           .c_str());
-  if (!m.fields.empty()) std::printf("fields      %s\n", fields_text(m).substr(9).c_str());
+  std::printf("%s", fields_lines(m).c_str());
   std::printf("%s", kernel_lines(m).c_str());
   std::printf("time step   %lld\n", static_cast<long long>(m.step));
   std::printf("state       %s\n", grid_state(g).c_str());

@@ -7,16 +7,39 @@
 
 namespace deepgrid::cli {
 
-std::string fields_text(const Manifest& m) {
-  if (m.fields.empty()) return "";
-  std::string s = ", fields ";
-  for (size_t i = 0; i < m.fields.size(); ++i) s += (i ? ", " : "") + m.fields[i];
-  // (the record's name, read without loading a kernel library it may name)
+namespace {
+
+// The name in the grid's scheme record, read without loading a kernel library it may name;
+// empty without one.
+std::string recorded_name(const Manifest& m) {
   const auto record = nlohmann::json::parse(m.scheme, nullptr, /*allow_exceptions=*/false);
   if (record.is_object() && record.contains("name") && record["name"].is_string()) {
-    s += " (scheme " + record["name"].get<std::string>() + ")";
+    return record["name"].get<std::string>();
   }
-  return s;
+  return "";
+}
+
+// "u, u@1, m (scheme wave8)"; empty for one field.
+std::string field_list(const Manifest& m) {
+  if (m.fields.empty()) return "";
+  std::string s;
+  for (size_t i = 0; i < m.fields.size(); ++i) s += (i ? ", " : "") + m.fields[i];
+  const std::string name = recorded_name(m);
+  return name.empty() ? s : s + " (scheme " + name + ")";
+}
+
+}  // namespace
+
+std::string fields_text(const Manifest& m) {
+  if (!m.fields.empty()) return ", fields " + field_list(m);
+  const std::string name = recorded_name(m);
+  return name.empty() ? "" : ", stencil " + name;
+}
+
+std::string fields_lines(const Manifest& m) {
+  if (!m.fields.empty()) return "fields      " + field_list(m) + "\n";
+  const std::string name = recorded_name(m);
+  return name.empty() ? "" : "stencil     " + name + " (its own: run it without --stencil)\n";
 }
 
 namespace {

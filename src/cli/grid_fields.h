@@ -10,8 +10,13 @@
 
 namespace deepgrid::cli {
 
-// ", fields u, u@1, m (scheme wave8)" for a grid of several fields; empty for one field.
+// ", fields u, u@1, m (scheme wave8)" for a grid of several fields, ", stencil 27pt" for one
+// that records its stencil (create --scheme 27pt); empty otherwise.
 std::string fields_text(const Manifest& m);
+
+// The same as info's lines: "fields      u, u@1, m (scheme wave8)\n", "stencil     27pt (...)\n"
+// or empty.
+std::string fields_lines(const Manifest& m);
 
 // The kernel library a grid's scheme names, checked without loading it (docs/security.md):
 // for info, as lines ("kernel      PATH", "sha256      HASH (...)") and as JSON

@@ -248,7 +248,7 @@ Status create_for_scheme(const Scheme& scheme, CreateOptions& options) {
   DG_RETURN_IF_ERROR(scheme.check_dtype(options.dtype));
   options.fields = initial_fields(scheme, options.init);
   options.coefficient_components = coefficient_components(scheme);
-  if (!scheme.is_stencil()) options.scheme = scheme.to_json();
+  options.scheme = scheme.to_json();  // (a plain stencil too: the grid runs it without --stencil)
   return Status::Ok();
 }
 

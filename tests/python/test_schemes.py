@@ -118,7 +118,12 @@ def test_create_with_a_scheme_initialises_fields_as_the_cli(tmp_path, cli):
 
 def test_a_stencil_scheme_makes_a_grid_of_one_field(tmp_path):
     g = deepgrid.create(tmp_path / "g", (4, 5, 6), init="random:1", scheme="7pt")
-    assert g.fields == ("u",) and g.scheme is None
+    assert g.fields == ("u",) and g.scheme == deepgrid.Scheme("7pt")
+    plain = deepgrid.create(tmp_path / "plain", (4, 5, 6), init="random:1")
+    assert plain.scheme is None
+    deepgrid.run(g, steps=2)  # its own stencil, recorded
+    deepgrid.run(plain, "7pt", steps=2)
+    assert sha256_of(g) == sha256_of(plain)
     assert np.array_equal(g["u"][...], g[...])
     g["u"][1, 2] = 3.0  # a field view writes the one-field grid as g[...] does
     assert np.all(g[1, 2] == 3.0)
