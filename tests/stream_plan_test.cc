@@ -233,6 +233,35 @@ TEST(StreamPlan, WaveStagesKeepUAloneInTheirRings) {
   EXPECT_GT(plan_stream(m, wave8, Boundary{}, 64, opt)->bt, full_bt);
 }
 
+// A grid that keeps wave8's m in coefficient files, which the stream never writes: the write
+// buffers hold u and u@1 alone (the block's 2 block buffers a coefficient plane less each), and
+// where m still lies in the ring (a grid without coefficient files) they hold all three.
+TEST(StreamPlan, WriteBuffersLeaveOutTheCoefficientFilesFields) {
+  Manifest ring = planning_manifest({256, 256, 2048});
+  ring.fields = {"u", "u@1", "m"};
+  ring.layout = plan_layout(ring.shape, DType::kF32, 1, 8 << 20, 64, 3).value();
+  Manifest files = ring;
+  files.layout = plan_layout(ring.shape, DType::kF32, 1, 8 << 20, 64, 3, 1).value();
+  ASSERT_TRUE(files.has_coef_files());
+  const Scheme wave8 = Scheme::preset("wave8").value();
+  StreamOptions opt;
+  opt.mem_budget = 512 << 20;
+  opt.threads = 2;
+  opt.bt = 8;
+  opt.cache_bt = 4;
+  opt.block = 4;
+  const StreamPlan in_ring = plan_stream(ring, wave8, Boundary{}, 64, opt).value();
+  const StreamPlan apart = plan_stream(files, wave8, Boundary{}, 64, opt).value();
+  EXPECT_FALSE(in_ring.writes_without_coefficients);
+  EXPECT_TRUE(apart.writes_without_coefficients);
+  EXPECT_EQ(apart.io_buffers, in_ring.io_buffers);
+  EXPECT_EQ(in_ring.memory_bytes - apart.memory_bytes, 2 * 4 * files.layout.coef_bytes);
+  // Every field in the rings (sources on u@1 and m): no window, so writes hold m again.
+  opt.source_components =
+      (uint64_t{1} << wave8.component_index("u@1")) | (uint64_t{1} << wave8.component_index("m"));
+  EXPECT_FALSE(plan_stream(files, wave8, Boundary{}, 64, opt)->writes_without_coefficients);
+}
+
 // A working set tuned small (384 KiB, as a Xeon VM's tuning on 7pt chose) leaves wave8's stages
 // one level each, bound by memory; the planner also weighs stages of two levels with tiles sized
 // for a larger working set, and takes them (with the working set set by hand, 768 KiB-1.5 MiB

@@ -109,7 +109,11 @@ struct StreamPlan {
   // no stage but the last writes the coefficients into its output. 0: none.
   int window_components = 0;
   int64_t window_frames = 0;  // planes the window holds: bt rz + block, and the pinned ones
-  int64_t io_buffers = 0;     // aligned plane buffers for reads and writes
+  // Where the grid keeps the window's fields in its coefficient files (never written): the
+  // write buffers hold the ring's components alone, the last stage leaves the coefficients out
+  // of its output as the others do, and a written plane's checksum takes them from the window.
+  bool writes_without_coefficients = false;
+  int64_t io_buffers = 0;     // aligned plane buffers for reads (block) and writes (2 block)
   int64_t memory_bytes = 0;   // all of the above: what the engine allocates
   int64_t minimum_bytes = 0;  // the working set with bt = 1
   int64_t sweeps = 0;

@@ -134,6 +134,21 @@ class FramePool {
     return {store_->frames().stride(), store_->frames().field_stride()};
   }
 
+  // Hashes plane z's interior (z in [0, nz)) into `hash` as the plane's components
+  // `first_component` on, row by row: what a packed plane of them would hash to.
+  void hash(int64_t z, PlaneHasher& hash, int first_component) const {
+    const PaddedGrid<T>& frames = store_->frames();
+    const T* p = origin(z, 0, 0);
+    const Shape& s = frames.shape();
+    for (int c = 0; c < frames.components(); ++c) {
+      for (int64_t y = 0; y < s.ny; ++y) {
+        hash.update_component(first_component + c,
+                              p + c * frames.field_stride() + y * frames.stride(),
+                              static_cast<size_t>(s.nx) * sizeof(T));
+      }
+    }
+  }
+
  private:
   int64_t& slot(int64_t z) { return slot_[static_cast<size_t>(z - zlo_)]; }
   int64_t slot(int64_t z) const { return slot_[static_cast<size_t>(z - zlo_)]; }

@@ -23,23 +23,33 @@ constexpr int64_t kBlock = kDirectIoAlignment;
 int64_t round_up(int64_t bytes) { return (bytes + kBlock - 1) / kBlock * kBlock; }
 }  // namespace
 
-SweepIo::SweepIo(Grid& grid, io::BlockIo& io, int rz, int64_t band_height)
-    : grid_(grid), m_(grid.manifest()), io_(io), rz_(rz), band_height_(band_height) {
+SweepIo::SweepIo(Grid& grid, io::BlockIo& io, int rz, int64_t band_height,
+                 bool writes_without_coefficients)
+    : grid_(grid),
+      m_(grid.manifest()),
+      io_(io),
+      rz_(rz),
+      band_height_(band_height),
+      writes_without_coefficients_(writes_without_coefficients) {
   for (size_t f = 0; f < m_.layout.files.size(); ++f) {
     paths_.push_back(grid.file_path(static_cast<int>(f)));
   }
 }
 
-Status SweepIo::allocate(int64_t buffers, int block, std::byte* memory) {
+size_t SweepIo::arena_bytes(int block) const {
+  return static_cast<size_t>(block) * (buffer_bytes() + 2 * write_buffer_bytes());
+}
+
+Status SweepIo::allocate(int block, std::byte* memory) {
   if (memory == nullptr) {
-    arena_ = AlignedBuffer::on_huge_pages(buffer_bytes() * buffers);
+    arena_ = AlignedBuffer::on_huge_pages(arena_bytes(block));
     if (!arena_.ok())
       return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
     memory = arena_.data();
   }
   std::byte* next = memory;
   for (int i = 0; i < block; ++i, next += buffer_bytes()) reads_.push_back({next});
-  for (int i = 0; i < 2 * block; ++i, next += buffer_bytes()) writes_.push_back({next});
+  for (int i = 0; i < 2 * block; ++i, next += write_buffer_bytes()) writes_.push_back({next});
   if (band_height_ > 0) return Status::Ok();
   new_hash_.assign(static_cast<size_t>(m_.shape.nz), 0);
   written_.assign(static_cast<size_t>(m_.shape.nz), false);
@@ -76,6 +86,11 @@ size_t SweepIo::component_stride() const {
 size_t SweepIo::buffer_bytes() const {
   return band_height_ > 0 ? band_buffer_bytes(m_, band_height_)
                           : static_cast<size_t>(m_.layout.plane_buffer_bytes());
+}
+
+size_t SweepIo::write_buffer_bytes() const {
+  return writes_without_coefficients_ ? static_cast<size_t>(m_.layout.plane_stride)
+                                      : buffer_bytes();
 }
 
 Status SweepIo::begin(const SweepRecord& record, std::vector<int64_t> order) {
@@ -158,7 +173,7 @@ Result<size_t> SweepIo::claim_write_buffer(StreamStats& stats) {
     buf.band = band_index_;
     buf.lead = band_lead(band());
     const size_t last = component_stride() * static_cast<size_t>(m_.components() - 1);
-    std::fill(buf.bytes + buf.lead + last + plane_bytes(), buf.bytes + buffer_bytes(),
+    std::fill(buf.bytes + buf.lead + last + plane_bytes(), buf.bytes + write_buffer_bytes(),
               std::byte{0});
   }
   return b;

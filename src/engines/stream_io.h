@@ -98,13 +98,16 @@ class SweepIo {
   };
 
   // `rz`: the stencil's z radius (the levels' reach, which the write window leaves alone).
-  // `band_height` > 0: band mode, planes of that many rows.
-  SweepIo(Grid& grid, io::BlockIo& io, int rz, int64_t band_height = 0);
+  // `band_height` > 0: band mode, planes of that many rows. `writes_without_coefficients`:
+  // write buffers of the ring's components alone (StreamPlan::writes_without_coefficients).
+  SweepIo(Grid& grid, io::BlockIo& io, int rz, int64_t band_height = 0,
+          bool writes_without_coefficients = false);
 
-  // `buffers` plane buffers: `block` for reads, twice as many for writes (plan.io_buffers), in
-  // `memory` where given (page-aligned, buffers * buffer_bytes() bytes, kept by the caller
-  // until this is destroyed: the device's pinned host memory), else in an arena of its own.
-  Status allocate(int64_t buffers, int block, std::byte* memory = nullptr);
+  // Plane buffers: `block` for reads, twice as many for writes (plan.io_buffers), in `memory`
+  // where given (page-aligned, arena_bytes(block) bytes, kept by the caller until this is
+  // destroyed: the device's pinned host memory), else in an arena of their own.
+  Status allocate(int block, std::byte* memory = nullptr);
+  size_t arena_bytes(int block) const;
 
   // Starts the sweep of `record` (kept until finish()), reading planes in `order`: opens (and,
   // for a new periodic sweep, fills) the side file, starts the committer, and records the
@@ -142,7 +145,9 @@ class SweepIo {
 
   const Buffer& read_buffer(size_t b) const { return reads_[b]; }
   const Buffer& write_buffer(size_t b) const { return writes_[b]; }
+  // A read buffer's bytes (a whole plane's, or a band's), and a write buffer's.
   size_t buffer_bytes() const;
+  size_t write_buffer_bytes() const;
   // Bytes of a plane's component in a buffer (of the whole plane, in whole-plane mode).
   size_t plane_bytes() const;
   // Bytes from one component of a plane in a buffer to the next.
@@ -174,7 +179,8 @@ class SweepIo {
   const Manifest& m_;
   io::BlockIo& io_;
   const int rz_;
-  const int64_t band_height_;                 // 0: whole planes
+  const int64_t band_height_;  // 0: whole planes
+  const bool writes_without_coefficients_;
   const std::vector<Band>* bands_ = nullptr;  // band mode: the sweep's bands
   size_t band_index_ = 0;                     // the band being swept
   std::vector<std::string> paths_;

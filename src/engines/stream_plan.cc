@@ -169,6 +169,8 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   p.window_components =
       opt.device == nullptr && coefficients.last == coefficients.all ? coefficients.all : 0;
   p.coefficients_from_input = p.window_components == 0 && coefficients.all > 0;
+  p.writes_without_coefficients =
+      p.window_components > 0 && m.has_coef_files() && p.window_components == m.coef_components();
   const int ring_n = internal::ring_components(n, p.aliased);
   // `count` frames of `components` in one padded grid (FramePool).
   auto frames_bytes = [&](int64_t count, int components) {
@@ -218,9 +220,11 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
   p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.tile_y);
   // Reads of the next block and writes of the previous one overlap the current block.
   p.io_buffers = 3 * int64_t{block};
+  const int64_t write_bytes =
+      p.writes_without_coefficients ? m.layout.plane_stride : m.layout.plane_buffer_bytes();
   p.memory_bytes = pools_bytes + ring_bytes +
-                   static_cast<int64_t>(internal::paged_bytes(
-                       static_cast<size_t>(p.io_buffers * m.layout.plane_buffer_bytes())));
+                   static_cast<int64_t>(internal::paged_bytes(static_cast<size_t>(
+                       block * m.layout.plane_buffer_bytes() + 2 * block * write_bytes)));
   return p;
 }
 

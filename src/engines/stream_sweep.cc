@@ -31,7 +31,7 @@ StreamSweep<T>::StreamSweep(Grid& grid, const Scheme& st, const Boundary& b, con
       plan_(plan),
       rz_(kernel_.rz()),
       frames_(s_, b),
-      io_(grid, io, rz_, plan.bands > 0 ? s_.ny : 0) {}
+      io_(grid, io, rz_, plan.bands > 0 ? s_.ny : 0, plan.writes_without_coefficients) {}
 
 // The planes a sweep runs on: the grid's, or a band's rows of them.
 template <typename T>
@@ -90,7 +90,7 @@ Status StreamSweep<T>::allocate() {
                   "(planned without the sources: StreamOptions::source_components)");
   }
   DG_RETURN_IF_ERROR(frames_.allocate(plan_, kernel_));
-  return io_.allocate(plan_.io_buffers, plan_.block);
+  return io_.allocate(plan_.block);
 }
 
 template <typename T>
@@ -198,7 +198,7 @@ void StreamSweep<T>::make_waves(int j, WavefrontWorkspace<T>& ws, std::vector<Wa
   FramePool<T>& window = frames_.window();
   const int first_coefficient = m_.components() - plan_.window_components;
   // Stages but the last leave the window's coefficients out of their output (the next stage's
-  // frames have no room for them).
+  // frames have no room for them), the last too where the write buffers have none.
   const uint64_t windowed =
       plan_.window_components > 0 ? ~uint64_t{0} << std::min(first_coefficient, 63) : uint64_t{0};
   for (size_t t = 0; t < all.size(); ++t) {
@@ -210,7 +210,8 @@ void StreamSweep<T>::make_waves(int j, WavefrontWorkspace<T>& ws, std::vector<Wa
       out.emplace_back(
           kernel_, b_, s_, n, tile, ws, level0, in.strides(),
           [this, tile](int64_t z) { return output_plane(z) + tile.y0 * s_.nx + tile.x0; },
-          typename Wave::PlaneStrides{s_.nx, component_stride()}, 0, from, probes, trim);
+          typename Wave::PlaneStrides{s_.nx, component_stride()}, 0, from, probes, trim,
+          plan_.writes_without_coefficients ? windowed : 0);
     } else {
       FramePool<T>& next = frames_.pool(j + 1);
       out.emplace_back(
@@ -289,7 +290,7 @@ Status StreamSweep<T>::prepare_block(int64_t i0, int64_t i1, StreamStats& stats)
     DG_ASSIGN_OR_RETURN(const size_t b, io_.claim_write_buffer(stats));  // until finish_block
     // What the trim leaves out is written as zeros, not as what the buffer held before
     // (which depends on the order writes complete in): the files' bytes stay reproducible.
-    if (output_trimmed(z)) std::memset(io_.write_buffer(b).bytes, 0, io_.buffer_bytes());
+    if (output_trimmed(z)) std::memset(io_.write_buffer(b).bytes, 0, io_.write_buffer_bytes());
     block_out_[static_cast<size_t>(i - i0)] = static_cast<int>(b);
   }
   return Status::Ok();
@@ -358,7 +359,6 @@ Status StreamSweep<T>::recycle_read_buffers() {
 // every thread of the team.
 template <typename T>
 void StreamSweep<T>::hash_block_outputs(int64_t i0, int64_t i1) {
-  const PlaneHashing hashing = m_.plane_hashing();
 #pragma omp for schedule(static)
   for (int64_t i = i0; i < i1; ++i) {
     const int b = block_out_[static_cast<size_t>(i - i0)];
@@ -368,9 +368,23 @@ void StreamSweep<T>::hash_block_outputs(int64_t i0, int64_t i1) {
       const int64_t z = block_z0_ + (i - i0);
       hash_band_rows(out, (*band_->write_hashes)[static_cast<size_t>(z)]);
     } else {
-      block_hash_[static_cast<size_t>(i - i0)] = plane_hash(out, hashing);
+      block_hash_[static_cast<size_t>(i - i0)] = written_plane_hash(out, block_z0_ + (i - i0));
     }
   }
+}
+
+// The checksum of output plane z in write buffer `out`: the buffer's components and, where the
+// write buffers leave the coefficients out, the window's plane z of them after those.
+template <typename T>
+uint64_t StreamSweep<T>::written_plane_hash(const T* out, int64_t z) {
+  const PlaneHashing hashing = m_.plane_hashing();
+  if (!plan_.writes_without_coefficients) return plane_hash(out, hashing);
+  PlaneHasher hash(hashing);
+  const int first = m_.components() - plan_.window_components;
+  const size_t bytes = static_cast<size_t>(s_.plane_points()) * sizeof(T);
+  for (int c = 0; c < first; ++c) hash.update_component(c, out + c * component_stride(), bytes);
+  frames_.window().hash(z, hash, first);
+  return hash.digest();
 }
 
 // After steps [i0, i1): write the finished planes, free the last stage's input planes it has

@@ -93,6 +93,7 @@ class StreamSweep {
   void load_level0(const SweepIo::Buffer& read, PlaneHasher* hash);
   Status recycle_read_buffers();
   void hash_block_outputs(int64_t i0, int64_t i1);
+  uint64_t written_plane_hash(const T* out, int64_t z);
   Status finish_block(int64_t i0, int64_t i1, StreamStats& stats);
 
   const ResolvedProbes* probes_;  // (band mode: the band's, in its coordinates)
