@@ -262,6 +262,38 @@ TEST(StreamPlan, WriteBuffersLeaveOutTheCoefficientFilesFields) {
   EXPECT_FALSE(plan_stream(files, wave8, Boundary{}, 64, opt)->writes_without_coefficients);
 }
 
+// Where the budget binds the block and the disk has time to spare, the planner takes write
+// buffers of one block, claimed before the last stage, and the memory they free deepens the
+// block (wave8 at 512x512 in 192 MiB: blocks of 2 become 3); where the disk binds, two blocks,
+// which leave it the whole compute of a block for its transfers; and never in a sweep of one
+// stage, whose writes would have no compute to overlap.
+TEST(StreamPlan, WriteBuffersOfOneBlockWhereTheDiskHasTimeToSpare) {
+  Manifest m = planning_manifest({512, 512, 1024});
+  m.fields = {"u", "u@1", "m"};
+  m.layout = plan_layout(m.shape, DType::kF32, 1, 8 << 20, 64, 3, 1).value();
+  const Scheme wave8 = Scheme::preset("wave8").value();
+  StreamOptions opt;
+  opt.mem_budget = 192 << 20;
+  opt.threads = 2;
+  opt.cache_bytes = 3 << 19;
+  opt.bt = 8;
+  opt.cache_bt = 2;
+  opt.disk_bytes_per_update = 100;  // a disk far faster than the compute
+  const StreamPlan fast = plan_stream(m, wave8, Boundary{}, 16, opt).value();
+  EXPECT_EQ(fast.write_buffers, fast.block);
+  EXPECT_EQ(fast.io_buffers, 2 * int64_t{fast.block});
+  EXPECT_LE(static_cast<uint64_t>(fast.memory_bytes), opt.mem_budget);
+  opt.disk_bytes_per_update = 0.05;  // a disk that binds
+  const StreamPlan slow = plan_stream(m, wave8, Boundary{}, 16, opt).value();
+  EXPECT_EQ(slow.write_buffers, 2 * int64_t{slow.block});
+  EXPECT_LT(slow.block, fast.block) << "the memory of a block's writes deepens the block";
+  opt.disk_bytes_per_update = 100;
+  opt.bt = 2;  // one stage of two levels
+  const StreamPlan one_stage = plan_stream(m, wave8, Boundary{}, 16, opt).value();
+  EXPECT_EQ(one_stage.stages, 1);
+  EXPECT_EQ(one_stage.write_buffers, 2 * int64_t{one_stage.block});
+}
+
 // A working set tuned small (384 KiB, as a Xeon VM's tuning on 7pt chose) leaves wave8's stages
 // one level each, bound by memory; the planner also weighs stages of two levels with tiles sized
 // for a larger working set, and takes them (with the working set set by hand, 768 KiB-1.5 MiB
@@ -363,8 +395,9 @@ TEST(StreamPlan, PlansOfAsManySweepsWinByTheirCompute) {
 // A rate that sweeps sustained is taken as it is; a short measurement gets a wide margin. The
 // 25 GiB grid in 1 GiB, 24 steps, on a Xeon VM: reads measured 1397 MB/s, and with that margin
 // one sweep of bt 24 (blocks of 1 z-step) took 83.5 s, while bt 12 in two sweeps (blocks of 6)
-// took 51.4 s, its disks sustaining 2.1 GB/s of reads and writes. Even 1.6 GB/s sustained
-// makes two sweeps the faster plan.
+// took 51.4 s, its disks sustaining 2.1 GB/s of reads and writes: taken as it is, that rate
+// makes two sweeps the faster plan. (At 1.6 GB/s one sweep of blocks of 2, its write buffers
+// of one block, would compute 39 steps' worth against two sweeps' 41 of disk time.)
 TEST(StreamPlan, AnObservedDiskRateIsTakenAsItIs) {
   const Manifest m = planning_manifest({2048, 2048, 1600});
   const Stencil st = Stencil::preset("7pt").value();
@@ -372,6 +405,7 @@ TEST(StreamPlan, AnObservedDiskRateIsTakenAsItIs) {
   opt.mem_budget = uint64_t{1} << 30;
   opt.disk_bytes_per_update = 1.15 * 1397e6 / 4113e6;
   EXPECT_EQ(plan_stream(m, st, Boundary{}, 24, opt).value().sweeps, 1) << "as measured";
+  opt.disk_bytes_per_update = 2.1e9 / 4113e6;
   opt.disk_rate_observed = true;
   const StreamPlan observed = plan_stream(m, st, Boundary{}, 24, opt).value();
   EXPECT_EQ(observed.sweeps, 2) << "as sustained";

@@ -1004,6 +1004,58 @@ TEST_F(StreamGolden, APlanMadeWithoutTheSourcesIsRefused) {
   EXPECT_TRUE(advance_stream(g, wave2, Boundary{}, 6, sourced, opt).ok());
 }
 
+// Write buffers of one block (StreamPlan::write_buffers), claimed before the last stage while
+// the previous block's writes may still be in flight, give the reference's bits: 7pt and wave8
+// (its m in coefficient files, which the write buffers then leave out), both dtypes, every
+// boundary (planes of whole 4096-byte blocks, as coefficient files need), blocks of 1 and 2
+// z-steps in sweeps of several stages and of one.
+TEST_F(StreamGolden, WriteBuffersOfOneBlockGiveTheSameBits) {
+  for (const std::string name : {"7pt", "wave8"}) {
+    for (const DType dtype : {DType::kF32, DType::kF64}) {
+      for (const Boundary& b : kBoundaries) {
+        for (const auto& [bt, cache_bt, block] : {std::tuple{5, 2, 1}, std::tuple{4, 4, 2}}) {
+          Case c{name, {64, 48, 44}, dtype, 9, bt, 1, io::Backend::kUring};
+          SCOPED_TRACE(describe(c, b) + ", stages of " + std::to_string(cache_bt) + ", blocks of " +
+                       std::to_string(block));
+          dispatch_dtype(dtype, [&](auto tag) {
+            using T = decltype(tag);
+            const Scheme scheme = testing_scheme(name);
+            const auto u = initial_values<T>(c, scheme.component_count());
+            CreateOptions co;
+            co.shape = c.shape;
+            co.dtype = dtype;
+            co.fields = initial_fields(scheme, {});
+            co.coefficient_components = coefficient_components(scheme);
+            Grid g = Grid::create(root_ + "/g" + std::to_string(counter_++), co).value();
+            ASSERT_TRUE(g.write_planes(0, c.shape.nz, u.data()).ok());
+            StreamOptions opt;
+            opt.mem_budget = 64 << 20;
+            opt.bt = bt;
+            opt.cache_bt = cache_bt;
+            opt.block = block;
+            StreamPlan plan = plan_stream(g.manifest(), scheme, b, c.steps, opt).value();
+            plan.write_buffers = block;
+            plan.io_buffers = 2 * int64_t{block};
+            EXPECT_EQ(plan.writes_without_coefficients, name == "wave8");
+            ASSERT_TRUE(advance_stream(g, scheme, b, c.steps, plan, opt).ok());
+            std::vector<T> got(u.size());
+            ASSERT_TRUE(g.read_planes(0, c.shape.nz, got.data()).ok());
+            const int64_t diff =
+                testing::first_bitwise_difference(remembered_reference_run(u, c, scheme, b), got);
+            EXPECT_EQ(diff, -1) << "first difference at index " << diff;
+            const PlaneHashing hashing = g.manifest().plane_hashing();  // (m's from the window)
+            const size_t plane = u.size() / static_cast<size_t>(c.shape.nz);
+            for (int64_t z = 0; z < c.shape.nz; ++z) {
+              const Status st = g.check_plane_hash(z, plane_hash(got.data() + z * plane, hashing));
+              EXPECT_TRUE(st.ok()) << st.message();
+            }
+          });
+        }
+      }
+    }
+  }
+}
+
 // A run with subnormals flushed, stopped after two sweeps, is finished in that mode by a bare
 // --resume (the run record keeps it), bitwise.
 TEST_F(StreamGolden, AStoppedRunResumesWithItsSubnormalMode) {

@@ -34,13 +34,13 @@ Status DeviceSweep::allocate() {
   device_.emplace(std::move(d));
   std::byte* buffers = nullptr;  // (their own arena)
   if (device_plan_.device.gpu) {
-    const size_t bytes = io_.arena_bytes(plan_.block);
+    const size_t bytes = io_.arena_bytes(plan_.block, 2 * int64_t{plan_.block});
     DG_ASSIGN_OR_RETURN(io_memory_, device_->host_memory(static_cast<int64_t>(bytes + kPageBytes)));
     void* start = io_memory_.data();
     size_t room = bytes + kPageBytes;  // page-aligned inside, for O_DIRECT
     buffers = static_cast<std::byte*>(std::align(kPageBytes, bytes, start, room));
   }
-  DG_RETURN_IF_ERROR(io_.allocate(plan_.block, buffers));
+  DG_RETURN_IF_ERROR(io_.allocate(plan_.block, 2 * int64_t{plan_.block}, buffers));
   DG_ASSIGN_OR_RETURN(rings_,
                       wavefront_rings(*device_, device_plan_, scheme_.radius_z(), plane_bytes_));
   DG_ASSIGN_OR_RETURN(DeviceWavefrontKernels k, wavefront_kernels(*device_, scheme_, grid_.dtype(),

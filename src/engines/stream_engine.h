@@ -113,7 +113,13 @@ struct StreamPlan {
   // write buffers hold the ring's components alone, the last stage leaves the coefficients out
   // of its output as the others do, and a written plane's checksum takes them from the window.
   bool writes_without_coefficients = false;
-  int64_t io_buffers = 0;     // aligned plane buffers for reads (block) and writes (2 block)
+  // Aligned plane buffers for reads (block) and writes. Write buffers: two blocks' (a block's
+  // outputs while the previous block's are still being written), or, where the disk has time
+  // to spare, one block's, claimed just before the sweep's last stage: the previous block's
+  // writes then have the other stages' compute to complete (stages >= 2), and the memory they
+  // free deepens the block.
+  int64_t io_buffers = 0;
+  int64_t write_buffers = 0;
   int64_t memory_bytes = 0;   // all of the above: what the engine allocates
   int64_t minimum_bytes = 0;  // the working set with bt = 1
   int64_t sweeps = 0;

@@ -36,20 +36,21 @@ SweepIo::SweepIo(Grid& grid, io::BlockIo& io, int rz, int64_t band_height,
   }
 }
 
-size_t SweepIo::arena_bytes(int block) const {
-  return static_cast<size_t>(block) * (buffer_bytes() + 2 * write_buffer_bytes());
+size_t SweepIo::arena_bytes(int block, int64_t writes) const {
+  return static_cast<size_t>(block) * buffer_bytes() +
+         static_cast<size_t>(writes) * write_buffer_bytes();
 }
 
-Status SweepIo::allocate(int block, std::byte* memory) {
+Status SweepIo::allocate(int block, int64_t writes, std::byte* memory) {
   if (memory == nullptr) {
-    arena_ = AlignedBuffer::on_huge_pages(arena_bytes(block));
+    arena_ = AlignedBuffer::on_huge_pages(arena_bytes(block, writes));
     if (!arena_.ok())
       return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
     memory = arena_.data();
   }
   std::byte* next = memory;
   for (int i = 0; i < block; ++i, next += buffer_bytes()) reads_.push_back({next});
-  for (int i = 0; i < 2 * block; ++i, next += write_buffer_bytes()) writes_.push_back({next});
+  for (int64_t i = 0; i < writes; ++i, next += write_buffer_bytes()) writes_.push_back({next});
   if (band_height_ > 0) return Status::Ok();
   new_hash_.assign(static_cast<size_t>(m_.shape.nz), 0);
   written_.assign(static_cast<size_t>(m_.shape.nz), false);

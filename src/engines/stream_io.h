@@ -103,11 +103,11 @@ class SweepIo {
   SweepIo(Grid& grid, io::BlockIo& io, int rz, int64_t band_height = 0,
           bool writes_without_coefficients = false);
 
-  // Plane buffers: `block` for reads, twice as many for writes (plan.io_buffers), in `memory`
-  // where given (page-aligned, arena_bytes(block) bytes, kept by the caller until this is
+  // Plane buffers: `block` for reads, `writes` for writes (StreamPlan::write_buffers), in
+  // `memory` where given (page-aligned, arena_bytes() bytes, kept by the caller until this is
   // destroyed: the device's pinned host memory), else in an arena of their own.
-  Status allocate(int block, std::byte* memory = nullptr);
-  size_t arena_bytes(int block) const;
+  Status allocate(int block, int64_t writes, std::byte* memory = nullptr);
+  size_t arena_bytes(int block, int64_t writes) const;
 
   // Starts the sweep of `record` (kept until finish()), reading planes in `order`: opens (and,
   // for a new periodic sweep, fills) the side file, starts the committer, and records the

@@ -147,8 +147,12 @@ AliasedCoefficients aliased_coefficients(const Scheme& st, uint64_t aliased) {
   return k;
 }
 
+// Write buffers of two blocks, or of one where the sweep has stages enough
+// (StreamPlan::write_buffers).
+enum class Writes { kTwoBlocks, kOneBlock };
+
 StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int bt, int block,
-                    const StreamOptions& opt) {
+                    const StreamOptions& opt, Writes writes = Writes::kTwoBlocks) {
   const Shape& s = m.shape;
   const size_t vb = dtype_size(m.dtype);
   const int rz = st.radius_z();
@@ -219,12 +223,13 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
                                  static_cast<size_t>(p.stages * p.tiles * carry_bytes)));
   p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.tile_y);
   // Reads of the next block and writes of the previous one overlap the current block.
-  p.io_buffers = 3 * int64_t{block};
+  p.write_buffers = (writes == Writes::kOneBlock && p.stages >= 2 ? 1 : 2) * int64_t{block};
+  p.io_buffers = block + p.write_buffers;
   const int64_t write_bytes =
       p.writes_without_coefficients ? m.layout.plane_stride : m.layout.plane_buffer_bytes();
   p.memory_bytes = pools_bytes + ring_bytes +
                    static_cast<int64_t>(internal::paged_bytes(static_cast<size_t>(
-                       block * m.layout.plane_buffer_bytes() + 2 * block * write_bytes)));
+                       block * m.layout.plane_buffer_bytes() + p.write_buffers * write_bytes)));
   return p;
 }
 
@@ -256,10 +261,10 @@ Result<int64_t> spare_levels(const Manifest& m, const Scheme& st) {
 // reads its carried planes into the cache once per block, so that traffic falls as the block
 // grows. A forced block stays as it is.
 StreamPlan with_deepest_block(const Manifest& m, const Scheme& st, const Boundary& b, int bt,
-                              const StreamOptions& opt) {
-  StreamPlan q = plan_for(m, st, b, bt, opt.block > 0 ? opt.block : kMaxBlock, opt);
+                              const StreamOptions& opt, Writes writes = Writes::kTwoBlocks) {
+  StreamPlan q = plan_for(m, st, b, bt, opt.block > 0 ? opt.block : kMaxBlock, opt, writes);
   while (opt.block == 0 && q.block > 1 && static_cast<uint64_t>(q.memory_bytes) > opt.mem_budget) {
-    q = plan_for(m, st, b, bt, q.block - 1, opt);
+    q = plan_for(m, st, b, bt, q.block - 1, opt, writes);
   }
   return q;
 }
@@ -283,19 +288,35 @@ SweepIo sweep_io(const Manifest& m, const StreamOptions& opt, int threads) {
           opt.io_cpu_updates_per_byte / threads * bytes_per_point};
 }
 
+// A sweep's disk time as plan q overlaps it: write buffers of one block leave the disk the
+// compute of all stages but the last for each block's transfers, so it counts stages /
+// (stages - 1) times.
+double overlapped_disk(const StreamPlan& q, const SweepIo& io) {
+  return q.write_buffers < 2 * int64_t{q.block} ? io.disk * q.stages / (q.stages - 1.0) : io.disk;
+}
+
+// Whether plan q may take write buffers of one block: its full sweep computes longer than the
+// disk takes so overlapped. Where the disk binds, two blocks' buffers leave it the most time
+// and deeper blocks would save compute that is not the sweep's limit.
+bool disk_has_time_to_spare(const StreamPlan& q, DType dtype, const SweepIo& io) {
+  const double compute = q.redundancy * relative_compute(q, dtype) * q.bt + io.cpu;
+  return compute >= overlapped_disk(q, io);
+}
+
 // Plan q's cost over `run` steps, counted as cheapest_plan() says: per sweep, the larger of its
-// compute and its disk time; with a measured (not observed) rate, the mean of that and of the
-// same with the disks at half the rate.
+// compute and its disk time (overlapped_disk); with a measured (not observed) rate, the mean of
+// that and of the same with the disks at half the rate.
 StreamCost run_cost(const StreamPlan& q, DType dtype, int64_t run, const SweepIo& io,
                     bool observed) {
   const int bt = q.bt;
   const double per_step = q.redundancy * relative_compute(q, dtype);
+  const double disk = overlapped_disk(q, io);
   StreamCost c;
   for (int64_t done = 0; done < run; done += bt) {
     const double compute =
         per_step * static_cast<double>(std::min<int64_t>(bt, run - done)) + io.cpu;
-    c.steps += observed ? std::max(compute, io.disk)
-                        : (std::max(compute, io.disk) + std::max(compute, 2 * io.disk)) / 2;
+    c.steps += observed ? std::max(compute, disk)
+                        : (std::max(compute, disk) + std::max(compute, 2 * disk)) / 2;
     c.compute_steps += compute;
     c.disk_steps += io.disk;
   }
@@ -316,7 +337,9 @@ StreamCost run_cost(const StreamPlan& q, DType dtype, int64_t run, const SweepIo
 // at that rate. Of plans that cost the same (the disk binds them all), the one that computes
 // least wins: deeper plans that take as many sweeps move as many bytes, but fit shallower
 // blocks and compute more (a 25 GiB grid in 1 GiB, 24 steps: bt 14 with blocks of 3 took
-// 86 s where bt 12 with blocks of 6 took 67, both in 2 sweeps); then the deeper plan.
+// 86 s where bt 12 with blocks of 6 took 67, both in 2 sweeps); then the deeper plan. Each
+// depth is weighed with write buffers of two blocks and, where the disk has time to spare, of
+// one (the two win a tie).
 StreamPlan cheapest_plan(const Manifest& m, const Scheme& st, const Boundary& b, int64_t steps,
                          int lo, int hi, const StreamPlan& fallback, const StreamOptions& opt) {
   const SweepIo io = sweep_io(m, opt, fallback.threads);
@@ -326,16 +349,21 @@ StreamPlan cheapest_plan(const Manifest& m, const Scheme& st, const Boundary& b,
   bool found = false;
   for (const StreamOptions& stage_opt : stage_depth_options(m, st, opt)) {
     for (int bt = lo; bt <= hi; ++bt) {
-      const StreamPlan q = with_deepest_block(m, st, b, bt, stage_opt);
-      if (static_cast<uint64_t>(q.memory_bytes) > opt.mem_budget) continue;
-      const StreamCost c = run_cost(q, m.dtype, run, io, opt.disk_rate_observed);
-      const bool cheaper = c.steps < best.steps * (1 - 1e-9);
-      const bool as_cheap =
-          c.steps <= best.steps * (1 + 1e-9) && c.compute_steps <= best.compute_steps * (1 + 1e-9);
-      if (!found || cheaper || as_cheap) {
-        best = c;
-        p = q;
-        found = true;
+      for (const Writes writes : {Writes::kOneBlock, Writes::kTwoBlocks}) {
+        const StreamPlan q = with_deepest_block(m, st, b, bt, stage_opt, writes);
+        if (static_cast<uint64_t>(q.memory_bytes) > opt.mem_budget) continue;
+        if (q.write_buffers < 2 * int64_t{q.block} && !disk_has_time_to_spare(q, m.dtype, io)) {
+          continue;
+        }
+        const StreamCost c = run_cost(q, m.dtype, run, io, opt.disk_rate_observed);
+        const bool cheaper = c.steps < best.steps * (1 - 1e-9);
+        const bool as_cheap = c.steps <= best.steps * (1 + 1e-9) &&
+                              c.compute_steps <= best.compute_steps * (1 + 1e-9);
+        if (!found || cheaper || as_cheap) {
+          best = c;
+          p = q;
+          found = true;
+        }
       }
     }
   }

@@ -90,7 +90,7 @@ Status StreamSweep<T>::allocate() {
                   "(planned without the sources: StreamOptions::source_components)");
   }
   DG_RETURN_IF_ERROR(frames_.allocate(plan_, kernel_));
-  return io_.allocate(plan_.block);
+  return io_.allocate(plan_.block, plan_.write_buffers);
 }
 
 template <typename T>
@@ -141,6 +141,12 @@ Status StreamSweep<T>::run_blocks(StreamStats& stats) {
 #pragma omp master
         {
           if (shared.ok()) shared = frames_.turn_to_stage(j, i0, i1);
+          if (shared.ok() && j + 1 == stages.size()) {
+            const double waited = stats.io_wait_seconds;  // (not computing)
+            shared = claim_output_buffers(i0, i1, stats);
+            t0 += std::chrono::duration_cast<Clock::duration>(
+                std::chrono::duration<double>(stats.io_wait_seconds - waited));
+          }
         }
 #pragma omp barrier
         if (!shared.ok()) break;
@@ -261,7 +267,7 @@ std::vector<WavefrontFrame> StreamSweep<T>::tiles() const {
   return out;
 }
 
-// The buffer output plane z goes to (assigned by prepare_block).
+// The buffer output plane z goes to (assigned by claim_output_buffers).
 template <typename T>
 T* StreamSweep<T>::output_plane(int64_t z) const {
   const int b = block_out_[static_cast<size_t>(z - block_z0_)];
@@ -269,7 +275,7 @@ T* StreamSweep<T>::output_plane(int64_t z) const {
 }
 
 // Before steps [i0, i1): a frame for each of their level-0 planes (converted by all threads
-// next), a write buffer per output plane.
+// next); their output planes' write buffers come before the last stage (claim_output_buffers).
 template <typename T>
 Status StreamSweep<T>::prepare_block(int64_t i0, int64_t i1, StreamStats& stats) {
   const int64_t nz = s_.nz;
@@ -280,10 +286,19 @@ Status StreamSweep<T>::prepare_block(int64_t i0, int64_t i1, StreamStats& stats)
     }
   }
   conversion_status_.assign(conversions_.size(), Status::Ok());
-  const int last = layout_.stages.size() - 1;
-  block_z0_ = layout_.stage_output_plane(last, i0);
+  block_z0_ = layout_.stage_output_plane(layout_.stages.size() - 1, i0);
   block_out_.assign(static_cast<size_t>(i1 - i0), -1);
   block_hash_.assign(static_cast<size_t>(i1 - i0), 0);
+  return Status::Ok();
+}
+
+// Before the last stage of steps [i0, i1): a write buffer per output plane, waiting for the
+// previous block's writes where they still hold them (with write buffers of one block, they had
+// the other stages' compute to complete).
+template <typename T>
+Status StreamSweep<T>::claim_output_buffers(int64_t i0, int64_t i1, StreamStats& stats) {
+  const int last = layout_.stages.size() - 1;
+  const int64_t nz = s_.nz;
   for (int64_t i = i0; i < i1; ++i) {
     const int64_t z = layout_.stage_output_plane(last, i);
     if (z < layout_.from || z >= nz) continue;

@@ -88,6 +88,7 @@ class StreamSweep {
   std::vector<Tile> tiles() const;
   T* output_plane(int64_t z) const;
   Status prepare_block(int64_t i0, int64_t i1, StreamStats& stats);
+  Status claim_output_buffers(int64_t i0, int64_t i1, StreamStats& stats);
   Status claim_level0(int64_t p, StreamStats& stats);
   void convert_level0_planes();
   void load_level0(const SweepIo::Buffer& read, PlaneHasher* hash);

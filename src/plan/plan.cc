@@ -572,7 +572,7 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
         "blocking    bt %d (%lld sweeps) in stages of %d steps, tiles %lldx%lld (%.0f%% "
         "redundant halo work, sized for %s per thread), blocks of %d z-steps, %d threads\n"
         "buffers     %lld plane frames for level 0 and between stages, %lld tiles x %d "
-        "stages carrying %lld planes each%s%s, %lld I/O buffers\n"
+        "stages carrying %lld planes each%s%s, %lld I/O buffers (%lld for writes%s)\n"
         "minimum     %s (bt 1)\n",
         stream.bt, static_cast<long long>(stream.sweeps), stream.cache_bt,
         static_cast<long long>(stream.tile_x), static_cast<long long>(stream.tile_y),
@@ -582,6 +582,10 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
         stream.stages, static_cast<long long>(stream.carried_planes),
         ring_fields(opt.scheme, stream.aliased).c_str(),
         coefficient_window(opt.scheme, stream).c_str(), static_cast<long long>(stream.io_buffers),
+        static_cast<long long>(stream.write_buffers),
+        stream.write_buffers < 2 * int64_t{stream.block}
+            ? ", claimed before the last stage: the previous block's writes finish meanwhile"
+            : "",
         format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
     if (stream.bands > 0) {
       n += std::snprintf(buf + n, sizeof buf - n,
@@ -689,6 +693,7 @@ std::string RunPlan::to_json() const {
     j["block"] = stream.block;
     j["redundancy"] = stream.redundancy;
     j["io_buffers"] = stream.io_buffers;
+    j["write_buffers"] = stream.write_buffers;
     j["minimum_bytes"] = stream.minimum_bytes;
     if (stream.bands > 0) {
       j["bands"] = stream.bands;
