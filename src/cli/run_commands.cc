@@ -68,6 +68,12 @@ RunOptions run_options(const RunArgs& a) {
   RunOptions opt;
   if (!a.stencil.empty()) opt.scheme = get(Scheme::resolve(a.stencil));  // else the grid's own
   if (!a.coeffs.empty()) {
+    if (a.stencil.empty()) {
+      check(invalid_argument(
+          "--coeffs changes the coefficients of the stencil --stencil names; give --stencil "
+          "too (e.g. --stencil 7pt --coeffs " +
+          a.coeffs + ")"));
+    }
     if (!opt.scheme.is_stencil()) {
       check(
           invalid_argument("--coeffs changes a stencil's coefficients; a scheme's are written "
