@@ -174,6 +174,17 @@ TEST(TiledPlan, ForcedBlocksAndAClearMinimum) {
   EXPECT_FALSE(plan_tiled(m, st, Boundary{}, 100, opt).ok()) << "tiled needs a budget";
 }
 
+// wave8 at bt 8 in stages of 4 with blocks of 4, in a budget that holds them.
+StreamOptions wave8_stages_of_four() {
+  StreamOptions opt;
+  opt.mem_budget = 512 << 20;
+  opt.threads = 2;
+  opt.bt = 8;
+  opt.cache_bt = 4;
+  opt.block = 4;
+  return opt;
+}
+
 // Wave schemes' stages keep u alone in their rings and carries (lean wavefronts): u@1 is read
 // from the level two below, m from one window of planes that every stage shares (from the plane
 // the sweep's last level reads to the block's last read), so that the frames hold u and u@1 and
@@ -186,12 +197,7 @@ TEST(StreamPlan, WaveStagesKeepUAloneInTheirRings) {
   m.layout = plan_layout(m.shape, DType::kF32, 1, 8 << 20, 64, 3).value();
   const Scheme wave8 = Scheme::preset("wave8").value();
   const int u_old = wave8.component_index("u@1"), coefficient = wave8.component_index("m");
-  StreamOptions opt;
-  opt.mem_budget = 512 << 20;
-  opt.threads = 2;
-  opt.bt = 8;
-  opt.cache_bt = 4;
-  opt.block = 4;
+  StreamOptions opt = wave8_stages_of_four();
   const StreamPlan lean = plan_stream(m, wave8, Boundary{}, 64, opt).value();
   EXPECT_EQ(lean.aliased, (uint64_t{1} << u_old) | (uint64_t{1} << coefficient));
   EXPECT_EQ(lean.window_components, 1);
@@ -244,12 +250,7 @@ TEST(StreamPlan, WriteBuffersLeaveOutTheCoefficientFilesFields) {
   files.layout = plan_layout(ring.shape, DType::kF32, 1, 8 << 20, 64, 3, 1).value();
   ASSERT_TRUE(files.has_coef_files());
   const Scheme wave8 = Scheme::preset("wave8").value();
-  StreamOptions opt;
-  opt.mem_budget = 512 << 20;
-  opt.threads = 2;
-  opt.bt = 8;
-  opt.cache_bt = 4;
-  opt.block = 4;
+  StreamOptions opt = wave8_stages_of_four();
   const StreamPlan in_ring = plan_stream(ring, wave8, Boundary{}, 64, opt).value();
   const StreamPlan apart = plan_stream(files, wave8, Boundary{}, 64, opt).value();
   EXPECT_FALSE(in_ring.writes_without_coefficients);
