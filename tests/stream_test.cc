@@ -1010,13 +1010,16 @@ TEST_F(StreamGolden, APlanMadeWithoutTheSourcesIsRefused) {
 // boundary (planes of whole 4096-byte blocks, as coefficient files need), blocks of 1 and 2
 // z-steps in sweeps of several stages and of one.
 TEST_F(StreamGolden, WriteBuffersOfOneBlockGiveTheSameBits) {
+  struct Depths {
+    int bt, cache_bt, block;  // (not a structured binding: the lambda below reads them)
+  };
   for (const std::string name : {"7pt", "wave8"}) {
     for (const DType dtype : {DType::kF32, DType::kF64}) {
       for (const Boundary& b : kBoundaries) {
-        for (const auto& [bt, cache_bt, block] : {std::tuple{5, 2, 1}, std::tuple{4, 4, 2}}) {
-          Case c{name, {64, 48, 44}, dtype, 9, bt, 1, io::Backend::kUring};
-          SCOPED_TRACE(describe(c, b) + ", stages of " + std::to_string(cache_bt) + ", blocks of " +
-                       std::to_string(block));
+        for (const Depths d : {Depths{5, 2, 1}, Depths{4, 4, 2}}) {
+          Case c{name, {64, 48, 44}, dtype, 9, d.bt, 1, io::Backend::kUring};
+          SCOPED_TRACE(describe(c, b) + ", stages of " + std::to_string(d.cache_bt) +
+                       ", blocks of " + std::to_string(d.block));
           dispatch_dtype(dtype, [&](auto tag) {
             using T = decltype(tag);
             const Scheme scheme = testing_scheme(name);
@@ -1030,12 +1033,12 @@ TEST_F(StreamGolden, WriteBuffersOfOneBlockGiveTheSameBits) {
             ASSERT_TRUE(g.write_planes(0, c.shape.nz, u.data()).ok());
             StreamOptions opt;
             opt.mem_budget = 64 << 20;
-            opt.bt = bt;
-            opt.cache_bt = cache_bt;
-            opt.block = block;
+            opt.bt = d.bt;
+            opt.cache_bt = d.cache_bt;
+            opt.block = d.block;
             StreamPlan plan = plan_stream(g.manifest(), scheme, b, c.steps, opt).value();
-            plan.write_buffers = block;
-            plan.io_buffers = 2 * int64_t{block};
+            plan.write_buffers = d.block;
+            plan.io_buffers = 2 * int64_t{d.block};
             EXPECT_EQ(plan.writes_without_coefficients, name == "wave8");
             ASSERT_TRUE(advance_stream(g, scheme, b, c.steps, plan, opt).ok());
             std::vector<T> got(u.size());
