@@ -39,8 +39,9 @@ uint64_t plane_hash(const void* values, const PlaneHashing& h);
 // plane_hash computed piece by piece: the digest of the bytes given to update(), in order, equals
 // plane_hash of them all at once. Lets a copy hash what it copies while it is in cache. Pieces
 // may also be given component by component (update_component): each component's bytes in
-// order, and, with a hashing by component, the components in any order (else in order: the
-// plane is one run of bytes); never both ways for one plane.
+// order, and, with a hashing by component, the components in any order and from different
+// threads at once, one thread per component (else in order: the plane is one run of bytes);
+// never both ways for one plane.
 class PlaneHasher {
  public:
   PlaneHasher();

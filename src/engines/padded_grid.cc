@@ -113,19 +113,25 @@ Result<PaddedGrid<T>> PaddedGrid<T>::map_scratch_file(const Shape& s, Halo h,
 template <typename T>
 void PaddedGrid<T>::load_plane(int64_t z, const T* packed, PlaneHasher* hash,
                                int64_t component_stride, int first_component) {
+  load_rows(z, packed, 0, shape_.ny, hash, component_stride, first_component);
+}
+
+template <typename T>
+void PaddedGrid<T>::load_rows(int64_t z, const T* packed, int64_t y0, int64_t y1, PlaneHasher* hash,
+                              int64_t component_stride, int first_component) {
   if (component_stride == 0) component_stride = shape_.plane_points();
   // Rows in chunks of about 32 KiB, each hashed and then copied while it is in L1.
   const int64_t chunk = std::max<int64_t>(1, (int64_t{32} << 10) / (shape_.nx * sizeof(T)));
   for (int c = 0; c < components_; ++c) {
     T* dst = plane(z) + c * field_stride_;
     const T* src = packed + c * component_stride;
-    for (int64_t y0 = 0; y0 < shape_.ny; y0 += chunk) {
-      const int64_t y1 = std::min(shape_.ny, y0 + chunk);
+    for (int64_t r0 = y0; r0 < y1; r0 += chunk) {
+      const int64_t r1 = std::min(y1, r0 + chunk);
       if (hash != nullptr) {
-        hash->update_component(first_component + c, src + y0 * shape_.nx,
-                               sizeof(T) * shape_.nx * (y1 - y0));
+        hash->update_component(first_component + c, src + r0 * shape_.nx,
+                               sizeof(T) * shape_.nx * (r1 - r0));
       }
-      for (int64_t y = y0; y < y1; ++y) {
+      for (int64_t y = r0; y < r1; ++y) {
         std::memcpy(dst + y * stride_, src + y * shape_.nx, sizeof(T) * shape_.nx);
       }
     }

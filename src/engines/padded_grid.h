@@ -62,6 +62,10 @@ class PaddedGrid {
   // apart (0: nx * ny).
   void load_plane(int64_t z, const T* packed, PlaneHasher* hash = nullptr,
                   int64_t component_stride = 0, int first_component = 0);
+  // load_plane of rows [y0, y1) alone (`packed` still the whole plane's values): threads may
+  // load different rows of one plane at once where none hashes.
+  void load_rows(int64_t z, const T* packed, int64_t y0, int64_t y1, PlaneHasher* hash = nullptr,
+                 int64_t component_stride = 0, int first_component = 0);
   void store_plane(int64_t z, T* packed) const;
 
   // Fills every ghost cell from the interior by the boundary rule, with `threads` threads.

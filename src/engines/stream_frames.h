@@ -104,6 +104,10 @@ class FramePool {
             int first_component = 0) {
     store_->frames().load_plane(slot(z), packed, hash, component_stride, first_component);
   }
+  // load() of rows [y0, y1) alone, unhashed: threads may load different rows at once.
+  void load_rows(int64_t z, const T* packed, int64_t component_stride, int64_t y0, int64_t y1) {
+    store_->frames().load_rows(slot(z), packed, y0, y1, nullptr, component_stride);
+  }
 
   Status acquire(int64_t z) {
     DG_ASSIGN_OR_RETURN(slot(z), store_->acquire());
@@ -134,18 +138,15 @@ class FramePool {
     return {store_->frames().stride(), store_->frames().field_stride()};
   }
 
-  // Hashes plane z's interior (z in [0, nz)) into `hash` as the plane's components
-  // `first_component` on, row by row: what a packed plane of them would hash to.
-  void hash(int64_t z, PlaneHasher& hash, int first_component) const {
+  // Hashes component c of plane z's interior (z in [0, nz)) into `hash` as the plane's
+  // component `first_component + c`, row by row: what a packed plane of it would hash to.
+  void hash(int64_t z, int c, PlaneHasher& hash, int first_component) const {
     const PaddedGrid<T>& frames = store_->frames();
-    const T* p = origin(z, 0, 0);
+    const T* p = origin(z, 0, 0) + c * frames.field_stride();
     const Shape& s = frames.shape();
-    for (int c = 0; c < frames.components(); ++c) {
-      for (int64_t y = 0; y < s.ny; ++y) {
-        hash.update_component(first_component + c,
-                              p + c * frames.field_stride() + y * frames.stride(),
-                              static_cast<size_t>(s.nx) * sizeof(T));
-      }
+    for (int64_t y = 0; y < s.ny; ++y) {
+      hash.update_component(first_component + c, p + y * frames.stride(),
+                            static_cast<size_t>(s.nx) * sizeof(T));
     }
   }
 

@@ -288,7 +288,8 @@ Status StreamSweep<T>::prepare_block(int64_t i0, int64_t i1, StreamStats& stats)
   conversion_status_.assign(conversions_.size(), Status::Ok());
   block_z0_ = layout_.stage_output_plane(layout_.stages.size() - 1, i0);
   block_out_.assign(static_cast<size_t>(i1 - i0), -1);
-  block_hash_.assign(static_cast<size_t>(i1 - i0), 0);
+  block_hash_.clear();
+  for (int64_t i = i0; i < i1; ++i) block_hash_.emplace_back(m_.plane_hashing());
   return Status::Ok();
 }
 
@@ -330,13 +331,15 @@ Status StreamSweep<T>::claim_level0(int64_t p, StreamStats& stats) {
 template <typename T>
 void StreamSweep<T>::convert_level0_planes() {
   const bool verify = grid_.verifying();
+  if (!verify && (band_ == nullptr || band_->read_hashes == nullptr)) {
+    convert_level0_rows();
+    return;
+  }
 #pragma omp for schedule(static)
   for (size_t c = 0; c < conversions_.size(); ++c) {
     const SweepIo::Buffer& read = io_.read_buffer(conversions_[c]);
     if (band_ != nullptr) {
-      if (band_->read_hashes != nullptr) {
-        hash_band_rows(read.data<T>(), (*band_->read_hashes)[static_cast<size_t>(read.plane)]);
-      }
+      hash_band_rows(read.data<T>(), (*band_->read_hashes)[static_cast<size_t>(read.plane)]);
       load_level0(read, nullptr);
     } else if (verify) {
       PlaneHasher hash(m_.plane_hashing());
@@ -345,6 +348,36 @@ void StreamSweep<T>::convert_level0_planes() {
     } else {
       load_level0(read, nullptr);
     }
+  }
+}
+
+// convert_level0_planes where nothing is hashed: in parts of rows, which the threads share
+// evenly (whole planes did not: blocks of 3 split 2 to 1 between two threads, and the copies
+// stream memory, 5% of a wave8 run's CPU time at 512x512 planes), then the ghost frames.
+template <typename T>
+void StreamSweep<T>::convert_level0_rows() {
+  const int64_t parts = std::min<int64_t>(s_.ny, 4 * int64_t{plan_.threads});
+  const int64_t units = static_cast<int64_t>(conversions_.size()) * parts;
+  FramePool<T>& level0 = frames_.pool(0);
+  FramePool<T>& window = frames_.window();
+  const int first = m_.components() - plan_.window_components;
+#pragma omp for schedule(static)
+  for (int64_t u = 0; u < units; ++u) {
+    const SweepIo::Buffer& read = io_.read_buffer(conversions_[static_cast<size_t>(u / parts)]);
+    const int64_t part = u % parts;
+    const int64_t y0 = s_.ny * part / parts, y1 = s_.ny * (part + 1) / parts;
+    level0.load_rows(read.plane, read.data<T>(), component_stride(), y0, y1);
+    if (plan_.window_components > 0) {
+      window.load_rows(read.plane, read.data<T>() + first * component_stride(), component_stride(),
+                       y0, y1);
+    }
+  }
+  if (b_.kind == Boundary::Kind::kDirichlet) return;  // (their ghosts are fixed)
+#pragma omp for schedule(static)
+  for (size_t c = 0; c < conversions_.size(); ++c) {
+    const int64_t z = io_.read_buffer(conversions_[c]).plane;
+    level0.fill_ghosts(z);
+    if (plan_.window_components > 0) window.fill_ghosts(z);
   }
 }
 
@@ -370,36 +403,52 @@ Status StreamSweep<T>::recycle_read_buffers() {
   return io_.recycle_reads(conversions_);
 }
 
-// The checksums of the planes the block completes, for finish_block to record. Called by
-// every thread of the team.
+// The checksums of the planes the block completes, for finish_block to record, in parts the
+// threads share: each plane's components apart where the grid hashes them apart (whole planes
+// split 2 to 1 between two threads in blocks of 3). Called by every thread of the team.
 template <typename T>
 void StreamSweep<T>::hash_block_outputs(int64_t i0, int64_t i1) {
+  const int parts = output_hash_parts();
+  const int64_t units = (i1 - i0) * parts;
 #pragma omp for schedule(static)
-  for (int64_t i = i0; i < i1; ++i) {
-    const int b = block_out_[static_cast<size_t>(i - i0)];
+  for (int64_t u = 0; u < units; ++u) {
+    const size_t k = static_cast<size_t>(u / parts);
+    const int b = block_out_[k];
     if (b < 0) continue;
     const T* out = io_.write_buffer(static_cast<size_t>(b)).template data<T>();
+    const int64_t z = block_z0_ + static_cast<int64_t>(k);
     if (band_ != nullptr) {
-      const int64_t z = block_z0_ + (i - i0);
       hash_band_rows(out, (*band_->write_hashes)[static_cast<size_t>(z)]);
     } else {
-      block_hash_[static_cast<size_t>(i - i0)] = written_plane_hash(out, block_z0_ + (i - i0));
+      hash_output(out, z, parts == 1 ? -1 : static_cast<int>(u % parts), block_hash_[k]);
     }
   }
 }
 
-// The checksum of output plane z in write buffer `out`: the buffer's components and, where the
-// write buffers leave the coefficients out, the window's plane z of them after those.
+// The parts hash_block_outputs hashes each plane in: its components where the grid hashes
+// them apart (PlaneHasher's states, one per component, take them on different threads at
+// once), else the whole plane (a band's rows: one running hash per plane).
 template <typename T>
-uint64_t StreamSweep<T>::written_plane_hash(const T* out, int64_t z) {
-  const PlaneHashing hashing = m_.plane_hashing();
-  if (!plan_.writes_without_coefficients) return plane_hash(out, hashing);
-  PlaneHasher hash(hashing);
-  const int first = m_.components() - plan_.window_components;
+int StreamSweep<T>::output_hash_parts() const {
+  const PlaneHashing h = m_.plane_hashing();
+  return band_ == nullptr && h.by_component && h.components > 1 ? h.components : 1;
+}
+
+// Component c (-1: every component, in order) of output plane z in write buffer `out` into its
+// checksum: the buffer's components and, where the write buffers leave the coefficients out,
+// the window's plane z of them after those.
+template <typename T>
+void StreamSweep<T>::hash_output(const T* out, int64_t z, int c, PlaneHasher& hash) {
+  const int n = m_.components();
+  const int first = plan_.writes_without_coefficients ? n - plan_.window_components : n;
   const size_t bytes = static_cast<size_t>(s_.plane_points()) * sizeof(T);
-  for (int c = 0; c < first; ++c) hash.update_component(c, out + c * component_stride(), bytes);
-  frames_.window().hash(z, hash, first);
-  return hash.digest();
+  for (int k = c < 0 ? 0 : c; k < (c < 0 ? n : c + 1); ++k) {
+    if (k < first) {
+      hash.update_component(k, out + k * component_stride(), bytes);
+    } else {
+      frames_.window().hash(z, k - first, hash, first);
+    }
+  }
 }
 
 // After steps [i0, i1): write the finished planes, free the last stage's input planes it has
@@ -412,7 +461,7 @@ Status StreamSweep<T>::finish_block(int64_t i0, int64_t i1, StreamStats& stats) 
     if (b >= 0) {
       DG_RETURN_IF_ERROR(io_.write_plane(static_cast<size_t>(b),
                                          layout_.stage_output_plane(last, i),
-                                         block_hash_[static_cast<size_t>(i - i0)], stats));
+                                         block_hash_[static_cast<size_t>(i - i0)].digest(), stats));
     }
   }
   frames_.release_stage_inputs(last, i0, i1);

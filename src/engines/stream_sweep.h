@@ -91,10 +91,12 @@ class StreamSweep {
   Status claim_output_buffers(int64_t i0, int64_t i1, StreamStats& stats);
   Status claim_level0(int64_t p, StreamStats& stats);
   void convert_level0_planes();
+  void convert_level0_rows();
   void load_level0(const SweepIo::Buffer& read, PlaneHasher* hash);
   Status recycle_read_buffers();
   void hash_block_outputs(int64_t i0, int64_t i1);
-  uint64_t written_plane_hash(const T* out, int64_t z);
+  int output_hash_parts() const;
+  void hash_output(const T* out, int64_t z, int c, PlaneHasher& hash);
   Status finish_block(int64_t i0, int64_t i1, StreamStats& stats);
 
   const ResolvedProbes* probes_;  // (band mode: the band's, in its coordinates)
@@ -118,7 +120,7 @@ class StreamSweep {
   std::vector<Status> conversion_status_;  // each one's checksum check
   int64_t block_z0_ = 0;                   // output plane of the block's first step
   std::vector<int> block_out_;             // write buffer of each step's output plane, or -1
-  std::vector<uint64_t> block_hash_;       // checksum of each step's output plane
+  std::vector<PlaneHasher> block_hash_;    // checksum of each step's output plane
 };
 
 extern template class StreamSweep<float>;
