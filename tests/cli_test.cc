@@ -87,6 +87,28 @@ TEST_F(CliTest, RunPrintsOneJsonReportAndRecordsHistory) {
   EXPECT_EQ(info["history"][1]["command"], "run");
 }
 
+// The stream's disk waits in the report: those for writes are a part of them (a sweep ends
+// waiting for its last block's writes, so there are some), the in-core method has none.
+TEST_F(CliTest, TheReportSaysWhichOfTheDiskWaitsWereForWrites) {
+  const std::string g = create("g", kShape, {"--init", "random:7"});
+  const RunResult streamed = run_cli({"run", g, "--stencil", "7pt", "--steps", "4", "--method",
+                                      "stream", "--mem", "4MiB", "--json"});
+  ASSERT_TRUE(Succeeded(streamed));
+  const json s = parse_one_json_object(streamed);
+  const double writes = s.value("io_wait_for_writes_seconds", -1.0);
+  EXPECT_GT(writes, 0) << s.dump();
+  EXPECT_LE(writes, s.value("io_wait_seconds", 0.0)) << s.dump();
+  const RunResult text = run_cli(
+      {"run", g, "--stencil", "7pt", "--steps", "1", "--method", "stream", "--mem", "4MiB"});
+  ASSERT_TRUE(Succeeded(text));
+  EXPECT_NE(text.out.find(" s of it for writes)"), std::string::npos) << text.out;
+
+  const RunResult incore =
+      run_cli({"run", g, "--stencil", "7pt", "--steps", "1", "--method", "incore", "--json"});
+  ASSERT_TRUE(Succeeded(incore));
+  EXPECT_EQ(parse_one_json_object(incore).value("io_wait_for_writes_seconds", -1.0), 0.0);
+}
+
 TEST_F(CliTest, ChecksumIsStableAndChangesAfterARun) {
   const std::string g = create("g", kShape, {"--dtype", "f64", "--init", "random:7"});
   const std::string first = checksum_of(g);

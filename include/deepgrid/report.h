@@ -33,8 +33,12 @@ struct RunReport {
   double seconds = 0;          // wall time of the whole run, including I/O
   double compute_seconds = 0;  // wall time spent computing
   double io_wait_seconds = 0;  // wall time blocked waiting for the disk
-  std::string io_backend;      // stream methods: "uring" or "threads"
-  bool direct_io = false;      // the data files were opened with O_DIRECT
+  // Of io_wait_seconds, the stream methods' waits for writes (write buffers to come free,
+  // planes to become durable); the rest waited for reads. A run whose waits are for writes has
+  // a disk slower at writing than the sweeps compute.
+  double io_wait_for_writes_seconds = 0;
+  std::string io_backend;  // stream methods: "uring" or "threads"
+  bool direct_io = false;  // the data files were opened with O_DIRECT
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
   uint64_t peak_memory = 0;     // the process's peak resident set (VmHWM)

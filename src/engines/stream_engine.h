@@ -151,6 +151,9 @@ struct StreamStats {
   int64_t steps = 0;           // steps done (fewer when progress asked to stop)
   double compute_seconds = 0;  // in the kernel, summed over the run's wall time
   double io_wait_seconds = 0;  // blocked waiting for the disk
+  // Of io_wait_seconds, waiting for writes: for write buffers to come free, for written planes
+  // to become durable, for the last writes (the rest waited for reads).
+  double io_wait_for_writes_seconds = 0;
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
   io::Backend backend = io::Backend::kUring;

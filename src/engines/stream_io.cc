@@ -21,6 +21,19 @@ namespace {
 constexpr int64_t kBlock = kDirectIoAlignment;
 
 int64_t round_up(int64_t bytes) { return (bytes + kBlock - 1) / kBlock * kBlock; }
+
+// Counts the disk waits of its scope (complete_one's, wait_durable's) as waits for writes.
+class WaitForWrites {
+ public:
+  explicit WaitForWrites(StreamStats& stats) : stats_(stats), before_(stats.io_wait_seconds) {}
+  ~WaitForWrites() { stats_.io_wait_for_writes_seconds += stats_.io_wait_seconds - before_; }
+  WaitForWrites(const WaitForWrites&) = delete;
+  WaitForWrites& operator=(const WaitForWrites&) = delete;
+
+ private:
+  StreamStats& stats_;
+  double before_;
+};
 }  // namespace
 
 SweepIo::SweepIo(Grid& grid, io::BlockIo& io, int rz, int64_t band_height,
@@ -181,6 +194,7 @@ Result<size_t> SweepIo::claim_write_buffer(StreamStats& stats) {
 }
 
 Result<size_t> SweepIo::idle_write_buffer(StreamStats& stats) {
+  const WaitForWrites waiting(stats);
   while (true) {
     for (size_t b = 0; b < writes_.size(); ++b) {
       if (!writes_[b].busy) return b;
@@ -198,6 +212,7 @@ Status SweepIo::write_plane(size_t b, int64_t z, uint64_t hash, StreamStats& sta
 }
 
 Status SweepIo::complete_writes(StreamStats& stats) {
+  const WaitForWrites waiting(stats);
   while (std::any_of(writes_.begin(), writes_.end(), [](const Buffer& w) { return w.busy; })) {
     DG_RETURN_IF_ERROR(complete_one(stats));
   }
@@ -409,6 +424,7 @@ int64_t SweepIo::window() const { return record_->spare - int64_t{record_->level
 Status SweepIo::wait_until_writable(int64_t z, StreamStats& stats) {
   const int64_t need = z - window() + 1;
   if (need <= 0 || committer_->durable() >= need) return Status::Ok();
+  const WaitForWrites waiting(stats);
   while (written_prefix_ < need) DG_RETURN_IF_ERROR(complete_one(stats));
   requested_ = std::max(requested_, written_prefix_);
   committer_->request(requested_);

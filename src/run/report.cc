@@ -47,6 +47,7 @@ std::string RunReport::to_json() const {
       {"seconds", seconds},
       {"compute_seconds", compute_seconds},
       {"io_wait_seconds", io_wait_seconds},
+      {"io_wait_for_writes_seconds", io_wait_for_writes_seconds},
       {"io_backend", io_backend},
       {"direct_io", direct_io},
       {"mlups", mlups()},
@@ -69,6 +70,8 @@ std::string RunReport::to_text() const {
                                 : io_backend.empty() ? " (O_DIRECT)"
                                                      : " (O_DIRECT, " + io_backend + ")";
   char buf[1024];
+  std::snprintf(buf, sizeof buf, ", %.3f s of it for writes", io_wait_for_writes_seconds);
+  const std::string writes_note = io_wait_for_writes_seconds > 0 ? buf : "";
   const std::string how =
       device.empty()
           ? std::to_string(threads) + (threads == 1 ? " thread" : " threads") + ", bt " +
@@ -76,21 +79,21 @@ std::string RunReport::to_text() const {
                 (band_rows > 0 ? ", bands of " + std::to_string(band_rows) + " rows" : "")
           : "on " + device + ", " + device_placement + ", " + format_size(device_memory) +
                 " of device memory" + (bt > 1 ? ", bt " + std::to_string(bt) : "");
-  std::snprintf(buf, sizeof buf,
-                "method      %s, %s\n"
-                "problem     %s %s, %s, boundary %s%s\n"
-                "steps       %lld (time step %lld -> %lld)\n"
-                "time        %.3f s (compute %.3f s, waiting for the disk %.3f s)\n"
-                "speed       %.1f MLUP/s, %.2f GFlop/s (compute only: %.1f MLUP/s)\n"
-                "disk        %s read, %s written%s\n"
-                "memory      %s peak resident, %s in grids and buffers\n",
-                method.c_str(), how.c_str(), shape.c_str(), dtype.c_str(), stencil.c_str(),
-                boundary.c_str(), flush_subnormals ? ", subnormals flushed to zero" : "",
-                static_cast<long long>(steps), static_cast<long long>(step_from),
-                static_cast<long long>(step_to), seconds, compute_seconds, io_wait_seconds, mlups(),
-                gflops(), compute_mlups(), format_size(bytes_read).c_str(),
-                format_size(bytes_written).c_str(), disk_note.c_str(),
-                format_size(peak_memory).c_str(), format_size(engine_memory).c_str());
+  std::snprintf(
+      buf, sizeof buf,
+      "method      %s, %s\n"
+      "problem     %s %s, %s, boundary %s%s\n"
+      "steps       %lld (time step %lld -> %lld)\n"
+      "time        %.3f s (compute %.3f s, waiting for the disk %.3f s%s)\n"
+      "speed       %.1f MLUP/s, %.2f GFlop/s (compute only: %.1f MLUP/s)\n"
+      "disk        %s read, %s written%s\n"
+      "memory      %s peak resident, %s in grids and buffers\n",
+      method.c_str(), how.c_str(), shape.c_str(), dtype.c_str(), stencil.c_str(), boundary.c_str(),
+      flush_subnormals ? ", subnormals flushed to zero" : "", static_cast<long long>(steps),
+      static_cast<long long>(step_from), static_cast<long long>(step_to), seconds, compute_seconds,
+      io_wait_seconds, writes_note.c_str(), mlups(), gflops(), compute_mlups(),
+      format_size(bytes_read).c_str(), format_size(bytes_written).c_str(), disk_note.c_str(),
+      format_size(peak_memory).c_str(), format_size(engine_memory).c_str());
   std::string text = buf;
   if (!device.empty()) {
     std::snprintf(buf, sizeof buf, "device      %s copied between host and device in %.3f s\n",

@@ -43,6 +43,7 @@ void add_part(RunReport* run, const RunReport& part, bool first) {
   run->steps += part.steps;
   run->compute_seconds += part.compute_seconds;
   run->io_wait_seconds += part.io_wait_seconds;
+  run->io_wait_for_writes_seconds += part.io_wait_for_writes_seconds;
   run->bytes_read += part.bytes_read;
   run->bytes_written += part.bytes_written;
   run->engine_memory = std::max(run->engine_memory, part.engine_memory);
@@ -128,6 +129,7 @@ Result<RunReport> run_stream_part(Grid& grid, const RunOptions& opt, const RunPl
   r.steps = stats.steps;
   r.compute_seconds = stats.compute_seconds;
   r.io_wait_seconds = stats.io_wait_seconds;
+  r.io_wait_for_writes_seconds = stats.io_wait_for_writes_seconds;
   r.io_backend = std::string(io::backend_name(stats.backend));
   r.bytes_read = stats.bytes_read;
   r.bytes_written = stats.bytes_written;
