@@ -288,8 +288,9 @@ Status StreamSweep<T>::prepare_block(int64_t i0, int64_t i1, StreamStats& stats)
   conversion_status_.assign(conversions_.size(), Status::Ok());
   block_z0_ = layout_.stage_output_plane(layout_.stages.size() - 1, i0);
   block_out_.assign(static_cast<size_t>(i1 - i0), -1);
-  block_hash_.clear();
-  for (int64_t i = i0; i < i1; ++i) block_hash_.emplace_back(m_.plane_hashing());
+  block_hash_.clear();  // (a band's planes are hashed into the band's checksums)
+  for (int64_t i = i0; i < i1 && band_ == nullptr; ++i)
+    block_hash_.emplace_back(m_.plane_hashing());
   return Status::Ok();
 }
 
@@ -375,10 +376,15 @@ void StreamSweep<T>::convert_level0_rows() {
   if (b_.kind == Boundary::Kind::kDirichlet) return;  // (their ghosts are fixed)
 #pragma omp for schedule(static)
   for (size_t c = 0; c < conversions_.size(); ++c) {
-    const int64_t z = io_.read_buffer(conversions_[c]).plane;
-    level0.fill_ghosts(z);
-    if (plan_.window_components > 0) window.fill_ghosts(z);
+    fill_level0_ghosts(io_.read_buffer(conversions_[c]).plane);
   }
+}
+
+// The ghost frames of level-0 plane z and of its coefficients in the window.
+template <typename T>
+void StreamSweep<T>::fill_level0_ghosts(int64_t z) {
+  frames_.pool(0).fill_ghosts(z);
+  if (plan_.window_components > 0) frames_.window().fill_ghosts(z);
 }
 
 // A read plane into its level-0 frame and, where the plan has a window, its coefficients into
@@ -388,12 +394,12 @@ template <typename T>
 void StreamSweep<T>::load_level0(const SweepIo::Buffer& read, PlaneHasher* hash) {
   FramePool<T>& level0 = frames_.pool(0);
   level0.load(read.plane, read.data<T>(), component_stride(), hash);
-  level0.fill_ghosts(read.plane);
-  if (plan_.window_components == 0) return;
-  const int first = m_.components() - plan_.window_components;
-  frames_.window().load(read.plane, read.data<T>() + first * component_stride(), component_stride(),
-                        hash, first);
-  frames_.window().fill_ghosts(read.plane);
+  if (plan_.window_components > 0) {
+    const int first = m_.components() - plan_.window_components;
+    frames_.window().load(read.plane, read.data<T>() + first * component_stride(),
+                          component_stride(), hash, first);
+  }
+  fill_level0_ghosts(read.plane);
 }
 
 // After the conversions: their read buffers take the next reads.
@@ -442,7 +448,8 @@ void StreamSweep<T>::hash_output(const T* out, int64_t z, int c, PlaneHasher& ha
   const int n = m_.components();
   const int first = plan_.writes_without_coefficients ? n - plan_.window_components : n;
   const size_t bytes = static_cast<size_t>(s_.plane_points()) * sizeof(T);
-  for (int k = c < 0 ? 0 : c; k < (c < 0 ? n : c + 1); ++k) {
+  const int from = c < 0 ? 0 : c, to = c < 0 ? n : c + 1;
+  for (int k = from; k < to; ++k) {
     if (k < first) {
       hash.update_component(k, out + k * component_stride(), bytes);
     } else {
@@ -459,9 +466,9 @@ Status StreamSweep<T>::finish_block(int64_t i0, int64_t i1, StreamStats& stats) 
   for (int64_t i = i0; i < i1; ++i) {
     const int b = block_out_[static_cast<size_t>(i - i0)];
     if (b >= 0) {
-      DG_RETURN_IF_ERROR(io_.write_plane(static_cast<size_t>(b),
-                                         layout_.stage_output_plane(last, i),
-                                         block_hash_[static_cast<size_t>(i - i0)].digest(), stats));
+      DG_RETURN_IF_ERROR(io_.write_plane(
+          static_cast<size_t>(b), layout_.stage_output_plane(last, i),
+          band_ != nullptr ? 0 : block_hash_[static_cast<size_t>(i - i0)].digest(), stats));
     }
   }
   frames_.release_stage_inputs(last, i0, i1);

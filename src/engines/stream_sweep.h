@@ -93,6 +93,7 @@ class StreamSweep {
   void convert_level0_planes();
   void convert_level0_rows();
   void load_level0(const SweepIo::Buffer& read, PlaneHasher* hash);
+  void fill_level0_ghosts(int64_t z);
   Status recycle_read_buffers();
   void hash_block_outputs(int64_t i0, int64_t i1);
   int output_hash_parts() const;
