@@ -470,6 +470,30 @@ TEST(Distributed, CheckpointsOfPartsInMemoryKeepTheRunExact) {
   expect_reference_steps<float>(dir, s, "27pt", kPeriodic, 11);
 }
 
+// Streamed parts say which of their disk waits were for writes, as a serial stream run does:
+// some (each sweep waits for its last writes), at most the whole wait; the total is the ranks'
+// sum, and each rank's figure survives the gather.
+TEST(Distributed, StreamedPartsSayWhichDiskWaitsWereForWrites) {
+  SharedTempDir tmp;
+  const std::string dir = tmp / "g";
+  const Shape s{40, 30, 17};
+  ASSERT_TRUE(mpi::create_distributed(dir, random_grid(s, DType::kF64)).ok());
+  auto report = mpi::run_distributed(
+      dir, options_for({"13pt", kDirichlet, DType::kF64, s, 9, 4, "600KiB", Method::kStream}));
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  double sum = 0;
+  for (const mpi::RankFigures& f : report->per_rank) {
+    EXPECT_EQ(f.method, "stream") << "rank " << f.rank;
+    EXPECT_GT(f.io_wait_for_writes_seconds, 0) << "rank " << f.rank;
+    EXPECT_LE(f.io_wait_for_writes_seconds, f.io_wait_seconds) << "rank " << f.rank;
+    sum += f.io_wait_for_writes_seconds;
+  }
+  EXPECT_DOUBLE_EQ(report->total.io_wait_for_writes_seconds, sum);
+  const auto json = nlohmann::json::parse(report->to_json());
+  EXPECT_DOUBLE_EQ(json["per_rank"][0].value("io_wait_for_writes_seconds", -1.0),
+                   report->per_rank[0].io_wait_for_writes_seconds);
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};

@@ -69,6 +69,8 @@ struct RankFigures {
   double io_wait_seconds = 0;   // its engine blocked on the disk
   double exchange_seconds = 0;  // halo exchanges: reads, MPI transfers, writes
   double wait_seconds = 0;      // idle at the end of a phase while slower ranks finished
+  // Of io_wait_seconds, its stream engine's waits for writes (RunReport's).
+  double io_wait_for_writes_seconds = 0;
   uint64_t bytes_read = 0, bytes_written = 0, bytes_sent = 0;
   uint64_t engine_memory = 0;  // the most its engine allocated for one advance (its plan's)
   // The device method: the rank's device and its part's placement there (RunReport's), and

@@ -19,11 +19,12 @@ namespace deepgrid::mpi {
 using nlohmann::json;
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RankFigures, rank, method, engine_bt, band_rows, part_planes,
-                                   seconds, compute_seconds, io_wait_seconds, exchange_seconds,
-                                   wait_seconds, bytes_read, bytes_written, bytes_sent,
-                                   engine_memory, host, stolen_cpu_seconds, cpus, io_backend,
-                                   threads, device, device_placement, device_memory,
-                                   device_bytes_copied, device_copy_seconds)
+                                   seconds, compute_seconds, io_wait_seconds,
+                                   io_wait_for_writes_seconds, exchange_seconds, wait_seconds,
+                                   bytes_read, bytes_written, bytes_sent, engine_memory, host,
+                                   stolen_cpu_seconds, cpus, io_backend, threads, device,
+                                   device_placement, device_memory, device_bytes_copied,
+                                   device_copy_seconds)
 
 std::string RankFigures::to_json() const { return json(*this).dump(); }
 
@@ -115,6 +116,7 @@ void detail::add_advance(RankFigures* f, const RunReport& r) {
   if (!r.io_backend.empty()) f->io_backend = r.io_backend;
   f->compute_seconds += r.compute_seconds;
   f->io_wait_seconds += r.io_wait_seconds;
+  f->io_wait_for_writes_seconds += r.io_wait_for_writes_seconds;
   f->bytes_read += r.bytes_read;
   f->bytes_written += r.bytes_written;
   f->engine_memory = std::max(f->engine_memory, r.engine_memory);
@@ -158,6 +160,7 @@ DistributedRunReport detail::gather_report(const RankFigures& mine, const Distri
   for (const RankFigures& f : report.per_rank) {
     t.compute_seconds += f.compute_seconds;
     t.io_wait_seconds += f.io_wait_seconds;
+    t.io_wait_for_writes_seconds += f.io_wait_for_writes_seconds;
     t.bytes_read += f.bytes_read;
     t.bytes_written += f.bytes_written;
     t.engine_memory = std::max(t.engine_memory, f.engine_memory);  // --mem is each rank's
