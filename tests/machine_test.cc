@@ -158,6 +158,32 @@ TEST_F(MachineProfileTest, TunesTheDepthOfWavesOnceAndCachesIt) {
   EXPECT_EQ(cached_profile()["incore_bt"].size(), 1u) << "nothing cached for them";
 }
 
+// A budget that fits some of the candidate depths but not all: the best of those is cached
+// under a key that names them, and read there by the next run within such a budget instead of
+// timed again; a tuning of every candidate, once cached, serves every budget.
+TEST_F(MachineProfileTest, DepthsTunedWithinABudgetAreCachedForIt) {
+  const Scheme wave8 = Scheme::preset("wave8").value();
+  uint64_t budget = 0;  // the smallest (of these) that fits one depth or more
+  for (uint64_t b = 1 << 20; b <= (uint64_t{1} << 32) && budget == 0; b += b / 4) {
+    if (tuned_bt(wave8, DType::kF32, 256, 1, 0, false, b).value() > 0) budget = b;
+  }
+  ASSERT_NE(budget, 0u);
+  nlohmann::json cache = cached_profile();
+  ASSERT_EQ(cache["incore_bt"].size(), 1u) << cache.dump();
+  const std::string key = cache["incore_bt"].begin().key();
+  EXPECT_NE(key.find(" B/of 1"), std::string::npos) << key << ": names the depths timed";
+  EXPECT_EQ(key.find(",6"), std::string::npos) << key << ": the deepest did not fit";
+
+  cache["incore_bt"][key] = 5;  // a value only the cache can give
+  write_profile(cache);
+  EXPECT_EQ(tuned_bt(wave8, DType::kF32, 256, 1, 0, false, budget).value(), 5)
+      << "the budget's tuning is read, not timed again";
+  const int full = tuned_bt(wave8, DType::kF32, 256, 1, 0).value();
+  EXPECT_EQ(cached_profile()["incore_bt"].size(), 2u);
+  EXPECT_EQ(tuned_bt(wave8, DType::kF32, 256, 1, 0, false, budget).value(), full)
+      << "a tuning of every depth serves every budget";
+}
+
 // Compute rates are measured with the kernels of one build and cached under it: another
 // build's rate for the same sample (here a planted 1 MLUP/s) does not stand in for this one's,
 // and once the section holds more than its cap the other builds' rates go. (A wave8 rate cached

@@ -81,8 +81,9 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& scheme, i
 // how much is its own. Measured once (a second or two: the in-core engine on a 512x256x64 f32
 // 7pt sample with five candidate budgets, 384 KiB to 6 MiB, best of three runs each) and
 // cached in machine.json; `remeasure` measures again. Candidates that do not fit half of
-// `mem_budget` (bytes, 0: no limit) are skipped, and then the best of the rest is not cached;
-// 0 (the engines' default) when none fits.
+// `mem_budget` (bytes, 0: no limit) are skipped, and then the best of the rest is cached under
+// a key naming them, for runs within such a budget (a tuning of all, once cached, serves every
+// budget); 0 (the engines' default) when none fits.
 Result<int64_t> tuned_cache_bytes(int threads, bool remeasure = false, uint64_t mem_budget = 0);
 
 // The depth (bt) the in-core engine runs `scheme` fastest at on this machine, for schemes whose
@@ -93,8 +94,8 @@ Result<int64_t> tuned_cache_bytes(int threads, bool remeasure = false, uint64_t 
 // engine on a sample of about 8 Mi points of that width at bt 1, turning, and at bt 2, 3, 4, 6,
 // 8 where the halo's reach r bt is 24 planes or less, best of three rounds taking turns) and
 // cached in machine.json; `remeasure` measures again. Candidates that do not fit half of
-// `mem_budget` (0: no limit) are skipped, and then the best of the rest is not cached. 0 for
-// other schemes (the engine's own rules).
+// `mem_budget` (0: no limit) are skipped, and then the best of the rest is cached under a key
+// naming them, as tuned_cache_bytes() does. 0 for other schemes (the engine's own rules).
 Result<int> tuned_bt(const Scheme& scheme, DType dtype, int64_t width, int threads,
                      int64_t cache_bytes, bool remeasure = false, uint64_t mem_budget = 0);
 

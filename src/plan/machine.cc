@@ -171,45 +171,73 @@ Result<double> measure_compute(const Grid& grid, const Scheme& stencil, const In
 constexpr int64_t kCacheCandidates[] = {int64_t{3} << 17, int64_t{3} << 18, int64_t{3} << 19,
                                         int64_t{3} << 20, int64_t{6} << 20};
 
-// Of the in-core options `candidates`, those whose engine on `sample` fits half the budget (0:
-// no limit) run `steps` steps in kTimingRepeats rounds, taking turns within each round so that
-// a slow spell of a virtual machine does not fall on one candidate's timings only. The index of
-// the fastest (by its best round), -1 when none fits; `all_tried` tells whether every one fit.
-Result<int> fastest_options(const std::vector<InCoreOptions>& candidates, const Shape& sample,
-                            const Scheme& scheme, DType dtype, int64_t steps, uint64_t mem_budget,
-                            bool* all_tried) {
-  std::vector<size_t> tried;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const int64_t memory = dispatch_dtype(dtype, [&](auto tag) {
-      return InCoreEngine<decltype(tag)>::memory_bytes(sample, scheme, steps, candidates[i]);
-    });
-    if (mem_budget == 0 || static_cast<uint64_t>(memory) <= mem_budget / 2) tried.push_back(i);
-  }
-  *all_tried = tried.size() == candidates.size();
-  std::vector<double> mlups(tried.size(), 0.0);
-  for (int round = 0; round < kTimingRepeats; ++round) {
-    for (size_t t = 0; t < tried.size(); ++t) {
-      DG_ASSIGN_OR_RETURN(InCoreBench b,
-                          bench_incore(sample, scheme, dtype, steps, candidates[tried[t]], 1, 0));
-      mlups[t] = std::max(mlups[t], b.mlups);
-    }
-  }
-  if (tried.empty()) return -1;
-  return static_cast<int>(
-      tried[static_cast<size_t>(std::max_element(mlups.begin(), mlups.end()) - mlups.begin())]);
-}
-
-// The fastest of the candidate working sets (fastest_options()) for 7pt f32 on 512-wide planes,
-// 0 when none fits the budget.
-Result<int64_t> measure_cache_bytes(int threads, uint64_t mem_budget, bool* all_tried) {
+// A tuning: in-core options to time on a sample, each named by a value (a depth, or a working
+// set in bytes), and the value of each candidate the options stand for.
+struct Tuning {
   std::vector<InCoreOptions> candidates;
-  for (const int64_t bytes : kCacheCandidates)
-    candidates.push_back(compute_options(threads, bytes));
-  DG_ASSIGN_OR_RETURN(const int best,
-                      fastest_options(candidates, Shape{512, kTuningRows, kTuningPlanes},
-                                      Scheme(Stencil::preset("7pt").value()), DType::kF32,
-                                      kTuningSteps, mem_budget, all_tried));
-  return best < 0 ? int64_t{0} : kCacheCandidates[best];
+  std::vector<int64_t> values;  // each candidate's
+  Shape sample;
+  Scheme scheme;
+  DType dtype = DType::kF32;
+  int64_t steps = 0;
+
+  // The candidates whose engine on the sample fits half the budget (0: no limit), by index.
+  std::vector<size_t> fitting(uint64_t mem_budget) const {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const int64_t memory = dispatch_dtype(dtype, [&](auto tag) {
+        return InCoreEngine<decltype(tag)>::memory_bytes(sample, scheme, steps, candidates[i]);
+      });
+      if (mem_budget == 0 || static_cast<uint64_t>(memory) <= mem_budget / 2) out.push_back(i);
+    }
+    return out;
+  }
+
+  // The value of the fastest of candidates `timed` (by its best round of kTimingRepeats,
+  // taking turns within each round so that a slow spell of a virtual machine does not fall on
+  // one candidate's timings only); 0 when there are none.
+  Result<int64_t> fastest(const std::vector<size_t>& timed) const {
+    std::vector<double> mlups(timed.size(), 0.0);
+    for (int round = 0; round < kTimingRepeats; ++round) {
+      for (size_t t = 0; t < timed.size(); ++t) {
+        DG_ASSIGN_OR_RETURN(InCoreBench b,
+                            bench_incore(sample, scheme, dtype, steps, candidates[timed[t]], 1, 0));
+        mlups[t] = std::max(mlups[t], b.mlups);
+      }
+    }
+    if (timed.empty()) return int64_t{0};
+    return values[timed[static_cast<size_t>(std::max_element(mlups.begin(), mlups.end()) -
+                                            mlups.begin())]];
+  }
+
+  // The cache's key for the result of timing `timed`: `key` where that is every candidate,
+  // else `key` naming them, so that later runs within a budget that leaves the same ones out
+  // find it instead of timing them again (wave8's depth on 2048-wide planes took 3.4 s at
+  // every run at --mem 768MiB until session 69).
+  std::string cache_key(const std::string& key, const std::vector<size_t>& timed) const {
+    if (timed.size() == candidates.size()) return key;
+    std::string out = key + "/of ";
+    for (size_t i = 0; i < timed.size(); ++i) {
+      if (i > 0) out += ',';
+      out += std::to_string(values[timed[i]]);
+    }
+    return out;
+  }
+};
+
+// The candidate working sets, timed with 7pt f32 on 512-wide planes.
+Tuning cache_bytes_tuning(int threads) {
+  Tuning t{{},
+           {},
+           Shape{512, kTuningRows, kTuningPlanes},
+           Scheme(Stencil::preset("7pt").value()),
+           DType::kF32,
+           kTuningSteps};
+  for (const int64_t bytes : kCacheCandidates) {
+    t.candidates.push_back(compute_options(threads, bytes));
+    t.values.push_back(bytes);
+  }
+  return t;
 }
 
 // Whether tuned_bt() measures the scheme's depth: its time levels turn at bt 1 and its radius is
@@ -225,20 +253,18 @@ Shape depth_sample(int64_t width) {
   return {nx, rows, kTuningPlanes};
 }
 
-// The fastest of the candidate depths (kDepthCandidates within kDepthReach; fastest_options()),
-// 0 when none fits the budget.
-Result<int> measure_bt(const Scheme& scheme, DType dtype, int64_t width, int threads,
-                       int64_t cache_bytes, uint64_t mem_budget, bool* all_tried) {
-  std::vector<InCoreOptions> candidates;
+// The candidate depths: kDepthCandidates within kDepthReach, time levels turning.
+Tuning depth_tuning(const Scheme& scheme, DType dtype, int64_t width, int threads,
+                    int64_t cache_bytes) {
+  Tuning t{{}, {}, depth_sample(width), scheme, dtype, kDepthSteps};
   for (const int bt : kDepthCandidates) {
     if (bt > 1 && bt * std::max(1, scheme.radius()) > kDepthReach) continue;
-    InCoreOptions& opt = candidates.emplace_back(compute_options(threads, cache_bytes));
+    InCoreOptions& opt = t.candidates.emplace_back(compute_options(threads, cache_bytes));
     opt.turn_time_levels = true;
     opt.bt = bt;
+    t.values.push_back(bt);
   }
-  DG_ASSIGN_OR_RETURN(const int best, fastest_options(candidates, depth_sample(width), scheme,
-                                                      dtype, kDepthSteps, mem_budget, all_tried));
-  return best < 0 ? 0 : candidates[static_cast<size_t>(best)].bt;
+  return t;
 }
 
 int64_t sample_planes(const Grid& grid) {
@@ -522,43 +548,48 @@ std::string machine_cache_path() {
   return {};
 }
 
-Result<int64_t> tuned_cache_bytes(int threads, bool remeasure, uint64_t mem_budget) {
+namespace {
+
+// The tuning's fastest candidate that fits half the budget, from the cache (`section`, under
+// `key` and `build`, the kernels' build: a tuning of every candidate, which serves any budget,
+// else one of those this budget lets it time) unless `remeasure`, else timed and cached; 0
+// when none fits.
+Result<int64_t> tuned_value(const Tuning& t, const char* section, const std::string& key,
+                            const std::string& build, bool remeasure, uint64_t mem_budget) {
   const std::string path = machine_cache_path();
-  json file = path.empty() ? json::object() : read_cache(path);
-  json& cache = this_machine(file);
-  const std::string key = threads_key(threads);
+  const std::vector<size_t> timed = t.fitting(mem_budget);
+  const std::string own = t.cache_key(key, timed) + build;
   if (!remeasure) {
-    if (const double cached = cached_number(cache, "wavefront_cache_bytes", key); cached > 0) {
-      return static_cast<int64_t>(cached);
+    json file = path.empty() ? json::object() : read_cache(path);
+    const json& cache = this_machine(file);
+    for (const std::string& k : {key + build, own}) {
+      if (const double cached = cached_number(cache, section, k); cached > 0) {
+        return static_cast<int64_t>(cached);
+      }
     }
   }
-  bool all_tried = false;
-  DG_ASSIGN_OR_RETURN(const int64_t bytes, measure_cache_bytes(threads, mem_budget, &all_tried));
-  if (bytes > 0 && all_tried) {  // the best of some is not the best
-    update_cache(path, {{"wavefront_cache_bytes", key, static_cast<double>(bytes)}});
-  }
-  return bytes;
+  DG_ASSIGN_OR_RETURN(const int64_t best, t.fastest(timed));
+  if (best > 0) update_cache(path, {{section, own, static_cast<double>(best)}});
+  return best;
+}
+
+}  // namespace
+
+Result<int64_t> tuned_cache_bytes(int threads, bool remeasure, uint64_t mem_budget) {
+  return tuned_value(cache_bytes_tuning(threads), "wavefront_cache_bytes", threads_key(threads), "",
+                     remeasure, mem_budget);
 }
 
 Result<int> tuned_bt(const Scheme& scheme, DType dtype, int64_t width, int threads,
                      int64_t cache_bytes, bool remeasure, uint64_t mem_budget) {
   if (!measures_bt(scheme)) return 0;
-  const std::string path = machine_cache_path();
-  json file = path.empty() ? json::object() : read_cache(path);
-  json& cache = this_machine(file);
   const std::string key = scheme_key(scheme, dtype, threads) + "/" +
                           std::to_string(depth_sample(width).nx) + " wide/" +
-                          std::to_string(cache_bytes) + " B" + build_suffix();
-  if (!remeasure) {
-    if (const double cached = cached_number(cache, kDepthSection, key); cached > 0) {
-      return static_cast<int>(cached);
-    }
-  }
-  bool all_tried = false;
-  DG_ASSIGN_OR_RETURN(
-      const int bt, measure_bt(scheme, dtype, width, threads, cache_bytes, mem_budget, &all_tried));
-  if (bt > 0 && all_tried) update_cache(path, {{kDepthSection, key, static_cast<double>(bt)}});
-  return bt;
+                          std::to_string(cache_bytes) + " B";
+  DG_ASSIGN_OR_RETURN(const int64_t bt,
+                      tuned_value(depth_tuning(scheme, dtype, width, threads, cache_bytes),
+                                  kDepthSection, key, build_suffix(), remeasure, mem_budget));
+  return static_cast<int>(bt);
 }
 
 Result<MachineProfile> machine_tuning(const Scheme& scheme, DType dtype, int64_t width, int threads,
@@ -573,11 +604,13 @@ Result<MachineProfile> machine_tuning(const Scheme& scheme, DType dtype, int64_t
 Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, int threads,
                                        uint64_t mem_budget) {
   MachineProfile p;
-  bool all_tried = false;
-  DG_ASSIGN_OR_RETURN(p.cache_bytes, measure_cache_bytes(threads, mem_budget, &all_tried));
+  const Tuning caches = cache_bytes_tuning(threads);
+  DG_ASSIGN_OR_RETURN(p.cache_bytes, caches.fastest(caches.fitting(mem_budget)));
   if (measures_bt(stencil)) {
-    DG_ASSIGN_OR_RETURN(p.tuned_bt, measure_bt(stencil, grid.dtype(), grid.shape().nx, threads,
-                                               p.cache_bytes, mem_budget, &all_tried));
+    const Tuning depths =
+        depth_tuning(stencil, grid.dtype(), grid.shape().nx, threads, p.cache_bytes);
+    DG_ASSIGN_OR_RETURN(const int64_t bt, depths.fastest(depths.fitting(mem_budget)));
+    p.tuned_bt = static_cast<int>(bt);
   }
   const InCoreOptions opt = compute_options(threads, p.cache_bytes);
   const Shape sample = compute_sample(grid, stencil, opt, mem_budget);
