@@ -308,6 +308,27 @@ TEST_F(MachineProfileTest, RatesABudgetCutShortDoNotStandInForFullOnes) {
   EXPECT_TRUE(profile().value().cached);
 }
 
+// A budget too small for any compute sample takes the rate this build cached for the largest
+// sample of the grid's plane width (which a run with more memory measured), not one of another
+// width or the in-core engine's own, instead of leaving the rate unknown.
+TEST_F(MachineProfileTest, BudgetsTooSmallForASampleTakeTheLargestCachedOne) {
+  const Grid g = Grid::open((tmp_.path() / "g").string()).value();  // 64x48x40
+  const Scheme s7(Stencil::preset("7pt").value());
+  constexpr uint64_t kTiny = 128 << 10;
+  EXPECT_EQ(machine_profile(g, s7, 1, false, kTiny).value().compute_mlups, 0)
+      << "nothing cached: no rate";
+  std::string build = code_build_id().substr(0, 16);
+  if (!build.empty()) build.insert(build.begin(), '@');
+  nlohmann::json cache = cached_profile();
+  cache["compute_mlups"] = {{"7pt:7/f32/1t/64x48x16" + build, 7.0},
+                            {"7pt:7/f32/1t/64x24x16" + build, 5.0},
+                            {"7pt:7/f32/1t/128x48x40" + build, 3.0},
+                            {"7pt:7/f32/1t/64x48x40/incore-bt1" + build, 9.0},
+                            {"7pt:7/f32/1t/64x48x40@another-build", 11.0}};
+  write_profile(cache);
+  EXPECT_EQ(machine_profile(g, s7, 1, false, kTiny).value().compute_mlups, 7.0);
+}
+
 // One cache file serves machines that share a home directory: each measures its own profile,
 // and none overwrites another's; a virtual machine moved to other CPUs under its old host name
 // has another identity too.

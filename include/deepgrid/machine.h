@@ -71,7 +71,8 @@ Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& scheme, i
 // The cached profile for this grid's disks and this scheme, dtype and thread count; measures
 // and caches what is missing (everything, with `remeasure`). A cache that cannot be read or
 // written is ignored. A compute rate cached for the full sample (up to 256x256x64 points of the
-// grid's x-y extent) serves any budget; a budget too small for it measures a 16-plane sample.
+// grid's x-y extent) serves any budget; a budget too small for it measures a 16-plane sample,
+// and one too small for any takes the rate cached for the largest sample of the grid's width.
 Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& scheme, int threads,
                                        bool remeasure = false, uint64_t mem_budget = 0);
 

@@ -487,6 +487,32 @@ double cached_number(const json& j, const char* section, const std::string& key)
   return cached_value(j, section, key).value_or(0);
 }
 
+// The compute rate (the stages') this build cached for the largest sample of the grid's plane
+// width, or 0: what serves a budget too small for a sample of its own, which an earlier run with
+// more memory measured, instead of no rate (the planner's default balance then chose bt 8 in
+// bands of 64 rows for wave8 2048x2048x64 at --mem 192MiB, 37 s, where bt 4 in bands of 128
+// took 30).
+double largest_sample_rate(const json& cache, const Grid& grid, const Scheme& stencil,
+                           int threads) {
+  const auto section = cache.find("compute_mlups");
+  if (section == cache.end() || !section->is_object()) return 0;
+  const std::string prefix = scheme_key(stencil, grid.dtype(), threads) + "/";
+  const std::string build = build_suffix();
+  const int64_t width = std::min<int64_t>(grid.shape().nx, 2048);  // (compute_sample's)
+  double rate = 0;
+  int64_t most = 0;
+  for (const auto& [key, value] : section->items()) {
+    if (!key.starts_with(prefix) || !key.ends_with(build) || !value.is_number()) continue;
+    const Result<Shape> sample =  // (an in-core rate's key does not parse: ".../incore-bt1")
+        parse_shape(key.substr(prefix.size(), key.size() - prefix.size() - build.size()));
+    if (sample.ok() && sample->nx == width && sample->points() > most) {
+      most = sample->points();
+      rate = value.get<double>();
+    }
+  }
+  return rate;
+}
+
 }  // namespace
 
 int64_t device_busy_ms(const std::string& path) {
@@ -654,6 +680,9 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
   };
   if (!remeasure) {
     p.compute_mlups = cached_rate(0);
+    if (p.compute_mlups <= 0 && sample.points() == 0) {
+      p.compute_mlups = largest_sample_rate(cache, grid, stencil, threads);
+    }
     if (incore_bt > 0) p.incore_mlups = cached_rate(incore_bt);
     p.disk_read_bps = dk.empty() ? 0 : cached_number(cache, "disk_read_bytes_per_second", dk);
   }
