@@ -7,8 +7,8 @@
 // $XDG_CACHE_HOME/deepgrid, else ~/.cache/deepgrid), one profile per machine_identity(); in
 // it compute keyed by stencil, dtype, threads and the sample it ran on, disks by the device
 // numbers of the grid's store directories, the tuning by threads. A measurement the memory budget
-// cut short (a smaller sample, fewer reads in flight, fewer working sets tried) is never cached in
-// place of a full one.
+// cut short (a smaller sample, fewer reads in flight, fewer working sets tried) is cached under a
+// key of its own, for runs within such a budget, never in place of a full one.
 #pragma once
 
 #include <string>
