@@ -304,6 +304,7 @@ TEST_F(MachineProfileTest, RatesABudgetCutShortDoNotStandInForFullOnes) {
   std::filesystem::remove(machine_cache_path());
   const MachineProfile shallow = machine_profile(g, s7, 1, false, 128 << 10).value();
   EXPECT_GT(shallow.disk_read_bps, 0) << "measured with 5 of 8 reads in flight, for this run";
+  EXPECT_EQ(shallow.disk_reads_in_flight, 5);
   nlohmann::json cache = cached_profile();
   ASSERT_EQ(cache["disk_read_bytes_per_second"].size(), 1u) << cache.dump();
   const std::string shallow_key = cache["disk_read_bytes_per_second"].begin().key();
@@ -313,8 +314,9 @@ TEST_F(MachineProfileTest, RatesABudgetCutShortDoNotStandInForFullOnes) {
   EXPECT_EQ(machine_profile(g, s7, 1, false, 128 << 10).value().disk_read_bps, 123.0);
   EXPECT_FALSE(profile().value().cached);
   EXPECT_TRUE(profile().value().cached);
-  EXPECT_NE(machine_profile(g, s7, 1, false, 128 << 10).value().disk_read_bps, 123.0)
-      << "a full measurement serves every budget";
+  const MachineProfile served = machine_profile(g, s7, 1, false, 128 << 10).value();
+  EXPECT_NE(served.disk_read_bps, 123.0) << "a full measurement serves every budget";
+  EXPECT_EQ(served.disk_reads_in_flight, 8);
 }
 
 // A budget too small for any compute sample takes the rate this build cached for the largest

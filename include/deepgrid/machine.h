@@ -25,8 +25,9 @@ struct MachineProfile {
   // The in-core engine's own where its plan turns the time levels (the wave equations of radius
   // 2 and more: 1.1-1.6x compute_mlups for wave8 on a Xeon VM); 0 where it runs as the stages do.
   double incore_mlups = 0;
-  double disk_read_bps = 0;   // O_DIRECT reads of the grid's own files, several in flight
-  double disk_write_bps = 0;  // estimated equal to reads unless measured
+  double disk_read_bps = 0;      // O_DIRECT reads of the grid's own files, several in flight
+  int disk_reads_in_flight = 0;  // how many: the engine's, or fewer where the budget holds fewer
+  double disk_write_bps = 0;     // estimated equal to reads unless measured
   // Per-thread working set the wavefront's tiles are sized for (InCoreOptions::cache_bytes);
   // 0: unknown, the engines' default.
   int64_t cache_bytes = 0;

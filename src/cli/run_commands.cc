@@ -240,6 +240,7 @@ int cmd_plan(const RunArgs& a) {
                     {"compute_mlups", machine.compute_mlups},
                     {"incore_mlups", machine.incore_rate()},
                     {"disk_read_bytes_per_second", machine.disk_read_bps},
+                    {"disk_reads_in_flight", machine.disk_reads_in_flight},
                     {"disk_sweep_bytes_per_second", machine.disk_sweep_bps},
                     {"disk_write_bytes_per_second", machine.disk_write_bps},
                     {"cache_bytes_per_thread", machine.cache_bytes},
@@ -286,8 +287,9 @@ int cmd_plan(const RunArgs& a) {
     }
     std::printf(
         "machine     %s; disk %.0f MB/s "
-        "(O_DIRECT reads of this grid, 8 in flight)%s%s%s; tiles sized for %s per thread; %s\n",
-        compute, machine.disk_read_bps / 1e6, sweeps, io_cost, load_store,
+        "(O_DIRECT reads of this grid, %d in flight)%s%s%s; tiles sized for %s per thread; %s\n",
+        compute, machine.disk_read_bps / 1e6, machine.disk_reads_in_flight, sweeps, io_cost,
+        load_store,
         machine.cache_bytes > 0 ? format_size(static_cast<uint64_t>(machine.cache_bytes)).c_str()
                                 : "the default working set",
         machine.cached ? ("cached in " + machine_cache_path() + ", --remeasure to refresh").c_str()

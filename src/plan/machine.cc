@@ -647,6 +647,7 @@ Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, 
   }
   DG_ASSIGN_OR_RETURN(p.disk_read_bps,
                       measure_read_bandwidth(grid, sample_planes(grid), mem_budget));
+  p.disk_reads_in_flight = static_cast<int>(read_depth(grid, mem_budget));
   p.disk_write_bps = p.disk_read_bps;
   DG_ASSIGN_OR_RETURN(const double io_cost,
                       measure_io_cpu_cost(grid, threads, p.cache_bytes, mem_budget));
@@ -690,6 +691,7 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
                     : cached_number(cache, "compute_mlups",
                                     compute_key(grid, stencil, threads, sample, bt));
   };
+  p.disk_reads_in_flight = static_cast<int>(depth);  // (what a measurement now reads with)
   if (!remeasure) {
     p.compute_mlups = cached_rate(0);
     if (p.compute_mlups <= 0 && sample.points() == 0) {
@@ -697,6 +699,9 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
     }
     if (incore_bt > 0) p.incore_mlups = cached_rate(incore_bt);
     p.disk_read_bps = cached_disk("disk_read_bytes_per_second").value_or(0);
+    if (cached_value(cache, "disk_read_bytes_per_second", dk)) {  // (a full measurement)
+      p.disk_reads_in_flight = io::kPlanesInFlight;
+    }
   }
   std::vector<CacheEdit> edits;    // what this call measured, for the cache
   if (remeasure && !dk.empty()) {  // what runs recorded is forgotten
