@@ -487,11 +487,20 @@ double cached_number(const json& j, const char* section, const std::string& key)
   return cached_value(j, section, key).value_or(0);
 }
 
+// A measurement's cached value: the one taken in full (key `full`), which serves every budget,
+// else the one a budget like this one cut short (key `own`: its sample, the candidates it
+// timed, its reads in flight).
+std::optional<double> cached_full_or_own(const json& j, const char* section,
+                                         const std::string& full, const std::string& own) {
+  const std::optional<double> v = cached_value(j, section, full);
+  return v ? v : cached_value(j, section, own);
+}
+
 // The compute rate (the stages') this build cached for the largest sample of the grid's plane
 // width, or 0: what serves a budget too small for a sample of its own, which an earlier run with
 // more memory measured, instead of no rate (the planner's default balance then chose bt 8 in
-// bands of 64 rows for wave8 2048x2048x64 at --mem 192MiB, 37 s, where bt 4 in bands of 128
-// took 30).
+// bands of 64 rows for wave8 2048x2048x64 at --mem 192MiB, 37-40 s, where bt 4 in bands of
+// 128 took 28).
 double largest_sample_rate(const json& cache, const Grid& grid, const Scheme& stencil,
                            int threads) {
   const auto section = cache.find("compute_mlups");
@@ -588,11 +597,8 @@ Result<int64_t> tuned_value(const Tuning& t, const char* section, const std::str
   if (!remeasure) {
     json file = path.empty() ? json::object() : read_cache(path);
     const json& cache = this_machine(file);
-    for (const std::string& k : {key + build, own}) {
-      if (const double cached = cached_number(cache, section, k); cached > 0) {
-        return static_cast<int64_t>(cached);
-      }
-    }
+    const double cached = cached_full_or_own(cache, section, key + build, own).value_or(0);
+    if (cached > 0) return static_cast<int64_t>(cached);
   }
   DG_ASSIGN_OR_RETURN(const int64_t best, t.fastest(timed));
   if (best > 0) update_cache(path, {{section, own, static_cast<double>(best)}});
@@ -678,18 +684,15 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& stencil, 
                                  ? dk
                                  : dk + "/" + std::to_string(depth) + " in flight";
   auto cached_disk = [&](const char* section) -> std::optional<double> {
-    if (dk.empty()) return std::nullopt;
-    const std::optional<double> full = cached_value(cache, section, dk);
-    return full ? full : cached_value(cache, section, own_dk);
+    return dk.empty() ? std::nullopt : cached_full_or_own(cache, section, dk, own_dk);
   };
   // The rate cached for the full sample, else for this budget's.
   const Shape full_sample = compute_sample(grid, stencil, opt, 0);
   auto cached_rate = [&](int bt) {
-    const double full =
-        cached_number(cache, "compute_mlups", compute_key(grid, stencil, threads, full_sample, bt));
-    return full > 0 ? full
-                    : cached_number(cache, "compute_mlups",
-                                    compute_key(grid, stencil, threads, sample, bt));
+    return cached_full_or_own(cache, "compute_mlups",
+                              compute_key(grid, stencil, threads, full_sample, bt),
+                              compute_key(grid, stencil, threads, sample, bt))
+        .value_or(0);
   };
   p.disk_reads_in_flight = static_cast<int>(depth);  // (what a measurement now reads with)
   if (!remeasure) {
