@@ -480,9 +480,9 @@ namespace {
 // Left to choose (kAutoBandRows), the planner takes bands where they cost less than whole
 // planes (by a margin) and the data files' directory has room for their copy; whole planes
 // where it cannot check that room, for the 512x512x4096 grid of the 16x benchmark (bt 32 in
-// one sweep already), and for a grid whose rows make no band height of whole blocks (2047 f32
-// values: whole blocks only every 1024 rows, beyond half of its 1024); periodic grids take
-// bands alike.
+// one sweep already), and for a periodic grid whose rows make no band height of whole blocks
+// (2047 f32 values: whole blocks only every 1024 rows, beyond half of its 1024; where rows do
+// not wrap, its bands share their edge blocks); periodic grids take bands alike.
 TEST(StreamPlan, ThePlannerChoosesBandsWhereTheyPay) {
   testing::TempDir tmp;
   const std::string dir = tmp.path().string();
@@ -510,6 +510,8 @@ TEST(StreamPlan, ThePlannerChoosesBandsWhereTheyPay) {
   const Manifest odd_planes = testing::planning_manifest({2047, 1024, 128});
   EXPECT_EQ(plan_run(odd_planes, dir, ro, machine).value().stream.bands, 0);
   ro.boundary = {};
+  // Rows that do not wrap: bands that share their edge blocks write whole blocks at any height.
+  EXPECT_GT(plan_run(odd_planes, dir, ro, machine).value().stream.bands, 1);
   ro.mem_budget = 256 << 20;
   EXPECT_EQ(
       plan_run(testing::planning_manifest({512, 512, 4096}), dir, ro, machine).value().stream.bands,
@@ -523,6 +525,82 @@ TEST(StreamPlan, ThePlannerChoosesBandsWhereTheyPay) {
   const RunPlan only_bands = plan_run(wide, dir, ro, machine).value();
   EXPECT_GT(only_bands.stream.bands, 1);
   EXPECT_LE(only_bands.memory_bytes, ro.mem_budget);
+}
+
+}  // namespace
+}  // namespace deepgrid
+
+#include "engines/stream_bands.h"
+
+namespace deepgrid {
+namespace {
+
+// Bands whose rows are not whole blocks share their edge blocks: over a sweep's bands every
+// byte of every component of a new plane's slot, to the end of its last block, is written once,
+// in whole blocks, by a band that computed it (its rows from c0, no more than edge_block_rows
+// before its own), but the first bytes of a component after the first, which the last band
+// writes as the first band computed them. Planes of one to three components, f32 and f64, bands
+// of a block to the whole grid, a last band shorter than the others.
+TEST(StreamPlan, BandsSharingTheirEdgeBlocksWriteEachByteOnceInWholeBlocks) {
+  constexpr int64_t kBlock = kDirectIoAlignment;
+  struct Grid {
+    Shape shape;
+    DType dtype;
+    int components;
+  };
+  for (const Grid g : {Grid{{511, 513, 3}, DType::kF32, 1}, Grid{{511, 513, 3}, DType::kF32, 3},
+                       Grid{{300, 37, 3}, DType::kF32, 3}, Grid{{150, 29, 3}, DType::kF64, 2},
+                       Grid{{1024, 40, 3}, DType::kF32, 2}}) {
+    Manifest m;
+    m.shape = g.shape;
+    m.dtype = g.dtype;
+    m.fields.assign({"u", "v", "w"});
+    m.fields.resize(static_cast<size_t>(g.components));
+    m.layout = plan_layout(g.shape, g.dtype, 1, 8 << 20, 4, g.components, 0).value();
+    const int64_t row = g.shape.nx * static_cast<int64_t>(dtype_size(g.dtype));
+    const int64_t component = g.shape.ny * row;
+    for (const int64_t rows :
+         {(kBlock + row - 1) / row, int64_t{5}, int64_t{16}, int64_t{128}, g.shape.ny}) {
+      SCOPED_TRACE(::testing::Message() << g.shape.to_string() << ", " << g.components
+                                        << " components, bands of " << rows << " rows");
+      if (!internal::stream::bands_share_edge_blocks(m, rows, false)) {
+        EXPECT_TRUE(rows * row < kBlock ||
+                    (rows * row % kBlock == 0 && (g.components == 1 || component % kBlock == 0)));
+        continue;
+      }
+      StreamPlan plan;
+      plan.bt = 2;
+      plan.band_rows = std::min(rows, g.shape.ny);
+      plan.bands = (g.shape.ny + plan.band_rows - 1) / plan.band_rows;
+      plan.band_height =
+          std::min(g.shape.ny, plan.band_rows + internal::stream::edge_block_rows(m) + 2 * plan.bt);
+      std::vector<int> writes(static_cast<size_t>(m.layout.plane_stride / kBlock), 0);
+      for (int64_t b = 0; b < plan.bands; ++b) {
+        const internal::stream::BandRows r = internal::stream::band_rows(plan, m, 1, b, false);
+        EXPECT_LE(r.c0, r.y0);
+        EXPECT_GE(r.c0, r.y0 - internal::stream::edge_block_rows(m));
+        EXPECT_TRUE(r.r0 == 0 || r.r0 + plan.bt <= r.c0) << "band " << b;
+        EXPECT_LE(std::min(g.shape.ny, r.y1 + plan.bt), r.r0 + plan.band_height);
+        for (int64_t c = 0; c < g.components; ++c) {
+          const auto w =
+              internal::stream::edge_block_write(m, r.y0, r.y1, c, b == 0, b + 1 == plan.bands);
+          EXPECT_EQ(w.begin % kBlock, 0);
+          EXPECT_EQ(w.end % kBlock, 0);
+          EXPECT_LE(w.begin, w.end);  // (empty: a first band's of a later component)
+          EXPECT_TRUE(w.begin < w.end || (b == 0 && c > 0));
+          // Computed by this band, or the next component's first bytes (or padding).
+          EXPECT_GE(w.begin, c * component + (b == 0 ? 0 : r.c0 * row));
+          EXPECT_LE(w.end, b + 1 == plan.bands ? c * component + component + kBlock - 1
+                                               : c * component + r.y1 * row);
+          for (int64_t k = w.begin / kBlock; k < w.end / kBlock; ++k)
+            ++writes[static_cast<size_t>(k)];
+        }
+      }
+      const int64_t blocks = (g.components * component + kBlock - 1) / kBlock;
+      for (int64_t k = 0; k < blocks; ++k)
+        EXPECT_EQ(writes[static_cast<size_t>(k)], 1) << "block " << k;
+    }
+  }
 }
 
 }  // namespace

@@ -336,7 +336,8 @@ uint64_t three_tier_host_budget(const Case& c, const Scheme& scheme) {
 // The engine under test: a method, and for the device the placement the budgets force and
 // whether slabs' copies overlap their steps (three slab buffers).
 // The stream method in bands of a few rows: several bands on every grid of the suite, whose
-// rows are not whole blocks (the buffered writes; whole blocks: BandsOfWholeBlocks).
+// rows are under a block (the buffered writes; whole blocks: BandsOfWholeBlocks; a block or
+// more: BandsSharingTheirEdgeBlocks).
 struct EngineUnderTest {
   Method method;
   DevicePlacement placement = DevicePlacement::kDeviceResident;
@@ -831,6 +832,30 @@ TEST_F(StreamGolden, BandsOfWholeBlocks) {
     w.band_rows = 16;
     expect_all_boundaries(w);
   }
+}
+
+// Bands whose rows are not whole blocks, on planes whose rows do not wrap, share the blocks at
+// their edges (stream_bands.h): each computes the rows before its own back to the block where
+// its writes start, and the last band writes the first bytes of each component after the first
+// as the first band computed them. Rows of 1200 bytes (f32 and f64), one and three components
+// (wave2: `m` in the ring), radius 1 and 2, bands of a few rows, a last band shorter than the
+// rest, one band of the whole grid, stripes, both backends, any depth (periodic grids: the
+// buffered writes).
+TEST_F(StreamGolden, BandsSharingTheirEdgeBlocks) {
+  for (int bt : {1, 3, 0}) {
+    Case c{"7pt", {300, 37, 7}, DType::kF32, 5, bt, 1, io::Backend::kUring};
+    c.band_rows = 4;
+    expect_all_boundaries(c);
+    Case w{"wave2", {300, 37, 7}, DType::kF32, 5, bt, 2, io::Backend::kThreads};
+    w.band_rows = 5;
+    expect_all_boundaries(w);
+  }
+  Case wide{"13pt", {150, 29, 6}, DType::kF64, 4, 2, 1, io::Backend::kUring};
+  wide.band_rows = 8;
+  expect_all_boundaries(wide);
+  Case one{"wave2", {300, 20, 6}, DType::kF32, 4, 2, 1, io::Backend::kUring};
+  one.band_rows = 20;
+  expect_all_boundaries(one);
 }
 
 // The depths the periodic band tests run: under a sanitizer one (the release stage runs all).

@@ -34,7 +34,8 @@ bool writes_whole_blocks(const Manifest& m, const StreamPlan& plan, const BandRo
 
 // The descriptors a sweep's bands use beyond the grid's own. Writes: the replacement's own
 // (O_DIRECT where the files allow it) for bands whose writes are whole blocks
-// (writes_whole_blocks) or when the files are not O_DIRECT, else buffered ones. Reads: where
+// (writes_whole_blocks or bands_share_edge_blocks) or when the files are not O_DIRECT, else
+// buffered ones. Reads: where
 // rows wrap across the grid's ends on planes whose components are not whole blocks (`wrap`),
 // buffered ones of the grid's files for the parts that cannot be aligned. Those opened here are
 // closed with it.
@@ -44,11 +45,13 @@ class BandFiles {
     BandFiles w;
     const Manifest& m = grid.manifest();
     bool buffered_writes = false;
+    w.edge_blocks_ = bands_share_edge_blocks(m, plan.band_rows, wrap);
     for (int64_t b = 0; b < plan.bands; ++b) {
-      const BandRows r = band_rows(plan, m.shape.ny, ry, b, wrap);
+      const BandRows r = band_rows(plan, m, ry, b, wrap);
       w.rows_.push_back(r);
-      w.whole_blocks_.push_back(writes_whole_blocks(m, plan, r));
-      buffered_writes = buffered_writes || (!w.whole_blocks_.back() && grid.direct_io());
+      w.whole_blocks_.push_back(!w.edge_blocks_ && writes_whole_blocks(m, plan, r));
+      buffered_writes =
+          buffered_writes || (!w.whole_blocks_.back() && !w.edge_blocks_ && grid.direct_io());
     }
     const bool unaligned_reads =
         wrap && grid.direct_io() && m.shape.ny * row_bytes(m) % kDirectIoAlignment != 0;
@@ -72,6 +75,7 @@ class BandFiles {
   BandFiles(BandFiles&& o) noexcept
       : rows_(std::move(o.rows_)),
         whole_blocks_(std::move(o.whole_blocks_)),
+        edge_blocks_(o.edge_blocks_),
         fds_(std::move(o.fds_)),
         buffered_fds_(std::move(o.buffered_fds_)),
         read_fds_(std::move(o.read_fds_)),
@@ -91,7 +95,7 @@ class BandFiles {
       const BandRows& r = rows_[b];
       const bool whole = whole_blocks_[b];
       out.push_back({r.y0, r.y1, r.r0, whole || buffered_fds_.empty() ? fds_ : buffered_fds_,
-                     paths_, whole, read_fds_});
+                     paths_, whole, read_fds_, r.c0, edge_blocks_});
     }
     return out;
   }
@@ -106,6 +110,7 @@ class BandFiles {
 
   std::vector<BandRows> rows_;
   std::vector<bool> whole_blocks_;
+  bool edge_blocks_ = false;
   std::vector<int> fds_, buffered_fds_, read_fds_, owned_;
   std::vector<std::string> paths_;
 };

@@ -130,8 +130,9 @@ struct StreamPlan {
   StreamCost cost;  // of the planned steps
   bool flush_subnormals = false;
   // Bands of rows (StreamOptions::band_rows; 0: whole planes): `bands` of band_rows rows each
-  // (the last may be shorter), each swept as planes of band_height rows (the band and bt * ry
-  // rows of halo at either side, within the grid); every figure above is of those planes but
+  // (the last may be shorter), each swept as planes of band_height rows (the band, the rows
+  // before it that it computes where bands share their edge blocks, and bt * ry rows of halo at
+  // either side, within the grid); every figure above is of those planes but
   // memory_bytes, which adds the per-plane checksum states, and cost, which is of the whole run.
   int64_t band_rows = 0, band_height = 0, bands = 0;
 };

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "core/file_util.h"
 #include "core/stopwatch.h"
+#include "engines/stream_bands.h"
 #include "store/coef_request.h"
 
 namespace deepgrid::internal::stream {
@@ -288,7 +290,7 @@ BandLayout band_layout(const Manifest& m, int64_t height, int64_t r0) {
 // rows [y0, y1), written where the replacement holds them (on an O_DIRECT descriptor they are
 // whole blocks, the last band's up to the slot's padding, which the buffer holds as zeros:
 // begin_band).
-SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int64_t plane) const {
+SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int64_t plane) {
   const int64_t row = row_bytes(m_);
   const int64_t ny = m_.shape.ny;
   const Band& band = (*bands_)[buf.band];
@@ -345,6 +347,10 @@ SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int6
     }
     return out;
   }
+  if (band.shares_edge_blocks) {
+    edge_block_requests(buf, plane, out);
+    return out;
+  }
   const PlaneLocation loc = grid_.locate(plane, FileSet::kReplacement);
   const int64_t bytes = (band.y1 - band.y0) * row;
   for (int64_t c = 0; c < state; ++c) {  // (the coefficients stay in their files)
@@ -357,6 +363,49 @@ SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int6
     r.buffer = buf.bytes + buf.lead + c * span + static_cast<size_t>((band.y0 - band.r0) * row);
   }
   return out;
+}
+
+// Each component's edge_block_write, O_DIRECT: byte b of the slot lies at the same place in a
+// block of the buffer as in the file (the lead and the components' spans keep them aligned).
+// The first band keeps the first bytes of each component after the first (edge_heads_); the
+// last band puts them after the end of the component before, in the gap the spans leave.
+void SweepIo::edge_block_requests(const Buffer& buf, int64_t plane, BandRequests& out) {
+  const int64_t row = row_bytes(m_);
+  const int64_t component = m_.shape.ny * row;
+  const auto span = static_cast<int64_t>(component_stride());
+  const Band& band = (*bands_)[buf.band];
+  const bool first = buf.band == 0, last = buf.band + 1 == bands_->size();
+  const int64_t state = m_.components() - m_.coef_components();
+  const auto heads = static_cast<size_t>(state - 1);
+  if (heads > 0 && edge_heads_.empty()) {
+    edge_heads_.resize(static_cast<size_t>(m_.shape.nz) * heads * kBlock);
+  }
+  // The buffer's byte for byte `b` of component c's rows in the slot.
+  auto at = [&](int64_t c, int64_t b) {
+    return buf.bytes + buf.lead + c * span + (b - c * component - band.r0 * row);
+  };
+  auto head = [&](int64_t c) {  // component c's kept bytes, c >= 1
+    return edge_heads_.data() + (static_cast<size_t>(plane) * heads + static_cast<size_t>(c - 1)) *
+                                    static_cast<size_t>(kBlock);
+  };
+  for (int64_t c = 1; c < state && first; ++c) {
+    const int64_t from = c * component;
+    std::memcpy(head(c), at(c, from), static_cast<size_t>(round_up(from) - from));
+  }
+  const PlaneLocation loc = grid_.locate(plane, FileSet::kReplacement);
+  for (int64_t c = 0; c < state; ++c) {
+    const ByteRange w = edge_block_write(m_, band.y0, band.y1, c, first, last);
+    const int64_t next = (c + 1) * component;  // (the next component's first byte)
+    if (last && c + 1 < state)
+      std::memcpy(at(c, next), head(c + 1), static_cast<size_t>(w.end - next));
+    if (w.end == w.begin) continue;  // (the first band's of a later component, of under 2 blocks)
+    io::Request& r = out.emplace_back();
+    r.fd = band.write_fds[static_cast<size_t>(loc.file)];
+    r.path = band.write_paths[static_cast<size_t>(loc.file)];
+    r.offset = loc.offset + w.begin;
+    r.length = static_cast<size_t>(w.end - w.begin);
+    r.buffer = at(c, w.begin);
+  }
 }
 
 // Where a band's plane starts in a buffer (band_layout).

@@ -20,7 +20,8 @@
 // component_stride() bytes after the one before, so that one lead aligns them all), a write
 // sends the band's own rows [y0, y1) of each component of a new plane to the same place in the
 // replacement files, through the descriptors the band gives (O_DIRECT ones only when those rows
-// start and end on 4096-byte boundaries). Reads run ahead from one
+// start and end on 4096-byte boundaries), or where the bands share their edge blocks the whole
+// blocks of edge_block_write (stream_bands.h). Reads run ahead from one
 // band's planes into the next band's, and a band's last writes complete while the next band
 // computes, so the disk does not idle between bands. No record, committer, write window or
 // side file: nothing of the grid's own files is written.
@@ -95,6 +96,11 @@ class SweepIo {
     // Rows that wrap across the grid's ends on planes not of whole blocks: descriptors of the
     // grid's files without O_DIRECT for the part of a read that cannot be aligned.
     std::vector<int> buffered_read_fds;
+    // The first row the band computes: y0, or before it where the bands share their edge blocks
+    // (`shares_edge_blocks`: bands_share_edge_blocks, stream_bands.h), whose writes are then
+    // whole blocks through `write_fds` (edge_block_write).
+    int64_t c0 = 0;
+    bool shares_edge_blocks = false;
   };
 
   // `rz`: the stencil's z radius (the levels' reach, which the write window leaves alone).
@@ -163,7 +169,9 @@ class SweepIo {
   Status submit(Buffer& buf, io::Op op, int64_t plane, size_t index);
   // A band's transfer: up to three requests per component.
   using BandRequests = std::vector<io::Request>;
-  BandRequests band_requests(const Buffer& buf, bool write, int64_t plane) const;
+  BandRequests band_requests(const Buffer& buf, bool write, int64_t plane);
+  // A band's writes of a new plane where the bands share their edge blocks, from `buf`.
+  void edge_block_requests(const Buffer& buf, int64_t plane, BandRequests& out);
   size_t band_lead(const Band& band) const;
   void begin_band(std::vector<int64_t> order);
   Status complete_one(StreamStats& stats);
@@ -183,6 +191,10 @@ class SweepIo {
   const bool writes_without_coefficients_;
   const std::vector<Band>* bands_ = nullptr;  // band mode: the sweep's bands
   size_t band_index_ = 0;                     // the band being swept
+  // Bands sharing their edge blocks on planes of several components: for each plane, the first
+  // bytes of each component after the first up to its first block boundary, as the first band
+  // computed them; the last band writes them with the end of the component before.
+  std::vector<std::byte> edge_heads_;
   std::vector<std::string> paths_;
   AlignedBuffer arena_;  // the buffers' memory
   std::vector<Buffer> reads_, writes_;

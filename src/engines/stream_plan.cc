@@ -10,6 +10,7 @@
 #include "core/threads.h"
 #include "engines/incore_engine.h"
 #include "engines/padded_grid.h"
+#include "engines/stream_bands.h"
 #include "engines/stream_engine.h"
 #include "engines/stream_io.h"
 #include "engines/stream_stages.h"
@@ -408,7 +409,8 @@ Manifest band_manifest(const Manifest& m, int64_t height) {
 }
 
 // The cheapest plan of bands of opt.band_rows rows: for each depth, the band's planes hold the
-// band and bt * ry rows of halo at either side. The run's cost, in steps over the whole grid:
+// band (and the rows before it that it computes where the bands share their edge blocks) and
+// bt * ry rows of halo at either side. The run's cost, in steps over the whole grid:
 // every band reads its planes whole and computes, level by level, the rows that reach its own
 // (the trim: on average its rows and bt * ry more), and the sweep writes the grid once. No
 // spare slots bound the depth: the sweeps write out of place.
@@ -417,7 +419,15 @@ Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundar
   DG_RETURN_IF_ERROR(check_bands(opt));
   const int64_t ny = m.shape.ny, rows = std::min(opt.band_rows, ny);
   const int64_t bands = (ny + rows - 1) / rows;
-  const int64_t hashes = band_hash_bytes(m) * m.shape.nz;
+  const bool wrap = bands_wrap(m, b, opt.placement);
+  // Bands sharing their edge blocks compute up to edge_block_rows more rows, and keep the first
+  // bytes of every component after the first up to a block boundary (SweepIo).
+  const bool edges = internal::stream::bands_share_edge_blocks(m, rows, wrap);
+  const int64_t edge_rows = edges ? internal::stream::edge_block_rows(m) : 0;
+  const int64_t hashes =
+      (band_hash_bytes(m) +
+       (edges ? m.components() - m.coef_components() - 1 : 0) * int64_t{kDirectIoAlignment}) *
+      m.shape.nz;
   StreamOptions band_opt = opt;
   band_opt.mem_budget = opt.mem_budget > static_cast<uint64_t>(hashes)
                             ? opt.mem_budget - static_cast<uint64_t>(hashes)
@@ -434,7 +444,6 @@ Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundar
   const int64_t run = std::max<int64_t>(steps, 1);
   StreamPlan best, smallest;
   double best_steps = 0, best_compute = 0;
-  const bool wrap = bands_wrap(m, b, opt.placement);
   if (wrap && rows + 2 * int64_t{depths.front()} * st.radius_y() > ny) {
     return invalid_argument("bands of " + std::to_string(rows) + " rows with their halos (" +
                             std::to_string(2 * int64_t{depths.front()} * st.radius_y()) +
@@ -442,7 +451,7 @@ Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundar
                             " rows; lower --band-rows, or leave it out");
   }
   for (int bt : depths) {
-    const int64_t height = std::min(ny, rows + 2 * int64_t{bt} * st.radius_y());
+    const int64_t height = std::min(ny, rows + edge_rows + 2 * int64_t{bt} * st.radius_y());
     // A band's planes that wrap hold its halos at both ends, which must not meet.
     if (wrap && rows + 2 * int64_t{bt} * st.radius_y() > ny) continue;
     const Manifest band = band_manifest(m, height);
@@ -451,7 +460,8 @@ Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundar
     if (bt == depths.front()) smallest = q;
     if (static_cast<uint64_t>(q.memory_bytes) > band_opt.mem_budget) continue;
     const double ny_d = static_cast<double>(ny);
-    const auto computed = static_cast<double>(std::min(height, rows + int64_t{bt} * st.radius_y()));
+    const auto computed =
+        static_cast<double>(std::min(height, rows + edge_rows + int64_t{bt} * st.radius_y()));
     StreamPlan whole_grid = q;  // (its redundancy, counted over the whole grid)
     whole_grid.redundancy *= static_cast<double>(bands) * computed / ny_d;
     SweepIo io = sweep_io(m, band_opt, q.threads);

@@ -42,7 +42,8 @@ Shape StreamSweep<T>::planes_shape(const Grid& grid, const StreamPlan& plan) {
 }
 
 // The band's planes lie at row r0 of the grid (placed where the run's placement puts the grid:
-// a distributed part's); their points the sweep must deliver are the band's rows of what the
+// a distributed part's); their points the sweep must deliver are the band's rows (from the first
+// it computes, BandRows::c0) of what the
 // run's needed box needs of the sweep: the box widened by the reach of the later sweeps (the
 // rest is halo, trimmed as a distributed part's is).
 template <typename T>
@@ -59,7 +60,7 @@ void StreamSweep<T>::set_band(const Band* band) {
     placement_.needed_hi[a] += band->later_steps * r[a];
   }
   placement_.y += rows.r0;
-  const int64_t lo = std::max(rows.y0, placement_.needed_lo[1]);
+  const int64_t lo = std::max(rows.c0, placement_.needed_lo[1]);
   const int64_t hi = std::min(rows.y1, placement_.needed_hi[1]);
   placement_.needed_lo[1] = lo - rows.r0;
   placement_.needed_hi[1] = std::max(lo, hi) - rows.r0;  // (a band of halo rows needs none)
@@ -246,9 +247,9 @@ template <typename T>
 bool StreamSweep<T>::output_trimmed(int64_t z) const {
   const WavefrontTrim trim = trim_from_level(0);
   const int L = layout_.levels, rx = kernel_.rx(), ry = kernel_.ry();
-  int64_t y0 = 0, y1 = s_.ny;  // the rows written: a band's own
+  int64_t y0 = 0, y1 = s_.ny;  // the rows written: a band's own, from the first it computes
   if (band_ != nullptr) {
-    y0 = io_.band().y0 - io_.band().r0;
+    y0 = io_.band().c0 - io_.band().r0;
     y1 = io_.band().y1 - io_.band().r0;
   }
   const bool x_cut = trim.first(0, L, rx) > 0 || trim.end(0, L, rx) < s_.nx;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/file_util.h"
+#include "core/int_math.h"
 #include "core/threads.h"
 #include "deepgrid/plane_transfer.h"
 #include "plan/incore_bench.h"
@@ -82,11 +83,14 @@ bool bands_allowed(const Manifest& m, const std::string& dir, const RunOptions& 
          });
 }
 
-// The band heights weighed: rows of whole 4096-byte blocks (the writes stay O_DIRECT), from 16
-// rows up to half the grid's, doubling.
-std::vector<int64_t> band_heights(const Manifest& m) {
+// The band heights weighed, from 16 rows up to half the grid's, doubling, whose writes stay
+// O_DIRECT: bands of at least a block that share their edge blocks
+// (stream::bands_share_edge_blocks) or, where rows wrap across the grid's ends, rows of whole
+// 4096-byte blocks.
+std::vector<int64_t> band_heights(const Manifest& m, bool wrap) {
   const int64_t row = m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
-  const int64_t granule = kDirectIoAlignment / std::gcd(row, kDirectIoAlignment);
+  const int64_t granule = wrap ? kDirectIoAlignment / std::gcd(row, kDirectIoAlignment)
+                               : internal::ceil_div(kDirectIoAlignment, row);
   std::vector<int64_t> out;
   for (int64_t h = std::max<int64_t>(granule, 16); h <= m.shape.ny / 2; h *= 2) out.push_back(h);
   return out;
@@ -102,7 +106,7 @@ Result<StreamPlan> choose_stream_plan(const Manifest& m, const std::string& dir,
   // Whole planes that do not fit the budget at all leave bands the only plans.
   std::optional<StreamPlan> best;
   const double bar = whole.ok() ? kBandsWorthIt * whole->cost.steps : 0;
-  for (const int64_t rows : band_heights(m)) {
+  for (const int64_t rows : band_heights(m, bands_wrap(m, opt.boundary, opt.placement))) {
     so.band_rows = rows;
     const Result<StreamPlan> q = plan_stream(m, opt.scheme, opt.boundary, opt.steps, so);
     if (q.ok() && (!whole.ok() || q->cost.steps < bar) &&
