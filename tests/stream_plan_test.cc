@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -495,9 +494,10 @@ TEST(StreamPlan, ThePlannerChoosesBandsWhereTheyPay) {
   ASSERT_EQ(ro.band_rows, kAutoBandRows) << "the default";
   const RunPlan chosen = plan_run(m, dir, ro, machine).value();
   EXPECT_GT(chosen.stream.bands, 1);
-  const int64_t rows = chosen.stream.band_rows;  // (rows of 8 KiB: any height is whole blocks)
-  EXPECT_TRUE(std::has_single_bit(static_cast<uint64_t>(rows)) && rows >= 16 && rows <= 512)
-      << rows << " rows: the heights weighed are 16 to ny/2, doubling";
+  const int64_t rows = chosen.stream.band_rows;
+  const int64_t bands = (1024 + rows - 1) / rows;
+  EXPECT_TRUE(rows >= 16 && rows <= 512 && rows == (1024 + bands - 1) / bands)
+      << rows << " rows: the heights weighed split the 1024 rows evenly into bands of 16 or more";
   EXPECT_LE(chosen.memory_bytes, ro.mem_budget);
   RunOptions whole_planes = ro;
   whole_planes.band_rows = 0;
@@ -510,8 +510,16 @@ TEST(StreamPlan, ThePlannerChoosesBandsWhereTheyPay) {
   const Manifest odd_planes = testing::planning_manifest({2047, 1024, 128});
   EXPECT_EQ(plan_run(odd_planes, dir, ro, machine).value().stream.bands, 0);
   ro.boundary = {};
-  // Rows that do not wrap: bands that share their edge blocks write whole blocks at any height.
+  // Rows that do not wrap: bands that share their edge blocks write whole blocks at any height,
+  // and the rows are split evenly (the last band no shorter than the others by more than a row
+  // per band: a band costs its planes' height, however few of its rows are its own).
   EXPECT_GT(plan_run(odd_planes, dir, ro, machine).value().stream.bands, 1);
+  const RunPlan odd_rows =
+      plan_run(testing::planning_manifest({2047, 1040, 128}), dir, ro, machine).value();
+  ASSERT_GT(odd_rows.stream.bands, 1);
+  const int64_t last_band = 1040 - (odd_rows.stream.bands - 1) * odd_rows.stream.band_rows;
+  EXPECT_GE(last_band, odd_rows.stream.band_rows - odd_rows.stream.bands)
+      << odd_rows.stream.bands << " bands of " << odd_rows.stream.band_rows << " rows";
   ro.mem_budget = 256 << 20;
   EXPECT_EQ(
       plan_run(testing::planning_manifest({512, 512, 4096}), dir, ro, machine).value().stream.bands,

@@ -83,16 +83,25 @@ bool bands_allowed(const Manifest& m, const std::string& dir, const RunOptions& 
          });
 }
 
-// The band heights weighed, from 16 rows up to half the grid's, doubling, whose writes stay
-// O_DIRECT: bands of at least a block that share their edge blocks
-// (stream::bands_share_edge_blocks) or, where rows wrap across the grid's ends, rows of whole
-// 4096-byte blocks.
+// The band heights weighed: the grid's rows split evenly into 2, 3, 4, 5, 6, 7, 8, 10, 12, ...
+// bands (a quarter more each time), so that no band is much shorter than the others (a band
+// costs its planes' height, however few of its rows are its own), down to 16 rows; and whose
+// writes stay O_DIRECT: bands of a block at least, which share their edge blocks
+// (stream::bands_share_edge_blocks), or where rows wrap across the grid's ends rows of whole
+// 4096-byte blocks (rounded up to them).
 std::vector<int64_t> band_heights(const Manifest& m, bool wrap) {
+  const int64_t ny = m.shape.ny;
   const int64_t row = m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
-  const int64_t granule = wrap ? kDirectIoAlignment / std::gcd(row, kDirectIoAlignment)
-                               : internal::ceil_div(kDirectIoAlignment, row);
+  const int64_t granule = wrap ? kDirectIoAlignment / std::gcd(row, kDirectIoAlignment) : 1;
+  const int64_t least =
+      std::max<int64_t>(16, wrap ? granule : internal::ceil_div(kDirectIoAlignment, row));
   std::vector<int64_t> out;
-  for (int64_t h = std::max<int64_t>(granule, 16); h <= m.shape.ny / 2; h *= 2) out.push_back(h);
+  for (int64_t bands = 2;; bands = std::max(bands + 1, bands * 5 / 4)) {
+    const int64_t even = internal::ceil_div(ny, bands);
+    const int64_t rows = internal::ceil_div(std::max(even, least), granule) * granule;
+    if (rows < ny && (out.empty() || rows < out.back())) out.push_back(rows);
+    if (even <= least) break;
+  }
   return out;
 }
 
