@@ -664,7 +664,7 @@ TEST_F(StreamGolden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
 // The same in bands of rows (a distributed part of large planes): bands wholly in the part's
 // halo rows compute nothing and write zeros, the others deliver their rows of the box; rows
 // wrap across the grid's ends where a periodic part holds all of them. Planes of whole blocks
-// (periodic bands need them).
+// (periodic bands need them), and not: rows of 1200 bytes, bands that share their edge blocks.
 //
 // Sources in the box's reach and far from it, the far ones where another band's planes would
 // take them at their own height if a band's wavefront wrapped them (periodic, y bounded: a
@@ -682,8 +682,9 @@ TEST_F(StreamGolden, APartsNeededBoxComesOutExactInBands) {
     const bool periodic = b.kind == Boundary::Kind::kPeriodic;
     for (const bool split_y : {false, true}) {
       if (split_y && !periodic) continue;  // (the others bound y either way)
-      for (auto [stencil, steps, bt] : {std::tuple{"7pt", 7, 3}, {"13pt", 5, 0}}) {
-        Case c{stencil, {64, 48, 130}, DType::kF32, steps, bt, 1, io::Backend::kUring};
+      for (auto [stencil, steps, bt, nx] :
+           {std::tuple{"7pt", 7, 3, 64}, {"13pt", 5, 0, 64}, {"7pt", 7, 3, 300}}) {
+        Case c{stencil, {nx, 48, 130}, DType::kF32, steps, bt, 1, io::Backend::kUring};
         c.method = Method::kStream;
         c.band_rows = 8;
         c.cache_bt = 2;
@@ -691,7 +692,7 @@ TEST_F(StreamGolden, APartsNeededBoxComesOutExactInBands) {
         c.tile_y = 5;
         c.probes = &probes;
         const bool y_bounded = !periodic || split_y;
-        if (split_y) c.placement.whole = {64, 96, 130};
+        if (split_y) c.placement.whole = {nx, 96, 130};
         c.placement.needed_lo = {8, y_bounded ? 20 : -kNone, 60};
         c.placement.needed_hi = {40, y_bounded ? 34 : kNone, periodic ? 90 : kNone};
         expect_matches_reference<float>(c, b);
