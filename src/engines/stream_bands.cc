@@ -18,15 +18,12 @@ namespace deepgrid::internal::stream {
 namespace {
 
 // Whether band `r`'s own rows of every component start and end on 4096-byte blocks both in
-// the files and in its buffers, as O_DIRECT writes need: its rows whole blocks, and each
-// component's rows too (else the components after the first start off the files' blocks); a
+// the files and in its buffers, as O_DIRECT writes need: band_rows_whole_blocks, and a
 // band whose rows wrap across the grid's ends on planes not of whole blocks has its buffers
 // aligned for the larger of the two parts (band_layout), which must be its own rows'.
 bool writes_whole_blocks(const Manifest& m, const StreamPlan& plan, const BandRows& r) {
-  const int64_t row = row_bytes(m);
-  if (plan.band_rows * row % kDirectIoAlignment != 0) return false;
-  if (m.shape.ny * row % kDirectIoAlignment == 0) return true;
-  if (m.components() > 1) return false;
+  if (!band_rows_whole_blocks(m, plan.band_rows)) return false;
+  if (m.shape.ny * row_bytes(m) % kDirectIoAlignment == 0) return true;
   const BandLayout l = band_layout(m, plan.band_height, r.r0);
   const bool own_rows_after_the_wrap = r.r0 < 0;
   return l.after_start == 0 || own_rows_after_the_wrap == l.aligned_after;
@@ -49,7 +46,7 @@ class BandFiles {
     for (int64_t b = 0; b < plan.bands; ++b) {
       const BandRows r = band_rows(plan, m, ry, b, wrap);
       w.rows_.push_back(r);
-      w.whole_blocks_.push_back(!w.edge_blocks_ && writes_whole_blocks(m, plan, r));
+      w.whole_blocks_.push_back(writes_whole_blocks(m, plan, r));
       buffered_writes =
           buffered_writes || (!w.whole_blocks_.back() && !w.edge_blocks_ && grid.direct_io());
     }

@@ -27,9 +27,19 @@
 #include "deepgrid/boundary.h"
 #include "deepgrid/store.h"
 #include "engines/stream_engine.h"
+#include "engines/stream_io.h"
 #include "io/block_io.h"
 
 namespace deepgrid::internal::stream {
+
+// Whether every band's rows of `band_rows` rows of each component start and end on 4096-byte
+// blocks where the rows do not wrap: the rows whole blocks, and on planes of several components
+// each component too (else the components after the first start off the files' blocks).
+inline bool band_rows_whole_blocks(const Manifest& m, int64_t band_rows) {
+  const int64_t row = row_bytes(m);
+  return band_rows * row % kDirectIoAlignment == 0 &&
+         (m.components() == 1 || m.shape.ny * row % kDirectIoAlignment == 0);
+}
 
 // Whether the bands of `band_rows` rows share the 4096-byte blocks at their edges, so that every
 // write is whole blocks (O_DIRECT) although their rows are not: on planes whose rows do not wrap,
@@ -38,27 +48,25 @@ namespace deepgrid::internal::stream {
 // holding its first byte (first_computed_row), writes from that block on and leaves the block
 // holding its last byte to the band after it (edge_block_write).
 inline bool bands_share_edge_blocks(const Manifest& m, int64_t band_rows, bool wrap) {
-  const int64_t row = m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
-  const bool whole_blocks = band_rows * row % kDirectIoAlignment == 0 &&
-                            (m.components() == 1 || m.shape.ny * row % kDirectIoAlignment == 0);
-  return !wrap && !whole_blocks && std::min(band_rows, m.shape.ny) * row >= kDirectIoAlignment;
+  return !wrap && !band_rows_whole_blocks(m, band_rows) &&
+         std::min(band_rows, m.shape.ny) * row_bytes(m) >= kDirectIoAlignment;
 }
 
 // Rows at most that a band sharing its edge blocks computes before its own.
 inline int64_t edge_block_rows(const Manifest& m) {
-  const int64_t row = m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
-  return internal::ceil_div(kDirectIoAlignment - 1, row);
+  return internal::ceil_div(kDirectIoAlignment - 1, row_bytes(m));
 }
 
 // The first row a band from row y0 computes: y0, or where the bands share their edge blocks the
 // row holding the first byte of the block where its writes of some component start.
 inline int64_t first_computed_row(const Manifest& m, int64_t y0, bool shares_edge_blocks) {
   if (!shares_edge_blocks || y0 == 0) return y0;
-  const int64_t row = m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
+  const int64_t row = row_bytes(m);
   const int64_t component = m.shape.ny * row;
   int64_t first = y0;
   for (int64_t c = 0; c < m.components() - m.coef_components(); ++c) {
-    const int64_t block = (c * component + y0 * row) / kDirectIoAlignment * kDirectIoAlignment;
+    const int64_t block =
+        internal::floor_div(c * component + y0 * row, kDirectIoAlignment) * kDirectIoAlignment;
     first = std::min(first, (block - c * component) / row);
   }
   return first;
@@ -75,10 +83,14 @@ struct ByteRange {
 };
 inline ByteRange edge_block_write(const Manifest& m, int64_t y0, int64_t y1, int64_t c, bool first,
                                   bool last) {
-  const int64_t row = m.shape.nx * static_cast<int64_t>(dtype_size(m.dtype));
+  const int64_t row = row_bytes(m);
   const int64_t from = c * m.shape.ny * row + y0 * row, to = c * m.shape.ny * row + y1 * row;
-  auto down = [](int64_t b) { return b / kDirectIoAlignment * kDirectIoAlignment; };
-  auto up = [&](int64_t b) { return down(b + kDirectIoAlignment - 1); };
+  auto down = [](int64_t b) {
+    return internal::floor_div(b, kDirectIoAlignment) * kDirectIoAlignment;
+  };
+  auto up = [](int64_t b) {
+    return internal::ceil_div(b, kDirectIoAlignment) * kDirectIoAlignment;
+  };
   return {first && c > 0 ? up(from) : down(from), last ? up(to) : down(to)};
 }
 
