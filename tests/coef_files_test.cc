@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -30,17 +31,29 @@ std::string slurp(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-// wave8 (u, u@1, m) on 32x32 planes (components of 4096 bytes in f32), striped over two
-// stores in chunks of a few planes, every component random.
-class CoefFiles : public ::testing::Test {
+// wave8 (u, u@1, m), striped over two stores in chunks of a few planes, every component
+// random, on 32x32 planes (components of 4096 bytes in f32: version 5's records, no padding)
+// and on 30x21 planes (components of 2520 bytes: version 6's, the coefficients 944 bytes into
+// a record of one block, where the ring's part ends in its last block).
+struct Planes {
+  Shape shape;
+  const char* name;
+};
+void PrintTo(const Planes& p, std::ostream* os) { *os << p.shape.to_string(); }
+
+class CoefFiles : public ::testing::TestWithParam<Planes> {
  protected:
+  static Shape shape() { return GetParam().shape; }
+  static int64_t component() { return shape().plane_points() * 4; }
+  static bool whole_blocks() { return component() % 4096 == 0; }
+
   void SetUp() override {
     for (const char* s : {"a0", "a1", "b0", "b1"}) fs::create_directory(tmp_.path() / s);
-    values_ = testing::random_values<float>({kShape.nx, kShape.ny * 3, kShape.nz}, 11);
+    values_ = testing::random_values<float>({shape().nx, shape().ny * 3, shape().nz}, 11);
   }
   CreateOptions options(bool coef_files) const {
     CreateOptions opt;
-    opt.shape = kShape;
+    opt.shape = shape();
     EXPECT_TRUE(create_for_scheme(Scheme::preset("wave8").value(), opt).ok());
     if (!coef_files) opt.coefficient_components = 0;  // as grids made before version 5
     opt.stores = {tmp_ / "a0", tmp_ / "a1"};
@@ -58,7 +71,7 @@ class CoefFiles : public ::testing::Test {
       }
     }
     Grid g = Grid::create(tmp_ / name, opt).value();
-    EXPECT_TRUE(g.write_planes(0, kShape.nz, values_.data()).ok());
+    EXPECT_TRUE(g.write_planes(0, shape().nz, values_.data()).ok());
     EXPECT_TRUE(g.commit(g.manifest()).ok());
     return tmp_ / name;
   }
@@ -72,47 +85,51 @@ class CoefFiles : public ::testing::Test {
     return slurp(path).substr(static_cast<size_t>(offset), static_cast<size_t>(n));
   }
 
-  static constexpr Shape kShape{32, 32, 13};
-  static constexpr int64_t kComponent = 32 * 32 * 4;
   testing::TempDir tmp_;
   std::vector<float> values_;
 };
 
-TEST_F(CoefFiles, HoldEachPlanesCoefficientsWhileTheRingHoldsItsState) {
+TEST_P(CoefFiles, HoldEachPlanesCoefficientsWhileTheRingHoldsItsState) {
   const std::string dir = make("g", true);
   const Grid g = Grid::open(dir).value();
   const Manifest& m = g.manifest();
-  EXPECT_EQ(nlohmann::json::parse(slurp(fs::path(dir) / "manifest.json"))["version"], 5);
+  EXPECT_EQ(nlohmann::json::parse(slurp(fs::path(dir) / "manifest.json"))["version"],
+            whole_blocks() ? 5 : 6);
   ASSERT_TRUE(m.has_coef_files());
   EXPECT_EQ(m.coef_components(), 1);
-  EXPECT_EQ(m.layout.plane_stride, 2 * kComponent);
-  EXPECT_EQ(m.layout.coef_bytes, kComponent);
+  const int64_t lead = whole_blocks() ? 0 : 2 * component() % 4096;  // (944 bytes at 30x21)
+  const int64_t record = (lead + component() + 4095) / 4096 * 4096;
+  EXPECT_EQ(m.layout.plane_stride, (2 * component() + 4095) / 4096 * 4096);
+  EXPECT_EQ(m.layout.coef_bytes, component());
+  EXPECT_EQ(m.layout.coef_lead(), lead);
+  EXPECT_EQ(m.layout.coef_stride(), record);
   ASSERT_EQ(m.layout.coef_files.size(), 2u);
   EXPECT_EQ(m.layout.coef_files[1].path, m.stores[1] + "/deepgrid-" + m.id + ".1.coef.dgd");
   const auto* v = reinterpret_cast<const char*>(values_.data());
-  for (int64_t z = 0; z < kShape.nz; ++z) {
+  for (int64_t z = 0; z < shape().nz; ++z) {
     const PlaneLocation ring = m.locate(z), coef = m.locate_coef(z);
-    const char* plane = v + z * 3 * kComponent;
-    EXPECT_EQ(bytes_at(g.file_path(ring.file), ring.offset, 2 * kComponent),
-              std::string(plane, 2 * kComponent))
+    const char* plane = v + z * 3 * component();
+    EXPECT_EQ(bytes_at(g.file_path(ring.file), ring.offset, 2 * component()),
+              std::string(plane, 2 * component()))
         << "plane " << z << "'s u and u@1";
-    EXPECT_EQ(bytes_at(g.coef_path(coef.file), coef.offset, kComponent),
-              std::string(plane + 2 * kComponent, kComponent))
-        << "plane " << z << "'s m";
+    EXPECT_EQ(bytes_at(g.coef_path(coef.file), coef.offset, record),
+              std::string(lead, '\0') + std::string(plane + 2 * component(), component()) +
+                  std::string(record - lead - component(), '\0'))
+        << "plane " << z << "'s m in its record, the padding zeros";
   }
   // Read whole through buffers aligned for direct I/O or not, planes one at a time or many.
   EXPECT_EQ(read(g), values_);
   internal::AlignedBuffer aligned(values_.size() * sizeof(float));
   ASSERT_TRUE(g.read_planes(2, 9, aligned.data()).ok());
-  EXPECT_EQ(std::memcmp(aligned.data(), v + 2 * 3 * kComponent, 9 * 3 * kComponent), 0);
-  std::vector<float> odd(3 * kComponent / 4 + 1);
+  EXPECT_EQ(std::memcmp(aligned.data(), v + 2 * 3 * component(), 9 * 3 * component()), 0);
+  std::vector<float> odd(3 * component() / 4 + 1);
   ASSERT_TRUE(g.read_planes(5, 1, odd.data() + 1).ok());
-  EXPECT_EQ(std::memcmp(odd.data() + 1, v + 5 * 3 * kComponent, 3 * kComponent), 0);
+  EXPECT_EQ(std::memcmp(odd.data() + 1, v + 5 * 3 * component(), 3 * component()), 0);
 }
 
 // Boxes of any component read and write where the component is: u@1 in the ring, m in the
 // coefficient files; a box written into m is what the grid then holds, checksums and all.
-TEST_F(CoefFiles, BoxesOfEveryComponentReadAndWriteInPlace) {
+TEST_P(CoefFiles, BoxesOfEveryComponentReadAndWriteInPlace) {
   const std::string dir = make("g", true);
   Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
   const Box box{{2, 5, 2}, {3, 7, 1}, {1, 9, 3}};
@@ -126,26 +143,26 @@ TEST_F(CoefFiles, BoxesOfEveryComponentReadAndWriteInPlace) {
       const int64_t y = b.y.start + k / b.x.count % b.y.count;
       const int64_t x = b.x.start + k % b.x.count * b.x.step;
       ASSERT_EQ(got[static_cast<size_t>(k)],
-                values_[static_cast<size_t>(((z * 3 + c) * kShape.ny + y) * kShape.nx + x)])
+                values_[static_cast<size_t>(((z * 3 + c) * shape().ny + y) * shape().nx + x)])
           << "component " << c << " value " << k;
     }
   }
-  Box on_m = whole_grid_box(kShape);
+  Box on_m = whole_grid_box(shape());
   on_m.component = 2;
-  const std::vector<float> velocity(static_cast<size_t>(kShape.points()), 0.25f);
+  const std::vector<float> velocity(static_cast<size_t>(shape().points()), 0.25f);
   ASSERT_TRUE(write_box(g, on_m, velocity.data()).ok());
   ASSERT_TRUE(g.enable_verification().ok());
   const std::vector<float> now = read(g);
   for (size_t i = 0; i < now.size(); ++i) {
-    const size_t component = i / static_cast<size_t>(kComponent / 4) % 3;
-    ASSERT_EQ(now[i], component == 2 ? 0.25f : values_[i]) << i;
+    const size_t field = i / static_cast<size_t>(component() / 4) % 3;
+    ASSERT_EQ(now[i], field == 2 ? 0.25f : values_[i]) << i;
   }
 }
 
 // A grid made before version 5 (every component in the ring) reads and runs as it did, to the
 // same bits as one with coefficient files; a run writes only the state of the latter. (One
 // spare slot: the stream's first sweep grows the ring, which leaves the coefficients alone.)
-TEST_F(CoefFiles, GridsWithoutThemRunToTheSameBits) {
+TEST_P(CoefFiles, GridsWithoutThemRunToTheSameBits) {
   const std::string old_dir = make("old", false), dir = make("g", true);
   EXPECT_EQ(nlohmann::json::parse(slurp(fs::path(old_dir) / "manifest.json"))["version"], 4);
   EXPECT_FALSE(Grid::open(old_dir)->manifest().has_coef_files());
@@ -160,19 +177,26 @@ TEST_F(CoefFiles, GridsWithoutThemRunToTheSameBits) {
     const auto run = run_grid(dir, opt);
     ASSERT_TRUE(run.ok()) << run.status().message();
     EXPECT_EQ(read(Grid::open(dir).value()), read(Grid::open(old_dir).value()));
-    // Written: u and u@1 of every plane once per sweep, against all three fields.
-    EXPECT_EQ(run->bytes_written * 3, old_run->bytes_written * 2) << method_name(method);
+    // Written: u and u@1 of every plane once per sweep, against all three fields (each a
+    // ring's slot, whole blocks: 2 against 3 components at 32x32, one block each at 30x21).
+    const int64_t slot = Grid::open(dir)->manifest().layout.plane_stride;
+    const int64_t old_slot = Grid::open(old_dir)->manifest().layout.plane_stride;
+    EXPECT_EQ(slot, (2 * component() + 4095) / 4096 * 4096);
+    EXPECT_EQ(old_slot, (3 * component() + 4095) / 4096 * 4096);
+    EXPECT_EQ(run->bytes_written * static_cast<uint64_t>(old_slot),
+              old_run->bytes_written * static_cast<uint64_t>(slot))
+        << method_name(method);
   }
 }
 
-TEST_F(CoefFiles, DamageInThemIsFoundAndNamed) {
+TEST_P(CoefFiles, DamageInThemIsFoundAndNamed) {
   const std::string dir = make("g", true);
   const Manifest m = Grid::open(dir)->manifest();
   const PlaneLocation coef = m.locate_coef(7);
   {
     std::fstream f(m.layout.coef_files[static_cast<size_t>(coef.file)].path,
                    std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(coef.offset + 100);
+    f.seekp(coef.offset + m.layout.coef_lead() + 100);  // (a value of m)
     f.put('\x7f');
   }
   Grid g = Grid::open(dir).value();
@@ -192,7 +216,7 @@ TEST_F(CoefFiles, DamageInThemIsFoundAndNamed) {
   EXPECT_EQ(Grid::open(dir).status().code(), ErrorCode::kCorrupt);
 }
 
-TEST_F(CoefFiles, RelocateMovesThemWithTheDataFiles) {
+TEST_P(CoefFiles, RelocateMovesThemWithTheDataFiles) {
   const std::string dir = make("g", true);
   const Relocation r = relocate_grid(dir, {tmp_ / "b0", tmp_ / "b1"}).value();
   EXPECT_EQ(r.copied, 4);  // two data files, two coefficient files
@@ -206,7 +230,7 @@ TEST_F(CoefFiles, RelocateMovesThemWithTheDataFiles) {
 
 // A manifest naming a coefficient file anywhere but where deepgrid puts it is refused
 // (docs/security.md).
-TEST_F(CoefFiles, AManifestNamingOneElsewhereIsRefused) {
+TEST_P(CoefFiles, AManifestNamingOneElsewhereIsRefused) {
   const std::string dir = make("g", true);
   const auto manifest = nlohmann::json::parse(slurp(fs::path(dir) / "manifest.json"));
   const std::string id = manifest["id"];
@@ -221,13 +245,13 @@ TEST_F(CoefFiles, AManifestNamingOneElsewhereIsRefused) {
     EXPECT_NE(st.message().find("docs/security.md"), std::string::npos) << st.message();
   }
   auto m = manifest;
-  m["layout"]["coef_bytes"] = 2 * kComponent;  // (the layout would no longer add up)
+  m["layout"]["coef_bytes"] = 2 * component();  // (the layout would no longer add up)
   EXPECT_EQ(Manifest::from_json(m.dump()).status().code(), ErrorCode::kCorrupt);
 }
 
 // Coefficients are constant in time: no source adds to them, and a grid keeping them in place
 // cannot gain planes in place (its parts are rewritten instead).
-TEST_F(CoefFiles, WhatIsRefusedOnThem) {
+TEST_P(CoefFiles, WhatIsRefusedOnThem) {
   const std::string dir = make("g", true);
   RunOptions opt;
   opt.scheme = Scheme::preset("wave8").value();
@@ -246,6 +270,11 @@ TEST_F(CoefFiles, WhatIsRefusedOnThem) {
   EXPECT_FALSE(g.can_add_planes());
   EXPECT_EQ(g.add_planes(1, 0).code(), ErrorCode::kInvalidArgument);
 }
+
+INSTANTIATE_TEST_SUITE_P(Planes, CoefFiles,
+                         ::testing::Values(Planes{{32, 32, 13}, "WholeBlocks"},
+                                           Planes{{30, 21, 13}, "NotWholeBlocks"}),
+                         [](const ::testing::TestParamInfo<Planes>& p) { return p.param.name; });
 
 }  // namespace
 }  // namespace deepgrid

@@ -10,12 +10,16 @@
 // `base` back by `spare`.
 //
 // Coefficient files (format version 5): a grid whose scheme's coefficient fields (read-only,
-// constant in time) are the last components of its planes, and whose components are each
-// whole 4096-byte blocks, keeps those components apart, in coefficient files striped like the
-// ring: plane z's coefficients at a fixed place (chunk z / coef_planes_per_chunk in coefficient
-// file chunk % S), never moved by a sweep. The ring's slots then hold the state components
-// only, so a sweep reads a plane's every component and writes its state alone; in memory a
-// plane is still every component one after another (the ring's part, then the coefficients').
+// constant in time) are the last components of its planes keeps those components apart, in
+// coefficient files striped like the ring: plane z's coefficients at a fixed place (chunk z /
+// coef_planes_per_chunk in coefficient file chunk % S), never moved by a sweep. The ring's
+// slots then hold the state components only, so a sweep reads a plane's every component and
+// writes its state alone; in memory a plane is still every component one after another (the
+// ring's part, then the coefficients'). A plane's coefficients take a record of `coef_stride()`
+// bytes: `coef_lead()` bytes of padding, so that every byte lies at the same place in a 4096-byte
+// block as it would in the ring (one alignment serves both files), the coefficients, and
+// padding to the block's end. Version 6: the same where the components are not whole 4096-byte
+// blocks (version 5 had coefficient files only where they were: no padding).
 // Coefficient files are written when a grid is made (and by writers of whole planes, with the
 // values they hold: engines never change coefficients) and have no second copy.
 //
@@ -56,7 +60,10 @@ class GridLock;
 // Version 4 added fields: a plane of several components (a scheme's fields, scheme.h); grids of
 // one field are still written as version 3.
 // Version 5 added coefficient files (above); grids without them are still written as version 4.
-inline constexpr int kManifestVersion = 5;
+// Version 6 added coefficient records with padding (above); grids without it are still written as
+// version 5.
+inline constexpr int kManifestVersion = 6;
+inline constexpr int kAlignedCoefManifestVersion = 5;
 inline constexpr int kFieldsManifestVersion = 4;
 inline constexpr int kOneFieldManifestVersion = 3;
 
@@ -74,18 +81,29 @@ struct Layout {
   int64_t spare_planes = 0;     // slots beyond the nz the planes occupy
   std::vector<DataFile> files;  // one per store directory
   // Coefficient files (version 5): the bytes of a plane's coefficient components kept apart
-  // (whole blocks; 0: none, every component is in the ring), and their files, one per store.
+  // (0: none, every component is in the ring), and their files, one per store.
   int64_t coef_bytes = 0;
   int64_t coef_planes_per_chunk = 0;
   std::vector<DataFile> coef_files;
 
   int64_t chunk_bytes() const { return planes_per_chunk * plane_stride; }
-  int64_t coef_chunk_bytes() const { return coef_planes_per_chunk * coef_bytes; }
+  int64_t coef_chunk_bytes() const { return coef_planes_per_chunk * coef_stride(); }
   // The bytes of a plane the ring's slots hold.
   int64_t ring_bytes() const { return plane_bytes - coef_bytes; }
+  // A plane's coefficient record: the padding before its coefficients (where the ring's part
+  // ends in its last block), and the record's bytes, whole blocks (version 6; version 5's
+  // records have no padding).
+  int64_t coef_lead() const { return coef_bytes > 0 ? ring_bytes() % kDirectIoAlignment : 0; }
+  int64_t coef_stride() const {
+    return (coef_lead() + coef_bytes + kDirectIoAlignment - 1) / kDirectIoAlignment *
+           kDirectIoAlignment;
+  }
   // An aligned buffer that takes a whole plane in one transfer of each of its parts: the
-  // ring's slot, then (in memory right after the ring's part) the coefficients.
-  int64_t plane_buffer_bytes() const { return plane_stride + coef_bytes; }
+  // ring's slot, then the coefficients' record from byte plane_stride on. The coefficients
+  // then start at byte coef_at(), right after the ring's part where its bytes are whole blocks;
+  // where they are not, the transfers move them there (internal::coefficients_to_plane).
+  int64_t plane_buffer_bytes() const { return plane_stride + coef_stride(); }
+  int64_t coef_at() const { return plane_stride + coef_lead(); }
   // The bytes of the data and coefficient files together.
   int64_t disk_bytes() const {
     int64_t total = 0;

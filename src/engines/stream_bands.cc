@@ -34,8 +34,8 @@ bool writes_whole_blocks(const Manifest& m, const StreamPlan& plan, const BandRo
 // (writes_whole_blocks or bands_share_edge_blocks) or when the files are not O_DIRECT, else
 // buffered ones. Reads: where
 // rows wrap across the grid's ends on planes whose components are not whole blocks (`wrap`),
-// buffered ones of the grid's files for the parts that cannot be aligned. Those opened here are
-// closed with it.
+// buffered ones of the grid's data and coefficient files for the parts that cannot be aligned.
+// Those opened here are closed with it.
 class BandFiles {
  public:
   static Result<BandFiles> open(const Grid& grid, const StreamPlan& plan, int ry, bool wrap) {
@@ -61,6 +61,11 @@ class BandFiles {
                             w.open_owned(grid.file_path(static_cast<int>(f)), O_RDONLY));
         w.read_fds_.push_back(fd);
       }
+      if (unaligned_reads && m.has_coef_files()) {
+        DG_ASSIGN_OR_RETURN(const int fd,
+                            w.open_owned(grid.coef_path(static_cast<int>(f)), O_RDONLY));
+        w.coef_read_fds_.push_back(fd);
+      }
       if (buffered_writes) {
         DG_ASSIGN_OR_RETURN(const int fd, w.open_owned(path, O_WRONLY));
         w.buffered_fds_.push_back(fd);
@@ -76,6 +81,7 @@ class BandFiles {
         fds_(std::move(o.fds_)),
         buffered_fds_(std::move(o.buffered_fds_)),
         read_fds_(std::move(o.read_fds_)),
+        coef_read_fds_(std::move(o.coef_read_fds_)),
         owned_(std::move(o.owned_)),
         paths_(std::move(o.paths_)) {
     o.owned_.clear();
@@ -92,7 +98,7 @@ class BandFiles {
       const BandRows& r = rows_[b];
       const bool whole = whole_blocks_[b];
       out.push_back({r.y0, r.y1, r.r0, whole || buffered_fds_.empty() ? fds_ : buffered_fds_,
-                     paths_, whole, read_fds_, r.c0, edge_blocks_});
+                     paths_, whole, read_fds_, coef_read_fds_, r.c0, edge_blocks_});
     }
     return out;
   }
@@ -108,7 +114,7 @@ class BandFiles {
   std::vector<BandRows> rows_;
   std::vector<bool> whole_blocks_;
   bool edge_blocks_ = false;
-  std::vector<int> fds_, buffered_fds_, read_fds_, owned_;
+  std::vector<int> fds_, buffered_fds_, read_fds_, coef_read_fds_, owned_;
   std::vector<std::string> paths_;
 };
 

@@ -301,12 +301,13 @@ SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int6
     const PlaneLocation ring = m_.locate_slot(m_.slot_of(plane, record_->base_from));
     const BandLayout l = band_layout(m_, band_height_, band.r0);
     for (int64_t c = 0; c < m_.components(); ++c) {
-      // The component's file, and its first byte there relative to `loc.offset`: coefficients
-      // are whole blocks, so the lead that aligns the ring's components aligns them too.
+      // The component's file, and its first byte there relative to `loc.offset`: a
+      // coefficients' record puts each byte where it would lie in a block of the ring
+      // (Layout::coef_lead), so the lead that aligns the ring's components aligns them too.
       const bool coef = c >= state;
       const PlaneLocation loc = coef ? m_.locate_coef(plane) : ring;
       const auto f = static_cast<size_t>(loc.file);
-      const int64_t base = (coef ? c - state : c) * ny * row;
+      const int64_t base = coef ? m_.layout.coef_lead() + (c - state) * ny * row : c * ny * row;
       const int64_t start = base + l.a * row, end = start + l.before_end * row;
       const int64_t at = static_cast<int64_t>(l.lead) + c * span;  // row r0 in the buffer
       const int64_t wrapped_at = at + l.before_end * row;          // row 0 after the wrap
@@ -318,9 +319,8 @@ SweepIo::BandRequests SweepIo::band_requests(const Buffer& buf, bool write, int6
         if (aligned) from = from / kBlock * kBlock;
         io::Request& r = out.emplace_back();
         const bool direct = aligned || !grid_.direct_io();
-        r.fd = coef     ? grid_.coef_fd(loc.file)
-               : direct ? grid_.fd(loc.file)
-                        : band.buffered_read_fds[f];
+        r.fd = direct ? (coef ? grid_.coef_fd(loc.file) : grid_.fd(loc.file))
+                      : (coef ? band.buffered_coef_read_fds : band.buffered_read_fds)[f];
         r.path = coef ? grid_.coef_path(loc.file) : paths_[f];
         r.offset = loc.offset + from;
         r.length = static_cast<size_t>(aligned ? round_up(to - from) : to - from);
@@ -442,6 +442,9 @@ Status SweepIo::complete_one(StreamStats& stats) {
     buf.plane = -1;
   } else {
     stats.bytes_read += static_cast<uint64_t>(buf.length);
+    if (band_height_ == 0 && m_.has_coef_files()) {
+      coefficients_to_plane(m_.layout, buf.bytes);  // (the whole plane's, packed)
+    }
     buf.ready = true;  // verified as it is converted
   }
   return Status::Ok();

@@ -94,8 +94,10 @@ class SweepIo {
     // the plane's last block.
     bool whole_blocks = false;
     // Rows that wrap across the grid's ends on planes not of whole blocks: descriptors of the
-    // grid's files without O_DIRECT for the part of a read that cannot be aligned.
+    // grid's files without O_DIRECT for the part of a read that cannot be aligned (and of its
+    // coefficient files, where it has them).
     std::vector<int> buffered_read_fds;
+    std::vector<int> buffered_coef_read_fds;
     // The first row the band computes: y0, or before it where the bands share their edge blocks
     // (`shares_edge_blocks`: bands_share_edge_blocks, stream_bands.h), whose writes are then
     // whole blocks through `write_fds` (edge_block_write).

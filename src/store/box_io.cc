@@ -9,6 +9,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/file_util.h"
+#include "store/coef_request.h"
 
 namespace deepgrid {
 namespace {
@@ -28,15 +29,17 @@ struct Extent {
 struct Part {
   bool coef = false;
   int component = 0;   // the box's component, counted within the part
+  int64_t lead = 0;    // where the part's values start in it (Layout::coef_lead)
   int64_t bytes = 0;   // the part's values
   int64_t stride = 0;  // the part on disk (whole blocks)
 
   static Part of(const Manifest& m, int component) {
+    const Layout& l = m.layout;
     const int state = m.components() - m.coef_components();
     if (component >= state) {
-      return {true, component - state, m.layout.coef_bytes, m.layout.coef_bytes};
+      return {true, component - state, l.coef_lead(), l.coef_bytes, l.coef_stride()};
     }
-    return {false, component, m.layout.ring_bytes(), m.layout.plane_stride};
+    return {false, component, 0, l.ring_bytes(), l.plane_stride};
   }
   PlaneLocation locate(const Manifest& m, int64_t z) const {
     return coef ? m.locate_coef(z) : m.locate(z);
@@ -49,7 +52,8 @@ struct Part {
 
 // Byte offset of value (x, y) of the box's component within its part of a plane.
 int64_t value_offset(const Shape& s, DType dtype, const Part& part, int64_t y, int64_t x) {
-  return ((part.component * s.ny + y) * s.nx + x) * static_cast<int64_t>(dtype_size(dtype));
+  return part.lead +
+         ((part.component * s.ny + y) * s.nx + x) * static_cast<int64_t>(dtype_size(dtype));
 }
 
 Extent plane_extent(const Grid& grid, const Box& box, const Part& part) {
@@ -73,7 +77,7 @@ bool box_covers_extent(const Grid& grid, const Box& box, const Part& part, const
   const int64_t begin = value_offset(s, grid.dtype(), part, box.y.start, box.x.start);
   const int64_t end = begin + box.y.count * box.x.count * es;
   return begin == extent.begin &&
-         (end == extent.end || (end == part.bytes && extent.end == part.stride));
+         (end == extent.end || (end == part.lead + part.bytes && extent.end == part.stride));
 }
 
 // Copies the box's values of one plane between `plane` (the plane's bytes from
@@ -163,8 +167,7 @@ Status transfer_box(const Grid& grid, const Box& box, T* packed, bool write) {
 }
 
 // Records the checksums of the planes a box write touched, from their whole stored values
-// (the ring's part, then the coefficients': a packed plane, since the ring's part is then
-// whole blocks).
+// (the ring's part, then the coefficients' record: a plane buffer, packed before hashing).
 Status rehash_planes(Grid& grid, const AxisRange& z) {
   const Manifest& m = grid.manifest();
   AlignedBuffer plane(static_cast<size_t>(m.layout.plane_buffer_bytes()));
@@ -181,6 +184,7 @@ Status rehash_planes(Grid& grid, const AxisRange& z) {
                                               part.path(grid, loc.file)));
       at += part.stride;
     }
+    internal::coefficients_to_plane(m.layout, plane.data());
     grid.record_plane(p, plane.data());
   }
   return Status::Ok();

@@ -445,8 +445,11 @@ namespace {
 
 // One of a plane's parts on disk: its bytes, from `at` in the plane's memory, and where it is:
 // the ring's slots or the coefficient files (units: slots or planes, `per_chunk` to a chunk).
+// A part of every plane: `bytes` from byte `at` of a packed plane, `lead` bytes into each
+// unit of `stride` bytes in its files (PlaneLocation), `per_chunk` units to a chunk, `units`
+// in all.
 struct PlanePart {
-  int64_t bytes = 0, at = 0, stride = 0, per_chunk = 0, units = 0;
+  int64_t bytes = 0, at = 0, lead = 0, stride = 0, per_chunk = 0, units = 0;
   bool ring = true;
 };
 
@@ -474,16 +477,16 @@ Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, std::byte* v
     for (int64_t i = 0; i < count; ++i) visit(values + i * pb, i);
   }
   std::vector<PlanePart> parts = {
-      {l.ring_bytes(), 0, l.plane_stride, l.planes_per_chunk, m.slots(), true}};
+      {l.ring_bytes(), 0, 0, l.plane_stride, l.planes_per_chunk, m.slots(), true}};
   if (m.has_coef_files()) {
-    parts.push_back(
-        {l.coef_bytes, l.ring_bytes(), l.coef_bytes, l.coef_planes_per_chunk, m.shape.nz, false});
+    parts.push_back({l.coef_bytes, l.ring_bytes(), l.coef_lead(), l.coef_stride(),
+                     l.coef_planes_per_chunk, m.shape.nz, false});
   }
   const bool aligned = reinterpret_cast<uintptr_t>(values) % kDirectIoAlignment == 0;
   AlignedBuffer bounce;
   for (const PlanePart& part : parts) {
     const bool direct = aligned && part.bytes == part.stride && part.at % kDirectIoAlignment == 0 &&
-                        pb % kDirectIoAlignment == 0;
+                        pb % kDirectIoAlignment == 0;  // (so the lead is 0)
     const int64_t batch =
         direct && part.stride != pb ? 1 : std::min(part.per_chunk, std::max<int64_t>(count, 1));
     if (!direct && bounce.size() < static_cast<size_t>(batch * part.stride)) {
@@ -503,13 +506,18 @@ Status Grid::transfer_planes(int64_t z0, int64_t count, bool write, std::byte* v
       std::byte* io = direct ? at : bounce.data();
       if (write) {
         for (int64_t i = 0; i < n && !direct; ++i) {
-          std::memcpy(io + i * part.stride, at + i * pb, static_cast<size_t>(part.bytes));
+          std::byte* unit_bytes = io + i * part.stride;  // (its padding zeros: reproducible files)
+          std::memset(unit_bytes, 0, static_cast<size_t>(part.lead));
+          std::memcpy(unit_bytes + part.lead, at + i * pb, static_cast<size_t>(part.bytes));
+          std::memset(unit_bytes + part.lead + part.bytes, 0,
+                      static_cast<size_t>(part.stride - part.lead - part.bytes));
         }
         DG_RETURN_IF_ERROR(internal::pwrite_full(fd, io, bytes, loc.offset, path));
       } else {
         DG_RETURN_IF_ERROR(internal::pread_full(fd, io, bytes, loc.offset, path));
         for (int64_t i = 0; i < n && !direct; ++i) {
-          std::memcpy(at + i * pb, io + i * part.stride, static_cast<size_t>(part.bytes));
+          std::memcpy(at + i * pb, io + i * part.stride + part.lead,
+                      static_cast<size_t>(part.bytes));
         }
       }
       z += n;
@@ -558,7 +566,10 @@ Status Grid::commit(const Manifest& m) {
 
 Result<Manifest> Grid::manifest_to_commit(const Manifest& m) const {
   Manifest next = m;
-  next.version = next.has_coef_files()                        ? kManifestVersion
+  const Layout& l = next.layout;
+  const bool padded_coefs = l.coef_lead() > 0 || l.coef_stride() != l.coef_bytes;
+  next.version = padded_coefs                                 ? kManifestVersion
+                 : next.has_coef_files()                      ? kAlignedCoefManifestVersion
                  : next.fields.empty() && next.scheme.empty() ? kOneFieldManifestVersion
                                                               : kFieldsManifestVersion;
   next.checksum_generation = 0;

@@ -66,7 +66,7 @@ int64_t internal::expected_file_bytes(const Shape& s, const Layout& l, size_t f)
 }
 
 int64_t internal::expected_coef_file_bytes(const Shape& s, const Layout& l, size_t f) {
-  return striped_file_bytes(s.nz, l.coef_planes_per_chunk, l.coef_bytes,
+  return striped_file_bytes(s.nz, l.coef_planes_per_chunk, l.coef_stride(),
                             static_cast<int64_t>(l.coef_files.size()), f);
 }
 
@@ -89,7 +89,7 @@ PlaneLocation Manifest::locate_slot(int64_t slot) const {
 }
 
 PlaneLocation Manifest::locate_coef(int64_t z) const {
-  return striped_location(z, layout.coef_planes_per_chunk, layout.coef_bytes,
+  return striped_location(z, layout.coef_planes_per_chunk, layout.coef_stride(),
                           static_cast<int64_t>(layout.coef_files.size()));
 }
 
@@ -262,8 +262,7 @@ Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
   }
   l.plane_bytes = plane_bytes;
   const int64_t component_bytes = plane_bytes / components;
-  if (coefficient_components > 0 && coefficient_components < components &&
-      component_bytes % kDirectIoAlignment == 0) {
+  if (coefficient_components > 0 && coefficient_components < components) {
     l.coef_bytes = component_bytes * coefficient_components;
   }
   l.plane_stride = round_up(l.ring_bytes(), kDirectIoAlignment);
@@ -280,8 +279,8 @@ Result<Layout> plan_layout(const Shape& shape, DType dtype, size_t n_stores,
   l.files.resize(files);
   for (size_t f = 0; f < files; ++f) l.files[f].bytes = expected_file_bytes(shape, l, f);
   if (l.coef_bytes > 0) {
-    l.coef_planes_per_chunk =
-        std::clamp<int64_t>(chunk_target_bytes / l.coef_bytes, 1, std::max<int64_t>(1, shape.nz));
+    l.coef_planes_per_chunk = std::clamp<int64_t>(chunk_target_bytes / l.coef_stride(), 1,
+                                                  std::max<int64_t>(1, shape.nz));
     l.coef_files.resize(files);
     for (size_t f = 0; f < files; ++f) {
       l.coef_files[f].bytes = internal::expected_coef_file_bytes(shape, l, f);

@@ -30,6 +30,7 @@ class Transfer {
       : grid_(grid), m_(grid.manifest()), set_(set) {
     for (unsigned i = 0; i < depth; ++i) buffers_.emplace_back(bytes());
     pending_.resize(depth);
+    ops_.resize(depth, Op::kRead);
     for (size_t f = 0; f < m_.layout.files.size(); ++f) {
       paths_.push_back(grid.file_path(static_cast<int>(f), set));
     }
@@ -50,6 +51,10 @@ class Transfer {
   // Plane z's part in the ring and, on grids with coefficient files, its coefficients (a
   // replacement's writers leave them out: the replacement shares the grid's, which they hold).
   Status submit(Op op, int64_t z, size_t slot) {
+    const bool coefficients = m_.has_coef_files() && (op == Op::kRead || set_ == FileSet::kCurrent);
+    if (coefficients && op == Op::kWrite) {
+      internal::coefficients_to_record(m_.layout, static_cast<std::byte*>(buffer(slot)));
+    }
     const PlaneLocation loc = grid_.locate(z, set_);
     Request r;
     r.op = op;
@@ -61,7 +66,8 @@ class Transfer {
     r.tag = slot;
     DG_RETURN_IF_ERROR(io_->submit(r));
     pending_[slot] = 1;
-    if (m_.has_coef_files() && (op == Op::kRead || set_ == FileSet::kCurrent)) {
+    ops_[slot] = op;
+    if (coefficients) {
       r = internal::coef_request(grid_, z, static_cast<std::byte*>(buffers_[slot].data()));
       r.op = op;
       r.tag = slot;
@@ -72,13 +78,17 @@ class Transfer {
     return Status::Ok();
   }
 
-  // The slot whose requests all completed next.
+  // The slot whose requests all completed next (a read's plane packed in it).
   Result<size_t> wait() {
     while (true) {
       DG_ASSIGN_OR_RETURN(Completion c, io_->wait());
       DG_RETURN_IF_ERROR(c.status);
       const auto slot = static_cast<size_t>(c.tag);
-      if (--pending_[slot] == 0) return slot;
+      if (--pending_[slot] > 0) continue;
+      if (ops_[slot] == Op::kRead && m_.has_coef_files()) {
+        internal::coefficients_to_plane(m_.layout, static_cast<std::byte*>(buffer(slot)));
+      }
+      return slot;
     }
   }
 
@@ -95,6 +105,7 @@ class Transfer {
   const FileSet set_;
   std::vector<internal::AlignedBuffer> buffers_;
   std::vector<int> pending_;  // requests in flight per slot
+  std::vector<Op> ops_;       // and what they do
   std::vector<std::string> paths_;
   std::unique_ptr<BlockIo> io_;
 };

@@ -14,6 +14,7 @@
 #include "deepgrid/integrity.h"
 #include "deepgrid/resume.h"
 #include "deepgrid/store.h"
+#include "store/coef_request.h"
 #include "store/grid_files.h"
 #include "store/grid_lock.h"
 #include "store/grid_paths.h"
@@ -84,7 +85,7 @@ Result<bool> check_moved_files(const std::string& dir, const Manifest& m) {
   auto table = PlaneChecksums::from_json(*text, m.shape.nz, m.checksum_algorithm());
   if (!table.ok()) return false;
   const PlaneChecksums& sums = *table;
-  // (O_DIRECT; the ring's part of a plane, then its coefficients: the plane packed)
+  // (O_DIRECT; the ring's part of a plane, then its coefficients' record: the plane packed)
   internal::AlignedBuffer plane(static_cast<size_t>(m.layout.plane_buffer_bytes()));
   if (!plane.ok()) return Status(ErrorCode::kResource, "out of memory for a plane");
   for (int64_t z = 0; z < m.shape.nz; ++z) {
@@ -97,8 +98,9 @@ Result<bool> check_moved_files(const std::string& dir, const Manifest& m) {
       const PlaneLocation coef = m.locate_coef(z);
       DG_RETURN_IF_ERROR(internal::pread_full(
           coef_fds[static_cast<size_t>(coef.file)].fd, plane.data() + m.layout.plane_stride,
-          static_cast<size_t>(m.layout.coef_bytes), coef.offset,
+          static_cast<size_t>(m.layout.coef_stride()), coef.offset,
           m.layout.coef_files[static_cast<size_t>(coef.file)].path));
+      internal::coefficients_to_plane(m.layout, plane.data());
     }
     if (sums.known(z) && plane_hash(plane.data(), m.plane_hashing()) != sums.hash(z)) {
       return corrupt("plane " + std::to_string(z) + " in " + path + " at offset " +
