@@ -45,14 +45,7 @@ CreateOptions part_options(const CreateOptions& global, const PartInfo& info) {
   opt.dtype = global.dtype;
   for (const FieldInit& f : global.fields) opt.fields.push_back({f.name, {}});
   opt.scheme = global.scheme;
-  // Coefficient files only where the part's components are whole 4096-byte blocks (records
-  // without padding, format version 5), as before 2026-12-02: padded records (version 6) on
-  // parts of a process grid splitting x or y left planes that no longer matched their
-  // checksums after a run (Distributed.SchemesOnProcessGridsSplittingXAndYMatchTheReference;
-  // the cause is not yet found, issue 31's note).
-  const int64_t component = opt.shape.plane_points() * static_cast<int64_t>(dtype_size(opt.dtype));
-  opt.coefficient_components =
-      component % kDirectIoAlignment == 0 ? global.coefficient_components : 0;
+  opt.coefficient_components = global.coefficient_components;
   opt.stores = info.stores;
   return opt;
 }

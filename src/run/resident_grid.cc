@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "deepgrid/box_io.h"
 #include "deepgrid/plane_transfer.h"
 #include "engines/incore_engine.h"
 #include "store/plane_rect.h"
@@ -219,6 +220,7 @@ std::shared_ptr<std::byte> ResidentGrid::transfer_memory(size_t bytes) const {
 }
 
 Status ResidentGrid::write_box(const Block& box, const std::byte* in) {
+  boxes_written_ = true;
   // (kFromPacked only reads `packed`)
   return engine_->copy_box(box, const_cast<std::byte*>(in), internal::RectCopy::kFromPacked);
 }
@@ -236,12 +238,34 @@ io::PlaneSource ResidentGrid::planes(const Shape& shape) const {
   };
 }
 
+namespace {
+
+// The coefficient components of plane z as `grid`'s coefficient files hold them, into their
+// place in the packed plane `values`.
+Status read_file_coefficients(const Grid& grid, int64_t z, std::byte* values) {
+  const Manifest& m = grid.manifest();
+  const Shape& s = m.shape;
+  const int64_t component = s.plane_points() * static_cast<int64_t>(dtype_size(m.dtype));
+  for (int c = m.components() - m.coef_components(); c < m.components(); ++c) {
+    Box box = whole_grid_box(s);
+    box.z = {z, 1, 1};
+    box.component = c;
+    DG_RETURN_IF_ERROR(read_box(grid, box, values + c * component));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ResidentGrid::write_replacement(Grid& grid) const {
   DG_RETURN_IF_ERROR(grid.create_replacement());
+  const bool coefficients_from_files = boxes_written_ && grid.manifest().has_coef_files();
   return io::write_plane_range(
       grid, 0, grid.shape().nz,
       [&](int64_t z, void* values) {
-        return engine_->store_plane(z, static_cast<std::byte*>(values));
+        auto* plane = static_cast<std::byte*>(values);
+        DG_RETURN_IF_ERROR(engine_->store_plane(z, plane));
+        return coefficients_from_files ? read_file_coefficients(grid, z, plane) : Status::Ok();
       },
       io::kPlanesInFlight, FileSet::kReplacement);
 }

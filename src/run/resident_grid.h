@@ -62,6 +62,10 @@ class ResidentGrid {
 
   // Writes the state held into the grid's replacement files (Grid::create_replacement), for
   // the caller to commit (commit_replacement, or prepare_replacement and commit_prepared).
+  // The replacement shares the grid's coefficient files, which it does not write; once boxes
+  // were written into the state held (a distributed run's halos: write_box), its
+  // coefficients may differ from the files' in those boxes, so each plane's checksum is then
+  // taken over the coefficients the files hold.
   Status write_replacement(Grid& grid) const;
 
   // The engine's figures in `r`: threads, bt and tile, or the device's (its memory, and what
@@ -78,6 +82,7 @@ class ResidentGrid {
 
   RunPlan plan_;
   std::unique_ptr<Engine> engine_;
+  bool boxes_written_ = false;  // write_box since the load
 };
 
 }  // namespace deepgrid
