@@ -99,6 +99,18 @@ size_t SweepIo::component_stride() const {
                                               : m_.layout.plane_bytes / m_.components());
 }
 
+// Whether whole-plane reads leave the coefficients in their record (component_at).
+bool SweepIo::coefficients_in_record() const {
+  return band_height_ == 0 && m_.has_coef_files() && writes_without_coefficients_;
+}
+
+size_t SweepIo::component_at(int c) const {
+  const int state = m_.components() - m_.coef_components();
+  if (c < state || !coefficients_in_record()) return static_cast<size_t>(c) * component_stride();
+  return static_cast<size_t>(m_.layout.coef_at()) +
+         static_cast<size_t>(c - state) * component_stride();
+}
+
 size_t SweepIo::buffer_bytes() const {
   return band_height_ > 0 ? band_buffer_bytes(m_, band_height_)
                           : static_cast<size_t>(m_.layout.plane_buffer_bytes());
@@ -442,7 +454,7 @@ Status SweepIo::complete_one(StreamStats& stats) {
     buf.plane = -1;
   } else {
     stats.bytes_read += static_cast<uint64_t>(buf.length);
-    if (band_height_ == 0 && m_.has_coef_files()) {
+    if (band_height_ == 0 && m_.has_coef_files() && !coefficients_in_record()) {
       coefficients_to_plane(m_.layout, buf.bytes);  // (the whole plane's, packed)
     }
     buf.ready = true;  // verified as it is converted

@@ -160,8 +160,14 @@ class SweepIo {
   size_t plane_bytes() const;
   // Bytes from one component of a plane in a buffer to the next.
   size_t component_stride() const;
+  // Where component c of a plane starts in a read buffer: c component strides in, but for
+  // whole planes whose coefficients all go to the sweep's window (writes without them), the
+  // coefficients stay where their record put them (Layout::coef_at) instead of being moved
+  // after the ring's part by the master thread.
+  size_t component_at(int c) const;
 
  private:
+  bool coefficients_in_record() const;
   Status pump_reads();
   // The sweep's reads: order_'s, once per band in band mode.
   size_t reads_total() const {

@@ -370,8 +370,8 @@ void StreamSweep<T>::convert_level0_rows() {
     const int64_t y0 = s_.ny * part / parts, y1 = s_.ny * (part + 1) / parts;
     level0.load_rows(read.plane, read.data<T>(), component_stride(), y0, y1);
     if (plan_.window_components > 0) {
-      window.load_rows(read.plane, read.data<T>() + first * component_stride(), component_stride(),
-                       y0, y1);
+      window.load_rows(read.plane, read.data<T>() + io_.component_at(first) / sizeof(T),
+                       component_stride(), y0, y1);
     }
   }
   if (b_.kind == Boundary::Kind::kDirichlet) return;  // (their ghosts are fixed)
@@ -397,7 +397,7 @@ void StreamSweep<T>::load_level0(const SweepIo::Buffer& read, PlaneHasher* hash)
   level0.load(read.plane, read.data<T>(), component_stride(), hash);
   if (plan_.window_components > 0) {
     const int first = m_.components() - plan_.window_components;
-    frames_.window().load(read.plane, read.data<T>() + first * component_stride(),
+    frames_.window().load(read.plane, read.data<T>() + io_.component_at(first) / sizeof(T),
                           component_stride(), hash, first);
   }
   fill_level0_ghosts(read.plane);

@@ -444,10 +444,8 @@ void Grid::remove_kept_files() {
 namespace {
 
 // One of a plane's parts on disk: its bytes, from `at` in the plane's memory, and where it is:
-// the ring's slots or the coefficient files (units: slots or planes, `per_chunk` to a chunk).
-// A part of every plane: `bytes` from byte `at` of a packed plane, `lead` bytes into each
-// unit of `stride` bytes in its files (PlaneLocation), `per_chunk` units to a chunk, `units`
-// in all.
+// the ring's slots or the coefficient files, `lead` bytes into each unit of `stride` bytes
+// there (units: slots or planes, `per_chunk` to a chunk, `units` in all).
 struct PlanePart {
   int64_t bytes = 0, at = 0, lead = 0, stride = 0, per_chunk = 0, units = 0;
   bool ring = true;
@@ -566,8 +564,8 @@ Status Grid::commit(const Manifest& m) {
 
 Result<Manifest> Grid::manifest_to_commit(const Manifest& m) const {
   Manifest next = m;
-  const Layout& l = next.layout;
-  const bool padded_coefs = l.coef_lead() > 0 || l.coef_stride() != l.coef_bytes;
+  // (a lead makes the record longer than its coefficients: one test finds either padding)
+  const bool padded_coefs = next.layout.coef_stride() != next.layout.coef_bytes;
   next.version = padded_coefs                                 ? kManifestVersion
                  : next.has_coef_files()                      ? kAlignedCoefManifestVersion
                  : next.fields.empty() && next.scheme.empty() ? kOneFieldManifestVersion
