@@ -537,6 +537,10 @@ std::vector<BadInputCase> missing_directory_cases() {
            [](std::string d) {
              return std::vector<std::string>{"split", std::move(d), "{tmp}/new"};
            }},
+          {"Upgrade",
+           [](std::string d) {
+             return std::vector<std::string>{"upgrade", std::move(d)};
+           }},
       };
   for (const auto& [name, args] : commands) {
     cases.emplace_back(name + "MissingDirectory", Setup{}, args("{tmp}/missing"),

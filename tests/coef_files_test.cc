@@ -1,9 +1,10 @@
 // Coefficient files (store.h, docs/format.md): where they hold what, that grids without them
-// (format version 4) still read and run the same, that damage in them is found, that relocate
-// moves them, and what is refused on grids that have them. Every engine's results on them are
-// in stream_test (EngineGolden.SchemesWithCoefficientFiles).
+// (format version 4) still read and run the same and upgrade to them, that damage in them is
+// found, that relocate moves them, and what is refused on grids that have them. Every engine's
+// results on them are in stream_test (EngineGolden.SchemesWithCoefficientFiles).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,12 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "cli_runner.h"
 #include "core/aligned_buffer.h"
 #include "core/file_util.h"
 #include "deepgrid/box_io.h"
 #include "deepgrid/fsck.h"
+#include "deepgrid/integrity.h"
+#include "deepgrid/resume.h"
 #include "deepgrid/run.h"
 #include "deepgrid/scheme.h"
+#include "deepgrid/stencil.h"
 #include "deepgrid/store.h"
 #include "reference.h"
 #include "temp_dir.h"
@@ -269,6 +274,186 @@ TEST_P(CoefFiles, WhatIsRefusedOnThem) {
   Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
   EXPECT_FALSE(g.can_add_planes());
   EXPECT_EQ(g.add_planes(1, 0).code(), ErrorCode::kInvalidArgument);
+}
+
+// The names of the files in the stores and the grid's directory, sorted.
+std::vector<std::string> files_in(const std::vector<fs::path>& dirs) {
+  std::vector<std::string> names;
+  for (const fs::path& d : dirs) {
+    for (const auto& e : fs::directory_iterator(d)) {
+      if (e.is_regular_file()) names.push_back(e.path().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A grid made before version 5 upgrades to coefficient files: the same values, a checksum
+// table that holds, its old data files gone, and from then on the same bits and bytes written
+// as a grid made with them. Both have run a sweep first, so the old one's planes have moved
+// round its ring (base), which the copy undoes.
+TEST_P(CoefFiles, OldGridsUpgradeToThemAndRunToTheSameBits) {
+  const std::string old_dir = make("old", false), dir = make("g", true);
+  RunOptions opt;
+  opt.scheme = Scheme::preset("wave8").value();
+  opt.steps = 3;
+  opt.method = Method::kStream;
+  opt.mem_budget = 1 << 20;
+  ASSERT_TRUE(run_grid(old_dir, opt).ok());
+  ASSERT_TRUE(run_grid(dir, opt).ok());
+  const int64_t old_base = Grid::open(old_dir)->manifest().base;
+  {
+    Grid g = Grid::open(old_dir, Grid::Mode::kReadWrite).value();
+    const Upgrade u = g.upgrade().value();
+    EXPECT_EQ(u.from_version, 4);
+    EXPECT_EQ(u.to_version, whole_blocks() ? 5 : 6);
+    EXPECT_EQ(u.coefficient_files, std::vector<std::string>{"m"});
+    EXPECT_FALSE(u.checksums_by_component);      // (new grids of fields hash by component already)
+    EXPECT_TRUE(g.manifest().has_coef_files());  // (the Grid goes on with its new files)
+    EXPECT_EQ(read(g), read(Grid::open(dir).value()));
+  }
+  EXPECT_NE(old_base, 0) << "the sweep left the planes where they were: the test lost its point";
+  EXPECT_EQ(nlohmann::json::parse(slurp(fs::path(old_dir) / "manifest.json"))["version"],
+            whole_blocks() ? 5 : 6);
+  {  // (a reader: it holds the grid's lock)
+    const Grid g = Grid::open(old_dir).value();
+    EXPECT_EQ(g.manifest().base, 0);
+    EXPECT_EQ(g.manifest().layout.plane_stride, Grid::open(dir)->manifest().layout.plane_stride);
+    const FsckReport report = fsck_grid(g).value();
+    EXPECT_EQ(report.planes_checked, shape().nz);
+    EXPECT_TRUE(report.damaged.empty());
+    // Each store holds the new data file and the coefficients' file, nothing else.
+    const std::vector<std::string> files =
+        files_in({tmp_.path() / "a0" / "old", tmp_.path() / "a1" / "old", tmp_.path() / "old"});
+    std::vector<std::string> expected;
+    for (size_t f = 0; f < 2; ++f) {
+      expected.push_back(g.file_path(static_cast<int>(f)));
+      expected.push_back(g.coef_path(static_cast<int>(f)));
+    }
+    for (const std::string& own : {checksum_file_name(g.manifest().checksum_generation),
+                                   std::string("deepgrid.lock"), std::string("manifest.json")}) {
+      expected.push_back((tmp_.path() / "old" / own).string());
+    }
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(files, expected);
+  }
+  // Nothing more to do, and runs from here give what the grid made with them gives.
+  EXPECT_TRUE(Grid::open(old_dir, Grid::Mode::kReadWrite)->upgrade()->coefficient_files.empty());
+  opt.steps = 5;
+  const auto old_run = run_grid(old_dir, opt);
+  ASSERT_TRUE(old_run.ok()) << old_run.status().message();
+  const auto run = run_grid(dir, opt);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(read(Grid::open(old_dir).value()), read(Grid::open(dir).value()));
+  EXPECT_EQ(old_run->bytes_written, run->bytes_written);
+}
+
+// A damaged plane stops the upgrade before anything is replaced, naming the file and offset;
+// an unfinished sweep is refused; the files of an upgrade that never committed go when the
+// grid is next opened to write.
+TEST_P(CoefFiles, AnUpgradeThatCannotFinishChangesNothing) {
+  const std::string dir = make("old", false);
+  const std::vector<fs::path> dirs{tmp_.path() / "a0" / "old", tmp_.path() / "a1" / "old",
+                                   tmp_.path() / "old"};
+  const Manifest m = Grid::open(dir)->manifest();
+  const PlaneLocation at = m.locate(7);
+  const std::string damaged = Grid::open(dir)->file_path(at.file);
+  {
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(at.offset + 2 * component() + 100);  // (a value of m, in the ring)
+    f.put('\x7f');
+  }
+  const std::vector<std::string> before = files_in(dirs);
+  const std::string manifest = slurp(fs::path(dir) / "manifest.json");
+  {
+    Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+    const auto u = g.upgrade();
+    ASSERT_FALSE(u.ok());
+    EXPECT_EQ(u.status().code(), ErrorCode::kCorrupt);
+    EXPECT_NE(u.status().message().find(damaged + " at offset " + std::to_string(at.offset)),
+              std::string::npos)
+        << u.status().message();
+  }
+  EXPECT_EQ(files_in(dirs), before);
+  EXPECT_EQ(slurp(fs::path(dir) / "manifest.json"), manifest);
+
+  SweepRecord sweep;
+  sweep.step_from = m.step;
+  sweep.levels = 1;
+  sweep.spare = m.layout.spare_planes;
+  sweep.stencil = Stencil::preset("7pt")->to_json();
+  sweep.boundary = "dirichlet:0";
+  ASSERT_TRUE(Grid::open(dir, Grid::Mode::kReadWrite)->save_sweep(sweep).ok());
+  const auto refused = Grid::open(dir, Grid::Mode::kReadWrite)->upgrade();
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("--resume"), std::string::npos)
+      << refused.status().message();
+  fs::remove(fs::path(dir) / kSweepRecordName);
+
+  // (what a crash between the copy and the commit leaves: the new data files, the coefficients')
+  const std::string coef =
+      (tmp_.path() / "a1" / "old" / ("deepgrid-" + m.id + ".1.coef.dgd")).string();
+  const std::string data = Grid::open(dir)->file_path(1, FileSet::kReplacement);
+  std::ofstream(coef) << "left";
+  std::ofstream(data) << "left";
+  Grid::open(dir, Grid::Mode::kReadWrite).value();
+  EXPECT_EQ(files_in(dirs), before);
+}
+
+// An old grid whose checksums hash whole planes (grids of fields before 2026-11-30) gets both
+// in one copy: its coefficient files and checksums by component.
+TEST_P(CoefFiles, AnUpgradeRecordsChecksumsByComponentToo) {
+  const std::string dir = make("old", false);
+  {
+    Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+    Manifest m = g.manifest();
+    m.checksums_by_component = false;
+    const auto plane = static_cast<size_t>(3 * component());
+    const auto* v = reinterpret_cast<const std::byte*>(values_.data());
+    for (int64_t z = 0; z < shape().nz; ++z)
+      g.record_plane_hash(z, plane_hash(v + z * plane, plane));
+    ASSERT_TRUE(g.commit(m).ok());
+  }
+  EXPECT_EQ(Grid::open(dir)->manifest().checksum_algorithm(), kChecksumAlgorithm);
+  {
+    Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+    const Upgrade u = g.upgrade().value();
+    EXPECT_EQ(u.coefficient_files, std::vector<std::string>{"m"});
+    EXPECT_TRUE(u.checksums_by_component);
+  }
+  const Grid g = Grid::open(dir).value();
+  EXPECT_EQ(g.manifest().checksum_algorithm(), kComponentChecksumAlgorithm);
+  const FsckReport report = fsck_grid(g).value();
+  EXPECT_EQ(report.planes_checked, shape().nz);
+  EXPECT_TRUE(report.damaged.empty());
+  EXPECT_EQ(read(g), values_);
+}
+
+// `deepgrid info` says where an old grid's coefficients are and how to move them; `deepgrid
+// upgrade` moves them and says so, in words and as JSON, and after that has nothing to do.
+TEST_P(CoefFiles, TheCommandLineUpgradesAndSaysWhatItDid) {
+  const std::string dir = make("old", false);
+  testing::RunResult r = testing::run_cli({"info", dir});
+  ASSERT_TRUE(testing::Succeeded(r));
+  EXPECT_TRUE(testing::contains(r.out,
+                                "m in the data files, rewritten by every sweep: 'deepgrid "
+                                "upgrade " +
+                                    dir + "' moves it to coefficient files"))
+      << r;
+  r = testing::run_cli({"upgrade", dir});
+  ASSERT_TRUE(testing::Succeeded(r));
+  EXPECT_EQ(r.out, "upgraded " + dir + " from format version 4 to " + (whole_blocks() ? "5" : "6") +
+                       ": m moved to coefficient files (sweeps read them and no longer write "
+                       "them)\n");
+  EXPECT_FALSE(testing::contains(testing::run_cli({"info", dir}).out, "deepgrid upgrade"));
+  r = testing::run_cli({"upgrade", dir, "--json"});
+  ASSERT_TRUE(testing::Succeeded(r));
+  const nlohmann::json j = testing::parse_one_json_object(r);
+  EXPECT_EQ(j["from_version"], j["to_version"]);
+  EXPECT_TRUE(j["coefficient_files"].empty());
+  EXPECT_EQ(read(Grid::open(dir).value()), values_);
+  r = testing::run_cli({"upgrade", (tmp_.path() / "none").string()});
+  EXPECT_EQ(r.exit_code, 2) << r;
 }
 
 INSTANTIATE_TEST_SUITE_P(Planes, CoefFiles,

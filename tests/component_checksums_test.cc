@@ -173,5 +173,25 @@ TEST_F(ComponentChecksumsOnDisk, ADamagedPlaneStopsTheUpgradeAndChangesNothing) 
   EXPECT_EQ(after.checksum_algorithm(), kChecksumAlgorithm);
 }
 
+// Grid::upgrade (`deepgrid upgrade`) of a grid of fields without coefficient fields: the
+// checksums by component, every plane checked first, the data files as they were.
+TEST_F(ComponentChecksumsOnDisk, AnUpgradeRecordsThemInPlace) {
+  const Shape shape{23, 40, 9};
+  const std::string dir = root_ / "old";
+  make(dir, shape, true);
+  const Manifest before = Grid::open(dir).value().manifest();
+  {
+    Grid g = Grid::open(dir, Grid::Mode::kReadWrite).value();
+    const Upgrade u = g.upgrade().value();
+    EXPECT_TRUE(u.checksums_by_component);
+    EXPECT_TRUE(u.coefficient_files.empty());
+    EXPECT_EQ(u.from_version, kFieldsManifestVersion);
+    EXPECT_EQ(u.to_version, kFieldsManifestVersion);
+    EXPECT_EQ(g.manifest().layout.files[0].path, before.layout.files[0].path);
+    EXPECT_FALSE(g.upgrade()->checksums_by_component);  // (nothing left to do)
+  }
+  EXPECT_EQ(sound_and_hashed_by(dir), kComponentChecksumAlgorithm);
+}
+
 }  // namespace
 }  // namespace deepgrid

@@ -175,6 +175,11 @@ scheme_run=(--steps 6 --boundary periodic --threads 1 --probes "$tmp/probes.json
 "$dg" run "$tmp/ws" "${scheme_run[@]}" "$tmp/ws.npy" >/dev/null
 mpi create "$tmp/wd" --shape "$shape" --scheme wave4 --init gaussian --procs "$procs" >/dev/null
 mpi info "$tmp/wd" | grep "fields      u, u@1, m (scheme wave4)" >/dev/null || fail "info does not list the fields"
+# upgrade goes through the parts (made with coefficient files: nothing to do), not under mpirun
+[ "$("$dg" upgrade "$tmp/wd" --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["parts"]))')" = "$ranks" ] ||
+  fail "upgrade did not go through every part"
+"$dg" upgrade "$tmp/wd" | grep -c "needs no upgrade" | grep -qx "$ranks" || fail "upgrade found work in new parts"
+expect_error 2 "does not run under mpirun" mpi upgrade "$tmp/wd"
 mpi import "$tmp/serial.npy" "$tmp/wd" --field m >/dev/null
 mpi run "$tmp/wd" "${scheme_run[@]}" "$tmp/wd.npy" --bt 2 >/dev/null
 [ "$(sha "$tmp/wd")" = "$(sha "$tmp/ws")" ] || fail "scheme run under mpirun: differs from the serial grid"

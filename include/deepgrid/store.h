@@ -211,6 +211,16 @@ Result<Manifest> manifest_for(const CreateOptions& options);
 // The grid's data files, or the replacement a writer of a whole new state fills (below).
 enum class FileSet { kCurrent, kReplacement };
 
+// What Grid::upgrade did: the grid's format version before and after, the coefficient fields
+// it moved out of the ring into coefficient files, and whether it recorded the checksums
+// component by component.
+struct Upgrade {
+  int from_version = 0;
+  int to_version = 0;
+  std::vector<std::string> coefficient_files;
+  bool checksums_by_component = false;
+};
+
 class Grid {
  public:
   enum class Mode { kReadOnly, kReadWrite };
@@ -335,6 +345,20 @@ class Grid {
   // Atomically replaces the manifest with `m` (same layout), fsyncing data files first, and
   // with it the checksum table when every plane's hash is known (else the grid has none).
   Status commit(const Manifest& m);
+
+  // Brings a grid made by an earlier deepgrid to what this one writes (Upgrade): a scheme's
+  // coefficient fields kept in the ring (grids made before format version 5, or before version
+  // 6 on planes whose components are not whole 4096-byte blocks) move to coefficient files,
+  // which later sweeps read and never write, and the checksums of planes of several fields are
+  // recorded component by component. Moving the coefficients copies every plane into new data
+  // and coefficient files (room for the grid's files again, checked first; 64 MiB of planes in
+  // memory), each checked against its checksum on the way, then commits the manifest naming
+  // them and removes the old files; the checksums alone are hashed again in place. Nothing
+  // to do leaves the grid as it is (to_version == from_version). Needs the grid opened
+  // read-write; refused while an in-place sweep or a prepared commit is unfinished; on failure
+  // the grid is as it was.
+  Result<Upgrade> upgrade();
+
   uint64_t bytes_read() const { return bytes_read_; }
   uint64_t bytes_written() const { return bytes_written_; }
 
@@ -350,6 +374,8 @@ class Grid {
 
   Status load_checksums();
   void load_sweep_record();
+  // The replacement files a crash left, and the coefficient files of an upgrade that did not
+  // commit.
   void remove_replacement_leftovers() const;
   // Whether the kept files are as many and as long as the layout's (a grown grid's are not).
   bool kept_files_fit() const;

@@ -12,7 +12,7 @@ Schemes of several fields (the acoustic wave equation and its velocity model):
 """
 
 from . import schemes, stencils
-from ._grid import Field, Grid, create, open, relocate
+from ._grid import Field, Grid, create, open, relocate, upgrade
 from ._interop import from_array, from_hdf5, from_npy, from_zarr
 from ._plot import plot_bench
 from ._run import devices, run
@@ -63,4 +63,5 @@ __all__ = [
     "schemes",
     "stencils",
     "traces_to_segy",
+    "upgrade",
 ]

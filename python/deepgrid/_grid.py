@@ -404,3 +404,14 @@ def relocate(path: str | os.PathLike[str], store: Sequence[str | os.PathLike[str
     against the grid's checksums. The one way to change where a grid's data live
     (docs/security.md). Returns ``{"copied": n, "found": n, "checked": bool}``."""
     return dict(_core.relocate(os.fspath(path), [os.fspath(s) for s in store]))
+
+
+def upgrade(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Brings a grid made by an earlier deepgrid to this one's format: a scheme's coefficient
+    fields kept in the data files (the wave equations' ``m`` in grids made before format version
+    5) move to coefficient files, which later runs read and never write, and checksums of planes
+    of several fields are recorded by component (docs/format.md). Moving the coefficients copies
+    the grid (room for its files again); a grid that needs nothing is left as it is. Returns
+    ``{"from_version": n, "to_version": n, "coefficient_files": [names], "checksums_by_component":
+    bool}``. A serial grid; ``deepgrid upgrade DIR`` also takes a distributed one."""
+    return dict(_core.upgrade(os.fspath(path)))

@@ -20,6 +20,7 @@ Command add_info_command(CLI::App& app);
 Command add_import_command(CLI::App& app);
 Command add_split_command(CLI::App& app);
 Command add_relocate_command(CLI::App& app);
+Command add_upgrade_command(CLI::App& app);
 // run_commands.cc: advancing a grid, and the plan of it.
 Command add_run_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);

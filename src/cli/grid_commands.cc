@@ -1,5 +1,6 @@
-// deepgrid create, import, split and info: making a grid (empty, from a .npy file, or one field
-// of it filled from one; a distributed one from a serial one) and describing one. Under
+// deepgrid create, import, split, info, relocate and upgrade: making a grid (empty, from a .npy
+// file, or one field of it filled from one; a distributed one from a serial one), describing
+// one, moving its files and bringing it to this deepgrid's format. Under
 // mpirun, or for a distributed grid, the work goes to distributed_commands.h.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -23,6 +24,17 @@ namespace deepgrid::cli {
 namespace {
 
 using nlohmann::json;
+
+// The coefficient fields of a grid made before coefficient files, kept in its data files
+// (Grid::upgrade moves them), comma-separated; empty for any other grid.
+std::string coefficients_in_ring(const Manifest& m) {
+  if (m.has_coef_files() || m.scheme.empty()) return "";
+  const auto scheme = Scheme::from_grid_record(m.scheme);
+  if (!scheme.ok()) return "";
+  std::vector<std::string> names = m.field_names();
+  names.erase(names.begin(), names.end() - coefficient_components(*scheme));
+  return join_csv(names);
+}
 
 // Whether the data hold the manifest's step, and what is left to finish.
 std::string grid_state(const Grid& g) {
@@ -78,6 +90,12 @@ void print_info(const Grid& g) {
       static_cast<long long>(m.layout.spare_planes),
       static_cast<long long>(m.layout.planes_per_chunk), m.layout.files.size(),
       m.layout.files.size() == 1 ? "" : "s", format_size(static_cast<uint64_t>(total)).c_str());
+  if (const std::string fields = coefficients_in_ring(m); !fields.empty()) {
+    std::printf(
+        "upgrade     %s in the data files, rewritten by every sweep: 'deepgrid upgrade %s' "
+        "moves %s to coefficient files\n",
+        fields.c_str(), g.dir().c_str(), fields.find(',') == std::string::npos ? "it" : "them");
+  }
   std::printf("stores      %s\n", m.stores.empty() ? "none: the data are in the grid directory"
                                                    : join_csv(m.stores).c_str());
   for (int f = 0; f < static_cast<int>(m.layout.files.size()); ++f) {
@@ -327,6 +345,76 @@ Command add_relocate_command(CLI::App& app) {
       ->required();
   relocate->add_flag("--json", a->json, "Print as one JSON object");
   return {relocate, [a] { return cmd_relocate(*a); }};
+}
+
+struct UpgradeArgs {
+  std::string dir;
+  bool json = false;
+};
+
+json upgrade_json(const std::string& dir, const Upgrade& u) {
+  return {{"directory", dir},
+          {"from_version", u.from_version},
+          {"to_version", u.to_version},
+          {"coefficient_files", u.coefficient_files},
+          {"checksums_by_component", u.checksums_by_component}};
+}
+
+std::string upgrade_text(const std::string& dir, const Upgrade& u) {
+  if (u.coefficient_files.empty() && !u.checksums_by_component) {
+    return dir + " needs no upgrade (format version " + std::to_string(u.to_version) + ")";
+  }
+  std::string what;
+  if (!u.coefficient_files.empty()) {
+    what = join_csv(u.coefficient_files) +
+           " moved to coefficient files (sweeps read them and no longer write them)";
+  }
+  if (u.checksums_by_component) {
+    what += (what.empty() ? "" : "; ") + std::string("checksums recorded by component");
+  }
+  return "upgraded " + dir + " from format version " + std::to_string(u.from_version) + " to " +
+         std::to_string(u.to_version) + ": " + what;
+}
+
+// A serial grid, or each part of a distributed one in turn (each part is a grid of its own:
+// one upgraded before another's failure stays upgraded, and runs as the others do).
+int cmd_upgrade(const UpgradeArgs& a) {
+  check(refuse_under_mpi("upgrade"));
+  std::vector<std::string> dirs{a.dir};
+  if (is_distributed_grid(a.dir)) {
+    dirs.clear();
+    for (const PartInfo& p : get(read_distributed_manifest(a.dir)).parts) dirs.push_back(p.dir);
+  }
+  json parts = json::array();
+  for (const std::string& dir : dirs) {
+    Grid g = get(Grid::open(dir, Grid::Mode::kReadWrite));
+    const Upgrade u = get(g.upgrade());
+    if (a.json) {
+      parts.push_back(upgrade_json(dir, u));
+    } else {
+      std::printf("%s\n", upgrade_text(dir, u).c_str());
+    }
+  }
+  if (a.json) {
+    const json out = dirs.size() == 1 && dirs[0] == a.dir
+                         ? parts[0]
+                         : json{{"directory", a.dir}, {"parts", parts}};
+    std::printf("%s\n", out.dump().c_str());
+  }
+  return 0;
+}
+
+Command add_upgrade_command(CLI::App& app) {
+  auto a = std::make_shared<UpgradeArgs>();
+  auto* upgrade = app.add_subcommand(
+      "upgrade",
+      "Bring a grid made by an earlier deepgrid to this one's format: a scheme's coefficient "
+      "fields (such as the wave equations' m) out of the data files into coefficient files, "
+      "which later sweeps read and never write, and checksums by component (docs/format.md)");
+  upgrade->add_option("DIR", a->dir, "Grid directory (of a distributed grid: each part in turn)")
+      ->required();
+  upgrade->add_flag("--json", a->json, "Print as one JSON object");
+  return {upgrade, [a] { return cmd_upgrade(*a); }};
 }
 
 }  // namespace deepgrid::cli

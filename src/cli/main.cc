@@ -23,11 +23,11 @@ int run_cli(int argc, char** argv) {
   app.set_version_flag("--version", "deepgrid 0.1.0");
 
   const std::vector<Command> commands = {
-      add_create_command(app), add_info_command(app),     add_run_command(app),
-      add_plan_command(app),   add_checksum_command(app), add_fsck_command(app),
-      add_import_command(app), add_split_command(app),    add_relocate_command(app),
-      add_export_command(app), add_plot_command(app),     add_traces_command(app),
-      add_bench_command(app),  add_devices_command(app)};
+      add_create_command(app),  add_info_command(app),     add_run_command(app),
+      add_plan_command(app),    add_checksum_command(app), add_fsck_command(app),
+      add_import_command(app),  add_split_command(app),    add_relocate_command(app),
+      add_upgrade_command(app), add_export_command(app),   add_plot_command(app),
+      add_traces_command(app),  add_bench_command(app),    add_devices_command(app)};
 
   try {
     app.parse(argc, argv);

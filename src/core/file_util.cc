@@ -157,7 +157,8 @@ Result<int> open_data_file(const std::string& path, int flags, bool* direct) {
   return open_own_file(path, flags, direct);
 }
 
-Status check_free_space(const std::vector<SpaceNeed>& needs, const std::string& purpose) {
+Status check_free_space(const std::vector<SpaceNeed>& needs, const std::string& purpose,
+                        const std::string& fix) {
   std::map<dev_t, uint64_t> per_filesystem;
   std::vector<dev_t> devices;
   for (const SpaceNeed& n : needs) {
@@ -172,8 +173,8 @@ Status check_free_space(const std::vector<SpaceNeed>& needs, const std::string& 
     if (avail < need) {
       return Status(ErrorCode::kNoSpace, "not enough free space in " + needs[i].dir + ": " +
                                              purpose + " needs " + format_size(need) +
-                                             " there but " + format_size(avail) +
-                                             " is free; free space or use --method stream");
+                                             " there but " + format_size(avail) + " is free; " +
+                                             fix);
     }
   }
   return Status::Ok();

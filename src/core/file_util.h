@@ -65,8 +65,9 @@ struct SpaceNeed {
   uint64_t bytes = 0;
 };
 // Checks that each filesystem has room for the needs of all its directories together;
-// kNoSpace naming the directory, what `purpose` needs there and what is free.
-Status check_free_space(const std::vector<SpaceNeed>& needs, const std::string& purpose);
+// kNoSpace naming the directory, what `purpose` needs there, what is free and the `fix`.
+Status check_free_space(const std::vector<SpaceNeed>& needs, const std::string& purpose,
+                        const std::string& fix = "free space or use --method stream");
 bool is_directory(const std::string& path);
 Result<bool> directory_is_empty(const std::string& path);
 Status fsync_path(const std::string& path);

@@ -425,6 +425,21 @@ void bind_grid_files(nb::module_& m) {
       },
       "path"_a, "stores"_a,
       "Moves a grid's data files to new store directories and records them (docs/security.md)");
+  m.def(
+      "upgrade",
+      [](const std::string& path) {
+        const Upgrade u = without_gil([&]() -> Result<Upgrade> {
+          DG_ASSIGN_OR_RETURN(Grid g, Grid::open(path, Grid::Mode::kReadWrite));
+          return g.upgrade();
+        });
+        nb::dict out;
+        out["from_version"] = u.from_version;
+        out["to_version"] = u.to_version;
+        out["coefficient_files"] = u.coefficient_files;
+        out["checksums_by_component"] = u.checksums_by_component;
+        return out;
+      },
+      "path"_a, "Brings a grid made by an earlier deepgrid to this one's format (Grid::upgrade)");
 }
 
 // Stencils and schemes: presets, parsing, checking.

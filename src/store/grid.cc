@@ -420,6 +420,12 @@ Status Grid::discard_prepared() {
 void Grid::remove_replacement_leftovers() const {
   for (size_t f = 0; f < manifest_.layout.files.size(); ++f) {
     ::unlink(file_path(static_cast<int>(f), FileSet::kReplacement).c_str());
+    // (an upgrade that did not commit: upgrade.cc)
+    if (!manifest_.has_coef_files()) {
+      ::unlink(
+          internal::join_path(dir_, internal::coef_file_path(manifest_.id, manifest_.stores, f))
+              .c_str());
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 """Library errors arrive as deepgrid.Error subclasses with the library's message."""
 
-import os
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -149,6 +149,22 @@ def test_relocate_moves_the_data_to_new_stores(tmp_path):
     again = deepgrid.open(g.path)
     assert again.info()["stores"] == [str(tmp_path / "b")]
     assert (again[:] == before).all()
+
+
+def test_upgrade_leaves_a_grid_of_this_format_as_it_is(tmp_path):
+    # (grids made before coefficient files are upgraded in tests/coef_files_test.cc)
+    g = deepgrid.create(tmp_path / "w", shape=(9, 11, 13), scheme="wave2", init="random:6")
+    before = g.info()
+    version = json.loads((tmp_path / "w" / "manifest.json").read_text())["version"]
+    assert deepgrid.upgrade(g.path) == {
+        "from_version": version,
+        "to_version": version,
+        "coefficient_files": [],
+        "checksums_by_component": False,
+    }
+    assert deepgrid.open(g.path).info() == before
+    with pytest.raises(deepgrid.InvalidArgument, match="does not exist"):
+        deepgrid.upgrade(tmp_path / "none")
 
 
 def test_a_missing_extra_names_the_feature_and_the_install(tmp_path, monkeypatch):
