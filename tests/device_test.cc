@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
@@ -375,6 +376,35 @@ TEST_F(DeviceTest, TheCommandLineListsDevicesPlacesGridsAndRefusesASmallBudget) 
       run_cli({"run", twin, "--stencil", "7pt", "--steps", "3", "--method", "incore"}).exit_code,
       0);
   EXPECT_EQ(run_cli({"checksum", g}).out, run_cli({"checksum", twin}).out);
+}
+
+// A machine without any OpenCL platform (the ICD loader pointed at an empty directory of
+// vendors): `devices` says so with the fix, and a run or plan on a device is refused with it
+// (exit 2), the grid unchanged.
+TEST(NoOpenCLPlatform, DevicesSaysSoAndDeviceRunsAreRefusedWithTheFix) {
+  if (!nlohmann::json::parse(run_cli({"devices", "--json"}).out)["opencl"].get<bool>()) {
+    GTEST_SKIP() << "a build without OpenCL: it loads no platforms to leave out";
+  }
+  testing::TempDir tmp;
+  const std::string g = (tmp.path() / "g").string();
+  ASSERT_EQ(run_cli({"create", g, "--shape", "16x16x8", "--init", "random:1"}).exit_code, 0);
+  const std::string before = run_cli({"checksum", g}).out;
+  std::filesystem::create_directory(tmp.path() / "no-vendors");
+  ::setenv("OCL_ICD_VENDORS", (tmp.path() / "no-vendors").c_str(), 1);
+  const auto listed = run_cli({"devices"});
+  EXPECT_EQ(listed.exit_code, 0) << listed;
+  EXPECT_NE(listed.out.find("no OpenCL device was found"), std::string::npos) << listed;
+  EXPECT_NE(listed.out.find("clinfo -l"), std::string::npos) << listed;
+  EXPECT_TRUE(nlohmann::json::parse(run_cli({"devices", "--json"}).out)["devices"].empty());
+  for (const char* command : {"run", "plan"}) {
+    const auto refused =
+        run_cli({command, g, "--stencil", "7pt", "--steps", "2", "--device", "gpu"});
+    EXPECT_EQ(refused.exit_code, 2) << refused;
+    EXPECT_NE(refused.err.find("'deepgrid devices' lists what deepgrid sees"), std::string::npos)
+        << refused;
+  }
+  ::unsetenv("OCL_ICD_VENDORS");
+  EXPECT_EQ(run_cli({"checksum", g}).out, before) << "a refused run changes nothing";
 }
 
 // plan measures the device (a sample of the stencil, then cached) and predicts the kernels,
