@@ -349,8 +349,8 @@ TEST_P(CoefFiles, OldGridsUpgradeToThemAndRunToTheSameBits) {
 }
 
 // A damaged plane stops the upgrade before anything is replaced, naming the file and offset;
-// an unfinished sweep is refused; the files of an upgrade that never committed go when the
-// grid is next opened to write.
+// an unfinished sweep and a damaged checksum table are refused; the files of an upgrade that
+// never committed go when the grid is next opened to write.
 TEST_P(CoefFiles, AnUpgradeThatCannotFinishChangesNothing) {
   const std::string dir = make("old", false);
   const std::vector<fs::path> dirs{tmp_.path() / "a0" / "old", tmp_.path() / "a1" / "old",
@@ -389,6 +389,17 @@ TEST_P(CoefFiles, AnUpgradeThatCannotFinishChangesNothing) {
   EXPECT_NE(refused.status().message().find("--resume"), std::string::npos)
       << refused.status().message();
   fs::remove(fs::path(dir) / kSweepRecordName);
+
+  // A checksum table that does not read: nothing to check the copy by, so no copy.
+  const fs::path table = fs::path(dir) / checksum_file_name(m.checksum_generation);
+  const std::string sums = slurp(table);
+  std::ofstream(table) << "{";
+  const auto unchecked = Grid::open(dir, Grid::Mode::kReadWrite)->upgrade();
+  EXPECT_EQ(unchecked.status().code(), ErrorCode::kCorrupt);
+  EXPECT_NE(unchecked.status().message().find("deepgrid fsck"), std::string::npos)
+      << unchecked.status().message();
+  std::ofstream(table) << sums;
+  EXPECT_EQ(files_in(dirs), before);
 
   // (what a crash between the copy and the commit leaves: the new data files, the coefficients')
   const std::string coef =

@@ -351,12 +351,14 @@ class Grid {
   // 6 on planes whose components are not whole 4096-byte blocks) move to coefficient files,
   // which later sweeps read and never write, and the checksums of planes of several fields are
   // recorded component by component. Moving the coefficients copies every plane into new data
-  // and coefficient files (room for the grid's files again, checked first; 64 MiB of planes in
-  // memory), each checked against its checksum on the way, then commits the manifest naming
-  // them and removes the old files; the checksums alone are hashed again in place. Nothing
-  // to do leaves the grid as it is (to_version == from_version). Needs the grid opened
-  // read-write; refused while an in-place sweep or a prepared commit is unfinished; on failure
-  // the grid is as it was.
+  // and coefficient files (room for the grid's files again, checked first; about 192 MiB of
+  // planes in memory, three planes where one is larger than 64 MiB), each checked against its
+  // checksum on the way, then commits the manifest naming them and removes the old files; the
+  // checksums alone are hashed again in place. Nothing to do leaves the grid as it is
+  // (to_version == from_version). Needs the grid opened read-write; refused while an in-place
+  // sweep or a prepared commit is unfinished, and where the checksum table is damaged
+  // (kCorrupt: new checksums would vouch for unchecked values); on failure the grid is as it
+  // was.
   Result<Upgrade> upgrade();
 
   uint64_t bytes_read() const { return bytes_read_; }

@@ -28,9 +28,15 @@ int recorded_coefficients(const Manifest& m) {
   return scheme.ok() ? coefficient_components(*scheme) : 0;
 }
 
-// Planes a batch of the copy holds: 64 MiB of them, at least one.
+// The copy's memory: a batch of planes between its reads and its writes, and each side's
+// planes in flight, about 64 MiB apiece (a plane where one is larger).
+constexpr int64_t kCopyBytes = int64_t{64} << 20;
 int64_t batch_planes(const Manifest& m) {
-  return std::clamp<int64_t>((int64_t{64} << 20) / m.layout.plane_bytes, 1, m.shape.nz);
+  return std::clamp<int64_t>(kCopyBytes / m.layout.plane_bytes, 1, m.shape.nz);
+}
+unsigned planes_in_flight(const Layout& l) {
+  return static_cast<unsigned>(
+      std::clamp<int64_t>(kCopyBytes / l.plane_buffer_bytes(), 1, io::kPlanesInFlight));
 }
 
 }  // namespace
@@ -46,14 +52,19 @@ Result<Upgrade> Grid::upgrade() {
                             " has an unfinished sweep or commit; finish it with 'deepgrid run " +
                             dir_ + " --resume' before upgrading it");
   }
+  // New checksums are made from what is read: damage must not pass into them.
+  if (!checksum_problem_.empty()) {
+    return corrupt("cannot upgrade " + dir_ + ": " + checksum_problem_ + "; run 'deepgrid fsck " +
+                   dir_ + "'");
+  }
   if (coefficients == 0) {  // only the table: every plane read and hashed again, none written
     DG_RETURN_IF_ERROR(upgrade_checksums(*this));
     done.to_version = manifest_.version;
     done.checksums_by_component = true;
     return done;
   }
+  verify_if_recorded();
   remove_kept_files();
-  verify_if_recorded();  // (the copy gets checksums of its own: damage must not pass into them)
 
   // The new layout: the ring's slots without the coefficients, the same chunks' bytes and
   // spare slots, base 0; its data files under the other names (replacement_name), so the old
@@ -126,15 +137,21 @@ Result<Upgrade> Grid::upgrade() {
   for (int64_t z0 = 0; z0 < next.shape.nz; z0 += batch) {
     const int64_t z1 = std::min(next.shape.nz, z0 + batch);
     auto at = [&](int64_t z) { return buffer.data() + static_cast<size_t>(z - z0) * plane; };
-    Status st = io::read_plane_range(*this, z0, z1, [&](int64_t z, const void* values) {
-      std::memcpy(at(z), values, plane);
-      return Status::Ok();
-    });
+    Status st = io::read_plane_range(
+        *this, z0, z1,
+        [&](int64_t z, const void* values) {
+          std::memcpy(at(z), values, plane);
+          return Status::Ok();
+        },
+        planes_in_flight(manifest_.layout));
     if (st.ok()) {
-      st = io::write_plane_range(out, z0, z1, [&](int64_t z, void* values) {
-        std::memcpy(values, at(z), plane);
-        return Status::Ok();
-      });
+      st = io::write_plane_range(
+          out, z0, z1,
+          [&](int64_t z, void* values) {
+            std::memcpy(values, at(z), plane);
+            return Status::Ok();
+          },
+          planes_in_flight(next.layout));
     }
     if (!st.ok()) return undo(st);
   }
