@@ -15,6 +15,7 @@
 #include "deepgrid/fsck.h"
 #include "deepgrid/plane_transfer.h"
 #include "deepgrid/store.h"
+#include "store/grid_files.h"
 #include "store/grid_paths.h"
 
 namespace deepgrid {
@@ -37,6 +38,16 @@ int64_t batch_planes(const Manifest& m) {
 unsigned planes_in_flight(const Layout& l) {
   return static_cast<unsigned>(
       std::clamp<int64_t>(kCopyBytes / l.plane_buffer_bytes(), 1, io::kPlanesInFlight));
+}
+
+// Whether the manifest in `dir` names `path` as its first data file, or cannot be read: a
+// commit that failed after its rename (the directory's fsync) has made the new files the
+// grid's, and they must stay.
+bool named_by_manifest(const std::string& dir, const std::string& path) {
+  auto text = internal::read_own_file(internal::join_path(dir, internal::kManifestName));
+  if (!text.ok()) return true;
+  auto m = Manifest::from_json(*text);
+  return !m.ok() || (!m->layout.files.empty() && m->layout.files[0].path == path);
 }
 
 }  // namespace
@@ -169,7 +180,11 @@ Result<Upgrade> Grid::upgrade() {
                                          {"checksums_by_component", rehash}}
                               .dump()});
   const Status committed = out.commit(next);
-  if (!committed.ok()) return undo(committed);
+  if (!committed.ok()) {
+    if (!named_by_manifest(dir_, next.layout.files[0].path)) return undo(committed);
+    made.clear();  // (the grid's files now: an error after the rename removes nothing)
+    return undo(committed);
+  }
 
   // The manifest names the new files: the old ones go (a leftover is harmless).
   for (size_t f = 0; f < fds_.size(); ++f) {
