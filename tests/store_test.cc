@@ -21,6 +21,7 @@
 #include "deepgrid/plane_transfer.h"
 #include "deepgrid/run.h"
 #include "reference.h"
+#include "store/grid_files.h"
 #include "store/grid_paths.h"
 #include "temp_dir.h"
 
@@ -259,6 +260,18 @@ TEST_F(StoreTest, CommitReplacesTheManifestAtomically) {
   // A leftover temporary file from a crash mid-commit does not matter.
   std::ofstream(path("g/manifest.json.tmp")) << "{garbage";
   EXPECT_EQ(Grid::open(path("g"))->manifest().step, 12);
+}
+
+// What a writer undoing its new files asks after a commit failed (relocate, upgrade): whether
+// the manifest on disk names them already. Unreadable counts as named (the files then stay).
+TEST_F(StoreTest, WhetherTheManifestNamesAFile) {
+  CreateOptions opt;
+  opt.shape = {8, 8, 8};
+  const std::string first = Grid::create(path("g"), opt)->manifest().layout.files[0].path;
+  EXPECT_TRUE(internal::manifest_names_data_file(path("g"), first));
+  EXPECT_FALSE(internal::manifest_names_data_file(path("g"), internal::replacement_name(first)));
+  std::ofstream(path("g/manifest.json")) << "{garbage";
+  EXPECT_TRUE(internal::manifest_names_data_file(path("g"), internal::replacement_name(first)));
 }
 
 // A prepared replacement outlives the Grid that prepared it: the next open finds it and keeps

@@ -70,6 +70,13 @@ int64_t internal::expected_coef_file_bytes(const Shape& s, const Layout& l, size
                             static_cast<int64_t>(l.coef_files.size()), f);
 }
 
+bool internal::manifest_names_data_file(const std::string& dir, const std::string& path) {
+  auto text = internal::read_own_file(internal::join_path(dir, kManifestName));
+  if (!text.ok()) return true;
+  auto m = Manifest::from_json(*text);
+  return !m.ok() || (!m->layout.files.empty() && m->layout.files[0].path == path);
+}
+
 std::string utc_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};

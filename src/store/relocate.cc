@@ -196,7 +196,10 @@ Result<Relocation> relocate_grid(const std::string& dir, const std::vector<std::
       {utc_now(), "relocate", nlohmann::json{{"from", m.stores}, {"to", next.stores}}.dump()});
   const Status committed =
       internal::write_file_atomic(dir, internal::kManifestName, next.to_json());
-  if (!committed.ok()) return undo(committed);
+  if (!committed.ok()) {
+    if (internal::manifest_names_data_file(dir, next.layout.files[0].path)) made.clear();
+    return undo(committed);
+  }
   for (size_t f = 0; f < m.layout.files.size(); ++f) {  // (a leftover is harmless)
     if (m.layout.files[f].path != next.layout.files[f].path)
       ::unlink(m.layout.files[f].path.c_str());

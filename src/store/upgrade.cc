@@ -40,16 +40,6 @@ unsigned planes_in_flight(const Layout& l) {
       std::clamp<int64_t>(kCopyBytes / l.plane_buffer_bytes(), 1, io::kPlanesInFlight));
 }
 
-// Whether the manifest in `dir` names `path` as its first data file, or cannot be read: a
-// commit that failed after its rename (the directory's fsync) has made the new files the
-// grid's, and they must stay.
-bool named_by_manifest(const std::string& dir, const std::string& path) {
-  auto text = internal::read_own_file(internal::join_path(dir, internal::kManifestName));
-  if (!text.ok()) return true;
-  auto m = Manifest::from_json(*text);
-  return !m.ok() || (!m->layout.files.empty() && m->layout.files[0].path == path);
-}
-
 }  // namespace
 
 Result<Upgrade> Grid::upgrade() {
@@ -181,7 +171,9 @@ Result<Upgrade> Grid::upgrade() {
                               .dump()});
   const Status committed = out.commit(next);
   if (!committed.ok()) {
-    if (!named_by_manifest(dir_, next.layout.files[0].path)) return undo(committed);
+    if (!internal::manifest_names_data_file(dir_, next.layout.files[0].path)) {
+      return undo(committed);
+    }
     made.clear();  // (the grid's files now: an error after the rename removes nothing)
     return undo(committed);
   }
