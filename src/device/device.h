@@ -180,7 +180,10 @@ class Device {
                             const std::vector<Event>& after = {});
   Result<Event> read_async(const Buffer& from, int64_t offset, void* to, int64_t bytes,
                            const std::vector<Event>& after = {});
-  Result<Event> write_rows_async(const Buffer& to, const BufferRows& rows, const void* from);
+  Result<Event> write_rows_async(const Buffer& to, const BufferRows& rows, const void* from,
+                                 const std::vector<Event>& after = {});
+  Result<Event> read_rows_async(const Buffer& from, const BufferRows& rows, void* to,
+                                const std::vector<Event>& after = {});
   // What the compute queue queues from now on waits for `e` (nothing when empty).
   Status compute_after(const Event& e);
   // An event done once everything queued on the compute queue so far is done.
@@ -198,9 +201,9 @@ class Device {
 
  private:
   explicit Device(std::unique_ptr<Impl> impl);
-  // A copy on a transfer queue (up: host to device), its event kept for
+  // A copy of `rows` on a transfer queue (up: host to device), its event kept for
   // take_transfer_seconds().
-  Result<Event> transfer(bool up, const Buffer& buffer, int64_t offset, void* host, int64_t bytes,
+  Result<Event> transfer(bool up, const Buffer& buffer, const BufferRows& rows, void* host,
                          const std::vector<Event>& after);
   static Event event(void* backend_event);  // takes over the backend's reference
   std::unique_ptr<Impl> impl_;

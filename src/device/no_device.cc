@@ -35,7 +35,12 @@ Status Device::read(const Buffer&, int64_t, void*, int64_t) { return no_opencl()
 Status Device::write_rows(const Buffer&, const BufferRows&, const void*) { return no_opencl(); }
 Status Device::read_rows(const Buffer&, const BufferRows&, void*) { return no_opencl(); }
 Status Device::copy_rows(const Buffer&, const Buffer&, const BufferRows&) { return no_opencl(); }
-Result<Event> Device::write_rows_async(const Buffer&, const BufferRows&, const void*) {
+Result<Event> Device::write_rows_async(const Buffer&, const BufferRows&, const void*,
+                                       const std::vector<Event>&) {
+  return no_opencl();
+}
+Result<Event> Device::read_rows_async(const Buffer&, const BufferRows&, void*,
+                                      const std::vector<Event>&) {
   return no_opencl();
 }
 Status Device::copy(const Buffer&, const Buffer&, int64_t, int64_t) { return no_opencl(); }

@@ -383,12 +383,21 @@ struct RowsInBuffer {
 
 int64_t rows_bytes(const BufferRows& r) { return r.bytes * r.rows * r.slices; }
 
-// Where rows that lie one after the other in the buffer start (a whole plane), which one plain
-// copy moves; -1 for a rectangle.
+// Where rows that lie one after the other in the buffer start (a whole plane, or range()'s
+// run), which one plain copy moves; -1 for a rectangle.
 int64_t contiguous_at(const BufferRows& r) {
   const bool whole =
       r.bytes == r.row_pitch && (r.slices == 1 || r.rows * r.row_pitch == r.slice_pitch);
-  return whole ? r.slice * r.slice_pitch + r.row * r.row_pitch : -1;
+  return whole ? r.slice * r.slice_pitch + r.row * r.row_pitch + r.at : -1;
+}
+
+// `bytes` from `offset` as rows: one row, which contiguous_at() copies as a plain run.
+BufferRows range(int64_t offset, int64_t bytes) {
+  BufferRows r;
+  r.at = offset;
+  r.bytes = r.row_pitch = r.slice_pitch = bytes;
+  r.rows = r.slices = 1;
+  return r;
 }
 
 // Rows from host memory into a buffer, on `queue`; `done` (when not null) gets the copy's event.
@@ -412,16 +421,15 @@ Status Device::write_rows(const Buffer& to, const BufferRows& rows, const void* 
                     nullptr);
 }
 
-Result<Event> Device::write_rows_async(const Buffer& to, const BufferRows& rows, const void* from) {
-  if (rows_bytes(rows) == 0) return Event();
-  if (const int64_t at = contiguous_at(rows); at >= 0) {
-    return write_async(to, at, from, rows_bytes(rows));
-  }
-  cl_event done = nullptr;
-  DG_RETURN_IF_ERROR(
-      write_rect(impl_->up_, CL_FALSE, static_cast<cl_mem>(to.handle_.get()), rows, from, &done));
-  impl_->transfers_.push_back(event(done));  // (timed with the others)
-  return impl_->transfers_.back();
+Result<Event> Device::write_rows_async(const Buffer& to, const BufferRows& rows, const void* from,
+                                       const std::vector<Event>& after) {
+  // (OpenCL reads the host memory of a write: const in all but the shared signature.)
+  return transfer(true, to, rows, const_cast<void*>(from), after);
+}
+
+Result<Event> Device::read_rows_async(const Buffer& from, const BufferRows& rows, void* to,
+                                      const std::vector<Event>& after) {
+  return transfer(false, from, rows, to, after);
 }
 
 Status Device::read_rows(const Buffer& from, const BufferRows& rows, void* to) {
@@ -481,33 +489,46 @@ Event Device::event(void* e) {
   return ev;
 }
 
-Result<Event> Device::transfer(bool up, const Buffer& buffer, int64_t offset, void* host,
-                               int64_t bytes, const std::vector<Event>& after) {
+Result<Event> Device::transfer(bool up, const Buffer& buffer, const BufferRows& rows, void* host,
+                               const std::vector<Event>& after) {
+  if (rows_bytes(rows) == 0) return Event();
   std::vector<cl_event> waits;
   for (const Event& e : after) {
     if (!e.empty()) waits.push_back(static_cast<cl_event>(e.handle_.get()));
   }
   const auto mem = static_cast<cl_mem>(buffer.handle_.get());
-  const auto at = static_cast<size_t>(offset), n = static_cast<size_t>(bytes);
+  cl_command_queue queue = up ? impl_->up_ : impl_->down_;
   const auto count = static_cast<cl_uint>(waits.size());
   const cl_event* list = waits.empty() ? nullptr : waits.data();
   cl_event done = nullptr;
-  DG_CL(up ? clEnqueueWriteBuffer(impl_->up_, mem, CL_FALSE, at, n, host, count, list, &done)
-           : clEnqueueReadBuffer(impl_->down_, mem, CL_FALSE, at, n, host, count, list, &done),
-        up ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer");
+  if (const int64_t at = contiguous_at(rows); at >= 0) {
+    const auto offset = static_cast<size_t>(at), n = static_cast<size_t>(rows_bytes(rows));
+    DG_CL(up ? clEnqueueWriteBuffer(queue, mem, CL_FALSE, offset, n, host, count, list, &done)
+             : clEnqueueReadBuffer(queue, mem, CL_FALSE, offset, n, host, count, list, &done),
+          up ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer");
+  } else {
+    const RowsInBuffer r(rows);
+    const auto row = static_cast<size_t>(rows.row_pitch),
+               slice = static_cast<size_t>(rows.slice_pitch);
+    const size_t host_row = r.region[0], host_slice = r.region[0] * r.region[1];
+    DG_CL(up ? clEnqueueWriteBufferRect(queue, mem, CL_FALSE, r.origin, r.host_origin, r.region,
+                                        row, slice, host_row, host_slice, host, count, list, &done)
+             : clEnqueueReadBufferRect(queue, mem, CL_FALSE, r.origin, r.host_origin, r.region, row,
+                                       slice, host_row, host_slice, host, count, list, &done),
+          up ? "clEnqueueWriteBufferRect" : "clEnqueueReadBufferRect");
+  }
   impl_->transfers_.push_back(event(done));
   return impl_->transfers_.back();
 }
 
 Result<Event> Device::write_async(const Buffer& to, int64_t offset, const void* from, int64_t bytes,
                                   const std::vector<Event>& after) {
-  // (OpenCL reads the host memory of a write: const in all but the shared signature.)
-  return transfer(true, to, offset, const_cast<void*>(from), bytes, after);
+  return write_rows_async(to, range(offset, bytes), from, after);
 }
 
 Result<Event> Device::read_async(const Buffer& from, int64_t offset, void* to, int64_t bytes,
                                  const std::vector<Event>& after) {
-  return transfer(false, from, offset, to, bytes, after);
+  return read_rows_async(from, range(offset, bytes), to, after);
 }
 
 Result<double> Device::take_transfer_seconds() {

@@ -337,13 +337,14 @@ Status DeviceEngine::store_plane(int64_t z, std::byte* packed) {
   return Status::Ok();
 }
 
-Status DeviceEngine::copy_box(const Block& box, std::byte* packed, internal::RectCopy direction) {
+Result<device::Event> DeviceEngine::start_box_copy(const Block& box, std::byte* packed,
+                                                   internal::RectCopy direction) {
   const internal::PlaneFormat format =
       internal::plane_format(shape_, dtype_, scheme_.component_count());
   if (host_resident()) {
     const auto plane_at = [&](int64_t z) { return host_[cur_].data() + z * plane_bytes_; };
     internal::copy_box(plane_at, internal::packed_layout(format), format, box, packed, direction);
-    return Status::Ok();
+    return device::Event();
   }
   // A plane's components lie one after the other, each a slice of the same pitch: the box is
   // the rectangle's rows in (planes x components) slices from plane lo's first.
@@ -359,17 +360,31 @@ Status DeviceEngine::copy_box(const Block& box, std::byte* packed, internal::Rec
   rows.slice_pitch = shape_.nx * shape_.ny * value;
   traffic_.bytes += static_cast<int64_t>(format.rect_bytes(box)) * box.size(kAxisZ);
   const bool in = direction == internal::RectCopy::kFromPacked;
-  if (in && mirror_loads_) {  // (timed on the transfer queue, after the pass)
-    DG_ASSIGN_OR_RETURN(const device::Event put,
-                        device_.write_rows_async(grids_[cur_], rows, packed));
-    DG_RETURN_IF_ERROR(device_.compute_after(put));
-    return device_.copy_rows(grids_[cur_], grids_[1 - cur_], rows);
+  device::Event copy;
+  if (in && mirror_loads_) {
+    DG_ASSIGN_OR_RETURN(copy, device_.write_rows_async(grids_[cur_], rows, packed));
+    DG_RETURN_IF_ERROR(device_.compute_after(copy));
+    DG_RETURN_IF_ERROR(device_.copy_rows(grids_[cur_], grids_[1 - cur_], rows));
+  } else {
+    DG_ASSIGN_OR_RETURN(const device::Event launched, device_.compute_done());
+    if (in) {
+      DG_ASSIGN_OR_RETURN(copy, device_.write_rows_async(grids_[cur_], rows, packed, {launched}));
+      DG_RETURN_IF_ERROR(device_.compute_after(copy));
+      coefficients_equal_ = false;
+    } else {
+      DG_ASSIGN_OR_RETURN(copy, device_.read_rows_async(grids_[cur_], rows, packed, {launched}));
+    }
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  DG_RETURN_IF_ERROR(in ? device_.write_rows(grids_[cur_], rows, packed)
-                        : device_.read_rows(grids_[cur_], rows, packed));
-  coefficients_equal_ = coefficients_equal_ && !in;
-  traffic_.copy_seconds += seconds_since(t0);
+  if (!copy.empty()) ++box_copies_;  // (timed on the transfer queues once none is left)
+  return copy;
+}
+
+Status DeviceEngine::finish_box_copy(const device::Event& copy) {
+  if (copy.empty()) return Status::Ok();
+  DG_RETURN_IF_ERROR(device_.wait(copy));
+  if (--box_copies_ > 0) return Status::Ok();
+  DG_ASSIGN_OR_RETURN(const double copying, device_.take_transfer_seconds());
+  traffic_.copy_seconds += copying;
   return Status::Ok();
 }
 

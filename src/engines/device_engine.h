@@ -133,10 +133,16 @@ class DeviceEngine {
   Status store_plane(int64_t z, std::byte* packed);
   // The values of `box` (every component), packed plane after plane as internal::copy_rect
   // packs a plane's rectangle, in or out: only the box's rows move, in one copy (a distributed
-  // part's halos: a device's copy commands cost it tens of microseconds each). Called by a late
-  // halos' `arrive`, it may return before its copy up is done: `packed` must stay as it is
-  // until advance returns.
-  Status copy_box(const Block& box, std::byte* packed, internal::RectCopy direction);
+  // part's halos: a device's copy commands cost it tens of microseconds each). The copy runs on
+  // a transfer queue, beside the caller, and this returns its event at once (host-resident:
+  // copied on return, an empty event); `packed` must stay as it is until finish_box_copy(event)
+  // returns. A copy out starts after the launches queued before it; launches queued after a
+  // copy in wait for it. Called by a late halos' `arrive`, a copy in runs beside the launches
+  // already queued (which read none of its box) and goes into both copies of the grid.
+  Result<device::Event> start_box_copy(const Block& box, std::byte* packed,
+                                       internal::RectCopy direction);
+  // Returns once the copy of `copy` (start_box_copy's event) is done.
+  Status finish_box_copy(const device::Event& copy);
 
   // Advances up to `steps` steps, applying `probes` (as InCoreEngine::advance: the steps done,
   // fewer when `progress`, asked after each pass of plan().pass_steps, says to stop; points
@@ -184,10 +190,11 @@ class DeviceEngine {
   int cur_ = 0;
   int64_t plane_bytes_ = 0;
   bool coefficients_equal_ = true;  // coefficient fields equal in both copies
-  // While late halos arrive (compute_around_late_halos): copy_box copies them up beside the
+  // While late halos arrive (compute_around_late_halos): start_box_copy copies them up beside the
   // launches already queued, and into the other copy too, which keeps the coefficient fields
   // equal where the first pass already runs.
   bool mirror_loads_ = false;
+  int64_t box_copies_ = 0;  // started and not yet finished
   Traffic traffic_;
 };
 

@@ -25,8 +25,9 @@ class ResidentGrid::Engine {
   // The report's threads, bt and tile (device: the device, its memory, the copies so far).
   virtual void describe(RunReport* r) const = 0;
   // Copies the values of `box` to or from `packed`, plane after plane, each plane's rectangle
-  // as internal::copy_rect packs it.
-  virtual Status copy_box(const Block& box, std::byte* packed, internal::RectCopy direction) = 0;
+  // as internal::copy_rect packs it (ResidentGrid::start_box_copy).
+  virtual Result<CopyWait> start_box_copy(const Block& box, std::byte* packed,
+                                          internal::RectCopy direction) = 0;
   virtual std::shared_ptr<std::byte> transfer_memory(size_t) { return nullptr; }
   // Faults in the memory that loading does not write, beside load_plane() (see load()).
   virtual void touch_beside_load() {}
@@ -58,7 +59,8 @@ class InCoreEngineOf final : public ResidentGrid::Engine {
     r->bt = p.bt;
     r->tile = std::to_string(p.tile_x) + "x" + std::to_string(p.tile_y);
   }
-  Status copy_box(const Block& box, std::byte* packed, internal::RectCopy direction) override {
+  Result<ResidentGrid::CopyWait> start_box_copy(const Block& box, std::byte* packed,
+                                                internal::RectCopy direction) override {
     const internal::PlaneLayout layout{static_cast<size_t>(engine_.stride()) * sizeof(T),
                                        static_cast<size_t>(engine_.field_stride()) * sizeof(T)};
     auto plane_at = [&](int64_t z) {
@@ -69,7 +71,7 @@ class InCoreEngineOf final : public ResidentGrid::Engine {
       return reinterpret_cast<std::byte*>(plane);
     };
     internal::copy_box(plane_at, layout, format, box, packed, direction);
-    return Status::Ok();
+    return ResidentGrid::CopyWait();
   }
 
  private:
@@ -99,8 +101,11 @@ class DeviceEngineOf final : public ResidentGrid::Engine {
     r->device_bytes_copied = static_cast<uint64_t>(engine_.traffic().bytes);
     r->device_copy_seconds = engine_.traffic().copy_seconds;
   }
-  Status copy_box(const Block& box, std::byte* packed, internal::RectCopy direction) override {
-    return engine_.copy_box(box, packed, direction);
+  Result<ResidentGrid::CopyWait> start_box_copy(const Block& box, std::byte* packed,
+                                                internal::RectCopy direction) override {
+    DG_ASSIGN_OR_RETURN(const device::Event copy, engine_.start_box_copy(box, packed, direction));
+    if (copy.empty()) return ResidentGrid::CopyWait();
+    return ResidentGrid::CopyWait([this, copy] { return engine_.finish_box_copy(copy); });
   }
   std::shared_ptr<std::byte> transfer_memory(size_t bytes) override {
     auto memory = engine_.host_memory(static_cast<int64_t>(bytes));
@@ -212,7 +217,9 @@ Result<RunReport> ResidentGrid::advance(const RunOptions& opt, int64_t step,
 void ResidentGrid::describe(RunReport* r) const { engine_->describe(r); }
 
 Status ResidentGrid::read_box(const Block& box, std::byte* out) const {
-  return engine_->copy_box(box, out, internal::RectCopy::kToPacked);
+  DG_ASSIGN_OR_RETURN(const CopyWait wait,
+                      engine_->start_box_copy(box, out, internal::RectCopy::kToPacked));
+  return wait ? wait() : Status::Ok();
 }
 
 std::shared_ptr<std::byte> ResidentGrid::transfer_memory(size_t bytes) const {
@@ -220,9 +227,16 @@ std::shared_ptr<std::byte> ResidentGrid::transfer_memory(size_t bytes) const {
 }
 
 Status ResidentGrid::write_box(const Block& box, const std::byte* in) {
-  boxes_written_ = true;
   // (kFromPacked only reads `packed`)
-  return engine_->copy_box(box, const_cast<std::byte*>(in), internal::RectCopy::kFromPacked);
+  DG_ASSIGN_OR_RETURN(const CopyWait wait, start_box_copy(box, const_cast<std::byte*>(in),
+                                                          internal::RectCopy::kFromPacked));
+  return wait ? wait() : Status::Ok();
+}
+
+Result<ResidentGrid::CopyWait> ResidentGrid::start_box_copy(const Block& box, std::byte* packed,
+                                                            internal::RectCopy direction) {
+  if (direction == internal::RectCopy::kFromPacked) boxes_written_ = true;
+  return engine_->start_box_copy(box, packed, direction);
 }
 
 io::PlaneSource ResidentGrid::planes(const Shape& shape) const {

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "core/decomposition.h"
@@ -52,6 +53,15 @@ class ResidentGrid {
   // (as Grid::read_planes gives a whole plane), plane after plane.
   Status read_box(const Block& box, std::byte* out) const;
   Status write_box(const Block& box, const std::byte* in);
+
+  // What waits for a copy that runs beside the caller: returns once it is done. Empty when
+  // the copy was done before it was returned.
+  using CopyWait = std::function<Status()>;
+  // read_box's or write_box's copy, started: a device's runs on its transfer queue beside the
+  // caller (and the device's later steps wait for a copy in), the others are done on return;
+  // `packed` stays as it is until the wait returned has returned.
+  Result<CopyWait> start_box_copy(const Block& box, std::byte* packed,
+                                  internal::RectCopy direction);
   // `bytes` of host memory for what read_box and write_box copy: a device's pinned memory,
   // which its copies need to run at the bus's rate; null where the heap serves as well.
   std::shared_ptr<std::byte> transfer_memory(size_t bytes) const;
