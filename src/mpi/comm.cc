@@ -54,6 +54,16 @@ void wait_all(std::vector<MPI_Request>* requests) {
   });
 }
 
+int wait_any(std::vector<MPI_Request>* requests) {
+  int index = MPI_UNDEFINED;
+  wait_until([&] {
+    int done = 0;
+    MPI_Testany(to_int(requests->size()), requests->data(), &index, &done, MPI_STATUS_IGNORE);
+    return done != 0;
+  });
+  return index;
+}
+
 namespace {
 
 // The ranks on this rank's machine, as a communicator the caller frees.

@@ -50,6 +50,9 @@ void barrier();
 // MPI_Waitall of `requests`, polling at full speed for a millisecond, then sleeping between
 // polls (pauses growing to 1 ms).
 void wait_all(std::vector<MPI_Request>* requests);
+// MPI_Waitany of `requests`, waiting as wait_all() does: the index of a request done (now
+// MPI_REQUEST_NULL), or MPI_UNDEFINED once none is left.
+int wait_any(std::vector<MPI_Request>* requests);
 // Blocking messages of bytes that wait as wait_all() does: send() returns once MPI is done with
 // `data` (for a large message: once `to` has it); receive() takes the next message from `from`
 // with `tag` into `message`, resized to fit.

@@ -154,6 +154,34 @@ std::vector<RectAt> boxes_of(const std::vector<RectAt>& rects, const internal::P
   return out;
 }
 
+// One message of a round: a run of the rectangles one rank sends another, packed one after
+// the other from `at` (a message to itself is copied, not sent). A rank's messages to a peer in
+// a round are posted in the order of their `index`, its receives from that peer too, so that
+// MPI matches them pairwise (messages between two ranks with one tag do not overtake each
+// other).
+struct Chunk {
+  int peer = 0;
+  int64_t index = 0;  // among the round's messages between this rank and `peer`
+  std::byte* at = nullptr;
+  size_t bytes = 0;
+  std::vector<RectAt> rects;
+};
+
+// Adds rectangle `r` (of `bytes`) to the message to or from `peer` open in `chunks`, or to a
+// new one when it would take that past `limit` bytes (a rectangle is never split).
+void add_to_chunk(std::vector<Chunk>* chunks, std::map<int, size_t>* open, int peer,
+                  const RectAt& r, size_t bytes, size_t limit) {
+  auto [it, first] = open->try_emplace(peer, chunks->size());
+  Chunk* c = first ? nullptr : &(*chunks)[it->second];
+  if (c == nullptr || c->bytes + bytes > limit) {
+    const int64_t index = c == nullptr ? 0 : c->index + 1;
+    it->second = chunks->size();
+    c = &chunks->emplace_back(Chunk{peer, index, r.packed, 0, {}});
+  }
+  c->rects.push_back(r);
+  c->bytes += bytes;
+}
+
 bool covers_plane(const Block& rect, const internal::PlaneFormat& f) {
   return rect.size(kAxisX) == f.nx && rect.size(kAxisY) == f.ny;
 }
@@ -194,24 +222,30 @@ class RoundPlanes {
     }
     for_each_run([](const Held& h) { return h.sends || !h.whole; },
                  [&](int64_t z0, int64_t n, std::byte* at) {
-                   if (first_->ok()) *first_ = part_.read(z0, n, at);
+                   record(part_.read(z0, n, at));
                    stats_->bytes_read += static_cast<uint64_t>(n) * part_.format.bytes();
                  });
   }
-  void copy(const RectAt& r, internal::RectCopy direction) {
+  // Starts the copy of `r` (a part in memory: maybe beside the caller), for finish().
+  CopyWait copy(const RectAt& r, internal::RectCopy direction) {
     if (part_.copy) {
-      const Status st = part_.copy(r.rect, r.packed, direction);
-      if (first_->ok()) *first_ = st;
-      return;
+      Result<CopyWait> wait = part_.copy(r.rect, r.packed, direction);
+      if (!wait.ok()) record(wait.status());
+      return wait.ok() ? std::move(wait).value() : CopyWait();
     }
     const Held& h = planes_.at(r.rect[kAxisZ].lo);
     if (!in_message(h)) internal::copy_rect(h.at, part_.format, r.rect, r.packed, direction);
+    return CopyWait();
+  }
+  // Returns once a copy started by copy() is done.
+  void finish(const CopyWait& wait) {
+    if (wait) record(wait());
   }
   // Writes the planes that received values, in runs of consecutive planes.
   void write() {
     for_each_run([](const Held& h) { return h.receives; },
                  [&](int64_t z0, int64_t n, std::byte* at) {
-                   if (first_->ok()) *first_ = part_.write(z0, n, at);
+                   record(part_.write(z0, n, at));
                    stats_->bytes_written += static_cast<uint64_t>(n) * part_.format.bytes();
                  });
   }
@@ -235,6 +269,9 @@ class RoundPlanes {
     return h;
   }
   static bool in_message(const Held& h) { return h.rects == 1 && h.packed != nullptr; }
+  void record(const Status& st) {
+    if (first_->ok()) *first_ = st;
+  }
 
   template <typename Pick, typename Io>
   void for_each_run(Pick pick, Io io) {
@@ -283,8 +320,7 @@ PartPlanes planes_of(ResidentGrid& held, const Grid& part) {
   PartPlanes p;
   p.format = internal::plane_format(part.manifest());
   p.copy = [&held](const Block& rect, std::byte* packed, internal::RectCopy direction) {
-    return direction == internal::RectCopy::kToPacked ? held.read_box(rect, packed)
-                                                      : held.write_box(rect, packed);
+    return held.start_box_copy(rect, packed, direction);
   };
   p.message_memory = [&held](size_t bytes) { return held.transfer_memory(bytes); };
   return p;
@@ -294,6 +330,7 @@ PartPlanes planes_of(ResidentGrid& held, const Grid& part) {
 // of a run repeats, and the buffers; and the exchange under way, from begin() to finish().
 struct HaloExchange::State {
   PartPlanes part;
+  size_t chunk_bytes = 0;  // the most a message holds (but for a rectangle larger)
   std::vector<Slice> all;
   std::vector<const Slice*> mine;        // this rank's, in round order
   std::vector<KeptBuffer> sends, recvs;  // by peer
@@ -302,8 +339,9 @@ struct HaloExchange::State {
   ExchangeStats stats;
   Status local;                        // the first error of this rank's reads and writes
   std::optional<RoundPlanes> posted;   // the round posted and not yet completed
-  std::vector<RectAt> to_receive;      // its rectangles to put
-  std::vector<MPI_Request> receiving;  // its receives
+  std::vector<Chunk> incoming;         // its messages to put
+  std::vector<MPI_Request> receiving;  // its receives, of incoming[arriving[i]]
+  std::vector<size_t> arriving;
   // Sends posted and not yet known to be complete (the last round's, until the next round
   // reuses their buffers): finish() waits only for what this rank receives, so that it does not
   // wait for its neighbours to reach theirs.
@@ -311,6 +349,7 @@ struct HaloExchange::State {
 
   int64_t rounds() const { return all.empty() ? 0 : all.back().round + 1; }
   void post(int64_t round);
+  void send(std::vector<Chunk> outgoing);
   void complete();
   void wait_for_sends() {
     wait_all(&sending);
@@ -319,7 +358,7 @@ struct HaloExchange::State {
   ~State() { wait_for_sends(); }  // (every peer has received them: see finish())
 };
 
-// Reads round `round`'s planes, takes the rectangles it sends and posts its messages.
+// Reads round `round`'s planes, posts its receives, and takes out and sends what it sends.
 void HaloExchange::State::post(int64_t round) {
   const int me = rank(), n = size();
   const auto first =
@@ -340,54 +379,93 @@ void HaloExchange::State::post(int64_t round) {
     sends[r].resize(send_bytes[r], part);
     recvs[r].resize(recv_bytes[r], part);
   }
-  std::vector<RectAt> to_send;
-  to_receive.clear();
+  std::vector<Chunk> outgoing;
+  incoming.clear();
+  std::map<int, size_t> open_out, open_in;
   std::vector<size_t> send_at(static_cast<size_t>(n), 0), recv_at(static_cast<size_t>(n), 0);
   for (auto it = first; it != last; ++it) {
     const Slice& s = **it;
     if (s.from_rank == me) {
       size_t& at = send_at[static_cast<size_t>(s.to_rank)];
-      to_send.push_back({s.from, sends[static_cast<size_t>(s.to_rank)].data() + at});
+      const RectAt r{s.from, sends[static_cast<size_t>(s.to_rank)].data() + at};
+      add_to_chunk(&outgoing, &open_out, s.to_rank, r, s.bytes, chunk_bytes);
       at += s.bytes;
     }
     if (s.to_rank == me) {  // what a rank sends itself is put from its send buffer
       auto& in = s.from_rank == me ? sends : recvs;
       size_t& at = recv_at[static_cast<size_t>(s.from_rank)];
-      to_receive.push_back({s.to, in[static_cast<size_t>(s.from_rank)].data() + at});
+      const RectAt r{s.to, in[static_cast<size_t>(s.from_rank)].data() + at};
+      add_to_chunk(&incoming, &open_in, s.from_rank, r, s.bytes, chunk_bytes);
       at += s.bytes;
     }
   }
-  if (part.copy) {
-    to_send = boxes_of(to_send, part.format);
-    to_receive = boxes_of(to_receive, part.format);
+  // Each peer's first message first, then each's second...
+  const auto by_index = [](const Chunk& a, const Chunk& b) { return a.index < b.index; };
+  std::stable_sort(outgoing.begin(), outgoing.end(), by_index);
+  std::stable_sort(incoming.begin(), incoming.end(), by_index);
+  for (std::vector<Chunk>* chunks : {&outgoing, &incoming}) {
+    for (Chunk& c : *chunks) {
+      if (part.copy) c.rects = boxes_of(c.rects, part.format);
+    }
   }
   posted.emplace(part, &planes, &stats, &local);
-  for (const RectAt& r : to_send) posted->add_send(r);
-  for (const RectAt& r : to_receive) posted->add_receive(r);
+  for (const Chunk& c : outgoing) {
+    for (const RectAt& r : c.rects) posted->add_send(r);
+  }
+  for (const Chunk& c : incoming) {
+    for (const RectAt& r : c.rects) posted->add_receive(r);
+  }
   posted->read();
-  for (const RectAt& r : to_send) posted->copy(r, internal::RectCopy::kToPacked);
   receiving.clear();
-  for (int r = 0; r < n; ++r) {
-    auto& in = recvs[static_cast<size_t>(r)];
-    if (r == me || in.empty()) continue;
+  arriving.clear();
+  for (size_t i = 0; i < incoming.size(); ++i) {
+    const Chunk& c = incoming[i];
+    if (c.peer == me) continue;
     receiving.emplace_back();
-    MPI_Irecv(in.data(), static_cast<int>(in.size()), MPI_BYTE, r, 0, MPI_COMM_WORLD,
+    arriving.push_back(i);
+    MPI_Irecv(c.at, static_cast<int>(c.bytes), MPI_BYTE, c.peer, 0, MPI_COMM_WORLD,
               &receiving.back());
   }
-  for (int r = 0; r < n; ++r) {
-    auto& out = sends[static_cast<size_t>(r)];
-    if (r == me || out.empty()) continue;
+  send(std::move(outgoing));
+}
+
+// Takes the values of `outgoing` out of the part and sends each message once its own are out:
+// every copy is started first, so that where they run beside this thread (a device's, one
+// after another on its transfer queue) a message travels while the next ones are copied out
+// (MPI-ACC's pipeline; a part in its files has its planes read by now).
+void HaloExchange::State::send(std::vector<Chunk> outgoing) {
+  const int me = rank();
+  std::vector<std::vector<CopyWait>> copied(outgoing.size());
+  for (size_t i = 0; i < outgoing.size(); ++i) {
+    for (const RectAt& r : outgoing[i].rects) {
+      copied[i].push_back(posted->copy(r, internal::RectCopy::kToPacked));
+    }
+  }
+  for (size_t i = 0; i < outgoing.size(); ++i) {
+    for (const CopyWait& wait : copied[i]) posted->finish(wait);
+    const Chunk& c = outgoing[i];
+    if (c.peer == me) continue;
     sending.emplace_back();
-    MPI_Isend(out.data(), static_cast<int>(out.size()), MPI_BYTE, r, 0, MPI_COMM_WORLD,
+    MPI_Isend(c.at, static_cast<int>(c.bytes), MPI_BYTE, c.peer, 0, MPI_COMM_WORLD,
               &sending.back());
-    stats.bytes_sent += out.size();
+    stats.bytes_sent += c.bytes;
   }
 }
 
-// Waits for what the posted round receives, puts the rectangles received, writes their planes.
+// Puts each message of the posted round as it arrives (its copies into a device's memory
+// running while the next ones arrive), then writes the planes that received values.
 void HaloExchange::State::complete() {
-  wait_all(&receiving);
-  for (const RectAt& r : to_receive) posted->copy(r, internal::RectCopy::kFromPacked);
+  std::vector<CopyWait> put;
+  const auto start_put = [&](const Chunk& c) {
+    for (const RectAt& r : c.rects) put.push_back(posted->copy(r, internal::RectCopy::kFromPacked));
+  };
+  for (const Chunk& c : incoming) {
+    if (c.peer == rank()) start_put(c);  // (taken out by send())
+  }
+  for (int i = wait_any(&receiving); i != MPI_UNDEFINED; i = wait_any(&receiving)) {
+    start_put(incoming[arriving[static_cast<size_t>(i)]]);
+  }
+  for (const CopyWait& wait : put) posted->finish(wait);
   posted->write();
   posted.reset();
 }
@@ -399,7 +477,7 @@ HaloExchange::~HaloExchange() = default;
 
 Result<HaloExchange> HaloExchange::create(PartPlanes part,
                                           const std::vector<BoxTransfer>& transfers,
-                                          uint64_t buffer_bytes) {
+                                          uint64_t buffer_bytes, uint64_t chunk_bytes) {
   const int me = rank(), n = size();
   const internal::PlaneFormat& format = part.format;
   // A slice (at most a plane) must fit one message, whose size MPI counts in an int.
@@ -417,6 +495,7 @@ Result<HaloExchange> HaloExchange::create(PartPlanes part,
   MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, plane_bytes.data(), 1, MPI_UINT64_T,
                 MPI_COMM_WORLD);
   auto state = std::make_unique<State>();
+  state->chunk_bytes = part.copy ? std::max<uint64_t>(chunk_bytes, 1) : UINT64_MAX;
   state->part = std::move(part);
   state->all = slices_in_rounds(transfers, plane_bytes, format, budget);
   for (const Slice& s : state->all) {

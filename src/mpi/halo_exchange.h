@@ -16,6 +16,15 @@
 
 namespace deepgrid::mpi {
 
+using CopyWait = ResidentGrid::CopyWait;
+
+// The most bytes a part in memory puts in one message (HaloExchange::create). A larger
+// message waits longer for its copy off the device before it travels; a smaller one pays its
+// copy command (10-20 us from pinned memory on a GPU) more often. MPI-ACC found 256 KiB best
+// over PCIe 2 (6 GB/s: 43 us a chunk); over PCIe 4-5 (25-50 GB/s) a chunk takes as long as
+// its command at about 1 MiB.
+inline constexpr uint64_t kHaloChunkBytes = uint64_t{1} << 20;
+
 // Where this rank's part's planes are: its files (whole planes read and written), or the
 // memory of a resident engine (rectangles copied in place).
 struct PartPlanes {
@@ -23,8 +32,12 @@ struct PartPlanes {
   std::function<Status(int64_t z0, int64_t count, std::byte* out)> read;
   std::function<Status(int64_t z0, int64_t count, const std::byte* in)> write;
   // Set for a part in memory, instead of read and write: the rectangles go straight between
-  // the part and the messages.
-  std::function<Status(const Block& rect, std::byte* packed, internal::RectCopy direction)> copy;
+  // the part and the messages. Starts the copy of the x-y rectangle of `rect` in each of its
+  // planes and returns what waits for it (ResidentGrid::start_box_copy: a device part's copies
+  // run beside the exchange).
+  std::function<Result<CopyWait>(const Block& rect, std::byte* packed,
+                                 internal::RectCopy direction)>
+      copy;
   // Where the messages' buffers come from (a part on a device: its pinned host memory); empty,
   // or null returned: the heap.
   std::function<std::shared_ptr<std::byte>(size_t bytes)> message_memory;
@@ -43,10 +56,12 @@ struct ExchangeStats {
 // rank computes the same rounds from the same list): its send and receive buffers and one copy
 // of each plane of its part the round touches. A round reads those planes (runs of consecutive
 // planes in one request; a plane that only receives values everywhere, a z halo, is not read),
-// takes the rectangles it sends, posts every receive and send with each peer
-// (MPI_Irecv/MPI_Isend, one message per peer, the rectangles in list order), waits for its
-// receives, puts the rectangles it received and writes the planes that received any: each
-// plane is read and written at most once per round. Its sends are waited for before their
+// posts its receives, takes out the rectangles it sends and sends them (MPI_Irecv/MPI_Isend;
+// the rectangles in list order, in one message per peer, or for a part in memory in messages
+// of at most `chunk_bytes`, each sent once its own rectangles are out while the next are
+// copied: MPI-ACC's pipeline), puts each message's rectangles as it arrives and writes the
+// planes that received any: each plane is read and written at most once per round. Its sends
+// are waited for before their
 // buffers take the next round's (or the next exchange's) values, by when every peer has them.
 // Rectangles a rank sends to itself are copied. Collective. A rank whose reads or writes fail still
 // takes part in every round (sending what it has), so that nobody waits forever; the error is
@@ -66,7 +81,7 @@ class HaloExchange {
  public:
   // Collective (every rank agrees on the rounds).
   static Result<HaloExchange> create(PartPlanes part, const std::vector<BoxTransfer>& transfers,
-                                     uint64_t buffer_bytes);
+                                     uint64_t buffer_bytes, uint64_t chunk_bytes = kHaloChunkBytes);
   void begin();                    // collective, with finish()
   Result<ExchangeStats> finish();  // the time in begin() and finish(); collective
   Result<ExchangeStats> run();     // collective

@@ -56,10 +56,7 @@ CreateOptions grid_options(const Manifest& m) {
   opt.dtype = m.dtype;
   for (const std::string& f : m.fields) opt.fields.push_back({f, {}});
   opt.scheme = m.scheme;
-  if (!m.scheme.empty()) {
-    const auto scheme = Scheme::from_grid_record(m.scheme);
-    opt.coefficient_components = scheme.ok() ? coefficient_components(*scheme) : 0;
-  }
+  opt.coefficient_components = m.scheme_coef_components();
   return opt;
 }
 
