@@ -170,6 +170,9 @@ struct Manifest {
   int coef_components() const {
     return static_cast<int>(layout.coef_bytes / (layout.plane_bytes / components()));
   }
+  // The last components that the recorded scheme reads as coefficient fields, wherever they
+  // are kept (coefficient_components): 0 without a scheme, or with one that does not parse.
+  int scheme_coef_components() const;
   // The slot of plane z with another base (a sweep's writes go `spare` slots back).
   int64_t slot_of(int64_t z, int64_t with_base) const;
   PlaneLocation locate_slot(int64_t slot) const;

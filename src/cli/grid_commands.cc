@@ -28,11 +28,9 @@ using nlohmann::json;
 // The coefficient fields of a grid made before coefficient files, kept in its data files
 // (Grid::upgrade moves them), comma-separated; empty for any other grid.
 std::string coefficients_in_ring(const Manifest& m) {
-  if (m.has_coef_files() || m.scheme.empty()) return "";
-  const auto scheme = Scheme::from_grid_record(m.scheme);
-  if (!scheme.ok()) return "";
+  if (m.has_coef_files()) return "";
   std::vector<std::string> names = m.field_names();
-  names.erase(names.begin(), names.end() - coefficient_components(*scheme));
+  names.erase(names.begin(), names.end() - m.scheme_coef_components());
   return join_csv(names);
 }
 

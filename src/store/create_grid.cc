@@ -244,6 +244,12 @@ int coefficient_components(const Scheme& scheme) {
   return n;
 }
 
+int Manifest::scheme_coef_components() const {
+  if (scheme.empty()) return 0;
+  const auto recorded = Scheme::from_grid_record(scheme);
+  return recorded.ok() ? coefficient_components(*recorded) : 0;
+}
+
 Status create_for_scheme(const Scheme& scheme, CreateOptions& options) {
   DG_RETURN_IF_ERROR(scheme.check_dtype(options.dtype));
   options.fields = initial_fields(scheme, options.init);

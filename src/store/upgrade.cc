@@ -22,13 +22,6 @@ namespace deepgrid {
 
 namespace {
 
-// The scheme's last components that are coefficient fields, for a grid that records one.
-int recorded_coefficients(const Manifest& m) {
-  if (m.scheme.empty()) return 0;
-  const auto scheme = Scheme::from_grid_record(m.scheme);
-  return scheme.ok() ? coefficient_components(*scheme) : 0;
-}
-
 // The copy's memory: a batch of planes between its reads and its writes, and each side's
 // planes in flight, about 64 MiB apiece (a plane where one is larger).
 constexpr int64_t kCopyBytes = int64_t{64} << 20;
@@ -45,7 +38,7 @@ unsigned planes_in_flight(const Layout& l) {
 Result<Upgrade> Grid::upgrade() {
   Upgrade done;
   done.from_version = done.to_version = manifest_.version;
-  const int coefficients = manifest_.has_coef_files() ? 0 : recorded_coefficients(manifest_);
+  const int coefficients = manifest_.has_coef_files() ? 0 : manifest_.scheme_coef_components();
   const bool rehash = !manifest_.plane_hashing().by_component && manifest_.components() > 1;
   if (coefficients == 0 && !rehash) return done;
   if (sweep_record_ || prepared_) {
