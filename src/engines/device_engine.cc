@@ -361,19 +361,19 @@ Result<device::Event> DeviceEngine::start_box_copy(const Block& box, std::byte* 
   traffic_.bytes += static_cast<int64_t>(format.rect_bytes(box)) * box.size(kAxisZ);
   const bool in = direction == internal::RectCopy::kFromPacked;
   device::Event copy;
-  if (in && mirror_loads_) {
+  if (in && mirror_loads_) {  // (the pass waits for it, and times it, at its end)
     DG_ASSIGN_OR_RETURN(copy, device_.write_rows_async(grids_[cur_], rows, packed));
     DG_RETURN_IF_ERROR(device_.compute_after(copy));
     DG_RETURN_IF_ERROR(device_.copy_rows(grids_[cur_], grids_[1 - cur_], rows));
+    return device::Event();
+  }
+  DG_ASSIGN_OR_RETURN(const device::Event launched, device_.compute_done());
+  if (in) {
+    DG_ASSIGN_OR_RETURN(copy, device_.write_rows_async(grids_[cur_], rows, packed, {launched}));
+    DG_RETURN_IF_ERROR(device_.compute_after(copy));
+    coefficients_equal_ = false;
   } else {
-    DG_ASSIGN_OR_RETURN(const device::Event launched, device_.compute_done());
-    if (in) {
-      DG_ASSIGN_OR_RETURN(copy, device_.write_rows_async(grids_[cur_], rows, packed, {launched}));
-      DG_RETURN_IF_ERROR(device_.compute_after(copy));
-      coefficients_equal_ = false;
-    } else {
-      DG_ASSIGN_OR_RETURN(copy, device_.read_rows_async(grids_[cur_], rows, packed, {launched}));
-    }
+    DG_ASSIGN_OR_RETURN(copy, device_.read_rows_async(grids_[cur_], rows, packed, {launched}));
   }
   if (!copy.empty()) ++box_copies_;  // (timed on the transfer queues once none is left)
   return copy;

@@ -138,7 +138,8 @@ class DeviceEngine {
   // copied on return, an empty event); `packed` must stay as it is until finish_box_copy(event)
   // returns. A copy out starts after the launches queued before it; launches queued after a
   // copy in wait for it. Called by a late halos' `arrive`, a copy in runs beside the launches
-  // already queued (which read none of its box) and goes into both copies of the grid.
+  // already queued (which read none of its box), goes into both copies of the grid and is the
+  // pass's to wait for (an empty event: `packed` must stay as it is until advance returns).
   Result<device::Event> start_box_copy(const Block& box, std::byte* packed,
                                        internal::RectCopy direction);
   // Returns once the copy of `copy` (start_box_copy's event) is done.

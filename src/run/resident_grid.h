@@ -59,7 +59,8 @@ class ResidentGrid {
   using CopyWait = std::function<Status()>;
   // read_box's or write_box's copy, started: a device's runs on its transfer queue beside the
   // caller (and the device's later steps wait for a copy in), the others are done on return;
-  // `packed` stays as it is until the wait returned has returned.
+  // `packed` stays as it is until the wait returned has returned (a copy in by late halos'
+  // `arrive`: until advance returns, which waits for it).
   Result<CopyWait> start_box_copy(const Block& box, std::byte* packed,
                                   internal::RectCopy direction);
   // `bytes` of host memory for what read_box and write_box copy: a device's pinned memory,
