@@ -161,8 +161,6 @@ class Device {
   // Copies between host memory and a buffer; they return when the copy is done.
   Status write(const Buffer& to, int64_t offset, const void* from, int64_t bytes);
   Status read(const Buffer& from, int64_t offset, void* to, int64_t bytes);
-  Status write_rows(const Buffer& to, const BufferRows& rows, const void* from);
-  Status read_rows(const Buffer& from, const BufferRows& rows, void* to);
   // `rows` of `from` to the same place in `to`, on the compute queue (returns at once).
   Status copy_rows(const Buffer& from, const Buffer& to, const BufferRows& rows);
   // `bytes` from `offset` of `from` to the same place in `to`, on the compute queue (in order

@@ -32,8 +32,6 @@ Result<Kernel> Device::kernel(const std::string&, const std::string&, const std:
 }
 Status Device::write(const Buffer&, int64_t, const void*, int64_t) { return no_opencl(); }
 Status Device::read(const Buffer&, int64_t, void*, int64_t) { return no_opencl(); }
-Status Device::write_rows(const Buffer&, const BufferRows&, const void*) { return no_opencl(); }
-Status Device::read_rows(const Buffer&, const BufferRows&, void*) { return no_opencl(); }
 Status Device::copy_rows(const Buffer&, const Buffer&, const BufferRows&) { return no_opencl(); }
 Result<Event> Device::write_rows_async(const Buffer&, const BufferRows&, const void*,
                                        const std::vector<Event>&) {

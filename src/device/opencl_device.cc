@@ -400,26 +400,7 @@ BufferRows range(int64_t offset, int64_t bytes) {
   return r;
 }
 
-// Rows from host memory into a buffer, on `queue`; `done` (when not null) gets the copy's event.
-Status write_rect(cl_command_queue queue, cl_bool blocking, cl_mem to, const BufferRows& rows,
-                  const void* from, cl_event* done) {
-  const RowsInBuffer r(rows);
-  DG_CL(clEnqueueWriteBufferRect(queue, to, blocking, r.origin, r.host_origin, r.region,
-                                 static_cast<size_t>(rows.row_pitch),
-                                 static_cast<size_t>(rows.slice_pitch), r.region[0],
-                                 r.region[0] * r.region[1], from, 0, nullptr, done),
-        "clEnqueueWriteBufferRect");
-  return Status::Ok();
-}
-
 }  // namespace
-
-Status Device::write_rows(const Buffer& to, const BufferRows& rows, const void* from) {
-  if (rows_bytes(rows) == 0) return Status::Ok();
-  if (const int64_t at = contiguous_at(rows); at >= 0) return write(to, at, from, rows_bytes(rows));
-  return write_rect(impl_->queue_, CL_TRUE, static_cast<cl_mem>(to.handle_.get()), rows, from,
-                    nullptr);
-}
 
 Result<Event> Device::write_rows_async(const Buffer& to, const BufferRows& rows, const void* from,
                                        const std::vector<Event>& after) {
@@ -430,19 +411,6 @@ Result<Event> Device::write_rows_async(const Buffer& to, const BufferRows& rows,
 Result<Event> Device::read_rows_async(const Buffer& from, const BufferRows& rows, void* to,
                                       const std::vector<Event>& after) {
   return transfer(false, from, rows, to, after);
-}
-
-Status Device::read_rows(const Buffer& from, const BufferRows& rows, void* to) {
-  if (rows_bytes(rows) == 0) return Status::Ok();
-  if (const int64_t at = contiguous_at(rows); at >= 0) return read(from, at, to, rows_bytes(rows));
-  const RowsInBuffer r(rows);
-  DG_CL(clEnqueueReadBufferRect(impl_->queue_, static_cast<cl_mem>(from.handle_.get()), CL_TRUE,
-                                r.origin, r.host_origin, r.region,
-                                static_cast<size_t>(rows.row_pitch),
-                                static_cast<size_t>(rows.slice_pitch), r.region[0],
-                                r.region[0] * r.region[1], to, 0, nullptr, nullptr),
-        "clEnqueueReadBufferRect");
-  return Status::Ok();
 }
 
 Status Device::copy_rows(const Buffer& from, const Buffer& to, const BufferRows& rows) {
