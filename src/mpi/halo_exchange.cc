@@ -403,9 +403,9 @@ void HaloExchange::State::post(int64_t round) {
   const auto by_index = [](const Chunk& a, const Chunk& b) { return a.index < b.index; };
   std::stable_sort(outgoing.begin(), outgoing.end(), by_index);
   std::stable_sort(incoming.begin(), incoming.end(), by_index);
-  for (std::vector<Chunk>* chunks : {&outgoing, &incoming}) {
-    for (Chunk& c : *chunks) {
-      if (part.copy) c.rects = boxes_of(c.rects, part.format);
+  if (part.copy) {  // (a part in memory copies a message's runs of rectangles as boxes)
+    for (std::vector<Chunk>* chunks : {&outgoing, &incoming}) {
+      for (Chunk& c : *chunks) c.rects = boxes_of(c.rects, part.format);
     }
   }
   posted.emplace(part, &planes, &stats, &local);

@@ -20,9 +20,10 @@ using CopyWait = ResidentGrid::CopyWait;
 
 // The most bytes a part in memory puts in one message (HaloExchange::create). A larger
 // message waits longer for its copy off the device before it travels; a smaller one pays its
-// copy command (10-20 us from pinned memory on a GPU) more often. MPI-ACC found 256 KiB best
-// over PCIe 2 (6 GB/s: 43 us a chunk); over PCIe 4-5 (25-50 GB/s) a chunk takes as long as
-// its command at about 1 MiB.
+// copy command more often. MPI-ACC found 256 KiB best over PCIe 2 (6 GB/s: 43 us a chunk);
+// over PCIe 4-5 (25-50 GB/s) 1 MiB takes 21-42 us, about what a copy command from pinned
+// memory costs (a few tens of microseconds on an H200, docs/performance/devices.md; not timed
+// per command). An estimate until a GPU node times the exchange.
 inline constexpr uint64_t kHaloChunkBytes = uint64_t{1} << 20;
 
 // Where this rank's part's planes are: its files (whole planes read and written), or the
@@ -61,8 +62,8 @@ struct ExchangeStats {
 // of at most `chunk_bytes`, each sent once its own rectangles are out while the next are
 // copied: MPI-ACC's pipeline), puts each message's rectangles as it arrives and writes the
 // planes that received any: each plane is read and written at most once per round. Its sends
-// are waited for before their
-// buffers take the next round's (or the next exchange's) values, by when every peer has them.
+// are waited for before their buffers take the next round's (or the next exchange's) values,
+// by when every peer has them.
 // Rectangles a rank sends to itself are copied. Collective. A rank whose reads or writes fail still
 // takes part in every round (sending what it has), so that nobody waits forever; the error is
 // agreed at the end.
