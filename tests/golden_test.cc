@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cpu_caches.h"
 #include "deepgrid/dtype.h"
 #include "engines/incore_engine.h"
 #include "engines/padded_grid.h"
@@ -56,13 +57,16 @@ std::string describe(const InCoreOptions& o) {
          std::to_string(o.tile_x) + "x" + std::to_string(o.tile_y);
 }
 
-// Several tiles per thread even on the small grids of these tests.
+// Several tiles per thread even on the small grids of these tests, whose output is stored past
+// the caches as that of grids larger than them is (the engine's other tests leave it to the
+// plan: through the caches on these grids).
 InCoreOptions two_threads_on_small_tiles(int bt) {
   InCoreOptions opt;
   opt.threads = 2;
   opt.bt = bt;
   opt.tile_x = 8;
   opt.tile_y = 6;
+  opt.output_bypass = InCoreOptions::CacheBypass::kOn;
   return opt;
 }
 
@@ -304,6 +308,30 @@ TEST(WavefrontPlan, ChainsTilesAlongYWhereEachThreadGetsSeveral) {
   opt.tile_y = 32;
   opt.bt = 1;
   EXPECT_EQ(plan_wavefront(s, st, 4, 100, opt).edges_bytes, 0);
+}
+
+// Passes store their output past the caches where the grid's two copies outgrow the last-level
+// cache; the option forces it either way; the engine's memory stays the same.
+TEST(WavefrontPlan, OutputBypassesTheCachesWhereTheGridOutgrowsThem) {
+  const Stencil st = Stencil::preset("7pt").value();
+  InCoreOptions opt;
+  opt.threads = 2;
+  const Shape small{4, 4, 4};
+  const int64_t cache = internal::last_level_cache_bytes();
+  const Shape large{256, 256, cache / (2 * 256 * 256 * 4) + 1};
+  EXPECT_TRUE(plan_wavefront(large, st, 4, 100, opt).output_bypasses_caches);
+  if (cache > 0) {
+    EXPECT_FALSE(plan_wavefront(small, st, 4, 100, opt).output_bypasses_caches);
+  } else {
+    GTEST_LOG_(INFO) << "this system does not give its last-level cache's size: output bypasses";
+  }
+  InCoreOptions on = opt, off = opt;
+  on.output_bypass = InCoreOptions::CacheBypass::kOn;
+  off.output_bypass = InCoreOptions::CacheBypass::kOff;
+  EXPECT_TRUE(plan_wavefront(small, st, 4, 100, on).output_bypasses_caches);
+  EXPECT_FALSE(plan_wavefront(large, st, 4, 100, off).output_bypasses_caches);
+  EXPECT_EQ(InCoreEngine<float>::memory_bytes(large, st, 100, on),
+            InCoreEngine<float>::memory_bytes(large, st, 100, off));
 }
 
 // Star stencils go 8 / r deep where the working set leaves tiles of 32 rows or more at that

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cpu_caches.h"
 #include "core/threads.h"
 #include "engines/subnormals.h"
 #include "engines/wavefront.h"
@@ -138,7 +139,11 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
             {src.stride(), src.field_stride()},
             [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
             {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim, holds);
-        if (turn.in_output) wave.read_level0_from_output(turn.to, turn.from);
+        if (turn.in_output) {
+          wave.read_level0_from_output(turn.to, turn.from);
+        } else if (plan.output_bypasses_caches) {
+          wave.write_output_bypassing_caches();
+        }
         if (chain.size() > 1) {
           wave.chain({&edges, t > 0, t + 1 < chain.size(), chain.back().rect.y1});
         }
@@ -372,6 +377,10 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
             edge_planes(s, p.bt, rz)) *
         static_cast<int64_t>(value_bytes))));
   }
+  const int64_t copies_bytes = 2 * s.points() * components * static_cast<int64_t>(value_bytes);
+  p.output_bypasses_caches = opt.output_bypass == InCoreOptions::CacheBypass::kOn ||
+                             (opt.output_bypass == InCoreOptions::CacheBypass::kAuto &&
+                              copies_bytes > internal::last_level_cache_bytes());
   return p;
 }
 

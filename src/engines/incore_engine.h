@@ -46,6 +46,12 @@ struct InCoreOptions {
   // leave each thread two or more of them (plan_wavefront). Off: every tile computes its
   // whole frame, as the stream engine's stages do.
   bool carry_edges = true;
+  // Whether passes store their output with stores that bypass the caches
+  // (Wavefront::write_output_bypassing_caches). kAuto: where the grid's two copies are larger
+  // than the last-level cache, so that a pass's output has left it before the next pass reads
+  // it (docs/performance/incore.md, "Output stored past the caches").
+  enum class CacheBypass { kAuto, kOn, kOff };
+  CacheBypass output_bypass = CacheBypass::kAuto;
   // Where the two grid copies live: empty, in memory; else in MAP_SHARED mappings of scratch
   // files in this directory, paged by the OS (the mmap method).
   std::string scratch_dir;
@@ -70,6 +76,8 @@ struct WavefrontPlan {
   // bt 1 passes write u's new value over u@1 (SchemeKernel::rotation(): the time levels take
   // turns), unless a run's sources add to u@1.
   bool turns = false;
+  // Passes store their output past the caches (InCoreOptions::output_bypass).
+  bool output_bypasses_caches = false;
 };
 
 // Whether the in-core engine's levels of `scheme` take turns at bt 1 (SchemeKernel::rotation():

@@ -370,6 +370,14 @@ class Wavefront {
   // first tile, its edges handed on before its last. Needs 2 or more levels.
   void chain(const WavefrontChain<T>& chain) { chain_ = chain; }
 
+  // Level L stores its output with stores that bypass the caches where its kernel can
+  // (AliasedPlanes::bypass_caches): for output that has left them before anything reads it (the
+  // in-core engine's other copy of a grid larger than the last-level cache), whose lines are
+  // then neither read from memory before being written nor kept in place of the rings'. Not
+  // with time levels read from the output (read_level0_from_output), which the kernel reads
+  // where it writes.
+  void write_output_bypassing_caches() { bypass_caches_ = true; }
+
   // The frame's extents (what level-0 planes must cover).
   int64_t frame_w() const { return w_; }
   int64_t frame_h() const { return h_; }
@@ -496,9 +504,10 @@ class Wavefront {
     // from level 0 like the rest): where they lie, and whether level k writes them.
     const T* aliased_plane[64];
     ptrdiff_t aliased_stride[64];
-    const internal::AliasedPlanes<T> aliased{ws_.aliased(), aliased_plane, aliased_stride,
-                                             k == L_ ? output_holds_ : ws_.aliased(),
-                                             rotated_ >= 0};
+    const internal::AliasedPlanes<T> aliased{
+        ws_.aliased(),  aliased_plane,
+        aliased_stride, k == L_ ? output_holds_ : ws_.aliased(),
+        rotated_ >= 0,  k == L_ && bypass_caches_ && rotated_ < 0};
     for (int a = 0; a < k_.components() && a < 64; ++a) {
       if (aliased.has(a)) locate_aliased(a, k - 1, z, aliased_plane[a], aliased_stride[a]);
     }
@@ -703,6 +712,7 @@ class Wavefront {
   PlaneStrides coef_;
   int coef_first_ = std::numeric_limits<int>::max();
   WavefrontChain<T> chain_;
+  bool bypass_caches_ = false;  // write_output_bypassing_caches()
 };
 
 }  // namespace deepgrid::internal

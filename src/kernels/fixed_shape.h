@@ -14,6 +14,10 @@
 #include <cstdint>
 #include <utility>
 
+#if defined(__SSE__)
+#include <immintrin.h>
+#endif
+
 #include "core/aligned_buffer.h"
 
 namespace deepgrid::internal {
@@ -161,6 +165,58 @@ __attribute__((always_inline)) inline void for_each_row_point(const T* centre, i
   for (; kSumsInBlocks<Shape> && i + kB <= width; i += kB) block(i);
   for_each_point_vectorised<T, kOnce>(
       width - i, [&](int64_t j) __attribute__((always_inline)) { point(i + j); });
+}
+
+// Stores the 32 bytes at `from` to `to`, 32-byte aligned, with a non-temporal store (an
+// ordinary copy where the build targets no AVX).
+template <typename T>
+__attribute__((always_inline)) inline void store_bypassing_caches(T* to, const T* from) {
+#if defined(__AVX__)
+  if constexpr (sizeof(T) == 4) {
+    _mm256_stream_ps(reinterpret_cast<float*>(to),
+                     _mm256_load_ps(reinterpret_cast<const float*>(from)));
+  } else {
+    _mm256_stream_pd(reinterpret_cast<double*>(to),
+                     _mm256_load_pd(reinterpret_cast<const double*>(from)));
+  }
+#else
+  std::copy_n(from, 32 / sizeof(T), to);
+#endif
+}
+
+// Orders the non-temporal stores made so far before every later store of this thread.
+inline void fence_bypassing_stores() {
+#if defined(__SSE__)
+  _mm_sfence();
+#endif
+}
+
+// for_each_row_point's counterpart for output stored past the caches: out[i] = value(i) for
+// every i in [0, width), the whole 32-byte units of `out` with non-temporal stores. Those are
+// computed a block at a time into registers, vectorised (block(i, acc): kBlockPoints<T> values
+// into acc, for shapes whose sums go in blocks; else two vectors' worth of value(j)), then
+// stored; the points before the first unit and after the last with ordinary stores. The caller
+// fences the stores (fence_bypassing_stores) before anything else reads them.
+template <typename T, typename Shape, typename Block, typename Value>
+__attribute__((always_inline)) inline void for_each_row_point_bypassing_caches(T* out,
+                                                                               int64_t width,
+                                                                               Block&& block,
+                                                                               Value&& value) {
+  constexpr int64_t kVector = 32 / sizeof(T);
+  constexpr int64_t kB = kSumsInBlocks<Shape> ? kBlockPoints<T> : 2 * kVector;
+  int64_t i = 0;
+  for (; i < width && reinterpret_cast<uintptr_t>(out + i) % 32 != 0; ++i) out[i] = value(i);
+  for (; i + kB <= width; i += kB) {
+    alignas(64) T acc[kB];
+    if constexpr (kSumsInBlocks<Shape>) {
+      block(i, acc);
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < kB; ++j) acc[j] = value(i + j);
+    }
+    for (int64_t v = 0; v < kB; v += kVector) store_bypassing_caches(out + i + v, acc + v);
+  }
+  for (; i < width; ++i) out[i] = value(i);
 }
 
 }  // namespace deepgrid::internal

@@ -23,6 +23,10 @@ struct AliasedPlanes {
   // The output of the update is written over the plane of an aliased component it reads at the
   // point (the in-core engine's rotated time levels): the kernel computes each point once.
   bool in_place = false;
+  // Nothing reads the output before it would have left the caches: kernels that can store it
+  // with non-temporal stores do (the preset stencils' specialised kernels:
+  // StencilKernel::apply_bypassing_caches), the others store it as usual.
+  bool bypass_caches = false;
 
   bool has(int c) const { return (mask >> c & 1) != 0; }
   bool writes(int c) const { return (unwritten >> c & 1) == 0; }

@@ -85,7 +85,11 @@ void SchemeKernel<T>::apply(const T* const* in, ptrdiff_t in_stride, ptrdiff_t i
                             const PlanePosition& at,
                             const internal::AliasedPlanes<T>& aliased) const {
   if (stencil_) {
-    stencil_->apply(in, in_stride, out, out_stride, rect);
+    if (aliased.bypass_caches) {
+      stencil_->apply_bypassing_caches(in, in_stride, out, out_stride, rect);
+    } else {
+      stencil_->apply(in, in_stride, out, out_stride, rect);
+    }
     return;
   }
   if (user_) {

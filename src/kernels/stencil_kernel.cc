@@ -14,14 +14,25 @@ using internal::FixedShape;
 using internal::Offset;
 
 // One row of a fixed-shape stencil (fixed_shape.h): long chains in blocks whose sums
-// interleave, the rest a vector at a time (for_each_row_point).
-template <typename T, typename Shape, size_t... K>
+// interleave, the rest a vector at a time (for_each_row_point); kBypass, stored past the caches
+// (for_each_row_point_bypassing_caches).
+template <typename T, typename Shape, bool kBypass, size_t... K>
 inline void fixed_row(const T* const* in, const T* c, T* __restrict out, ptrdiff_t row_start,
                       ptrdiff_t stride, int64_t width, std::index_sequence<K...> points) {
   // row_start: offset of the row's first output point in every input plane; out: that point.
   const T* rows[Shape::kRows];
   Shape::set_rows(in, row_start, stride, rows);
   const T coef[] = {c[K]...};
+  if constexpr (kBypass) {
+    internal::for_each_row_point_bypassing_caches<T, Shape>(
+        out, width,
+        [&](int64_t i, T * acc) __attribute__((always_inline)) {
+          Shape::template sum_block<T, internal::kBlockPoints<T>>(rows, coef, i, acc, points);
+        },
+        [&](int64_t i)
+            __attribute__((always_inline)) { return Shape::sum(rows, coef, i, points); });
+    return;
+  }
   internal::for_each_row_point<T, Shape>(
       rows[Shape::kCentreRow], width,
       [&](int64_t i) __attribute__((always_inline)) {
@@ -31,7 +42,7 @@ inline void fixed_row(const T* const* in, const T* c, T* __restrict out, ptrdiff
           __attribute__((always_inline)) { out[i] = Shape::sum(rows, coef, i, points); });
 }
 
-template <typename T, int R, bool ThreeD, int MaxNonzero>
+template <typename T, int R, bool ThreeD, int MaxNonzero, bool kBypass>
 void apply_fixed(const StencilKernel<T>& k, const T* const* in, ptrdiff_t stride, T* out,
                  ptrdiff_t out_stride, Rect rc) {
   using Shape = FixedShape<R, ThreeD, MaxNonzero>;
@@ -39,9 +50,10 @@ void apply_fixed(const StencilKernel<T>& k, const T* const* in, ptrdiff_t stride
   T c[kN];
   for (size_t i = 0; i < kN; ++i) c[i] = k.terms()[i].c;
   for (int64_t y = rc.y0; y < rc.y1; ++y) {
-    fixed_row<T, Shape>(in, c, out + (y - rc.y0) * out_stride, y * stride + rc.x0, stride,
-                        rc.x1 - rc.x0, std::make_index_sequence<kN>{});
+    fixed_row<T, Shape, kBypass>(in, c, out + (y - rc.y0) * out_stride, y * stride + rc.x0, stride,
+                                 rc.x1 - rc.x0, std::make_index_sequence<kN>{});
   }
+  if constexpr (kBypass) internal::fence_bypassing_stores();
 }
 
 // Any point list: accumulate term by term into the output row, in blocks that stay in L1.
@@ -75,14 +87,16 @@ void apply_generic(const StencilKernel<T>& k, const T* const* in, ptrdiff_t stri
 
 template <typename T>
 struct ShapeKernel {
+  using Fn = void (*)(const StencilKernel<T>&, const T* const*, ptrdiff_t, T*, ptrdiff_t, Rect);
   std::vector<Offset> offsets;
-  void (*fn)(const StencilKernel<T>&, const T* const*, ptrdiff_t, T*, ptrdiff_t, Rect);
+  Fn fn, bypassing_fn;
 };
 
 template <typename T, int R, bool ThreeD, int MaxNonzero>
 ShapeKernel<T> fixed_shape() {
   constexpr auto p = FixedShape<R, ThreeD, MaxNonzero>::offsets();
-  return {std::vector<Offset>(p.begin(), p.end()), &apply_fixed<T, R, ThreeD, MaxNonzero>};
+  return {std::vector<Offset>(p.begin(), p.end()), &apply_fixed<T, R, ThreeD, MaxNonzero, false>,
+          &apply_fixed<T, R, ThreeD, MaxNonzero, true>};
 }
 
 // The shapes of the presets (7pt, 13pt, 25pt, 19pt, 27pt, 5pt, 9pt).
@@ -103,6 +117,7 @@ StencilKernel<T>::StencilKernel(const Stencil& stencil)
     : rx_(stencil.radius_x()), ry_(stencil.radius_y()), rz_(stencil.radius_z()) {
   for (const auto& p : stencil.points()) terms_.push_back({p.dx, p.dy, p.dz, static_cast<T>(p.c)});
   fn_ = &apply_generic<T>;
+  bypassing_fn_ = &apply_generic<T>;
   for (const auto& shape : fixed_shapes<T>()) {
     bool same = shape.offsets.size() == terms_.size() &&
                 std::equal(terms_.begin(), terms_.end(), shape.offsets.begin(),
@@ -111,6 +126,7 @@ StencilKernel<T>::StencilKernel(const Stencil& stencil)
                            });
     if (same) {
       fn_ = shape.fn;
+      bypassing_fn_ = shape.bypassing_fn;
       specialised_ = true;
     }
   }

@@ -38,6 +38,15 @@ class StencilKernel {
     fn_(*this, in, in_stride, out, out_stride, rect);
   }
 
+  // The same values, stored with non-temporal stores where the kernel is specialised (the
+  // lines written whole are then neither read from memory first nor kept in the caches), else
+  // as apply() stores them; the stores are fenced before it returns, so that a thread that
+  // synchronises with this one afterwards sees them.
+  void apply_bypassing_caches(const T* const* in, ptrdiff_t in_stride, T* out, ptrdiff_t out_stride,
+                              Rect rect) const {
+    bypassing_fn_(*this, in, in_stride, out, out_stride, rect);
+  }
+
   bool specialised() const { return specialised_; }
   int rx() const { return rx_; }
   int ry() const { return ry_; }
@@ -53,6 +62,7 @@ class StencilKernel {
  private:
   using Fn = void (*)(const StencilKernel&, const T* const*, ptrdiff_t, T*, ptrdiff_t, Rect);
   Fn fn_ = nullptr;
+  Fn bypassing_fn_ = nullptr;
   bool specialised_ = false;
   int rx_ = 0, ry_ = 0, rz_ = 0;
   std::vector<Term> terms_;

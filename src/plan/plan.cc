@@ -530,10 +530,11 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
           " in chains of up to %lld along y (each takes its edge rows from the one before)",
           static_cast<long long>(incore.chain_tiles));
     }
-    n += std::snprintf(
-        buf + n, sizeof buf - n, "blocking    bt %d, tiles %lldx%lld%s, %d threads%s\n", incore.bt,
-        static_cast<long long>(incore.tile_x), static_cast<long long>(incore.tile_y), chains,
-        incore.threads, incore.turns ? ", each step writing u over u@1" : "");
+    n += std::snprintf(buf + n, sizeof buf - n,
+                       "blocking    bt %d, tiles %lldx%lld%s, %d threads%s%s\n", incore.bt,
+                       static_cast<long long>(incore.tile_x), static_cast<long long>(incore.tile_y),
+                       chains, incore.threads, incore.turns ? ", each step writing u over u@1" : "",
+                       incore.output_bypasses_caches ? ", output stored past the caches" : "");
   } else if (method == Method::kDevice) {
     n += std::snprintf(buf + n, sizeof buf - n, "device      %s\n",
                        device.device.describe().c_str());
@@ -665,6 +666,7 @@ std::string RunPlan::to_json() const {
     j["chain_tiles"] = incore.chain_tiles;
     j["threads"] = incore.threads;
     j["turns"] = incore.turns;
+    j["output_bypasses_caches"] = incore.output_bypasses_caches;
   } else if (method == Method::kDevice) {
     j["device"] = nlohmann::json::parse(device.device.to_json());
     j["placement"] = std::string(placement_name(device.placement));
