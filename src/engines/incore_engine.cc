@@ -139,11 +139,8 @@ void run_tiles(const PaddedGrid<T>& src, PaddedGrid<T>& dst, const SchemeKernel<
             {src.stride(), src.field_stride()},
             [&](int64_t z) { return dst.plane(z) + tile.y0 * dst.stride() + tile.x0; },
             {dst.stride(), dst.field_stride()}, 0, region.from, probes, trim, holds);
-        if (turn.in_output) {
-          wave.read_level0_from_output(turn.to, turn.from);
-        } else if (plan.output_bypasses_caches) {
-          wave.write_output_bypassing_caches();
-        }
+        if (turn.in_output) wave.read_level0_from_output(turn.to, turn.from);
+        if (plan.output_bypasses_caches) wave.write_output_bypassing_caches();
         if (chain.size() > 1) {
           wave.chain({&edges, t > 0, t + 1 < chain.size(), chain.back().rect.y1});
         }
