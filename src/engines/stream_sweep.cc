@@ -328,45 +328,47 @@ Status StreamSweep<T>::claim_level0(int64_t p, StreamStats& stats) {
 }
 
 // Level-0 planes from the disk layout into their frames, ghost frames filled by the
-// boundary rule, each checked against its checksum as it is copied (verified reads). Called
-// by every thread of the team; recycle_read_buffers() reports a mismatch.
+// boundary rule, each checked against its checksum as it is copied (verified reads of whole
+// planes) or, in band mode, its band's rows hashed beside the copies. Called by every thread
+// of the team; recycle_read_buffers() reports a mismatch.
 template <typename T>
 void StreamSweep<T>::convert_level0_planes() {
-  const bool verify = grid_.verifying();
-  if (!verify && (band_ == nullptr || band_->read_hashes == nullptr)) {
-    convert_level0_rows();
+  if (band_ != nullptr || !grid_.verifying()) {
+    convert_level0_rows(band_ != nullptr ? band_->read_hashes : nullptr);
     return;
   }
 #pragma omp for schedule(static)
   for (size_t c = 0; c < conversions_.size(); ++c) {
     const SweepIo::Buffer& read = io_.read_buffer(conversions_[c]);
-    if (band_ != nullptr) {
-      hash_band_rows(read.data<T>(), (*band_->read_hashes)[static_cast<size_t>(read.plane)]);
-      load_level0(read, nullptr);
-    } else if (verify) {
-      PlaneHasher hash(m_.plane_hashing());
-      load_level0(read, &hash);
-      conversion_status_[c] = grid_.verify_plane_hash(read.plane, hash.digest());
-    } else {
-      load_level0(read, nullptr);
-    }
+    PlaneHasher hash(m_.plane_hashing());
+    load_level0(read, &hash);
+    conversion_status_[c] = grid_.verify_plane_hash(read.plane, hash.digest());
   }
 }
 
-// convert_level0_planes where nothing is hashed: in parts of rows, which the threads share
-// evenly (whole planes did not: blocks of 3 split 2 to 1 between two threads, and the copies
-// stream memory, 5% of a wave8 run's CPU time at 512x512 planes), then the ghost frames.
+// convert_level0_planes in parts of rows, which the threads share evenly (whole planes did
+// not: blocks of 3 split 2 to 1 between two threads, and the copies stream memory, 5% of a
+// wave8 run's CPU time at 512x512 planes), then the ghost frames. A band's rows are hashed
+// into `band_hashes` (where given) plane by plane, one thread each, first: the threads take
+// the copies as they come free, so those even out what the hashes leave uneven.
 template <typename T>
-void StreamSweep<T>::convert_level0_rows() {
+void StreamSweep<T>::convert_level0_rows(std::vector<PlaneHasher>* band_hashes) {
   const int64_t parts = std::min<int64_t>(s_.ny, 4 * int64_t{plan_.threads});
-  const int64_t units = static_cast<int64_t>(conversions_.size()) * parts;
+  const auto planes = static_cast<int64_t>(conversions_.size());
+  const int64_t hashes = band_hashes != nullptr ? planes : 0;
   FramePool<T>& level0 = frames_.pool(0);
   FramePool<T>& window = frames_.window();
   const int first = m_.components() - plan_.window_components;
-#pragma omp for schedule(static)
-  for (int64_t u = 0; u < units; ++u) {
-    const SweepIo::Buffer& read = io_.read_buffer(conversions_[static_cast<size_t>(u / parts)]);
-    const int64_t part = u % parts;
+#pragma omp for schedule(dynamic)
+  for (int64_t u = 0; u < hashes + planes * parts; ++u) {
+    if (u < hashes) {
+      const SweepIo::Buffer& read = io_.read_buffer(conversions_[static_cast<size_t>(u)]);
+      hash_band_rows(read.data<T>(), (*band_hashes)[static_cast<size_t>(read.plane)]);
+      continue;
+    }
+    const int64_t copy = u - hashes;
+    const SweepIo::Buffer& read = io_.read_buffer(conversions_[static_cast<size_t>(copy / parts)]);
+    const int64_t part = copy % parts;
     const int64_t y0 = s_.ny * part / parts, y1 = s_.ny * (part + 1) / parts;
     level0.load_rows(read.plane, read.data<T>(), component_stride(), y0, y1);
     if (plan_.window_components > 0) {
