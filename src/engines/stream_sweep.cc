@@ -265,6 +265,14 @@ std::vector<WavefrontFrame> StreamSweep<T>::tiles() const {
       out.push_back({x, std::min(s_.nx, x + plan_.tile_x), y, std::min(s_.ny, y + plan_.tile_y)});
     }
   }
+  // The order the threads take them in (dynamic, one at a time): the larger first, and of
+  // equal ones those away from the planes' y ends, whose halo levels are trimmed, first, so
+  // that the tiles left when a stage ends are its smallest and the threads finish together.
+  const auto at_end = [&](const Tile& t) { return t.y0 == 0 || t.y1 == s_.ny; };
+  std::stable_sort(out.begin(), out.end(), [&](const Tile& a, const Tile& b) {
+    const int64_t pa = (a.x1 - a.x0) * (a.y1 - a.y0), pb = (b.x1 - b.x0) * (b.y1 - b.y0);
+    return pa != pb ? pa > pb : at_end(a) < at_end(b);
+  });
   return out;
 }
 
