@@ -349,7 +349,7 @@ void StreamSweep<T>::convert_level0_planes() {
   for (size_t c = 0; c < conversions_.size(); ++c) {
     const SweepIo::Buffer& read = io_.read_buffer(conversions_[c]);
     PlaneHasher hash(m_.plane_hashing());
-    load_level0(read, &hash);
+    load_level0(read, hash);
     conversion_status_[c] = grid_.verify_plane_hash(read.plane, hash.digest());
   }
 }
@@ -402,13 +402,13 @@ void StreamSweep<T>::fill_level0_ghosts(int64_t z) {
 // the window (hashed in the plane's order: the frame's components, then the window's), with
 // their ghost frames filled.
 template <typename T>
-void StreamSweep<T>::load_level0(const SweepIo::Buffer& read, PlaneHasher* hash) {
+void StreamSweep<T>::load_level0(const SweepIo::Buffer& read, PlaneHasher& hash) {
   FramePool<T>& level0 = frames_.pool(0);
-  level0.load(read.plane, read.data<T>(), component_stride(), hash);
+  level0.load(read.plane, read.data<T>(), component_stride(), &hash);
   if (plan_.window_components > 0) {
     const int first = m_.components() - plan_.window_components;
     frames_.window().load(read.plane, read.data<T>() + io_.component_at(first) / sizeof(T),
-                          component_stride(), hash, first);
+                          component_stride(), &hash, first);
   }
   fill_level0_ghosts(read.plane);
 }

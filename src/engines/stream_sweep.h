@@ -92,7 +92,7 @@ class StreamSweep {
   Status claim_level0(int64_t p, StreamStats& stats);
   void convert_level0_planes();
   void convert_level0_rows(std::vector<PlaneHasher>* band_hashes);
-  void load_level0(const SweepIo::Buffer& read, PlaneHasher* hash);
+  void load_level0(const SweepIo::Buffer& read, PlaneHasher& hash);
   void fill_level0_ghosts(int64_t z);
   Status recycle_read_buffers();
   void hash_block_outputs(int64_t i0, int64_t i1);
