@@ -53,14 +53,18 @@ bool sources_on_coefficients(const Scheme& scheme, const ResolvedProbes* probes)
   return false;
 }
 
-// In rows of 64 along x (coalesced on GPUs, vectorised on CPUs), 4 rows per group.
+// In rows of 64 along x (coalesced on GPUs, vectorised on CPUs), 4 rows per group (1 for boxes
+// of fewer rows), whatever the box's width: the kernel skips the items past the box's end. A CPU
+// device such as PoCL's compiles a kernel once per work-group size, so groups as wide as narrow
+// boxes compiled it again for every width of part, band or box (1.5-2 s each on a 2-core VM;
+// 147 compiles in the test suite's device cases, where groups of 64 need a few).
 device::Range xy_range(const Block& box) {
   device::Range r;
   for (int a : {kAxisX, kAxisY}) {
     r.offset[static_cast<size_t>(a)] = box[a].lo;
     r.size[static_cast<size_t>(a)] = std::max<int64_t>(0, box.size(a));
   }
-  r.group = {std::min<int64_t>(64, std::max<int64_t>(r.size[0], 1)), 4, 1};
+  r.group = {64, 4, 1};
   if (r.size[1] < 4) r.group[1] = 1;
   return r;
 }
