@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string test_kernel(const std::string& variant = "") {
-  return std::string(DEEPGRID_TEST_KERNEL_DIR) + "/libtest_kernel" + variant + ".so";
+  return (fs::path(DEEPGRID_TEST_KERNEL_DIR) / ("libtest_kernel" + variant + ".so")).string();
 }
 
 void write_file(const fs::path& path, const std::string& text) {
