@@ -167,7 +167,7 @@ TEST_F(MachineProfileTest, WavesMeasureTheInCoreRateAtTheirOwnDepth) {
 }
 
 // The plane width the depth tunings below are asked for: their sample is then 64x256x64, a
-// quarter of 256-wide planes' (whose two tunings took 15 s of this test's time on a 2-core VM).
+// quarter of 256-wide planes' (with 256, the first test below took 14-16 s on a 2-core VM; 4 s).
 constexpr int64_t kWidth = 64;
 
 // The depth of the wave equations of radius 2 and more is measured once (bt 1 turning their time
