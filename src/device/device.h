@@ -129,9 +129,11 @@ struct BufferRows {
   int64_t row_pitch = 0, slice_pitch = 0;
 };
 
-// A device opened for a run: its context, in-order queues (compute: kernels and the copies
-// below; transfer: the asynchronous copies beside it, one queue each way), the programs built
-// on it and the bytes allocated against `budget`. Calls are made from one thread.
+// A device opened for a run: in-order queues (compute: kernels and the copies below; transfer:
+// the asynchronous copies beside it, one queue each way) and the bytes allocated against
+// `budget`, in the device's context, which the process keeps with the programs built in it for
+// every later run (a run builds no program an earlier one built). Calls are made from one
+// thread; devices of several threads may be open at once.
 class Device {
  public:
   static Result<Device> open(const DeviceInfo& info, int64_t budget);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <new>
 #include <utility>
 
@@ -142,15 +143,73 @@ Result<std::vector<DeviceInfo>> list_devices() {
   return found.infos;
 }
 
+// The context of each device this process opens, and the programs built in it, kept for the
+// process's life (never freed): a run that opens the device again (every run of a process that
+// makes several: the Python package, the test suites) builds none of its programs again. PoCL
+// preprocesses a program's source at every build, even one its cache of compiled kernels
+// holds: that took 45% of the CPU time of a device case of the shared golden suite.
+class SharedContext {
+ public:
+  static Result<SharedContext*> of(cl_device_id id) {
+    static std::mutex mutex;
+    static auto* const opened = new std::map<cl_device_id, SharedContext*>();
+    const std::lock_guard lock(mutex);
+    SharedContext*& slot = (*opened)[id];
+    if (slot == nullptr) {
+      cl_int e = CL_SUCCESS;
+      cl_context context = clCreateContext(nullptr, 1, &id, nullptr, nullptr, &e);
+      if (e != CL_SUCCESS) {
+        opened->erase(id);
+        return cl_status(e, "clCreateContext");
+      }
+      slot = new SharedContext(id, context);
+    }
+    return slot;
+  }
+
+  cl_context context() const { return context_; }
+
+  // The program `source` built with `options`, built on first use; a failure is not kept.
+  // Devices of several threads may ask at once.
+  Result<cl_program> program(const std::string& source, const std::string& options) {
+    const std::lock_guard lock(mutex_);
+    const auto key = std::pair{source, options};
+    if (const auto found = programs_.find(key); found != programs_.end()) return found->second;
+    const char* text = source.c_str();
+    const size_t length = source.size();
+    cl_int e = CL_SUCCESS;
+    cl_program p = clCreateProgramWithSource(context_, 1, &text, &length, &e);
+    DG_CL(e, "clCreateProgramWithSource");
+    e = clBuildProgram(p, 1, &id_, options.c_str(), nullptr, nullptr);
+    if (e != CL_SUCCESS) {
+      size_t n = 0;
+      clGetProgramBuildInfo(p, id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+      std::string log(n, '\0');
+      clGetProgramBuildInfo(p, id_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+      clReleaseProgram(p);
+      const Status failed = cl_status(e, "clBuildProgram");
+      return Status(failed.code(), failed.message() + "; build log:\n" + log.c_str());
+    }
+    programs_.emplace(key, p);
+    return p;
+  }
+
+ private:
+  SharedContext(cl_device_id id, cl_context context) : id_(id), context_(context) {}
+
+  cl_device_id id_;
+  cl_context context_;
+  std::mutex mutex_;
+  std::map<std::pair<std::string, std::string>, cl_program> programs_;
+};
+
 class Device::Impl {
  public:
   ~Impl() {
-    programs_.clear();
     if (queue_ != nullptr) clReleaseCommandQueue(queue_);
     for (cl_command_queue q : {up_, down_}) {
       if (q != nullptr) clReleaseCommandQueue(q);
     }
-    if (context_ != nullptr) clReleaseContext(context_);
   }
 
   DeviceInfo info;
@@ -159,19 +218,11 @@ class Device::Impl {
   std::shared_ptr<int64_t> allocated = std::make_shared<int64_t>(0);
   int64_t peak = 0;
   cl_device_id id_ = nullptr;
-  cl_context context_ = nullptr;
+  SharedContext* shared_ = nullptr;
   cl_command_queue queue_ = nullptr;  // compute
   // Asynchronous copies, a queue each way: a GPU's copy engines move both at once.
   cl_command_queue up_ = nullptr, down_ = nullptr;
   std::vector<Event> transfers_;  // copies not yet timed (take_transfer_seconds)
-
-  struct Program {
-    cl_program program = nullptr;
-    ~Program() {
-      if (program != nullptr) clReleaseProgram(program);
-    }
-  };
-  std::map<std::pair<std::string, std::string>, std::unique_ptr<Program>> programs_;
 };
 
 Device::Device(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -195,13 +246,12 @@ Result<Device> Device::open(const DeviceInfo& info, int64_t budget) {
   impl->info = info;
   impl->budget = budget;
   impl->id_ = found.ids[static_cast<size_t>(info.index)];
+  DG_ASSIGN_OR_RETURN(impl->shared_, SharedContext::of(impl->id_));
   cl_int e = CL_SUCCESS;
-  impl->context_ = clCreateContext(nullptr, 1, &impl->id_, nullptr, nullptr, &e);
-  DG_CL(e, "clCreateContext");
-  impl->queue_ = clCreateCommandQueue(impl->context_, impl->id_, 0, &e);
+  impl->queue_ = clCreateCommandQueue(impl->shared_->context(), impl->id_, 0, &e);
   DG_CL(e, "clCreateCommandQueue");
   for (cl_command_queue* q : {&impl->up_, &impl->down_}) {
-    *q = clCreateCommandQueue(impl->context_, impl->id_, CL_QUEUE_PROFILING_ENABLE, &e);
+    *q = clCreateCommandQueue(impl->shared_->context(), impl->id_, CL_QUEUE_PROFILING_ENABLE, &e);
     DG_CL(e, "clCreateCommandQueue");
   }
   return Device(std::move(impl));
@@ -225,7 +275,7 @@ Result<Buffer> Device::allocate(int64_t bytes, std::string_view what) {
                       format_size(static_cast<uint64_t>(d.info.max_buffer_bytes)));
   }
   cl_int e = CL_SUCCESS;
-  cl_mem m = clCreateBuffer(d.context_, CL_MEM_READ_WRITE,
+  cl_mem m = clCreateBuffer(d.shared_->context(), CL_MEM_READ_WRITE,
                             static_cast<size_t>(std::max<int64_t>(bytes, 1)), nullptr, &e);
   DG_CL(e, "clCreateBuffer");
   // Every bit set (NaN in either dtype): a kernel that reads values nobody wrote makes the
@@ -253,10 +303,10 @@ Result<HostMemory> Device::host_memory(int64_t bytes) {
   h.bytes_ = bytes;
   const auto n = static_cast<size_t>(std::max<int64_t>(bytes, 1));
   cl_int e = CL_SUCCESS;
-  cl_mem m =
-      bytes <= d.info.max_buffer_bytes
-          ? clCreateBuffer(d.context_, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, n, nullptr, &e)
-          : nullptr;
+  cl_mem m = bytes <= d.info.max_buffer_bytes
+                 ? clCreateBuffer(d.shared_->context(), CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                                  n, nullptr, &e)
+                 : nullptr;
   void* mapped = nullptr;
   if (m != nullptr && e == CL_SUCCESS) {
     mapped = clEnqueueMapBuffer(d.queue_, m, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, n, 0, nullptr,
@@ -289,32 +339,9 @@ Result<HostMemory> Device::host_memory(int64_t bytes) {
 
 Result<Kernel> Device::kernel(const std::string& source, const std::string& options,
                               const std::string& name) {
-  Impl& d = *impl_;
-  auto& slot = d.programs_[{source, options}];
-  if (slot == nullptr) {
-    auto p = std::make_unique<Impl::Program>();
-    const char* text = source.c_str();
-    const size_t length = source.size();
-    cl_int e = CL_SUCCESS;
-    p->program = clCreateProgramWithSource(d.context_, 1, &text, &length, &e);
-    if (e != CL_SUCCESS) {
-      d.programs_.erase({source, options});
-      return cl_status(e, "clCreateProgramWithSource");
-    }
-    e = clBuildProgram(p->program, 1, &d.id_, options.c_str(), nullptr, nullptr);
-    if (e != CL_SUCCESS) {
-      size_t n = 0;
-      clGetProgramBuildInfo(p->program, d.id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-      std::string log(n, '\0');
-      clGetProgramBuildInfo(p->program, d.id_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-      d.programs_.erase({source, options});
-      const Status failed = cl_status(e, "clBuildProgram");
-      return Status(failed.code(), failed.message() + "; build log:\n" + log.c_str());
-    }
-    slot = std::move(p);
-  }
+  DG_ASSIGN_OR_RETURN(cl_program program, impl_->shared_->program(source, options));
   cl_int e = CL_SUCCESS;
-  cl_kernel k = clCreateKernel(slot->program, name.c_str(), &e);
+  cl_kernel k = clCreateKernel(program, name.c_str(), &e);
   DG_CL(e, "clCreateKernel(" + name + ")");
   Kernel out;
   out.handle_ = std::shared_ptr<void>(k, release_kernel);
