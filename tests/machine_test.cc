@@ -34,6 +34,9 @@ namespace {
 // profile. MachineTuningTest starts empty, for the tests of the tunings; so does a test run
 // without DEEPGRID_CACHE_DIR (never tuned in the user's home).
 class MachineProfileTest : public ::testing::Test {
+ public:
+  static constexpr int64_t kGridWidth = 64;  // the planes of the test's grid
+
  protected:
   void SetUp() override { start(/*tiles_tuned=*/true); }
 
@@ -45,7 +48,7 @@ class MachineProfileTest : public ::testing::Test {
     ::setenv("DEEPGRID_CACHE_DIR", (tmp_.path() / "cache").c_str(), 1);
     forget_measurements();
     CreateOptions co;
-    co.shape = {64, 48, 40};
+    co.shape = {kGridWidth, 48, 40};
     co.init = *parse_init("random:1");
     ASSERT_TRUE(Grid::create((tmp_.path() / "g").string(), co).ok());
   }
@@ -81,7 +84,7 @@ class MachineProfileTest : public ::testing::Test {
     const int lock =
         ::open((dir + "/machine-test.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lock >= 0) ::flock(lock, LOCK_EX);
-    const Result<int64_t> tuned = tuned_cache_bytes(1);
+    const Result<int64_t> tuned = tuned_cache_bytes(kGridWidth, 1);
     if (lock >= 0) ::close(lock);
     EXPECT_TRUE(tuned.ok()) << tuned.status().message();
     return tuned.ok() ? *tuned : 0;
@@ -474,20 +477,30 @@ TEST_F(MachineProfileTest, ADamagedCacheIsMeasuredOver) {
 TEST_F(MachineTuningTest, TunesTheTilesWorkingSetOnceAndCachesIt) {
   const int64_t candidates[] = {int64_t{3} << 17, int64_t{3} << 18, int64_t{3} << 19,
                                 int64_t{3} << 20, int64_t{6} << 20};
-  EXPECT_EQ(tuned_cache_bytes(1, false, 1 << 20).value(), 0) << "no sample fits 512 KiB";
+  EXPECT_EQ(tuned_cache_bytes(kGridWidth, 1, false, 1 << 20).value(), 0)
+      << "no sample fits 512 KiB";
   EXPECT_FALSE(std::ifstream(machine_cache_path())) << "nothing measured, nothing cached";
 
-  const int64_t tuned = tuned_cache_bytes(1).value();
+  const int64_t tuned = tuned_cache_bytes(kGridWidth, 1).value();
   EXPECT_NE(std::find(std::begin(candidates), std::end(candidates), tuned), std::end(candidates))
       << tuned;
   nlohmann::json cache = cached_profile();
   EXPECT_EQ(cache["wavefront_cache_bytes"]["1t"].get<int64_t>(), tuned);
 
-  cache["wavefront_cache_bytes"]["1t"] = 12345;  // a value only the cache can give
+  cache["wavefront_cache_bytes"]["1t"] = 12345;  // values only the cache can give
+  cache["wavefront_cache_bytes"]["1t/1024 wide"] = 23456;
   write_profile(cache);
-  EXPECT_EQ(tuned_cache_bytes(1).value(), 12345);
+  EXPECT_EQ(tuned_cache_bytes(kGridWidth, 1).value(), 12345);
+  EXPECT_EQ(tuned_cache_bytes(512, 1).value(), 12345) << "up to 512 wide: one tuning";
+  EXPECT_EQ(tuned_cache_bytes(0, 1).value(), 12345) << "a width not known";
+  EXPECT_EQ(tuned_cache_bytes(513, 1).value(), 23456) << "wider planes: a tuning of their own";
+  EXPECT_EQ(tuned_cache_bytes(1024, 1).value(), 23456);
+  EXPECT_EQ(tuned_cache_bytes(2048, 1, false, 1 << 20).value(), 12345)
+      << "no wide sample fits 512 KiB: the 512-wide planes' tuning";
   EXPECT_EQ(profile().value().cache_bytes, 12345) << "the profile carries the tuning";
-  EXPECT_NE(tuned_cache_bytes(1, /*remeasure=*/true).value(), 12345);
+  EXPECT_NE(tuned_cache_bytes(kGridWidth, 1, /*remeasure=*/true).value(), 12345);
+  EXPECT_EQ(cached_profile()["wavefront_cache_bytes"]["1t/1024 wide"].get<int64_t>(), 23456)
+      << "a remeasure of one width leaves the others' tunings";
 }
 
 TEST(StolenCpu, ReadsTheStealFieldOfTheCpuLine) {

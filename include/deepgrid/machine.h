@@ -59,13 +59,13 @@ struct MachineProfile {
   double incore_rate() const { return incore_mlups > 0 ? incore_mlups : compute_mlups; }
 };
 
-// Measures the tiles' working set (tuned_cache_bytes, ~1.5 s by arithmetic), the in-core rate on a
-// small in-memory grid with it (~0.2 s; twice where the in-core engine turns the time levels), the
-// read bandwidth of the grid's data files: O_DIRECT reads through io_uring, several planes in
-// flight, up to 256 MiB (~0.3 s), and what those reads cost the CPUs (the same reads beside an
-// in-core load on every thread, ~0.8 s). Writes nothing. With a memory budget (bytes, 0: none)
-// every measurement stays within half of it, so that a run's first measurement keeps the run's
-// memory promise.
+// Measures the tiles' working set for the grid's planes (tuned_cache_bytes, ~1.5 s by arithmetic),
+// the in-core rate on a small in-memory grid with it (~0.2 s; twice where the in-core engine turns
+// the time levels), the read bandwidth of the grid's data files: O_DIRECT reads through io_uring,
+// several planes in flight, up to 256 MiB (~0.3 s), and what those reads cost the CPUs (the same
+// reads beside an in-core load on every thread, ~0.8 s). Writes nothing. With a memory budget
+// (bytes, 0: none) every measurement stays within half of it, so that a run's first measurement
+// keeps the run's memory promise.
 Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& scheme, int threads,
                                        uint64_t mem_budget = 0);
 
@@ -78,15 +78,19 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& scheme, i
                                        bool remeasure = false, uint64_t mem_budget = 0);
 
 // The per-thread working set (bytes) the wavefront's tiles run fastest with on this machine,
-// for `threads` threads (0: all): caches differ (a 2 MiB L2 per core on one machine class, a
-// 512 KiB L2 and a large shared L3 on another), and what a guest sees of them does not say
-// how much is its own. Measured once (a second or two: the in-core engine on a 512x256x64 f32
-// 7pt sample with five candidate budgets, 384 KiB to 6 MiB, best of three runs each) and
-// cached in machine.json; `remeasure` measures again. Candidates that do not fit half of
-// `mem_budget` (bytes, 0: no limit) are skipped, and then the best of the rest is cached under
-// a key naming them, for runs within such a budget (a tuning of all, once cached, serves every
-// budget); 0 (the engines' default) when none fits.
-Result<int64_t> tuned_cache_bytes(int threads, bool remeasure = false, uint64_t mem_budget = 0);
+// for planes `width` wide and `threads` threads (0: all): caches differ (a 2 MiB L2 per core on
+// one machine class, a 512 KiB L2 and a large shared L3 on another), and what a guest sees of
+// them does not say how much is its own; on wide planes, whether tiles that span x beat narrower
+// ones within a smaller working set differs too. Measured once per thread count and plane width
+// (512 for planes up to 512 wide or unknown (0); 1024 or 2048 for wider ones) (a second or two:
+// the in-core engine on a 7pt f32 sample of about 8 Mi points in 64 planes of that width with
+// five candidate budgets, 384 KiB to 6 MiB, best of three runs each) and cached in
+// machine.json; `remeasure` measures again. Candidates that do not fit half of `mem_budget`
+// (bytes, 0: no limit) are skipped, and then the best of the rest is cached under a key naming
+// them, for runs within such a budget (a tuning of all, once cached, serves every budget). When
+// none fits: for wider planes the tuning of 512-wide ones, else 0 (the engines' default).
+Result<int64_t> tuned_cache_bytes(int64_t width, int threads, bool remeasure = false,
+                                  uint64_t mem_budget = 0);
 
 // The depth (bt) the in-core engine runs `scheme` fastest at on this machine, for schemes whose
 // time levels take turns at bt 1 with radius 2 or more (the wave equations wave4 and wave8):

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -163,6 +164,25 @@ Result<double> measure_compute(const Grid& grid, const Scheme& stencil, const In
   return b.mlups;
 }
 
+// The tunings' samples: planes `width` wide (up to 2048), about 8 Mi points in 64 planes (the
+// sanitizers' quarter-size sample of 512-wide planes: 512x64x16).
+Shape width_sample(int64_t width) {
+  const int64_t nx = std::clamp<int64_t>(width, 1, 2048);
+  const int64_t rows =
+      std::clamp<int64_t>(kTuningRows * 512 / nx, std::min<int64_t>(64, kTuningRows), kTuningRows);
+  return {nx, rows, kTuningPlanes};
+}
+
+// The width of the planes the tiles' working set is tuned on for a grid's planes `width` wide:
+// 512, or 1024 or 2048 for wider ones. Where the working set tuned on 512-wide planes leaves
+// tiles narrower than the grid, whether a larger one that spans x runs faster depends on the
+// machine: on a Zen 1 EPYC VM (2026-12-04, 7pt f32 2048x2048x128, one thread) the 768 KiB
+// tuned on 512-wide planes gave bt 6 in 256x33 tiles, 6.35-7.22 s of compute, where tiles
+// spanning x ran in 5.05-5.46 s (bt 3 or 4, 2048x16 to 2048x21: 1.3 to 2 MiB).
+int64_t tiling_width(int64_t width) {
+  return width <= 512 ? 512 : std::min<int64_t>(2048, std::bit_ceil(static_cast<uint64_t>(width)));
+}
+
 // Candidate working sets for tuned_cache_bytes(): the engines' default (sized for a 2 MiB L2),
 // larger ones for machines whose tiles do better in a large L3, and smaller ones for a 1 MiB
 // L2 beside a slow L3: on a Skylake-class Xeon VM (2026-11-28, 7pt f32 512x512x256, 2 threads)
@@ -225,11 +245,11 @@ struct Tuning {
   }
 };
 
-// The candidate working sets, timed with 7pt f32 on 512-wide planes.
-Tuning cache_bytes_tuning(int threads) {
+// The candidate working sets, timed with 7pt f32 on planes of tiling_width(width).
+Tuning cache_bytes_tuning(int threads, int64_t width) {
   Tuning t{{},
            {},
-           Shape{512, kTuningRows, kTuningPlanes},
+           width_sample(tiling_width(width)),
            Scheme(Stencil::preset("7pt").value()),
            DType::kF32,
            kTuningSteps};
@@ -244,19 +264,10 @@ Tuning cache_bytes_tuning(int threads) {
 // 2 or more (plan_wavefront turns them there unless told the depth).
 bool measures_bt(const Scheme& scheme) { return time_levels_turn(scheme) && scheme.radius() >= 2; }
 
-// tuned_bt()'s sample: planes `width` wide (up to 2048), about 8 Mi points in 64 planes
-// (the sanitizers' quarter-size tuning sample there).
-Shape depth_sample(int64_t width) {
-  const int64_t nx = std::clamp<int64_t>(width, 1, 2048);
-  const int64_t rows =
-      std::clamp<int64_t>(kTuningRows * 512 / nx, std::min<int64_t>(64, kTuningRows), kTuningRows);
-  return {nx, rows, kTuningPlanes};
-}
-
 // The candidate depths: kDepthCandidates within kDepthReach, time levels turning.
 Tuning depth_tuning(const Scheme& scheme, DType dtype, int64_t width, int threads,
                     int64_t cache_bytes) {
-  Tuning t{{}, {}, depth_sample(width), scheme, dtype, kDepthSteps};
+  Tuning t{{}, {}, width_sample(width), scheme, dtype, kDepthSteps};
   for (const int bt : kDepthCandidates) {
     if (bt > 1 && bt * std::max(1, scheme.radius()) > kDepthReach) continue;
     InCoreOptions& opt = t.candidates.emplace_back(compute_options(threads, cache_bytes));
@@ -607,16 +618,23 @@ Result<int64_t> tuned_value(const Tuning& t, const char* section, const std::str
 
 }  // namespace
 
-Result<int64_t> tuned_cache_bytes(int threads, bool remeasure, uint64_t mem_budget) {
-  return tuned_value(cache_bytes_tuning(threads), "wavefront_cache_bytes", threads_key(threads), "",
-                     remeasure, mem_budget);
+Result<int64_t> tuned_cache_bytes(int64_t width, int threads, bool remeasure, uint64_t mem_budget) {
+  const int64_t tiled = tiling_width(width);
+  const std::string key =
+      threads_key(threads) + (tiled > 512 ? "/" + std::to_string(tiled) + " wide" : "");
+  DG_ASSIGN_OR_RETURN(const int64_t tuned,
+                      tuned_value(cache_bytes_tuning(threads, width), "wavefront_cache_bytes", key,
+                                  "", remeasure, mem_budget));
+  // Wide planes whose own tuning fits no candidate in the budget take the 512-wide planes'.
+  if (tuned > 0 || tiled == 512) return tuned;
+  return tuned_cache_bytes(512, threads, remeasure, mem_budget);
 }
 
 Result<int> tuned_bt(const Scheme& scheme, DType dtype, int64_t width, int threads,
                      int64_t cache_bytes, bool remeasure, uint64_t mem_budget) {
   if (!measures_bt(scheme)) return 0;
   const std::string key = scheme_key(scheme, dtype, threads) + "/" +
-                          std::to_string(depth_sample(width).nx) + " wide/" +
+                          std::to_string(width_sample(width).nx) + " wide/" +
                           std::to_string(cache_bytes) + " B";
   DG_ASSIGN_OR_RETURN(const int64_t bt,
                       tuned_value(depth_tuning(scheme, dtype, width, threads, cache_bytes),
@@ -627,7 +645,7 @@ Result<int> tuned_bt(const Scheme& scheme, DType dtype, int64_t width, int threa
 Result<MachineProfile> machine_tuning(const Scheme& scheme, DType dtype, int64_t width, int threads,
                                       bool remeasure, uint64_t mem_budget) {
   MachineProfile p;
-  DG_ASSIGN_OR_RETURN(p.cache_bytes, tuned_cache_bytes(threads, remeasure, mem_budget));
+  DG_ASSIGN_OR_RETURN(p.cache_bytes, tuned_cache_bytes(width, threads, remeasure, mem_budget));
   DG_ASSIGN_OR_RETURN(
       p.tuned_bt, tuned_bt(scheme, dtype, width, threads, p.cache_bytes, remeasure, mem_budget));
   return p;
@@ -636,7 +654,7 @@ Result<MachineProfile> machine_tuning(const Scheme& scheme, DType dtype, int64_t
 Result<MachineProfile> measure_machine(const Grid& grid, const Scheme& stencil, int threads,
                                        uint64_t mem_budget) {
   MachineProfile p;
-  const Tuning caches = cache_bytes_tuning(threads);
+  const Tuning caches = cache_bytes_tuning(threads, grid.shape().nx);
   DG_ASSIGN_OR_RETURN(p.cache_bytes, caches.fastest(caches.fitting(mem_budget)));
   if (measures_bt(stencil)) {
     const Tuning depths =

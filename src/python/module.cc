@@ -266,7 +266,7 @@ struct RunArgs {
 Status profile_machine(const std::string& path, RunOptions* o) {
   auto working_set_only = [o]() -> Status {
     DG_ASSIGN_OR_RETURN(o->machine.cache_bytes,
-                        tuned_cache_bytes(o->threads, false, o->mem_budget));
+                        tuned_cache_bytes(0, o->threads, false, o->mem_budget));
     return Status::Ok();
   };
   const Result<Grid> g = Grid::open(path);
