@@ -164,8 +164,8 @@ Result<double> measure_compute(const Grid& grid, const Scheme& stencil, const In
   return b.mlups;
 }
 
-// The tunings' samples: planes `width` wide (up to 2048), about 8 Mi points in 64 planes (the
-// sanitizers' quarter-size sample of 512-wide planes: 512x64x16).
+// The tunings' samples: planes `width` wide (up to 2048), about 8 Mi points in 64 planes (in
+// sanitizer builds 64 rows of 16 planes: a quarter of that at 512 wide).
 Shape width_sample(int64_t width) {
   const int64_t nx = std::clamp<int64_t>(width, 1, 2048);
   const int64_t rows =
@@ -619,12 +619,12 @@ Result<int64_t> tuned_value(const Tuning& t, const char* section, const std::str
 }  // namespace
 
 Result<int64_t> tuned_cache_bytes(int64_t width, int threads, bool remeasure, uint64_t mem_budget) {
-  const int64_t tiled = tiling_width(width);
+  const Tuning t = cache_bytes_tuning(threads, width);
+  const int64_t tiled = t.sample.nx;
   const std::string key =
       threads_key(threads) + (tiled > 512 ? "/" + std::to_string(tiled) + " wide" : "");
   DG_ASSIGN_OR_RETURN(const int64_t tuned,
-                      tuned_value(cache_bytes_tuning(threads, width), "wavefront_cache_bytes", key,
-                                  "", remeasure, mem_budget));
+                      tuned_value(t, "wavefront_cache_bytes", key, "", remeasure, mem_budget));
   // Wide planes whose own tuning fits no candidate in the budget take the 512-wide planes'.
   if (tuned > 0 || tiled == 512) return tuned;
   return tuned_cache_bytes(512, threads, remeasure, mem_budget);
