@@ -495,8 +495,8 @@ TEST_F(MachineTuningTest, TunesTheTilesWorkingSetOnceAndCachesIt) {
   EXPECT_EQ(tuned_cache_bytes(0, 1).value(), 12345) << "a width not known";
   EXPECT_EQ(tuned_cache_bytes(513, 1).value(), 23456) << "wider planes: a tuning of their own";
   EXPECT_EQ(tuned_cache_bytes(1024, 1).value(), 23456);
-  EXPECT_EQ(tuned_cache_bytes(2048, 1, false, 1 << 20).value(), 12345)
-      << "no wide sample fits 512 KiB: the 512-wide planes' tuning";
+  EXPECT_EQ(tuned_cache_bytes(2048, 1, false, 1 << 20).value(), 0)
+      << "no wide sample fits 512 KiB: the engines' default, not the 512-wide planes' tuning";
   EXPECT_EQ(profile().value().cache_bytes, 12345) << "the profile carries the tuning";
   EXPECT_NE(tuned_cache_bytes(kGridWidth, 1, /*remeasure=*/true).value(), 12345);
   EXPECT_EQ(cached_profile()["wavefront_cache_bytes"]["1t/1024 wide"].get<int64_t>(), 23456)

@@ -88,7 +88,7 @@ Result<MachineProfile> machine_profile(const Grid& grid, const Scheme& scheme, i
 // machine.json; `remeasure` measures again. Candidates that do not fit half of `mem_budget`
 // (bytes, 0: no limit) are skipped, and then the best of the rest is cached under a key naming
 // them, for runs within such a budget (a tuning of all, once cached, serves every budget). When
-// none fits: for wider planes the tuning of 512-wide ones, else 0 (the engines' default).
+// none fits: 0 (the engines' default), whatever the cache holds for other widths.
 Result<int64_t> tuned_cache_bytes(int64_t width, int threads, bool remeasure = false,
                                   uint64_t mem_budget = 0);
 

@@ -623,11 +623,11 @@ Result<int64_t> tuned_cache_bytes(int64_t width, int threads, bool remeasure, ui
   const int64_t tiled = t.sample.nx;
   const std::string key =
       threads_key(threads) + (tiled > 512 ? "/" + std::to_string(tiled) + " wide" : "");
-  DG_ASSIGN_OR_RETURN(const int64_t tuned,
-                      tuned_value(t, "wavefront_cache_bytes", key, "", remeasure, mem_budget));
-  // Wide planes whose own tuning fits no candidate in the budget take the 512-wide planes'.
-  if (tuned > 0 || tiled == 512) return tuned;
-  return tuned_cache_bytes(512, threads, remeasure, mem_budget);
+  // Wide planes whose own tuning fits no candidate in the budget take the engines' default, not
+  // the 512-wide planes' tuning: on a Zen 1 EPYC VM (2026-12-04, 7pt f32 2048x2048x128, one
+  // thread, --mem 128MiB) a cached 768 KiB from 512-wide planes gave the stream 256x30 tiles and
+  // 8.48-8.88 s of compute where the default's 2048x21 took 7.00-7.17 s.
+  return tuned_value(t, "wavefront_cache_bytes", key, "", remeasure, mem_budget);
 }
 
 Result<int> tuned_bt(const Scheme& scheme, DType dtype, int64_t width, int threads,
