@@ -455,6 +455,9 @@ TEST(StreamPlan, BandsOfRowsBlockDeeperWhereTheBudgetHoldsFewPlanes) {
   ASSERT_EQ(bands.stream.bands, 8);
   EXPECT_EQ(bands.stream.band_rows, 256);
   EXPECT_EQ(bands.stream.band_height, 256 + 2 * bands.stream.bt);
+  EXPECT_DOUBLE_EQ(bands.stream.band_redundancy, 1 + bands.stream.bt / 256.0)
+      << "each level computes the rows that reach its band's own: on average its 256 and bt more";
+  EXPECT_EQ(whole.stream.band_redundancy, 1);
   EXPECT_GE(bands.stream.bt, 2 * whole.stream.bt) << "whole planes: bt " << whole.stream.bt;
   EXPECT_LT(bands.stream.sweeps, whole.stream.sweeps);
   EXPECT_LT(bands.predicted_seconds, whole.predicted_seconds);
@@ -467,6 +470,7 @@ TEST(StreamPlan, BandsOfRowsBlockDeeperWhereTheBudgetHoldsFewPlanes) {
   const RunPlan one = plan_run(m, "", ro, machine).value();
   EXPECT_EQ(one.stream.bands, 1);
   EXPECT_EQ(one.stream.band_height, 2048);
+  EXPECT_EQ(one.stream.band_redundancy, 1) << "no halo rows within the grid";
   EXPECT_EQ(one.stream.bt, 3);
 }
 

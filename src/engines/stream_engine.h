@@ -135,6 +135,10 @@ struct StreamPlan {
   // either side, within the grid); every figure above is of those planes but
   // memory_bytes, which adds the per-plane checksum states, and cost, which is of the whole run.
   int64_t band_rows = 0, band_height = 0, bands = 0;
+  // Rows the bands compute / the grid's rows, on average over their levels (each level computes
+  // the rows that reach its band's own: about band_rows + bt * ry of its planes), apart from
+  // the tiles' halos: the bands' halo work (1: whole planes).
+  double band_redundancy = 1;
 };
 
 // Whether a sweep in bands reads rows across the grid's ends: periodic, and the grid holds every

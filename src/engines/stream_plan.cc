@@ -477,6 +477,7 @@ Result<StreamPlan> plan_bands(const Manifest& m, const Scheme& st, const Boundar
     best.bands = bands;
     best.band_rows = rows;
     best.band_height = height;
+    best.band_redundancy = static_cast<double>(bands) * computed / ny_d;
     best.cost = c;
     best_steps = best.cost.steps;
     best_compute = best.cost.compute_steps;

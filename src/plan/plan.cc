@@ -602,12 +602,13 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
             : "",
         format_size(static_cast<uint64_t>(stream.minimum_bytes)).c_str());
     if (stream.bands > 0) {
-      n += std::snprintf(buf + n, sizeof buf - n,
-                         "bands       %lld of %lld rows, each swept as planes of %lld rows (its "
-                         "halo rows read and computed again), written out of place\n",
-                         static_cast<long long>(stream.bands),
-                         static_cast<long long>(stream.band_rows),
-                         static_cast<long long>(stream.band_height));
+      n += std::snprintf(
+          buf + n, sizeof buf - n,
+          "bands       %lld of %lld rows, each swept as planes of %lld rows (its "
+          "halo rows read again, and computed again: %.0f%% more work), written "
+          "out of place\n",
+          static_cast<long long>(stream.bands), static_cast<long long>(stream.band_rows),
+          static_cast<long long>(stream.band_height), 100 * (stream.band_redundancy - 1));
     }
   }
   if (method == Method::kMmap) {
@@ -714,6 +715,7 @@ std::string RunPlan::to_json() const {
       j["bands"] = stream.bands;
       j["band_rows"] = stream.band_rows;
       j["band_height"] = stream.band_height;
+      j["band_redundancy"] = stream.band_redundancy;
     }
   }
   return j.dump();
