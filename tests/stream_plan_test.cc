@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <string>
 
+#include "core/aligned_buffer.h"
 #include "deepgrid/machine.h"
 #include "deepgrid/run.h"
 #include "engines/stream_engine.h"
 #include "engines/tiled_engine.h"
+#include "engines/wavefront.h"
 #include "plan/plan.h"
 #include "planning_manifest.h"
 #include "temp_dir.h"
@@ -121,6 +123,46 @@ TEST(StreamPlan, StagesGoShallowerWhereTheirTilesThenSpanThePlanes) {
   const RunPlan large = plan_run(m, "", ro, machine).value();
   EXPECT_EQ(large.stream.tile_x, 512);
   EXPECT_GE(large.stream.cache_bt, 6);
+}
+
+// At one thread a stage's tiles of each x range run as one chain that hands its edge rows on
+// (no halo rows computed twice but at the planes' y ends when periodic), their edges a block's
+// planes of the stage's inner levels, counted in the plan's memory; at two threads, with
+// --carry-edges off, on a device, or with one tile per x range, each tile on its own.
+TEST(StreamPlan, TilesRunInChainsAtOneThread) {
+  const Manifest m = planning_manifest({512, 512, 64});
+  const Stencil st = Stencil::preset("7pt").value();
+  StreamOptions opt;
+  opt.mem_budget = int64_t{1} << 30;
+  opt.bt = 8;
+  opt.cache_bt = 4;
+  opt.block = 5;
+  opt.tile_x = 256;
+  opt.tile_y = 32;
+  opt.threads = 1;
+  const StreamPlan chained = plan_stream(m, st, Boundary{}, 8, opt).value();
+  EXPECT_EQ(chained.chain_tiles, 512 / 32);
+  EXPECT_DOUBLE_EQ(chained.redundancy, (4 * 256 + 2 * (3 + 2 + 1)) / (4.0 * 256))
+      << "the x halo of 256-wide tiles alone";
+  // Levels 1-3 of a block of 5 z-steps: 5 + 2 planes each, of 2 rows of the rings' stride.
+  const int64_t stride = internal::wavefront_row_stride(256 + 2 * 4, sizeof(float));
+  EXPECT_EQ(chained.edges_bytes,
+            static_cast<int64_t>(internal::paged_bytes(3 * 7 * 2 * stride * sizeof(float))));
+  opt.carry_edges = false;
+  const StreamPlan apart = plan_stream(m, st, Boundary{}, 8, opt).value();
+  EXPECT_EQ(apart.chain_tiles, 0);
+  EXPECT_EQ(apart.edges_bytes, 0);
+  EXPECT_GT(apart.redundancy, chained.redundancy * 1.05) << "32-row tiles' y halo";
+  EXPECT_EQ(chained.memory_bytes - apart.memory_bytes, chained.edges_bytes);
+  opt.carry_edges = true;
+  opt.threads = 2;
+  EXPECT_EQ(plan_stream(m, st, Boundary{}, 8, opt).value().chain_tiles, 0);
+  opt.threads = 1;
+  opt.tile_y = 512;
+  EXPECT_EQ(plan_stream(m, st, Boundary{}, 8, opt).value().chain_tiles, 0) << "one tile a column";
+  opt.tile_y = 32;
+  opt.cache_bt = 1;
+  EXPECT_EQ(plan_stream(m, st, Boundary{}, 8, opt).value().chain_tiles, 0) << "one level a stage";
 }
 
 // What a plan computes beyond the in-core engine's updates: shallower blocks read their

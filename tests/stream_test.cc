@@ -70,6 +70,7 @@ struct Case {
   DeviceOverlap device_overlap = DeviceOverlap::kAuto;
   int64_t band_rows = 0;    // stream: sweeps in bands of rows (stream_bands.h); 0: whole planes
   bool coef_files = false;  // the grid keeps its coefficients in coefficient files (store.h)
+  int threads = 0;          // 0: all (the stream chains its tiles at one: StreamPlan::chain_tiles)
 };
 
 bool bounded(const GridPlacement& at) {
@@ -82,7 +83,8 @@ std::string describe(const Case& c, const Boundary& b) {
          " steps, bt " + std::to_string(c.bt) + ", cache bt " + std::to_string(c.cache_bt) + ", " +
          std::to_string(c.stripes) + " stripes, io " + std::string(io::backend_name(c.backend)) +
          (c.flush_subnormals ? ", subnormals flushed" : "") +
-         (c.band_rows > 0 ? ", bands of " + std::to_string(c.band_rows) + " rows" : "");
+         (c.band_rows > 0 ? ", bands of " + std::to_string(c.band_rows) + " rows" : "") +
+         (c.threads > 0 ? ", " + std::to_string(c.threads) + " threads" : "");
 }
 
 class StreamGolden : public ::testing::Test {
@@ -131,6 +133,7 @@ class StreamGolden : public ::testing::Test {
     opt.device_mem = c.device_mem;
     opt.device_overlap = c.device_overlap;
     opt.band_rows = c.band_rows;
+    opt.threads = c.threads;
     if (c.probes != nullptr) {
       opt.probes = *c.probes;
       opt.traces_path = dir + ".traces.npy";
@@ -337,18 +340,21 @@ uint64_t three_tier_host_budget(const Case& c, const Scheme& scheme) {
 // whether slabs' copies overlap their steps (three slab buffers).
 // The stream method in bands of a few rows: several bands on every grid of the suite, whose
 // rows are under a block (the buffered writes; whole blocks: BandsOfWholeBlocks; a block or
-// more: BandsSharingTheirEdgeBlocks).
+// more: BandsSharingTheirEdgeBlocks), at one thread, where the stages run their tiles of each x
+// range as a chain (StreamPlan::chain_tiles; whole planes in chains: ChainsOfTilesAtOneThread).
 struct EngineUnderTest {
   Method method;
   DevicePlacement placement = DevicePlacement::kDeviceResident;
   bool overlapped = false;
   int64_t band_rows = 0;
+  int threads = 0;  // 0: all
 };
 void PrintTo(const EngineUnderTest& e, std::ostream* os) {
   *os << method_name(e.method);
   if (e.method == Method::kDevice) *os << " " << placement_name(e.placement);
   if (e.overlapped) *os << " overlapped";
   if (e.band_rows > 0) *os << " in bands of " << e.band_rows << " rows";
+  if (e.threads > 0) *os << " at " << e.threads << " thread" << (e.threads > 1 ? "s" : "");
 }
 
 // The shared suite: each case through the method under test.
@@ -365,6 +371,7 @@ class EngineGolden : public StreamGolden, public ::testing::WithParamInterface<E
   void expect_all_boundaries(Case c) {
     c.method = method();
     c.band_rows = GetParam().band_rows;
+    c.threads = GetParam().threads;
     if (GetParam().overlapped) c.device_overlap = DeviceOverlap::kOn;
     if (GetParam().placement != DevicePlacement::kDeviceResident) {
       c.device_mem = host_resident_budget(c, testing_scheme(c.stencil));
@@ -587,7 +594,8 @@ TEST_P(EngineGolden, SourcesAndReceivers) {
 INSTANTIATE_TEST_SUITE_P(
     Methods, EngineGolden,
     ::testing::Values(EngineUnderTest{Method::kInCore}, EngineUnderTest{Method::kStream},
-                      EngineUnderTest{Method::kStream, DevicePlacement::kDeviceResident, false, 4},
+                      EngineUnderTest{Method::kStream, DevicePlacement::kDeviceResident, false, 4,
+                                      1},
                       EngineUnderTest{Method::kMmap}, EngineUnderTest{Method::kTiled},
                       EngineUnderTest{Method::kDevice},
                       EngineUnderTest{Method::kDevice, DevicePlacement::kHostResident},
@@ -601,6 +609,8 @@ INSTANTIATE_TEST_SUITE_P(
       }
       if (param_info.param.overlapped) name += "_overlapped";
       if (param_info.param.band_rows > 0) name += "_bands";
+      if (param_info.param.threads > 0)
+        name += "_" + std::to_string(param_info.param.threads) + "_thread";
       for (char& ch : name) ch = ch == '-' ? '_' : ch;
       return name;
     });
@@ -620,6 +630,52 @@ TEST_F(StreamGolden, StagesWithinASweep) {
     c.tile_x = 6;
     c.tile_y = 4;
     expect_all_boundaries(c);
+  }
+}
+
+// Tiles in chains (StreamPlan::chain_tiles: one thread), whole planes: each x range's tiles in
+// y order, their levels skewed, edge rows handed on within each block of z-steps. Tiles of one
+// row and tiles shorter than their halo, stages of 2 to 4 levels and a last one shorter,
+// stencils of radius 2 and schemes of several fields, probes, and a distributed part's needed
+// box, whose trim cuts the chains' levels. (In bands: EngineGolden's stream_bands_1_thread.)
+TEST_F(StreamGolden, ChainsOfTilesAtOneThread) {
+  for (auto [bt, cache_bt, ty] : {std::tuple{6, 3, 3}, {7, 2, 1}, {9, 4, 5}}) {
+    Case c{"7pt", {23, 17, 13}, DType::kF32, 9, bt, 1, io::Backend::kUring};
+    c.threads = 1;
+    c.cache_bt = cache_bt;
+    c.tile_x = 8;
+    c.tile_y = ty;
+    expect_all_boundaries(c);
+  }
+  for (const std::string st : {"13pt", "27pt", "wave8", kCoupledScheme}) {
+    Case c{st, {15, 13, 9}, DType::kF64, 7, 6, 1, io::Backend::kThreads};
+    c.threads = 1;
+    c.cache_bt = 3;
+    c.tile_x = 15;
+    c.tile_y = 3;
+    expect_all_boundaries(c);
+  }
+  Probes probes = testing::shot_and_corner();
+  for (int64_t y : {0, 3, 4, 6, 11}) probes.receivers.push_back({"u", 5, y, 7});
+  probes.receivers.push_back({"u@1", 3, 4, 13});
+  Case waves{"wave4", {17, 12, 14}, DType::kF32, 7, 4, 1, io::Backend::kUring};
+  waves.threads = 1;
+  waves.cache_bt = 2;
+  waves.tile_x = 9;
+  waves.tile_y = 3;
+  waves.probes = &probes;
+  expect_all_boundaries(waves);
+  const int64_t kNone = GridPlacement::kUnbounded;
+  for (const Boundary& b : kBoundaries) {
+    Case c{"7pt", {23, 17, 40}, DType::kF32, 7, 4, 1, io::Backend::kUring};
+    c.threads = 1;
+    c.cache_bt = 2;
+    c.tile_x = 10;
+    c.tile_y = 3;
+    const bool periodic = b.kind == Boundary::Kind::kPeriodic;
+    c.placement.needed_lo = {8, -kNone, 10};
+    c.placement.needed_hi = {16, periodic ? kNone : 10, periodic ? 30 : kNone};
+    expect_matches_reference<float>(c, b);
   }
 }
 

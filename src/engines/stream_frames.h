@@ -206,8 +206,17 @@ class StageFrames {
       carries_.emplace_back(plan.cache_bt, rz, kernel.ry(), ws_.front()->stride(), frame_h, ring_n,
                             carry_arena_.data<T>() + c * carry_values);
     }
+    if (plan.chain_tiles > 0) {
+      for (int t = 0; t < plan.threads; ++t) {
+        edges_memory_.emplace_back(static_cast<size_t>(plan.edges_bytes));
+        edges_.emplace_back(kernel.ry(), ws_.front()->stride(), ring_n, 0,
+                            chain_edge_planes(plan.cache_bt, rz, plan.block),
+                            edges_memory_.back().template data<T>());
+      }
+    }
     bool ok = true;
     for (const auto& w : ws_) ok = ok && w->ok();
+    for (const auto& e : edges_memory_) ok = ok && e.ok();
     ok = ok && carry_arena_.ok();
     if (!ok) return Status(ErrorCode::kResource, "out of memory for the stream engine's buffers");
     return Status::Ok();
@@ -277,6 +286,8 @@ class StageFrames {
   }
   // Thread t's rings.
   WavefrontWorkspace<T>& workspace(int t) { return *ws_[static_cast<size_t>(t)]; }
+  // Thread t's edge rows, which its chains of tiles hand on (StreamPlan::chain_tiles).
+  WavefrontEdges<T>& edges(int t) { return edges_[static_cast<size_t>(t)]; }
   // What (stage j, tile t) carries from one block to the next.
   WavefrontCarry<T>& carry(int j, int64_t t) {
     return carries_[static_cast<size_t>(j * tiles_ + t)];
@@ -295,6 +306,8 @@ class StageFrames {
   std::vector<std::unique_ptr<WavefrontWorkspace<T>>> ws_;  // per thread
   std::vector<WavefrontCarry<T>> carries_;                  // stage-major, per tile
   AlignedBuffer carry_arena_;                               // the carries' memory, on huge pages
+  std::vector<AlignedBuffer> edges_memory_;                 // per thread, where chained
+  std::vector<WavefrontEdges<T>> edges_;                    // per thread, in edges_memory_
 };
 
 }  // namespace deepgrid::internal::stream

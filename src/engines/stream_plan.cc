@@ -43,7 +43,8 @@ double relative_compute(const StreamPlan& q, DType dtype) {
 }
 
 // Computed updates / useful updates of a sweep: level k of a stage's tile covers the tile
-// widened by (stage levels - k) * r wherever the grid goes on.
+// widened by (stage levels - k) * r wherever the grid goes on (tiles in chains: `tile_y` the
+// chain's rows, which compute their halo once).
 double redundancy(const Shape& s, const Scheme& st, const Boundary& b, const Stages& stages,
                   int64_t tile_x, int64_t tile_y) {
   const int64_t tx = std::min(tile_x, s.nx), ty = std::min(tile_y, s.ny);
@@ -227,13 +228,25 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
                                              p.cache_bt, rz, frame_w, frame_h, vb, ring_n) +
                              static_cast<int64_t>(internal::paged_bytes(
                                  static_cast<size_t>(p.stages * p.tiles * carry_bytes)));
-  p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.tile_y);
+  // Chains along y at one thread on the CPU (several threads take tiles one at a time instead:
+  // chains in the stages ran no faster at two threads on Zen 3 VMs, sessions 53-56).
+  const int64_t tiles_y = (s.ny + p.tile_y - 1) / p.tile_y;
+  if (opt.carry_edges && opt.device == nullptr && p.threads == 1 && p.cache_bt >= 2 &&
+      st.radius_y() > 0 && tiles_y >= 2) {
+    p.chain_tiles = tiles_y;
+    p.edges_bytes = static_cast<int64_t>(internal::paged_bytes(static_cast<size_t>(
+        internal::WavefrontEdges<char>::values(
+            p.cache_bt, st.radius_y(), internal::wavefront_row_stride(frame_w, vb), ring_n,
+            internal::stream::chain_edge_planes(p.cache_bt, rz, block)) *
+        static_cast<int64_t>(vb))));
+  }
+  p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.chain_tiles > 0 ? s.ny : p.tile_y);
   // Reads of the next block and writes of the previous one overlap the current block.
   p.write_buffers = (writes == Writes::kOneBlock && p.stages >= 2 ? 1 : 2) * int64_t{block};
   p.io_buffers = block + p.write_buffers;
   const int64_t write_bytes =
       p.writes_without_coefficients ? m.layout.plane_stride : m.layout.plane_buffer_bytes();
-  p.memory_bytes = pools_bytes + ring_bytes +
+  p.memory_bytes = pools_bytes + ring_bytes + p.threads * p.edges_bytes +
                    static_cast<int64_t>(internal::paged_bytes(static_cast<size_t>(
                        block * m.layout.plane_buffer_bytes() + p.write_buffers * write_bytes)));
   return p;

@@ -35,6 +35,18 @@ struct Stages {
   int count(int j) const { return std::min(cache_bt, levels - first(j)); }
 };
 
+// Planes of each inner level (1 to count - 1) that a stage's chains of tiles hand on within a
+// block of `block` steps (StreamPlan::chain_tiles): step i computes level k's plane i - k rz, so
+// a block's planes of levels 1 to cache_bt - 1 span block + (cache_bt - 2) rz planes, from its
+// first step's plane of the deepest inner level (chain_edges_first).
+inline int64_t chain_edge_planes(int cache_bt, int rz, int block) {
+  return block + int64_t{std::max(0, cache_bt - 2)} * rz;
+}
+// The first of them, for a stage of `count` levels whose block starts at its own step i0.
+inline int64_t chain_edges_first(int count, int rz, int64_t i0) {
+  return i0 - int64_t{count - 1} * rz;
+}
+
 // Planes of stage j's input level that stay in memory from one block to the next (the rest
 // are released after each step): the 2 rz its first level reads again, or, where its levels
 // read a coefficient field from the input (a lean stage: wavefront.h), down to the plane its

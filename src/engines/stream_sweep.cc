@@ -120,7 +120,9 @@ Status StreamSweep<T>::run_blocks(StreamStats& stats) {
   const std::vector<std::vector<std::vector<Wave>>> waves = make_all_waves();
   const int64_t first = layout_.level_begin(0);
   const int64_t end = s_.nz + int64_t{layout_.levels} * rz_;
-  const int64_t ntiles = plan_.tiles;
+  // Threads take a stage's tiles one at a time, or whole chains of them (tiles() orders them).
+  const int64_t per_item = std::max<int64_t>(1, plan_.chain_tiles);
+  const int64_t items = plan_.tiles / per_item;
   Status shared;
 #pragma omp parallel num_threads(plan_.threads)
   {
@@ -154,13 +156,19 @@ Status StreamSweep<T>::run_blocks(StreamStats& stats) {
         const int64_t lag = int64_t{stages.first(j)} * rz_;
         const std::vector<Wave>& stage =
             waves[static_cast<size_t>(omp_get_thread_num())][static_cast<size_t>(j)];
+        if (plan_.chain_tiles > 0) {
+          frames_.edges(omp_get_thread_num())
+              .start_at(chain_edges_first(stages.count(j), rz_, i0 - lag));
+        }
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t t = 0; t < ntiles; ++t) {
-          const Wave& wave = stage[static_cast<size_t>(t)];
-          WavefrontCarry<T>& carry = frames_.carry(j, t);
-          wave.restore(carry, i0 - lag);
-          for (int64_t i = i0; i < i1; ++i) wave.step(i - lag);
-          wave.save(carry, i1 - lag);
+        for (int64_t item = 0; item < items; ++item) {
+          for (int64_t t = item * per_item; t < (item + 1) * per_item; ++t) {
+            const Wave& wave = stage[static_cast<size_t>(t)];
+            WavefrontCarry<T>& carry = frames_.carry(j, t);
+            wave.restore(carry, i0 - lag);
+            for (int64_t i = i0; i < i1; ++i) wave.step(i - lag);
+            wave.save(carry, i1 - lag);
+          }
         }
         if (j + 1 < stages.size()) frames_.fill_stage_output_ghosts(j, i0, i1);
       }
@@ -186,14 +194,15 @@ std::vector<std::vector<std::vector<Wavefront<T>>>> StreamSweep<T>::make_all_wav
   for (size_t t = 0; t < waves.size(); ++t) {
     waves[t].resize(static_cast<size_t>(layout_.stages.size()));
     for (int j = 0; j < layout_.stages.size(); ++j) {
-      make_waves(j, frames_.workspace(static_cast<int>(t)), waves[t][static_cast<size_t>(j)]);
+      make_waves(j, static_cast<int>(t), waves[t][static_cast<size_t>(j)]);
     }
   }
   return waves;
 }
 
 template <typename T>
-void StreamSweep<T>::make_waves(int j, WavefrontWorkspace<T>& ws, std::vector<Wave>& out) {
+void StreamSweep<T>::make_waves(int j, int thread, std::vector<Wave>& out) {
+  WavefrontWorkspace<T>& ws = frames_.workspace(thread);
   const Stages& stages = layout_.stages;
   const std::vector<Tile> all = tiles();
   const int n = stages.count(j);
@@ -227,6 +236,11 @@ void StreamSweep<T>::make_waves(int j, WavefrontWorkspace<T>& ws, std::vector<Wa
             return next.plane(z) + tile.y0 * next.strides().stride + tile.x0;
           },
           next.strides(), layout_.extension(j), from, probes, trim, windowed);
+    }
+    const int64_t chain = plan_.chain_tiles;
+    if (chain > 0 && n >= 2) {
+      const int64_t at = static_cast<int64_t>(t) % chain;  // (tiles() orders them by chain)
+      out.back().chain({&frames_.edges(thread), at > 0, at + 1 < chain, s_.ny});
     }
     if (plan_.window_components > 0) {
       out.back().read_coefficients_from(
@@ -265,7 +279,15 @@ std::vector<WavefrontFrame> StreamSweep<T>::tiles() const {
       out.push_back({x, std::min(s_.nx, x + plan_.tile_x), y, std::min(s_.ny, y + plan_.tile_y)});
     }
   }
-  // The order the threads take them in (dynamic, one at a time): the larger first, and of
+  // Chains (StreamPlan::chain_tiles, each of every tile of an x range): each x range's tiles in
+  // y order, one range after the other.
+  if (plan_.chain_tiles > 0) {
+    std::stable_sort(out.begin(), out.end(), [](const Tile& a, const Tile& b) {
+      return a.x0 != b.x0 ? a.x0 < b.x0 : a.y0 < b.y0;
+    });
+    return out;
+  }
+  // Else the order the threads take them in (dynamic, one at a time): the larger first, and of
   // equal ones those away from the planes' y ends, whose halo levels are trimmed, first, so
   // that the tiles left when a stage ends are its smallest and the threads finish together.
   const auto at_end = [&](const Tile& t) { return t.y0 == 0 || t.y1 == s_.ny; };

@@ -82,7 +82,7 @@ class StreamSweep {
 
   Status run_blocks(StreamStats& stats);
   std::vector<std::vector<std::vector<Wave>>> make_all_waves();
-  void make_waves(int j, WavefrontWorkspace<T>& ws, std::vector<Wave>& out);
+  void make_waves(int j, int thread, std::vector<Wave>& out);
   WavefrontTrim trim_from_level(int k) const;
   bool output_trimmed(int64_t z) const;
   std::vector<Tile> tiles() const;

@@ -280,6 +280,9 @@ class WavefrontEdges {
 
   // Level k's rows of plane z; component c's at c * field().
   T* rows(int k, int64_t z) const { return memory_ + ((k - 1) * planes_ + z - z_first_) * plane_; }
+  // The planes held from now on: [z_first, z_first + planes) (a stream stage's block of them,
+  // stream_sweep.cc; the tiles of a chain hand their edges on within the block).
+  void start_at(int64_t z_first) { z_first_ = z_first; }
   int64_t field() const { return field_; }
 
  private:

@@ -318,6 +318,17 @@ Result<RunPlan> plan_device_run(const Manifest& m, const RunOptions& opt,
   return plan;
 }
 
+// " in chains of up to N along y (...)": tiles that hand their edge rows on (WavefrontPlan's and
+// StreamPlan's chain_tiles; empty for 0).
+std::string chains_text(int64_t chain_tiles) {
+  if (chain_tiles <= 0) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf,
+                " in chains of up to %lld along y (each takes its edge rows from the one before)",
+                static_cast<long long>(chain_tiles));
+  return buf;
+}
+
 // " of u (u@1, m read where they lie)": what a lean stream plan's carried planes hold (empty
 // when they hold every component).
 std::string ring_fields(const Scheme& scheme, uint64_t aliased) {
@@ -523,17 +534,11 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
       std::string(method_name(method)).c_str(), weighed(*this).c_str());
   const bool incore_engine = method == Method::kInCore || method == Method::kMmap;
   if (incore_engine) {
-    char chains[96] = "";
-    if (incore.chain_tiles > 0) {
-      std::snprintf(
-          chains, sizeof chains,
-          " in chains of up to %lld along y (each takes its edge rows from the one before)",
-          static_cast<long long>(incore.chain_tiles));
-    }
     n += std::snprintf(buf + n, sizeof buf - n,
                        "blocking    bt %d, tiles %lldx%lld%s, %d threads%s%s\n", incore.bt,
                        static_cast<long long>(incore.tile_x), static_cast<long long>(incore.tile_y),
-                       chains, incore.threads, incore.turns ? ", each step writing u over u@1" : "",
+                       chains_text(incore.chain_tiles).c_str(), incore.threads,
+                       incore.turns ? ", each step writing u over u@1" : "",
                        incore.output_bypasses_caches ? ", output stored past the caches" : "");
   } else if (method == Method::kDevice) {
     n += std::snprintf(buf + n, sizeof buf - n, "device      %s\n",
@@ -583,14 +588,14 @@ std::string RunPlan::to_text(const Manifest& m, const RunOptions& opt) const {
   } else {
     n += std::snprintf(
         buf + n, sizeof buf - n,
-        "blocking    bt %d (%lld sweeps) in stages of %d steps, tiles %lldx%lld (%.0f%% "
+        "blocking    bt %d (%lld sweeps) in stages of %d steps, tiles %lldx%lld%s (%.0f%% "
         "redundant halo work, sized for %s per thread), blocks of %d z-steps, %d threads\n"
         "buffers     %lld plane frames for level 0 and between stages, %lld tiles x %d "
         "stages carrying %lld planes each%s%s, %lld I/O buffers (%lld for writes%s)\n"
         "minimum     %s (bt 1)\n",
         stream.bt, static_cast<long long>(stream.sweeps), stream.cache_bt,
         static_cast<long long>(stream.tile_x), static_cast<long long>(stream.tile_y),
-        100 * (stream.redundancy - 1),
+        chains_text(stream.chain_tiles).c_str(), 100 * (stream.redundancy - 1),
         format_size(static_cast<uint64_t>(stream.cache_bytes)).c_str(), stream.block,
         stream.threads, static_cast<long long>(stream.frames), static_cast<long long>(stream.tiles),
         stream.stages, static_cast<long long>(stream.carried_planes),
@@ -708,6 +713,7 @@ std::string RunPlan::to_json() const {
     j["tiles"] = stream.tiles;
     j["block"] = stream.block;
     j["redundancy"] = stream.redundancy;
+    j["chain_tiles"] = stream.chain_tiles;
     j["io_buffers"] = stream.io_buffers;
     j["write_buffers"] = stream.write_buffers;
     j["minimum_bytes"] = stream.minimum_bytes;
