@@ -228,8 +228,10 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
                                              p.cache_bt, rz, frame_w, frame_h, vb, ring_n) +
                              static_cast<int64_t>(internal::paged_bytes(
                                  static_cast<size_t>(p.stages * p.tiles * carry_bytes)));
-  // Chains along y at one thread on the CPU (several threads take tiles one at a time instead:
-  // chains in the stages ran no faster at two threads on Zen 3 VMs, sessions 53-56).
+  // Chains along y at one thread on the CPU; several threads take tiles one at a time instead:
+  // chains in the stages ran no faster at two threads on Zen 3 VMs (sessions 53-56), and on a
+  // Zen 1 VM (session 82) 1.09x faster with the same plan but slower where their smaller halo
+  // count led this planner to narrower tiles (docs/performance/incore.md).
   const int64_t tiles_y = (s.ny + p.tile_y - 1) / p.tile_y;
   if (opt.carry_edges && opt.device == nullptr && p.threads == 1 && p.cache_bt >= 2 &&
       st.radius_y() > 0 && tiles_y >= 2) {

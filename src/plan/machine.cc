@@ -626,7 +626,7 @@ Result<int64_t> tuned_cache_bytes(int64_t width, int threads, bool remeasure, ui
   // Wide planes whose own tuning fits no candidate in the budget take the engines' default, not
   // the 512-wide planes' tuning: on a Zen 1 EPYC VM (2026-12-04, 7pt f32 2048x2048x128, one
   // thread, --mem 128MiB) a cached 768 KiB from 512-wide planes gave the stream 256x30 tiles and
-  // 8.48-8.88 s of compute where the default's 2048x21 took 7.00-7.17 s.
+  // 9.54-10.54 s of compute where the default's 2048x19 took 7.84-8.11 s (three rounds).
   return tuned_value(t, "wavefront_cache_bytes", key, "", remeasure, mem_budget);
 }
 
