@@ -128,7 +128,8 @@ TEST(StreamPlan, StagesGoShallowerWhereTheirTilesThenSpanThePlanes) {
 // At one thread a stage's tiles of each x range run as one chain that hands its edge rows on
 // (no halo rows computed twice but at the planes' y ends when periodic), their edges a block's
 // planes of the stage's inner levels, counted in the plan's memory; at two threads, with
-// --carry-edges off, on a device, or with one tile per x range, each tile on its own.
+// StreamOptions::carry_edges off, or with one tile per x range or one level per stage, each
+// tile on its own.
 TEST(StreamPlan, TilesRunInChainsAtOneThread) {
   const Manifest m = planning_manifest({512, 512, 64});
   const Stencil st = Stencil::preset("7pt").value();

@@ -636,8 +636,9 @@ TEST_F(StreamGolden, StagesWithinASweep) {
 // Tiles in chains (StreamPlan::chain_tiles: one thread), whole planes: each x range's tiles in
 // y order, their levels skewed, edge rows handed on within each block of z-steps. Tiles of one
 // row and tiles shorter than their halo, stages of 2 to 4 levels and a last one shorter,
-// stencils of radius 2 and schemes of several fields, probes, and a distributed part's needed
-// box, whose trim cuts the chains' levels. (In bands: EngineGolden's stream_bands_1_thread.)
+// stencils of radius 2 and schemes of several fields, and probes. (A distributed part's needed
+// box, whose trim cuts the chains' levels: ANeededBoxComesOutExact…; in bands: EngineGolden's
+// stream_bands_1_thread.)
 TEST_F(StreamGolden, ChainsOfTilesAtOneThread) {
   for (auto [bt, cache_bt, ty] : {std::tuple{6, 3, 3}, {7, 2, 1}, {9, 4, 5}}) {
     Case c{"7pt", {23, 17, 13}, DType::kF32, 9, bt, 1, io::Backend::kUring};
@@ -665,18 +666,6 @@ TEST_F(StreamGolden, ChainsOfTilesAtOneThread) {
   waves.tile_y = 3;
   waves.probes = &probes;
   expect_all_boundaries(waves);
-  const int64_t kNone = GridPlacement::kUnbounded;
-  for (const Boundary& b : kBoundaries) {
-    Case c{"7pt", {23, 17, 40}, DType::kF32, 7, 4, 1, io::Backend::kUring};
-    c.threads = 1;
-    c.cache_bt = 2;
-    c.tile_x = 10;
-    c.tile_y = 3;
-    const bool periodic = b.kind == Boundary::Kind::kPeriodic;
-    c.placement.needed_lo = {8, -kNone, 10};
-    c.placement.needed_hi = {16, periodic ? kNone : 10, periodic ? 30 : kNone};
-    expect_matches_reference<float>(c, b);
-  }
 }
 
 // A distributed part's run (the engines a part can run with): only the needed box (its block)
@@ -696,13 +685,15 @@ TEST_F(StreamGolden, ANeededBoxComesOutExactAndFarHalosAreNotComputed) {
     c.placement.needed_lo = {8, -kNone, 60};
     c.placement.needed_hi = {16, periodic ? kNone : 10, periodic ? 90 : kNone};
     for (EngineUnderTest e :
-         {EngineUnderTest{Method::kStream}, EngineUnderTest{Method::kInCore},
-          EngineUnderTest{Method::kDevice},
+         {EngineUnderTest{Method::kStream},
+          EngineUnderTest{Method::kStream, DevicePlacement::kDeviceResident, false, 0, 1},
+          EngineUnderTest{Method::kInCore}, EngineUnderTest{Method::kDevice},
           EngineUnderTest{Method::kDevice, DevicePlacement::kHostResident},
           EngineUnderTest{Method::kDevice, DevicePlacement::kThreeTiers},
           EngineUnderTest{Method::kDevice, DevicePlacement::kThreeTiers, true}}) {
       if (e.method == Method::kDevice && !device_available()) continue;
       c.method = e.method;
+      c.threads = e.threads;  // (the stream at one thread: its tiles in chains)
       c.device_overlap = e.overlapped ? DeviceOverlap::kOn : DeviceOverlap::kAuto;
       for (auto [stencil, steps] : {std::pair{"7pt", 7}, {"13pt", 5}}) {
         c.stencil = stencil;
