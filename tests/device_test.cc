@@ -455,7 +455,9 @@ TEST_F(DeviceTest, RatesOfASampleCutShortAreCachedForThatSampleOnly) {
   const std::string restore = shared != nullptr ? shared : "";
   ::setenv("DEEPGRID_CACHE_DIR", (tmp.path() / "cache").c_str(), 1);
   const Scheme st(Stencil::preset("7pt").value());
-  const int64_t small = 4 << 20;  // (a quarter of it, 1 MiB, is the sample: 4 planes)
+  // (A quarter of it, 4 MiB, is the sample: 16 planes of 256x256 on a CPU device, 4 of
+  // 512x512 on a GPU, where a budget of 4 MiB left one plane and no rates: an H200, session 83.)
+  const int64_t small = 16 << 20;
   auto rates = [&](int64_t budget) {
     auto r = internal::device_rates("0", st, DType::kF32, budget, false);
     EXPECT_TRUE(r.ok()) << r.status().message();
