@@ -362,9 +362,11 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
       p.bt, rz, p.tile_x + 2 * hx, p.tile_y + 2 * hy, value_bytes, components);
   // Chains along y where each thread gets two tiles or more of an x range (a chain's first
   // tile still computes its whole frame).
-  const int64_t chain_tiles = internal::wavefront_chain_tiles(
-      (s.nx + p.tile_x - 1) / p.tile_x, (s.ny + p.tile_y - 1) / p.tile_y, p.threads);
-  if (opt.carry_edges && p.bt >= 2 && ry > 0 && chain_tiles > 0) {
+  const int64_t tiles_x = (s.nx + p.tile_x - 1) / p.tile_x;
+  const int64_t tiles_y = (s.ny + p.tile_y - 1) / p.tile_y;
+  const int64_t chains_per_column = std::max<int64_t>(1, p.threads / tiles_x);
+  const int64_t chain_tiles = (tiles_y + chains_per_column - 1) / chains_per_column;
+  if (opt.carry_edges && p.bt >= 2 && ry > 0 && tiles_y / chains_per_column >= 2) {
     p.chain_tiles = chain_tiles;
     p.edges_bytes = static_cast<int64_t>(internal::paged_bytes(static_cast<size_t>(
         internal::WavefrontEdges<char>::values(

@@ -302,15 +302,6 @@ struct WavefrontChain {
   int64_t end = 0;
 };
 
-// The most tiles a chain holds when `threads` threads take whole chains of a grid's tiles_x x
-// ranges of tiles_y tiles: each range cut along y into as many chains as the threads need (one
-// chain each where there are fewer ranges than threads), of as equal lengths as fit; 0 where
-// that leaves chains of one tile.
-inline int64_t wavefront_chain_tiles(int64_t tiles_x, int64_t tiles_y, int threads) {
-  const int64_t per_range = std::max<int64_t>(1, threads / tiles_x);
-  return tiles_y / per_range >= 2 ? (tiles_y + per_range - 1) / per_range : 0;
-}
-
 template <typename T>
 class Wavefront {
  public:
