@@ -74,9 +74,11 @@ check() {
   export OMPI_MCA_mca_base_component_show_load_errors=0
   nvidia_only
   deepgrid devices
-  local mpirun=(mpirun -n 2 --oversubscribe --bind-to none
-    --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=4 -x LD_LIBRARY_PATH)
-  [ -z "${OCL_ICD_VENDORS:-}" ] || mpirun+=(-x OCL_ICD_VENDORS)
+  # (device_parts.sh adds its own -n 2 --oversubscribe to the extra arguments)
+  local extra=(--bind-to none --mca btl_vader_single_copy_mechanism none -x OMP_NUM_THREADS=4
+    -x LD_LIBRARY_PATH)
+  [ -z "${OCL_ICD_VENDORS:-}" ] || extra+=(-x OCL_ICD_VENDORS)
+  local mpirun=(mpirun -n 2 --oversubscribe "${extra[@]}")
 
   step device_test
   timeout 120 device_test >"$logs/device_test.log" 2>&1 && echo passed || echo "FAILED ($?)"
@@ -106,7 +108,7 @@ check() {
   step "distributed device parts"
   local dgs=$b/bin/deepgrid
   [ ! -x "$b/bin/deepgrid-old" ] || dgs="$b/bin/deepgrid-old $dgs"
-  DGS=$dgs ROUNDS=2 MPIRUN_ARGS="${mpirun[*]:4}" timeout "${BENCH_SECONDS:-240}" \
+  DGS=$dgs ROUNDS=2 MPIRUN_ARGS="${extra[*]}" timeout "${BENCH_SECONDS:-240}" \
     bash bench/device_parts.sh /tmp/gpu_node_parts || echo "FAILED or cut off ($?)"
   step "placements, 512x512x4096"
   DG=$b/bin/deepgrid timeout "${BENCH_SECONDS:-240}" \
