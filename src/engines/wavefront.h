@@ -489,9 +489,13 @@ class Wavefront {
            std::clamp(trim_.end(0, k, rx_) - ox_, inside.x0, inside.x1),
            std::clamp(trim_.first(1, k, ry_) - oy_, inside.y0, inside.y1),
            std::clamp(trim_.end(1, k, ry_) - oy_, inside.y0, inside.y1)};
-    // A chain's skewed level may lie wholly past the grid's end (in its last tile, when that
-    // is shorter than the skew): its ghost rows and edges are still read.
-    if (c.empty() && chain_.edges == nullptr) return;
+    // A level without cells to compute is never read, with one exception: a chain's skewed
+    // level may lie wholly past the grid's end (in its last tile, when that is shorter than
+    // the skew), and its ghost rows (copies of the edge rows above it) and edges are still
+    // read. A level the trim leaves out must return: filling its ghost rows would copy a row
+    // outside its region (c clamped to an end of it), beyond a carried plane's rows, which is
+    // another plane's memory, maybe another thread's.
+    if (c.empty() && (chain_.edges == nullptr || !inside.empty())) return;
     if (!c.empty()) apply_level(k, z, in, in_s, r, c);
     if (k == L_) return;
     if (chain_.after) take_edges(k, z);  // (neumann ghost rows may copy the last of them)
