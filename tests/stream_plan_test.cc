@@ -125,12 +125,12 @@ TEST(StreamPlan, StagesGoShallowerWhereTheirTilesThenSpanThePlanes) {
   EXPECT_GE(large.stream.cache_bt, 6);
 }
 
-// At one thread a stage's tiles of each x range run as one chain that hands its edge rows on
-// (no halo rows computed twice but at the planes' y ends when periodic), their edges a block's
-// planes of the stage's inner levels, counted in the plan's memory; at two threads, with
-// StreamOptions::carry_edges off, or with one tile per x range or one level per stage, each
-// tile on its own.
-TEST(StreamPlan, TilesRunInChainsAtOneThread) {
+// A stage's tiles of each x range run as chains that hand their edge rows on (no halo rows
+// computed twice but at the chains' ends), as many chains a range as the threads need, their
+// edges a block's planes of the stage's inner levels for each thread, counted in the plan's
+// memory; with StreamOptions::carry_edges off, or with one tile per chain or one level per
+// stage, each tile on its own.
+TEST(StreamPlan, TilesRunInChains) {
   const Manifest m = planning_manifest({512, 512, 64});
   const Stencil st = Stencil::preset("7pt").value();
   StreamOptions opt;
@@ -156,8 +156,22 @@ TEST(StreamPlan, TilesRunInChainsAtOneThread) {
   EXPECT_GT(apart.redundancy, chained.redundancy * 1.05) << "32-row tiles' y halo";
   EXPECT_EQ(chained.memory_bytes - apart.memory_bytes, chained.edges_bytes);
   opt.carry_edges = true;
-  opt.threads = 2;
-  EXPECT_EQ(plan_stream(m, st, Boundary{}, 8, opt).value().chain_tiles, 0);
+  opt.threads = 2;  // a chain each of the two x ranges
+  const StreamPlan two = plan_stream(m, st, Boundary{}, 8, opt).value();
+  EXPECT_EQ(two.chain_tiles, 512 / 32);
+  EXPECT_DOUBLE_EQ(two.redundancy, chained.redundancy);
+  opt.carry_edges = false;
+  EXPECT_EQ(two.memory_bytes - plan_stream(m, st, Boundary{}, 8, opt).value().memory_bytes,
+            2 * chained.edges_bytes)
+      << "edges for each thread";
+  opt.carry_edges = true;
+  opt.threads = 4;  // two chains a range
+  const StreamPlan four = plan_stream(m, st, Boundary{}, 8, opt).value();
+  EXPECT_EQ(four.chain_tiles, 512 / 32 / 2);
+  EXPECT_GT(four.redundancy, chained.redundancy) << "the y halo at the chains' ends";
+  EXPECT_LT(four.redundancy, apart.redundancy);
+  opt.threads = 32;
+  EXPECT_EQ(plan_stream(m, st, Boundary{}, 8, opt).value().chain_tiles, 0) << "a tile a chain";
   opt.threads = 1;
   opt.tile_y = 512;
   EXPECT_EQ(plan_stream(m, st, Boundary{}, 8, opt).value().chain_tiles, 0) << "one tile a column";

@@ -74,17 +74,17 @@ struct Rotation {
 int64_t edge_planes(const Shape& s, int levels, int rz) { return s.nz + 2 * int64_t{levels} * rz; }
 
 // The output regions' tiles in chains (WavefrontChain) of at most `longest` tiles: each x range
-// of a region cut along y into chains of as equal lengths as fit.
+// of a region cut along y by wavefront_chain_cuts.
 std::vector<std::vector<OutputRegion>> tile_chains(const std::vector<OutputRegion>& regions,
                                                    const WavefrontPlan& plan, int64_t longest) {
   std::vector<std::vector<OutputRegion>> chains;
   for (const OutputRegion& r : regions) {
-    const int64_t tiles_y = (r.rect.y1 - r.rect.y0 + plan.tile_y - 1) / plan.tile_y;
-    const int64_t count = (tiles_y + longest - 1) / longest;
+    const std::vector<int64_t> cuts = internal::wavefront_chain_cuts(
+        (r.rect.y1 - r.rect.y0 + plan.tile_y - 1) / plan.tile_y, longest);
     for (int64_t x = r.rect.x0; x < r.rect.x1; x += plan.tile_x) {
-      for (int64_t c = 0; c < count; ++c) {
+      for (size_t c = 0; c + 1 < cuts.size(); ++c) {
         std::vector<OutputRegion>& chain = chains.emplace_back();
-        for (int64_t t = c * tiles_y / count; t < (c + 1) * tiles_y / count; ++t) {
+        for (int64_t t = cuts[c]; t < cuts[c + 1]; ++t) {
           const int64_t y = r.rect.y0 + t * plan.tile_y;
           chain.push_back(
               {{x, std::min(r.rect.x1, x + plan.tile_x), y, std::min(r.rect.y1, y + plan.tile_y)},
@@ -362,11 +362,9 @@ WavefrontPlan plan_wavefront(const Shape& s, const Scheme& scheme, size_t value_
       p.bt, rz, p.tile_x + 2 * hx, p.tile_y + 2 * hy, value_bytes, components);
   // Chains along y where each thread gets two tiles or more of an x range (a chain's first
   // tile still computes its whole frame).
-  const int64_t tiles_x = (s.nx + p.tile_x - 1) / p.tile_x;
-  const int64_t tiles_y = (s.ny + p.tile_y - 1) / p.tile_y;
-  const int64_t chains_per_column = std::max<int64_t>(1, p.threads / tiles_x);
-  const int64_t chain_tiles = (tiles_y + chains_per_column - 1) / chains_per_column;
-  if (opt.carry_edges && p.bt >= 2 && ry > 0 && tiles_y / chains_per_column >= 2) {
+  const int64_t chain_tiles = internal::wavefront_chain_tiles(
+      (s.nx + p.tile_x - 1) / p.tile_x, (s.ny + p.tile_y - 1) / p.tile_y, p.threads);
+  if (opt.carry_edges && p.bt >= 2 && ry > 0 && chain_tiles > 0) {
     p.chain_tiles = chain_tiles;
     p.edges_bytes = static_cast<int64_t>(internal::paged_bytes(static_cast<size_t>(
         internal::WavefrontEdges<char>::values(

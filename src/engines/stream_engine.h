@@ -41,8 +41,8 @@ struct StreamOptions {
   int64_t band_rows = 0;
   bool flush_subnormals = false;  // RunOptions::flush_subnormals
   // Tiles of one x range run in y order as chains, each handing its edge rows to the next
-  // (WavefrontEdges) instead of the next computing them again, where the plan runs one thread
-  // on the CPU (plan_for). Off: every tile computes its whole frame.
+  // (WavefrontEdges) instead of the next computing them again, on the CPU (plan_for: as many
+  // chains a range as the threads need). Off: every tile computes its whole frame.
   bool carry_edges = true;
   // Bytes per lattice update the disks sustain while compute runs at full speed (disk
   // bandwidth / compute rate). The planner deepens bt until the disk traffic, 2 * sizeof(value)
@@ -128,7 +128,7 @@ struct StreamPlan {
   int64_t minimum_bytes = 0;  // the working set with bt = 1
   int64_t sweeps = 0;
   double redundancy = 1;  // computed updates / useful updates (tile halos)
-  // A stage's tiles of one x range run in y order as one chain of chain_tiles tiles, each
+  // A stage's tiles of one x range run in y order as chains of chain_tiles tiles or fewer, each
   // handing its edge rows to the next (StreamOptions::carry_edges), with edges_bytes of edge
   // rows per thread: a block's planes of every inner level of a stage. 0: each tile on its own.
   int64_t chain_tiles = 0;

@@ -228,21 +228,23 @@ StreamPlan plan_for(const Manifest& m, const Scheme& st, const Boundary& b, int 
                                              p.cache_bt, rz, frame_w, frame_h, vb, ring_n) +
                              static_cast<int64_t>(internal::paged_bytes(
                                  static_cast<size_t>(p.stages * p.tiles * carry_bytes)));
-  // Chains along y at one thread on the CPU; several threads take tiles one at a time instead:
-  // chains in the stages ran no faster at two threads on Zen 3 VMs (sessions 53-56), and on a
-  // Zen 1 VM (session 82) 1.09x faster with the same plan but slower where their smaller halo
-  // count led this planner to narrower tiles (docs/performance/incore.md).
+  // Chains along y on the CPU (at several threads the planner chooses a plan without them
+  // first: plan.cc's choose_stream_plan).
   const int64_t tiles_y = (s.ny + p.tile_y - 1) / p.tile_y;
-  if (opt.carry_edges && opt.device == nullptr && p.threads == 1 && p.cache_bt >= 2 &&
-      st.radius_y() > 0 && tiles_y >= 2) {
-    p.chain_tiles = tiles_y;
+  const int64_t chain_tiles =
+      internal::wavefront_chain_tiles((s.nx + p.tile_x - 1) / p.tile_x, tiles_y, p.threads);
+  if (opt.carry_edges && opt.device == nullptr && p.cache_bt >= 2 && st.radius_y() > 0 &&
+      chain_tiles > 0) {
+    p.chain_tiles = chain_tiles;
     p.edges_bytes = static_cast<int64_t>(internal::paged_bytes(static_cast<size_t>(
         internal::WavefrontEdges<char>::values(
             p.cache_bt, st.radius_y(), internal::wavefront_row_stride(frame_w, vb), ring_n,
             internal::stream::chain_edge_planes(p.cache_bt, rz, block)) *
         static_cast<int64_t>(vb))));
   }
-  p.redundancy = redundancy(s, st, b, stages, p.tile_x, p.chain_tiles > 0 ? s.ny : p.tile_y);
+  p.redundancy =
+      redundancy(s, st, b, stages, p.tile_x,
+                 p.chain_tiles > 0 ? std::min(s.ny, p.chain_tiles * p.tile_y) : p.tile_y);
   // Reads of the next block and writes of the previous one overlap the current block.
   p.write_buffers = (writes == Writes::kOneBlock && p.stages >= 2 ? 1 : 2) * int64_t{block};
   p.io_buffers = block + p.write_buffers;

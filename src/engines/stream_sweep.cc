@@ -121,8 +121,8 @@ Status StreamSweep<T>::run_blocks(StreamStats& stats) {
   const int64_t first = layout_.level_begin(0);
   const int64_t end = s_.nz + int64_t{layout_.levels} * rz_;
   // Threads take a stage's tiles one at a time, or whole chains of them (tiles() orders them).
-  const int64_t per_item = std::max<int64_t>(1, plan_.chain_tiles);
-  const int64_t items = plan_.tiles / per_item;
+  const std::vector<int64_t> begins = item_begins();
+  const auto items = static_cast<int64_t>(begins.size()) - 1;
   Status shared;
 #pragma omp parallel num_threads(plan_.threads)
   {
@@ -162,7 +162,7 @@ Status StreamSweep<T>::run_blocks(StreamStats& stats) {
         }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t item = 0; item < items; ++item) {
-          for (int64_t t = item * per_item; t < (item + 1) * per_item; ++t) {
+          for (int64_t t = begins[item]; t < begins[item + 1]; ++t) {
             const Wave& wave = stage[static_cast<size_t>(t)];
             WavefrontCarry<T>& carry = frames_.carry(j, t);
             wave.restore(carry, i0 - lag);
@@ -205,6 +205,7 @@ void StreamSweep<T>::make_waves(int j, int thread, std::vector<Wave>& out) {
   WavefrontWorkspace<T>& ws = frames_.workspace(thread);
   const Stages& stages = layout_.stages;
   const std::vector<Tile> all = tiles();
+  const std::vector<int64_t> begins = item_begins();
   const int n = stages.count(j);
   const bool last = j + 1 == stages.size();
   const int64_t from = layout_.from - int64_t{layout_.levels - stages.first(j) - n} * rz_;
@@ -237,10 +238,12 @@ void StreamSweep<T>::make_waves(int j, int thread, std::vector<Wave>& out) {
           },
           next.strides(), layout_.extension(j), from, probes, trim, windowed);
     }
-    const int64_t chain = plan_.chain_tiles;
-    if (chain > 0 && n >= 2) {
-      const int64_t at = static_cast<int64_t>(t) % chain;  // (tiles() orders them by chain)
-      out.back().chain({&frames_.edges(thread), at > 0, at + 1 < chain, s_.ny});
+    if (plan_.chain_tiles > 0 && n >= 2) {
+      const auto at = static_cast<int64_t>(t);
+      const auto next = std::upper_bound(begins.begin(), begins.end(), at);  // (t's chain's end)
+      const int64_t first = *(next - 1), end = *next;
+      out.back().chain(
+          {&frames_.edges(thread), at > first, at + 1 < end, all[static_cast<size_t>(end - 1)].y1});
     }
     if (plan_.window_components > 0) {
       out.back().read_coefficients_from(
@@ -279,8 +282,8 @@ std::vector<WavefrontFrame> StreamSweep<T>::tiles() const {
       out.push_back({x, std::min(s_.nx, x + plan_.tile_x), y, std::min(s_.ny, y + plan_.tile_y)});
     }
   }
-  // Chains (StreamPlan::chain_tiles, each of every tile of an x range): each x range's tiles in
-  // y order, one range after the other.
+  // Chains (StreamPlan::chain_tiles): each x range's tiles in y order, one range after the
+  // other (item_begins() cuts them into chains).
   if (plan_.chain_tiles > 0) {
     std::stable_sort(out.begin(), out.end(), [](const Tile& a, const Tile& b) {
       return a.x0 != b.x0 ? a.x0 < b.x0 : a.y0 < b.y0;
@@ -295,6 +298,25 @@ std::vector<WavefrontFrame> StreamSweep<T>::tiles() const {
     const int64_t pa = (a.x1 - a.x0) * (a.y1 - a.y0), pb = (b.x1 - b.x0) * (b.y1 - b.y0);
     return pa != pb ? pa > pb : at_end(a) < at_end(b);
   });
+  return out;
+}
+
+// Where each of the items the threads take begins in tiles()'s order, and the end: every tile,
+// or where the plan chains them, each x range's tiles cut into chains of at most chain_tiles
+// (wavefront_chain_cuts, as the in-core engine's).
+template <typename T>
+std::vector<int64_t> StreamSweep<T>::item_begins() const {
+  std::vector<int64_t> out;
+  if (plan_.chain_tiles <= 0) {
+    for (int64_t t = 0; t <= plan_.tiles; ++t) out.push_back(t);
+    return out;
+  }
+  const int64_t tiles_y = (s_.ny + plan_.tile_y - 1) / plan_.tile_y;
+  const std::vector<int64_t> cuts = wavefront_chain_cuts(tiles_y, plan_.chain_tiles);
+  for (int64_t x = 0; x < plan_.tiles / tiles_y; ++x) {
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) out.push_back(x * tiles_y + cuts[c]);
+  }
+  out.push_back(plan_.tiles);
   return out;
 }
 

@@ -86,6 +86,7 @@ class StreamSweep {
   WavefrontTrim trim_from_level(int k) const;
   bool output_trimmed(int64_t z) const;
   std::vector<Tile> tiles() const;
+  std::vector<int64_t> item_begins() const;
   T* output_plane(int64_t z) const;
   Status prepare_block(int64_t i0, int64_t i1, StreamStats& stats);
   Status claim_output_buffers(int64_t i0, int64_t i1, StreamStats& stats);

@@ -302,6 +302,24 @@ struct WavefrontChain {
   int64_t end = 0;
 };
 
+// The most tiles a chain holds when `threads` threads take whole chains of a grid's tiles_x x
+// ranges of tiles_y tiles: each range cut along y into as many chains as the threads need (one
+// chain each where there are fewer ranges than threads), of as equal lengths as fit; 0 where
+// that leaves chains of one tile.
+inline int64_t wavefront_chain_tiles(int64_t tiles_x, int64_t tiles_y, int threads) {
+  const int64_t per_range = std::max<int64_t>(1, threads / tiles_x);
+  return tiles_y / per_range >= 2 ? (tiles_y + per_range - 1) / per_range : 0;
+}
+
+// Where the chains of at most `longest` tiles begin in an x range of tiles_y tiles, and its end
+// (tiles_y): as few chains as hold them, of as equal lengths as fit.
+inline std::vector<int64_t> wavefront_chain_cuts(int64_t tiles_y, int64_t longest) {
+  const int64_t count = (tiles_y + longest - 1) / longest;
+  std::vector<int64_t> out;
+  for (int64_t c = 0; c <= count; ++c) out.push_back(c * tiles_y / count);
+  return out;
+}
+
 template <typename T>
 class Wavefront {
  public:

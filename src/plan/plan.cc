@@ -105,10 +105,35 @@ std::vector<int64_t> band_heights(const Manifest& m, bool wrap) {
   return out;
 }
 
+// The stream plan `chosen` with its stages' tiles in chains (StreamPlan::chain_tiles), their
+// edges in the budget (a shallower block where they need its room), where that is predicted
+// no slower; else `chosen`.
+StreamPlan chained(const Manifest& m, const RunOptions& opt, StreamOptions so,
+                   const StreamPlan& chosen) {
+  so.carry_edges = true;
+  so.bt = chosen.bt;
+  so.cache_bt = chosen.cache_bt;
+  so.tile_x = chosen.tile_x;
+  so.tile_y = chosen.tile_y;
+  so.cache_bytes = chosen.cache_bytes;
+  so.band_rows = chosen.band_rows;
+  const Result<StreamPlan> q = plan_stream(m, opt.scheme, opt.boundary, opt.steps, so);
+  return q.ok() && q->chain_tiles > 0 && q->cost.steps <= chosen.cost.steps ? *q : chosen;
+}
+
 // The stream plan: bands of the rows asked for, whole planes, or, left to choose, the cheapest
 // of whole planes and band_heights() where bands_allowed() (`method`: the run's, resolved).
+// At several threads the choice weighs tiles on their own, and the plan chosen then runs them
+// in chains: chains' smaller halo count led the choice to narrower tiles that computed 0.90x
+// as fast at two threads, where the plan chosen without them computed 1.05-1.10x faster in
+// chains (a Zen 1 VM, sessions 82-83; docs/performance/incore.md).
 Result<StreamPlan> choose_stream_plan(const Manifest& m, const std::string& dir,
                                       const RunOptions& opt, Method method, StreamOptions so) {
+  if (so.carry_edges && internal::resolved_threads(so.threads) >= 2) {
+    so.carry_edges = false;
+    Result<StreamPlan> chosen = choose_stream_plan(m, dir, opt, method, so);
+    return chosen.ok() ? Result<StreamPlan>(chained(m, opt, so, *chosen)) : chosen;
+  }
   so.band_rows = std::max<int64_t>(opt.band_rows, 0);
   Result<StreamPlan> whole = plan_stream(m, opt.scheme, opt.boundary, opt.steps, so);
   if (!bands_allowed(m, dir, opt, method)) return whole;
