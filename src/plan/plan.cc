@@ -125,8 +125,8 @@ StreamPlan chained(const Manifest& m, const RunOptions& opt, StreamOptions so,
 // of whole planes and band_heights() where bands_allowed() (`method`: the run's, resolved).
 // At several threads the choice weighs tiles on their own, and the plan chosen then runs them
 // in chains: chains' smaller halo count led the choice to narrower tiles that computed 0.90x
-// as fast at two threads, where the plan chosen without them computed 1.05-1.10x faster in
-// chains (a Zen 1 VM, sessions 82-83; docs/performance/incore.md).
+// as fast at two threads, where the plan chosen without them computed 1.02-1.10x faster in
+// chains (Zen 1 VMs, sessions 82-84, medians of rounds; docs/performance/incore.md).
 Result<StreamPlan> choose_stream_plan(const Manifest& m, const std::string& dir,
                                       const RunOptions& opt, Method method, StreamOptions so) {
   if (so.carry_edges && internal::resolved_threads(so.threads) >= 2) {
