@@ -5,14 +5,19 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "planning_manifest.h"
 #include "sanitizer_build.h"
 #include "stream_golden.h"
 
 namespace deepgrid {
 namespace {
+
+namespace fs = std::filesystem;
+using testing::kCoupledScheme;
 
 // A caller that advances the grid again right after (RunOptions::advances_again: a run's
 // parts between snapshots, a distributed run's rounds) has the files a sweep in bands replaced

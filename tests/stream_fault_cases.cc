@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <filesystem>
 #include <string>
 
 #include "damage.h"
@@ -12,6 +13,8 @@
 
 namespace deepgrid {
 namespace {
+
+namespace fs = std::filesystem;
 
 class StreamFaults : public ::testing::TestWithParam<io::Backend> {
  protected:

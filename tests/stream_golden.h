@@ -21,20 +21,11 @@
 #include "engines/device_engine.h"
 #include "engines/stream_engine.h"
 #include "engines/subnormals.h"
-#include "planning_manifest.h"
 #include "reference.h"
 #include "temp_dir.h"
 #include "test_schemes.h"
 
 namespace deepgrid {
-
-namespace fs = std::filesystem;
-using testing::kCoupledScheme;
-using testing::kFusedFormScheme;
-using testing::kKernelScheme;
-using testing::kLeadingCoefficientScheme;
-using testing::kThreeLevelScheme;
-using testing::planning_manifest;
 
 const Boundary kBoundaries[] = {
     {Boundary::Kind::kDirichlet, 0.5},
@@ -97,17 +88,17 @@ class StreamGolden : public ::testing::Test {
     co.chunk_target_bytes = 3 * 4096;  // several chunks, so stripes alternate
     for (int s = 0; s < c.stripes && c.stripes > 1; ++s) {
       co.stores.push_back(dir + "_s" + std::to_string(s));
-      fs::create_directory(co.stores.back());
+      std::filesystem::create_directory(co.stores.back());
     }
     // Every component random: planes of n components are (ny * n) x nx arrays.
     const auto u = initial_values<T>(c, n);
-    std::vector<std::pair<std::string, fs::file_time_type>> coef_written;
+    std::vector<std::pair<std::string, std::filesystem::file_time_type>> coef_written;
     {  // released before the run opens the grid
       Grid g = Grid::create(dir, co).value();
       ASSERT_TRUE(g.write_planes(0, c.shape.nz, u.data()).ok());
       ASSERT_TRUE(!c.coef_files || g.manifest().has_coef_files());
       for (int f = 0; f < static_cast<int>(g.manifest().layout.coef_files.size()); ++f) {
-        coef_written.emplace_back(g.coef_path(f), fs::last_write_time(g.coef_path(f)));
+        coef_written.emplace_back(g.coef_path(f), std::filesystem::last_write_time(g.coef_path(f)));
       }
     }
 
@@ -153,7 +144,8 @@ class StreamGolden : public ::testing::Test {
     }
 
     for (const auto& [path, written] : coef_written) {
-      EXPECT_EQ(fs::last_write_time(path), written) << "the run wrote coefficient file " << path;
+      EXPECT_EQ(std::filesystem::last_write_time(path), written)
+          << "the run wrote coefficient file " << path;
     }
     Grid after = Grid::open(dir).value();
     std::vector<T> got(u.size());

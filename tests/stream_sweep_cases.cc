@@ -11,10 +11,16 @@
 #include "deepgrid/machine.h"
 #include "engines/tiled_engine.h"
 #include "plan/plan.h"
+#include "planning_manifest.h"
 #include "stream_golden.h"
 
 namespace deepgrid {
 namespace {
+
+namespace fs = std::filesystem;
+using testing::kCoupledScheme;
+using testing::kKernelScheme;
+using testing::planning_manifest;
 
 // Two-level blocking: sweeps of bt levels as stages of cache_bt levels, including stages
 // that do not divide bt, a last sweep shorter than one stage, and radius-2 stencils whose

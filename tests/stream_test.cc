@@ -15,6 +15,12 @@
 namespace deepgrid {
 namespace {
 
+using testing::kCoupledScheme;
+using testing::kFusedFormScheme;
+using testing::kKernelScheme;
+using testing::kLeadingCoefficientScheme;
+using testing::kThreeLevelScheme;
+
 // The shared suite: each case through the method under test.
 class EngineGolden : public StreamGolden, public ::testing::WithParamInterface<EngineUnderTest> {
  protected:
